@@ -1,0 +1,144 @@
+import { DurableObject } from "cloudflare:workers";
+import { openDb } from "../db/client";
+import type { TaskRow } from "../db/schema";
+import { leaseTasks, nextRunAt } from "../engine/lease";
+import type { Env } from "../env";
+import {
+  coordinatorLeaseSchema,
+  coordinatorNotifySchema,
+  type CoordinatorLease,
+  type CoordinatorNotify,
+} from "./protocol";
+
+interface Waiter {
+  request: CoordinatorLease;
+  resolve: (tasks: TaskRow[]) => void;
+  reject: (error: unknown) => void;
+  timer: ReturnType<typeof setTimeout>;
+  /** A lease for this waiter is in flight: its timeout must not answer it meanwhile. */
+  busy: boolean;
+  /** The wait ran out while a lease was in flight. */
+  expired: boolean;
+}
+
+/** Storage key of the queue name (a Durable Object id does not carry it back). */
+const QUEUE_KEY = "queue";
+
+/**
+ * One per queue (`idFromName(queue)`). It holds long-poll lease requests and answers them, first come
+ * first served, as soon as tasks are enqueued or become due; and it keeps an alarm at the queue's next
+ * due `run_at` so delayed work is noticed within milliseconds. The cron tick wakes it as a safety net.
+ *
+ * It never owns task state: every lease goes through the same engine call (one guarded D1 statement)
+ * as a direct lease, so a coordinator that is evicted or restarted loses only its waiters, who then
+ * get an error and poll again.
+ */
+export class Coordinator extends DurableObject<Env> {
+  private readonly waiters: Waiter[] = [];
+  /** Serialises serving, so two wake-ups never hand the same waiter two batches. */
+  private serving: Promise<void> = Promise.resolve();
+  /** Counts wake-ups, to notice one that arrived while a request was leasing for itself. */
+  private wakeups = 0;
+
+  /**
+   * Leases for a worker, waiting up to `waitMs` for tasks when none is due.
+   *
+   * @example
+   * const tasks = await env.COORDINATOR.get(env.COORDINATOR.idFromName("q")).lease({ queue: "q", max: 10, visibilityTimeoutS: 30, holder: null, waitMs: 20000 });
+   */
+  async lease(input: CoordinatorLease): Promise<TaskRow[]> {
+    const request = coordinatorLeaseSchema.parse(input);
+    await this.remember(request.queue);
+    const db = openDb(this.env.DB);
+    const wakeupsBefore = this.wakeups;
+    // Earlier waiters come first: only lease at once when nobody is queued ahead.
+    if (this.waiters.length === 0) {
+      const leased = await leaseTasks(db, request, Date.now());
+      if (leased.length > 0 || request.waitMs === 0) return leased;
+    }
+    const answer = new Promise<TaskRow[]>((resolve, reject) => {
+      const waiter: Waiter = { request, resolve, reject, busy: false, expired: false, timer: undefined! };
+      waiter.timer = setTimeout(() => {
+        if (waiter.busy) {
+          waiter.expired = true;
+          return;
+        }
+        this.drop(waiter);
+        resolve([]);
+      }, request.waitMs);
+      this.waiters.push(waiter);
+    });
+    // Tasks may have arrived while we leased for ourselves; their wake-up found no waiter to serve.
+    if (this.wakeups !== wakeupsBefore) await this.serve();
+    return answer;
+  }
+
+  /**
+   * Tasks of this queue become due at `runAt`: serve waiters now if due, otherwise make sure the alarm
+   * fires by then.
+   */
+  async notify(input: CoordinatorNotify): Promise<void> {
+    const { queue, runAt } = coordinatorNotifySchema.parse(input);
+    await this.remember(queue);
+    if (runAt <= Date.now()) {
+      await this.serve();
+      return;
+    }
+    const current = await this.ctx.storage.getAlarm();
+    if (current == null || runAt < current) await this.ctx.storage.setAlarm(runAt);
+  }
+
+  /** How many long-poll requests are waiting (for tests and stats). */
+  async waiting(): Promise<number> {
+    return this.waiters.length;
+  }
+
+  override async alarm(): Promise<void> {
+    await this.serve();
+    const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
+    if (queue === undefined) return;
+    const next = await nextRunAt(openDb(this.env.DB), queue, Date.now());
+    if (next != null) await this.ctx.storage.setAlarm(next);
+  }
+
+  private async remember(queue: string): Promise<void> {
+    // Reads are cached by the storage layer; write only the first time, each write is billed.
+    if ((await this.ctx.storage.get<string>(QUEUE_KEY)) !== queue) await this.ctx.storage.put(QUEUE_KEY, queue);
+  }
+
+  private serve(): Promise<void> {
+    this.wakeups++;
+    this.serving = this.serving.then(() => this.serveWaiters());
+    return this.serving;
+  }
+
+  /** Leases for waiters in arrival order until the queue has nothing due. */
+  private async serveWaiters(): Promise<void> {
+    const db = openDb(this.env.DB);
+    while (this.waiters.length > 0) {
+      const waiter = this.waiters[0]!;
+      let leased: TaskRow[];
+      waiter.busy = true;
+      try {
+        leased = await leaseTasks(db, waiter.request, Date.now());
+      } catch (error) {
+        this.drop(waiter);
+        waiter.reject(error);
+        continue;
+      } finally {
+        waiter.busy = false;
+      }
+      if (leased.length > 0 || waiter.expired) {
+        this.drop(waiter);
+        waiter.resolve(leased);
+      }
+      if (leased.length === 0) return;
+    }
+  }
+
+  private drop(waiter: Waiter): void {
+    clearTimeout(waiter.timer);
+    const index = this.waiters.indexOf(waiter);
+    if (index >= 0) this.waiters.splice(index, 1);
+  }
+}

@@ -1,0 +1,54 @@
+import { openDb } from "../db/client";
+import { wakeCoordinator } from "../coordinator/wake";
+import { MAX_ROWS_PER_TICK_STATEMENT } from "../engine/limits";
+import { pruneByRetention } from "../engine/purge";
+import { queuesWithDueWork } from "../engine/read";
+import { reapExpiredLeases } from "../engine/reap";
+import type { Env } from "../env";
+
+export interface TickResult {
+  reaped: number;
+  dead: number;
+  pruned: number;
+  woken: string[];
+}
+
+/** Reap statements per tick: 4 x 5,000 rows bounds a tick's D1 time; the rest waits a minute. */
+const MAX_REAP_ROUNDS = 4;
+
+/**
+ * The cron tick (every minute): reaps expired leases, prunes finished tasks past retention, and wakes
+ * the coordinator of every queue with due work — a safety net for a lost alarm or notification.
+ *
+ * Idempotent and safe when two ticks overlap: every step is a guarded statement (a task is reaped once,
+ * a deleted row is gone) and a wake-up only makes a coordinator look for due work.
+ *
+ * @example
+ * export default { scheduled: (controller, env, ctx) => ctx.waitUntil(runTick(env, controller.scheduledTime)) };
+ */
+export async function runTick(env: Env, now: number): Promise<TickResult> {
+  const db = openDb(env.DB);
+  let reaped = 0;
+  let dead = 0;
+  // queue -> when its coordinator should look: now for due work, the retry time for reaped tasks.
+  const wake = new Map<string, number>();
+  for (let round = 0; round < MAX_REAP_ROUNDS; round++) {
+    const result = await reapExpiredLeases(db, now);
+    reaped += result.reaped.length;
+    for (const task of result.reaped) {
+      if (task.state === "dead") dead++;
+      if (task.state === "pending") wake.set(task.queue, Math.min(wake.get(task.queue) ?? Infinity, task.run_at));
+    }
+    if (result.reaped.length < MAX_ROWS_PER_TICK_STATEMENT) break;
+  }
+  const { pruned } = await pruneByRetention(db, now);
+  for (const queue of await queuesWithDueWork(db, now)) wake.set(queue, now);
+  const woken = [...wake.keys()].sort();
+  const wakeups = await Promise.allSettled([...wake].map(([queue, runAt]) => wakeCoordinator(env, queue, runAt)));
+  const failed = wakeups.filter((w) => w.status === "rejected");
+  if (failed.length > 0) {
+    // Not fatal: the next tick tries again. Reported so the failure is visible in the logs.
+    console.error(`cron: ${failed.length} coordinator wake-up(s) failed`, failed.map((f) => String(f.reason)));
+  }
+  return { reaped, dead, pruned, woken };
+}

@@ -1,0 +1,99 @@
+import { sql } from "drizzle-orm";
+import { check, index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/**
+ * The one task table, shared by every queue and task type. This file is the source of truth:
+ * `npm run db:generate` writes migrations/ from it (append-only), and a test fails when the migrated
+ * table drifts from these columns.
+ *
+ * Cost design (D1 bills every row written, and every index entry inserted counts as another row):
+ * - The table is WITHOUT ROWID (added to the generated migration; drizzle-kit cannot express it), so the
+ *   primary key *is* the table and costs no separate index entry.
+ * - One partial index over live tasks (`finished_at IS NULL`), keyed on columns a lease does not touch,
+ *   so a lease rewrites only the table row. Index deletions are not billed; insertions are.
+ * - A successful life is 4 rows written: enqueue 2 (row + live index entry), lease 1, complete 1.
+ *
+ * All times are integer milliseconds since the Unix epoch (UTC); the API renders them as ISO-8601.
+ */
+export const tasks = sqliteTable(
+  "tasks",
+  {
+    /** ULID, time-ordered; a client may supply its own (re-enqueueing an existing id is a no-op). */
+    id: text("id").primaryKey(),
+    /** Queue name; one coordinator Durable Object per queue. */
+    queue: text("queue").notNull(),
+    /** What kind of work this is (selects the processor in push mode). */
+    type: text("type").notNull().default("default"),
+    /** pending | processing | completed | dead | cancelled — see src/engine/states.ts. */
+    state: text("state").notNull(),
+    /** Higher runs first. */
+    priority: integer("priority").notNull().default(0),
+    /** The task's input, JSON text. */
+    payload: text("payload").notNull().default("null"),
+    /** The task's output when completed, JSON text. */
+    result: text("result"),
+    /** JSON array of { attempt, at, message, kind }: every failure and expired lease, oldest first. */
+    errors: text("errors").notNull().default("[]"),
+    /** Leases handed out so far (incremented by each lease). */
+    attempts: integer("attempts").notNull().default(0),
+    /** After this many attempts a failure is final (dead). Copied from the queue config at enqueue. */
+    maxAttempts: integer("max_attempts").notNull(),
+    /** Not leased before this time (delay, retry backoff). */
+    runAt: integer("run_at").notNull(),
+    /** Fencing token of the current lease; every write by the holder must present it. */
+    leaseToken: text("lease_token"),
+    /** Free-form name of the worker holding the lease (for inspection only). */
+    leaseHolder: text("lease_holder"),
+    /** The lease is void from this time; the reaper then retries or buries the task. */
+    leaseExpiresAt: integer("lease_expires_at"),
+    /** 1 once a cancel was asked for while processing; the holder learns it on heartbeat or ack. */
+    cancelRequested: integer("cancel_requested").notNull().default(0),
+    /** Unique among the queue's live (pending or processing) tasks. */
+    dedupeKey: text("dedupe_key"),
+    /** A library, tenant or batch: list, stats, cancel and redrive can be scoped to it. */
+    groupKey: text("group_key"),
+    /** 0-100, reported by the holder's heartbeat. */
+    progress: integer("progress"),
+    /** Free text that goes with progress. */
+    progressMessage: text("progress_message"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    /** First lease. */
+    startedAt: integer("started_at"),
+    /** Set exactly when the task leaves the live states (completed, dead, cancelled). */
+    finishedAt: integer("finished_at"),
+  },
+  (t) => [
+    // Lease order and reap scan. `finished_at IS NULL` (not `state IN (...)`) so that a lease, which
+    // changes state but not finished_at, does not re-insert the entry (a billed row).
+    index("tasks_live").on(t.queue, sql`${t.priority} DESC`, t.runAt, t.id).where(sql`${t.finishedAt} IS NULL`),
+    // Dedupe among live tasks only; tasks without a key write no entry here.
+    uniqueIndex("tasks_live_dedupe")
+      .on(t.queue, t.dedupeKey)
+      .where(sql`${t.dedupeKey} IS NOT NULL AND ${t.finishedAt} IS NULL`),
+    // No index for purge: ULID ids are time-ordered, so purge walks the primary key up to the
+    // retention cutoff instead of paying an index entry on every task (src/engine/purge.ts).
+    check("tasks_state", sql`${t.state} IN ('pending', 'processing', 'completed', 'dead', 'cancelled')`),
+    // The live index relies on this equivalence.
+    check(
+      "tasks_finished_iff_final",
+      sql`(${t.state} IN ('pending', 'processing')) = (${t.finishedAt} IS NULL)`,
+    ),
+    check("tasks_progress", sql`${t.progress} IS NULL OR ${t.progress} BETWEEN 0 AND 100`),
+  ],
+);
+
+/** Per-queue configuration; a queue with no row uses the defaults in src/engine/queue-config.ts. */
+export const queues = sqliteTable("queues", {
+  name: text("name").primaryKey(),
+  maxAttempts: integer("max_attempts"),
+  visibilityTimeoutS: integer("visibility_timeout_s"),
+  backoffBaseS: integer("backoff_base_s"),
+  backoffCapS: integer("backoff_cap_s"),
+  /** Finished tasks older than this are pruned by the cron tick. */
+  retentionS: integer("retention_s"),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+export type TaskRow = typeof tasks.$inferSelect;
+export type QueueRow = typeof queues.$inferSelect;

@@ -1,0 +1,66 @@
+import { sql, type SQL } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { EdgeqError, LeaseLostError, NotFoundError } from "./errors";
+import type { TaskState } from "./states";
+
+/** The outcome of one item of an ack (complete or fail), in input order. */
+export type AckOutcome =
+  | { id: string; ok: true; queue: string; state: TaskState; run_at: number }
+  | { id: string; ok: false; error: EdgeqError };
+
+/** A fenced item: the task and the lease token its holder was given. */
+export interface FencedItem {
+  id: string;
+  leaseToken: string;
+}
+
+/**
+ * The fence every holder write carries: the task is processing, under this very token, and the lease
+ * has not expired — an expired lease is void even before the reaper has seen it.
+ */
+export function leaseFenceSql(id: SQL, token: SQL, now: number): SQL {
+  return sql`tasks.id = ${id} AND tasks.lease_token = ${token} AND tasks.state = 'processing' AND tasks.lease_expires_at > ${now}`;
+}
+
+/**
+ * Runs one fenced UPDATE over a JSON array of items (`UPDATE ... FROM json_each`) and explains every item
+ * it did not change: `not_found` when the task does not exist, otherwise `lease_lost`. A task that ended
+ * `cancelled` because a cancel had been requested is reported as `task_cancelled`.
+ */
+export async function applyFencedUpdate(
+  db: Db,
+  items: FencedItem[],
+  run: (itemsJson: string) => SQL,
+): Promise<AckOutcome[]> {
+  const json = JSON.stringify(items.map((i) => ({ ...i, lease_token: i.leaseToken })));
+  const changed = await db.all<{ id: string; queue: string; state: TaskState; run_at: number }>(run(json));
+  const byId = new Map(changed.map((r) => [r.id, r]));
+  const missing = items.filter((i) => !byId.has(i.id)).map((i) => i.id);
+  const existing = missing.length
+    ? new Set(
+        (
+          await db.all<{ id: string }>(
+            sql`SELECT id FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(missing)}))`,
+          )
+        ).map((r) => r.id),
+      )
+    : new Set<string>();
+  return items.map((item): AckOutcome => {
+    const row = byId.get(item.id);
+    if (!row) {
+      return {
+        id: item.id,
+        ok: false,
+        error: existing.has(item.id) ? new LeaseLostError(item.id) : new NotFoundError(`task ${item.id}`),
+      };
+    }
+    if (row.state === "cancelled") {
+      return {
+        id: item.id,
+        ok: false,
+        error: new EdgeqError("task_cancelled", `task ${item.id}: a cancel was requested; the task is now cancelled`),
+      };
+    }
+    return { id: item.id, ok: true, queue: row.queue, state: row.state, run_at: row.run_at };
+  });
+}

@@ -1,0 +1,71 @@
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { tasks, type TaskRow } from "../db/schema";
+import { EdgeqError, NotFoundError } from "./errors";
+
+/** The SET clause of a cancel: pending -> cancelled at once; processing -> cancel requested. */
+function cancelSet(now: number) {
+  return {
+    state: sql`CASE WHEN ${tasks.state} = 'pending' THEN 'cancelled' ELSE ${tasks.state} END`,
+    finishedAt: sql`CASE WHEN ${tasks.state} = 'pending' THEN ${now} ELSE ${tasks.finishedAt} END`,
+    cancelRequested: sql`CASE WHEN ${tasks.state} = 'processing' THEN 1 ELSE ${tasks.cancelRequested} END`,
+    updatedAt: now,
+  };
+}
+
+/**
+ * Cancels one task. A pending task is cancelled at once; a processing task is marked cancel-requested and
+ * its holder learns it on its next heartbeat or ack (the task then ends cancelled). Finished tasks cannot
+ * be cancelled (`invalid_transition`).
+ *
+ * @example
+ * const task = await cancelTask(db, id, Date.now());
+ */
+export async function cancelTask(db: Db, id: string, now: number): Promise<TaskRow> {
+  const [row] = await db
+    .update(tasks)
+    .set(cancelSet(now))
+    .where(and(eq(tasks.id, id), isNull(tasks.finishedAt), eq(tasks.cancelRequested, 0)))
+    .returning();
+  if (row) return row;
+  const existing = await db.select().from(tasks).where(eq(tasks.id, id)).get();
+  if (!existing) throw new NotFoundError(`task ${id}`);
+  throw new EdgeqError(
+    "invalid_transition",
+    existing.cancelRequested === 1 && existing.state === "processing"
+      ? `task ${id}: a cancel was already requested`
+      : `task ${id} is ${existing.state}; only pending or processing tasks can be cancelled`,
+  );
+}
+
+/**
+ * Cancels every live task of a queue, optionally of one group: pending ones at once, processing ones by
+ * cancel request.
+ *
+ * @example
+ * const { cancelled, cancel_requested } = await cancelQueueTasks(db, "renders", { group: "album-7" }, Date.now());
+ */
+export async function cancelQueueTasks(
+  db: Db,
+  queue: string,
+  scope: { group?: string },
+  now: number,
+): Promise<{ cancelled: number; cancel_requested: number }> {
+  const rows = await db
+    .update(tasks)
+    .set(cancelSet(now))
+    .where(
+      and(
+        eq(tasks.queue, queue),
+        isNull(tasks.finishedAt),
+        eq(tasks.cancelRequested, 0),
+        inArray(tasks.state, ["pending", "processing"]),
+        scope.group === undefined ? undefined : eq(tasks.groupKey, scope.group),
+      ),
+    )
+    .returning({ state: tasks.state });
+  return {
+    cancelled: rows.filter((r) => r.state === "cancelled").length,
+    cancel_requested: rows.filter((r) => r.state === "processing").length,
+  };
+}

@@ -1,0 +1,174 @@
+import { sql } from "drizzle-orm";
+import { monotonicFactory } from "ulid";
+import type { Db } from "../db/client";
+import { EdgeqError } from "./errors";
+import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "./limits";
+import { getQueueConfig } from "./queue-config";
+import type { TaskState } from "./states";
+
+/** One task to enqueue, already validated and with its run time resolved by the caller. */
+export interface NewTask {
+  id?: string;
+  type?: string;
+  payload?: unknown;
+  priority?: number;
+  /** Absolute time (ms) before which the task is not leased; defaults to `now`. */
+  runAt?: number;
+  maxAttempts?: number;
+  dedupeKey?: string;
+  group?: string;
+}
+
+export interface EnqueueOutcome {
+  id: string;
+  state: TaskState;
+  /** True when no task was created: the id already existed, or a live task held the dedupe key. */
+  deduplicated: boolean;
+}
+
+export interface EnqueueResult {
+  tasks: EnqueueOutcome[];
+  /** Earliest run_at among the tasks created, for the coordinator's alarm; null if none was created. */
+  earliestRunAt: number | null;
+}
+
+interface InsertRow {
+  i: number;
+  id: string;
+  type: string;
+  payload: unknown;
+  priority: number;
+  run_at: number;
+  max_attempts: number;
+  dedupe_key: string | null;
+  group_key: string | null;
+}
+
+const encoder = new TextEncoder();
+
+/** Existing ids or dedupe keys can free up between our insert and our read-back; retry that few times. */
+const MAX_ENQUEUE_ROUNDS = 3;
+
+/**
+ * Enqueues any number of tasks (up to MAX_ENQUEUE_TASKS) atomically: all are inserted in one D1 batch,
+ * which is one transaction. Each statement binds a single JSON array read with `json_each`, because D1
+ * allows only 100 bound parameters per statement; arrays are chunked by size inside the batch.
+ *
+ * An id that already exists, or a dedupe key held by a live task of the queue, creates nothing: the
+ * existing task is returned with `deduplicated: true`. Results are in input order.
+ *
+ * @example
+ * const { tasks } = await enqueueTasks(db, "emails", [{ payload: { to: "a@example.com" } }], Date.now());
+ */
+export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now: number): Promise<EnqueueResult> {
+  if (input.length === 0) return { tasks: [], earliestRunAt: null };
+  if (input.length > MAX_ENQUEUE_TASKS) {
+    throw new EdgeqError("payload_too_large", `at most ${MAX_ENQUEUE_TASKS} tasks per enqueue call (got ${input.length})`);
+  }
+  const config = await getQueueConfig(db, queue);
+  const nextId = monotonicFactory();
+  const rows: InsertRow[] = input.map((task, i) => {
+    const payload = task.payload ?? null;
+    const bytes = encoder.encode(JSON.stringify(payload)).byteLength;
+    if (bytes > MAX_PAYLOAD_BYTES) {
+      throw new EdgeqError(
+        "payload_too_large",
+        `tasks[${i}].payload is ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
+      );
+    }
+    return {
+      i,
+      id: task.id ?? nextId(now),
+      type: task.type ?? "default",
+      payload,
+      priority: task.priority ?? 0,
+      run_at: task.runAt ?? now,
+      max_attempts: task.maxAttempts ?? config.max_attempts,
+      dedupe_key: task.dedupeKey ?? null,
+      group_key: task.group ?? null,
+    };
+  });
+
+  const outcomes = new Array<EnqueueOutcome | undefined>(rows.length);
+  let earliestRunAt: number | null = null;
+  let remaining = rows;
+  for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
+    const inserted = await insertRows(db, queue, remaining, now);
+    for (const row of remaining) {
+      if (!inserted.has(row.id)) continue;
+      outcomes[row.i] = { id: row.id, state: "pending", deduplicated: false };
+      inserted.delete(row.id); // a repeated id within one call: only its first occurrence was inserted
+      earliestRunAt = earliestRunAt == null ? row.run_at : Math.min(earliestRunAt, row.run_at);
+    }
+    remaining = remaining.filter((row) => outcomes[row.i] === undefined);
+    if (remaining.length === 0) break;
+    const existing = await findExisting(db, queue, remaining);
+    for (const row of remaining) {
+      const found = existing.get(row.i);
+      if (found) outcomes[row.i] = { ...found, deduplicated: true };
+    }
+    remaining = remaining.filter((row) => outcomes[row.i] === undefined);
+  }
+  if (remaining.length > 0) {
+    throw new Error(`enqueue: ${remaining.length} task(s) neither inserted nor found after ${MAX_ENQUEUE_ROUNDS} rounds`);
+  }
+  return { tasks: outcomes as EnqueueOutcome[], earliestRunAt };
+}
+
+/** Inserts rows in one batch (one transaction); returns the ids actually inserted. */
+async function insertRows(db: Db, queue: string, rows: InsertRow[], now: number): Promise<Set<string>> {
+  const statements = chunkBySize(rows).map(
+    (chunk) =>
+      db.all<{ id: string }>(sql`INSERT INTO tasks
+        (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, created_at, updated_at)
+      SELECT j.value->>'id', ${queue}, j.value->>'type', 'pending', j.value->>'priority', j.value->'payload',
+        j.value->>'max_attempts', j.value->>'run_at', j.value->>'dedupe_key', j.value->>'group_key', ${now}, ${now}
+      FROM json_each(${JSON.stringify(chunk)}) AS j
+      WHERE true
+      ON CONFLICT DO NOTHING
+      RETURNING id`),
+  );
+  const [first, ...rest] = statements;
+  if (!first) return new Set();
+  const results = await db.batch([first, ...rest]);
+  return new Set(results.flat().map((r) => r.id));
+}
+
+/** For rows that were not inserted: the task that has their id, else the live task holding their dedupe key. */
+async function findExisting(
+  db: Db,
+  queue: string,
+  rows: InsertRow[],
+): Promise<Map<number, { id: string; state: TaskState }>> {
+  const keys = JSON.stringify(rows.map((r) => ({ i: r.i, id: r.id, dedupe_key: r.dedupe_key })));
+  const [byId, byKey] = await db.batch([
+    db.all<{ i: number; id: string; state: TaskState }>(sql`SELECT j.value->>'i' AS i, t.id, t.state
+      FROM json_each(${keys}) AS j JOIN tasks t ON t.id = j.value->>'id'`),
+    db.all<{ i: number; id: string; state: TaskState }>(sql`SELECT j.value->>'i' AS i, t.id, t.state
+      FROM json_each(${keys}) AS j JOIN tasks t
+        ON t.queue = ${queue} AND t.dedupe_key = j.value->>'dedupe_key' AND t.finished_at IS NULL`),
+  ]);
+  const found = new Map<number, { id: string; state: TaskState }>();
+  for (const r of byKey) found.set(Number(r.i), { id: r.id, state: r.state });
+  for (const r of byId) found.set(Number(r.i), { id: r.id, state: r.state }); // the id wins over the key
+  return found;
+}
+
+/** Splits rows into JSON arrays of at most MAX_ENQUEUE_CHUNK_BYTES each. */
+function chunkBySize(rows: InsertRow[]): InsertRow[][] {
+  const chunks: InsertRow[][] = [];
+  let current: InsertRow[] = [];
+  let size = 2;
+  for (const row of rows) {
+    const rowSize = encoder.encode(JSON.stringify(row)).byteLength + 1;
+    if (current.length > 0 && size + rowSize > MAX_ENQUEUE_CHUNK_BYTES) {
+      chunks.push(current);
+      current = [];
+      size = 2;
+    }
+    current.push(row);
+    size += rowSize;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}

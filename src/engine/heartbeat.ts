@@ -1,0 +1,45 @@
+import { eq, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { tasks, type TaskRow } from "../db/schema";
+import { leaseFenceSql } from "./ack";
+import { EdgeqError, LeaseLostError, NotFoundError } from "./errors";
+import { rowFromRaw } from "./task-row";
+
+export interface HeartbeatRequest {
+  id: string;
+  leaseToken: string;
+  /** New lease length from now, in seconds. */
+  extendS: number;
+  /** 0-100; absent keeps the stored value. */
+  progress?: number;
+  progressMessage?: string;
+}
+
+/**
+ * Extends a lease and records progress, fenced by the lease token. If a cancel was requested the task
+ * becomes cancelled instead and the holder gets `task_cancelled`: it should stop working.
+ *
+ * @example
+ * await heartbeatTask(db, { id, leaseToken, extendS: 30, progress: 40, progressMessage: "3/7 items" }, Date.now());
+ */
+export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: number): Promise<TaskRow> {
+  const raw = await db.get<Record<string, unknown>>(sql`UPDATE tasks SET
+      state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE state END,
+      finished_at = CASE WHEN cancel_requested = 1 THEN ${now} ELSE NULL END,
+      lease_token = CASE WHEN cancel_requested = 1 THEN NULL ELSE lease_token END,
+      lease_expires_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE ${now + request.extendS * 1000} END,
+      progress = coalesce(${request.progress ?? null}, progress),
+      progress_message = coalesce(${request.progressMessage ?? null}, progress_message),
+      updated_at = ${now}
+    WHERE ${leaseFenceSql(sql`${request.id}`, sql`${request.leaseToken}`, now)}
+    RETURNING *`);
+  if (!raw) {
+    const exists = await db.select({ id: tasks.id }).from(tasks).where(eq(tasks.id, request.id)).get();
+    throw exists ? new LeaseLostError(request.id) : new NotFoundError(`task ${request.id}`);
+  }
+  const row = rowFromRaw(raw);
+  if (row.state === "cancelled") {
+    throw new EdgeqError("task_cancelled", `task ${request.id}: a cancel was requested; the task is now cancelled`);
+  }
+  return row;
+}

@@ -1,0 +1,45 @@
+/**
+ * Every limit the engine enforces, with the reason for its value.
+ */
+
+/** Largest payload or result, in bytes of JSON. D1 allows 2 MB per row; a row also carries the result
+ * and the error history, and a lease of 100 tasks returns 100 payloads in one response. 256 KiB is twice
+ * Cloudflare Queues' 128 KB message limit and keeps a full lease response under ~26 MB. */
+export const MAX_PAYLOAD_BYTES = 256 * 1024;
+
+/** Most tasks per enqueue call. 10,000 is what the API promises; the whole call is one D1 batch. */
+export const MAX_ENQUEUE_TASKS = 10_000;
+
+/** Largest JSON array bound to one statement while enqueueing. D1 caps a bound string at 2 MB;
+ * 1 MiB leaves headroom for JSON escaping and keeps each statement well under D1's 30 s limit. */
+export const MAX_ENQUEUE_CHUNK_BYTES = 1024 * 1024;
+
+/** Most tasks in one lease or one batch ack — the same 100 as Cloudflare Queues' batch limit, and small
+ * enough that one statement returns quickly while other leasers wait on the single D1 writer. */
+export const MAX_BATCH = 100;
+
+/** Longest long-poll wait, in seconds. SQS caps long polling at 20 s; clients and proxies commonly drop
+ * idle HTTP requests past 30 s. */
+export const MAX_WAIT_S = 20;
+
+/** Visibility timeout bounds, in seconds: at least 1 s; at most 12 h, as SQS and Cloudflare Queues. */
+export const MIN_VISIBILITY_TIMEOUT_S = 1;
+export const MAX_VISIBILITY_TIMEOUT_S = 12 * 60 * 60;
+
+/** Most attempts a task may be given. Cloudflare Queues allows 100 retries; a bound keeps the error
+ * history (one entry per attempt) small. */
+export const MAX_ATTEMPTS_LIMIT = 100;
+
+/** Longest delay before a task first runs: 365 days. Anything later is almost surely a unit mistake. */
+export const MAX_DELAY_S = 365 * 24 * 60 * 60;
+
+/** Error messages are truncated to this many characters so a stack dump cannot bloat the row. */
+export const MAX_ERROR_MESSAGE_CHARS = 2000;
+
+/** Backoff jitter: each retry delay is scaled by a random factor in [1 - JITTER, 1]. 20 % spreads a
+ * thundering herd of retries while keeping every delay above the previous uncapped one (0.8 * 2 > 1). */
+export const BACKOFF_JITTER = 0.2;
+
+/** Most rows the cron tick reaps or prunes per statement: bounded work per tick (a Worker invocation has
+ * 30 s of CPU and D1 30 s per query); what remains is taken by the next tick a minute later. */
+export const MAX_ROWS_PER_TICK_STATEMENT = 5_000;

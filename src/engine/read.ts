@@ -1,0 +1,117 @@
+import { and, asc, eq, gt, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { queues, tasks, type TaskRow } from "../db/schema";
+import { NotFoundError } from "./errors";
+import { TASK_STATES, type TaskState } from "./states";
+
+/** One task by id. */
+export async function getTask(db: Db, id: string): Promise<TaskRow> {
+  const row = await db.select().from(tasks).where(eq(tasks.id, id)).get();
+  if (!row) throw new NotFoundError(`task ${id}`);
+  return row;
+}
+
+export interface ListFilter {
+  state?: TaskState;
+  group?: string;
+  type?: string;
+  limit: number;
+  /** The last id of the previous page. */
+  cursor?: string;
+}
+
+/**
+ * A page of a queue's tasks in id (creation) order, with the cursor of the next page (null at the end).
+ *
+ * @example
+ * const { tasks, next_cursor } = await listTasks(db, "emails", { state: "dead", limit: 50 });
+ */
+export async function listTasks(
+  db: Db,
+  queue: string,
+  filter: ListFilter,
+): Promise<{ tasks: TaskRow[]; next_cursor: string | null }> {
+  const rows = await db
+    .select()
+    .from(tasks)
+    .where(
+      and(
+        eq(tasks.queue, queue),
+        filter.state === undefined ? undefined : eq(tasks.state, filter.state),
+        filter.group === undefined ? undefined : eq(tasks.groupKey, filter.group),
+        filter.type === undefined ? undefined : eq(tasks.type, filter.type),
+        filter.cursor === undefined ? undefined : gt(tasks.id, filter.cursor),
+      ),
+    )
+    .orderBy(asc(tasks.id))
+    .limit(filter.limit + 1);
+  const page = rows.slice(0, filter.limit);
+  const last = page.at(-1);
+  return { tasks: page, next_cursor: rows.length > filter.limit && last ? last.id : null };
+}
+
+export type StateCounts = Record<TaskState, number>;
+
+function emptyCounts(): StateCounts {
+  return Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as StateCounts;
+}
+
+export interface QueueStats {
+  queue: string;
+  counts: StateCounts;
+  /** Pending tasks whose run_at has passed (ready to lease now). */
+  due: number;
+  /** run_at of the oldest due pending task: how far behind the workers are. */
+  oldest_due_at: number | null;
+}
+
+/**
+ * Counts per state for a queue (optionally one group), plus how much pending work is due now.
+ *
+ * @example
+ * const stats = await queueStats(db, "emails", {}, Date.now());
+ */
+export async function queueStats(db: Db, queue: string, scope: { group?: string }, now: number): Promise<QueueStats> {
+  const groupFilter = scope.group === undefined ? sql`` : sql`AND group_key = ${scope.group}`;
+  const [byState, due] = await db.batch([
+    db.all<{ state: TaskState; n: number }>(
+      sql`SELECT state, count(*) AS n FROM tasks WHERE queue = ${queue} ${groupFilter} GROUP BY state`,
+    ),
+    db.all<{ n: number; oldest: number | null }>(sql`SELECT count(*) AS n, min(run_at) AS oldest FROM tasks
+      WHERE queue = ${queue} AND finished_at IS NULL AND state = 'pending' AND run_at <= ${now} ${groupFilter}`),
+  ]);
+  const counts = emptyCounts();
+  for (const r of byState) counts[r.state] = r.n;
+  return { queue, counts, due: due[0]?.n ?? 0, oldest_due_at: due[0]?.oldest ?? null };
+}
+
+/**
+ * Every queue that has tasks or a stored config, with its counts per state.
+ *
+ * @example
+ * const all = await listQueues(db);
+ */
+export async function listQueues(db: Db): Promise<Array<{ queue: string; counts: StateCounts }>> {
+  const [rows, configured] = await db.batch([
+    db.all<{ queue: string; state: TaskState; n: number }>(
+      sql`SELECT queue, state, count(*) AS n FROM tasks GROUP BY queue, state`,
+    ),
+    db.select({ name: queues.name }).from(queues),
+  ]);
+  const byQueue = new Map<string, StateCounts>();
+  for (const { name } of configured) byQueue.set(name, emptyCounts());
+  for (const r of rows) {
+    const counts = byQueue.get(r.queue) ?? emptyCounts();
+    counts[r.state] = r.n;
+    byQueue.set(r.queue, counts);
+  }
+  return [...byQueue.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([queue, counts]) => ({ queue, counts }));
+}
+
+/** Queues with pending work due at `now`: the coordinators the cron tick wakes. */
+export async function queuesWithDueWork(db: Db, now: number): Promise<string[]> {
+  const rows = await db.all<{ queue: string }>(
+    sql`SELECT DISTINCT queue FROM tasks WHERE finished_at IS NULL AND state = 'pending' AND run_at <= ${now}`,
+  );
+  return rows.map((r) => r.queue);
+}

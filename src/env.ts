@@ -1,0 +1,40 @@
+import { z } from "zod";
+import type { Coordinator } from "./coordinator/coordinator";
+
+/** The Worker's bindings (wrangler.toml) and secrets. */
+export interface Env {
+  DB: D1Database;
+  COORDINATOR: DurableObjectNamespace<Coordinator>;
+  /** "production" (default in wrangler.toml) or "development" (set by `npm start`). */
+  ENVIRONMENT?: string;
+  /** Bearer token(s): one, or several separated by commas to rotate without downtime. */
+  EDGEQ_TOKEN?: string;
+}
+
+const settingsSchema = z.object({
+  ENVIRONMENT: z.enum(["production", "development", "test"]).default("production"),
+  EDGEQ_TOKEN: z
+    .string()
+    .optional()
+    .transform((v) =>
+      (v ?? "")
+        .split(",")
+        .map((t) => t.trim())
+        .filter((t) => t.length > 0),
+    ),
+});
+
+/** The validated settings the Worker runs with. */
+export type Settings = z.infer<typeof settingsSchema>;
+
+/**
+ * Validates the environment's plain settings (the trust boundary with wrangler config and secrets).
+ * Throws a readable error when a value is malformed, e.g. an unknown ENVIRONMENT.
+ */
+export function readSettings(env: Env): Settings {
+  const parsed = settingsSchema.safeParse({ ENVIRONMENT: env.ENVIRONMENT, EDGEQ_TOKEN: env.EDGEQ_TOKEN });
+  if (!parsed.success) {
+    throw new Error(`invalid environment: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,12 @@
+import type { Env } from "../env";
+import type { Db } from "../db/client";
+
+/** Hono's environment for every route: the Worker's bindings plus per-request variables. */
+export interface AppEnv {
+  Bindings: Env;
+  Variables: {
+    db: Db;
+    /** The request's clock reading (ms), taken once so every write of one request agrees on time. */
+    now: number;
+  };
+}

@@ -1,0 +1,59 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { bodyLimit } from "hono/body-limit";
+import { openDb } from "../db/client";
+import { EdgeqError } from "../engine/errors";
+import { readSettings } from "../env";
+import type { AppEnv } from "./app-env";
+import { requireBearer } from "./auth";
+import { OPENAPI_INFO, renderDocsPage } from "./docs";
+import { onError, onNotFound } from "./error-handler";
+import { queueRoutes } from "./routes/queues";
+import { taskRoutes } from "./routes/tasks";
+import { validationHook } from "./validation";
+
+/** Largest request body: 10,000 tasks at a few KB each. Larger batches should be split. */
+export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * Builds the HTTP API. Routes validate with zod, call one engine function, and render; errors go to
+ * the one `onError`.
+ *
+ * @example
+ * export default { fetch: buildApp().fetch };
+ */
+export function buildApp() {
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  app.onError(onError);
+  app.notFound(onNotFound);
+
+  app.get("/health", (c) => {
+    const settings = readSettings(c.env);
+    const configured = settings.EDGEQ_TOKEN.length > 0 || settings.ENVIRONMENT !== "production";
+    return c.json({ status: configured ? "ok" : "not_configured" }, configured ? 200 : 503);
+  });
+
+  app.use("/v1/*", requireBearer);
+  app.use(
+    "/v1/*",
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw new EdgeqError("payload_too_large", `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+      },
+    }),
+  );
+  app.use("/v1/*", async (c, next) => {
+    c.set("db", openDb(c.env.DB));
+    c.set("now", Date.now());
+    await next();
+  });
+
+  const api = app.route("/", queueRoutes).route("/", taskRoutes);
+  api.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
+  api.doc31("/openapi.json", OPENAPI_INFO);
+  api.get("/docs", (c) => c.html(renderDocsPage(api)));
+  return api;
+}
+
+/** The app's type, for the typed client (`hono/client`). */
+export type EdgeqApp = ReturnType<typeof buildApp>;

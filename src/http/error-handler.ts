@@ -1,0 +1,78 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ZodError } from "zod";
+import { EdgeqError, type ErrorCode } from "../engine/errors";
+
+/** The one mapping from error code to HTTP status. */
+export const STATUS_BY_CODE = {
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  lease_lost: 409,
+  invalid_transition: 409,
+  task_cancelled: 409,
+  dedupe_conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal: 500,
+  not_configured: 503,
+} as const satisfies Record<ErrorCode, ContentfulStatusCode>;
+
+/** The one error body: `{ "error": { "code", "message" } }`. */
+export function errorBody(code: ErrorCode, message: string) {
+  return { error: { code, message } };
+}
+
+export function errorResponse(c: Context, error: EdgeqError, headers?: Record<string, string>): Response {
+  return c.json(errorBody(error.code, error.message), STATUS_BY_CODE[error.code], headers);
+}
+
+/** Zod issues as one message that names each bad field, e.g. `tasks[2].priority: expected int`. */
+export function describeZodError(error: ZodError, source: string): string {
+  const parts = error.issues.slice(0, 5).map((issue) => {
+    const path = issue.path.reduce<string>(
+      (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc ? `${acc}.${String(key)}` : String(key)),
+      "",
+    );
+    return `${path || source}: ${issue.message}`;
+  });
+  const more = error.issues.length > 5 ? ` (and ${error.issues.length - 5} more)` : "";
+  return parts.join("; ") + more;
+}
+
+/** D1 sheds load with "D1 DB is overloaded"; the client should back off and retry. */
+function isOverloaded(error: unknown): boolean {
+  return error instanceof Error && /overloaded/i.test(error.message);
+}
+
+/**
+ * The one `onError`: known errors keep their code; Hono's own HTTP errors (malformed JSON, body limit,
+ * media type) are translated; anything else is a 500 whose details go to the log, never to the client.
+ */
+export function onError(error: unknown, c: Context): Response {
+  if (error instanceof EdgeqError) return errorResponse(c, error);
+  if (error instanceof HTTPException) {
+    const status = error.status;
+    if (status === 413) return errorResponse(c, new EdgeqError("payload_too_large", error.message || "request body too large"));
+    if (status === 415) {
+      return errorResponse(c, new EdgeqError("unsupported_media_type", "send the body as JSON with Content-Type: application/json"));
+    }
+    if (status === 401) return errorResponse(c, new EdgeqError("unauthorized", error.message || "unauthorized"));
+    if (status >= 400 && status < 500) {
+      return errorResponse(c, new EdgeqError("invalid_request", error.message || "invalid request"));
+    }
+  }
+  if (isOverloaded(error)) {
+    return errorResponse(c, new EdgeqError("rate_limited", "the database is overloaded; retry after a second"), {
+      "Retry-After": "1",
+    });
+  }
+  console.error("unhandled error", c.req.method, c.req.path, error);
+  return errorResponse(c, new EdgeqError("internal", "internal error"));
+}
+
+export function onNotFound(c: Context): Response {
+  return errorResponse(c, new EdgeqError("not_found", `no route for ${c.req.method} ${c.req.path}`));
+}

@@ -1,0 +1,250 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { wakeCoordinator } from "../../coordinator/wake";
+import { cancelQueueTasks } from "../../engine/cancel";
+import { completeTasks } from "../../engine/complete";
+import { enqueueTasks, type NewTask } from "../../engine/enqueue";
+import { EdgeqError } from "../../engine/errors";
+import { failTasks } from "../../engine/fail";
+import { leaseTasks } from "../../engine/lease";
+import { purgeTasks } from "../../engine/purge";
+import { getQueueConfig, putQueueConfig } from "../../engine/queue-config";
+import { listQueues, listTasks, queueStats } from "../../engine/read";
+import { redriveQueue } from "../../engine/redrive";
+import { toLeasedTaskView, toTaskView } from "../../engine/task-row";
+import { toIso } from "../../engine/time";
+import type { AppEnv } from "../app-env";
+import { bearer, errorResponses, jsonBody, jsonResponse } from "../route-helpers";
+import {
+  AckBody,
+  AckResponse,
+  CancelQueueBody,
+  EnqueueBody,
+  EnqueueResponse,
+  LeaseBody,
+  LeaseResponse,
+  PurgeBody,
+  QueueConfigPatch,
+  QueueConfigSchema,
+  QueueListResponse,
+  QueueParams,
+  QueueStatsResponse,
+  RedriveBody,
+  TaskListQuery,
+  TaskListResponse,
+  type NewTaskSchema,
+} from "../schemas";
+import { validationHook } from "../validation";
+
+const route = <const R extends Parameters<typeof createRoute>[0]>(r: R) =>
+  createRoute({ ...r, security: bearer, responses: { ...r.responses, ...errorResponses } });
+
+const enqueueRoute = route({
+  method: "post",
+  path: "/v1/queues/{queue}/tasks",
+  tags: ["tasks"],
+  summary: "Enqueue one task, or up to 10,000 as { tasks: [...] } atomically",
+  request: { params: QueueParams, body: jsonBody(EnqueueBody) },
+  responses: { 201: jsonResponse(EnqueueResponse, "Created (or deduplicated)") },
+});
+
+const listTasksRoute = route({
+  method: "get",
+  path: "/v1/queues/{queue}/tasks",
+  tags: ["tasks"],
+  summary: "A page of the queue's tasks in creation order",
+  request: { params: QueueParams, query: TaskListQuery },
+  responses: { 200: jsonResponse(TaskListResponse) },
+});
+
+const leaseRoute = route({
+  method: "post",
+  path: "/v1/queues/{queue}/lease",
+  tags: ["leases"],
+  summary: "Lease up to max due tasks, waiting up to wait_s (long poll) when none is due",
+  request: { params: QueueParams, body: jsonBody(LeaseBody) },
+  responses: { 200: jsonResponse(LeaseResponse) },
+});
+
+const ackRoute = route({
+  method: "post",
+  path: "/v1/queues/{queue}/ack",
+  tags: ["leases"],
+  summary: "Complete and fail up to 100 leased tasks; each item succeeds or fails on its own",
+  request: { params: QueueParams, body: jsonBody(AckBody) },
+  responses: { 200: jsonResponse(AckResponse) },
+});
+
+const cancelQueueRoute = route({
+  method: "post",
+  path: "/v1/queues/{queue}/cancel",
+  tags: ["queues"],
+  summary: "Cancel the queue's live tasks (optionally one group)",
+  request: { params: QueueParams, body: jsonBody(CancelQueueBody) },
+  responses: { 200: jsonResponse(z.object({ cancelled: z.number().int(), cancel_requested: z.number().int() })) },
+});
+
+const redriveRoute = route({
+  method: "post",
+  path: "/v1/queues/{queue}/redrive",
+  tags: ["queues"],
+  summary: "Move dead (or cancelled) tasks back to pending with attempts reset",
+  request: { params: QueueParams, body: jsonBody(RedriveBody) },
+  responses: { 200: jsonResponse(z.object({ redriven: z.number().int(), ids: z.array(z.string()) })) },
+});
+
+const purgeRoute = route({
+  method: "post",
+  path: "/v1/queues/{queue}/purge",
+  tags: ["queues"],
+  summary: "Delete finished tasks that finished before a time",
+  request: { params: QueueParams, body: jsonBody(PurgeBody) },
+  responses: { 200: jsonResponse(z.object({ purged: z.number().int() })) },
+});
+
+const listQueuesRoute = route({
+  method: "get",
+  path: "/v1/queues",
+  tags: ["queues"],
+  summary: "Every queue with its task counts per state",
+  responses: { 200: jsonResponse(QueueListResponse) },
+});
+
+const statsRoute = route({
+  method: "get",
+  path: "/v1/queues/{queue}/stats",
+  tags: ["queues"],
+  summary: "Counts per state, due work and lag (optionally one group)",
+  request: { params: QueueParams, query: z.object({ group: z.string().min(1).max(128).optional() }) },
+  responses: { 200: jsonResponse(QueueStatsResponse) },
+});
+
+const getConfigRoute = route({
+  method: "get",
+  path: "/v1/queues/{queue}/config",
+  tags: ["queues"],
+  summary: "The queue's effective configuration (stored values over defaults)",
+  request: { params: QueueParams },
+  responses: { 200: jsonResponse(QueueConfigSchema) },
+});
+
+const putConfigRoute = route({
+  method: "put",
+  path: "/v1/queues/{queue}/config",
+  tags: ["queues"],
+  summary: "Set some or all of the queue's configuration",
+  request: { params: QueueParams, body: jsonBody(QueueConfigPatch) },
+  responses: { 200: jsonResponse(QueueConfigSchema) },
+});
+
+/** Converts an API task into the engine's input, resolving delay_s / run_at against `now`. */
+function toNewTask(task: z.infer<typeof NewTaskSchema>, now: number): NewTask {
+  return {
+    id: task.id,
+    type: task.type,
+    payload: task.payload,
+    priority: task.priority,
+    runAt: task.run_at !== undefined ? Date.parse(task.run_at) : task.delay_s !== undefined ? now + Math.round(task.delay_s * 1000) : now,
+    maxAttempts: task.max_attempts,
+    dedupeKey: task.dedupe_key,
+    group: task.group,
+  };
+}
+
+/** Routes addressed by queue. */
+export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(enqueueRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const input = "tasks" in body ? body.tasks : [body];
+    const result = await enqueueTasks(c.var.db, queue, input.map((t) => toNewTask(t, c.var.now)), c.var.now);
+    if (result.earliestRunAt != null) c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, result.earliestRunAt));
+    return c.json({ tasks: result.tasks }, 201);
+  })
+  .openapi(listTasksRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    const query = c.req.valid("query");
+    const page = await listTasks(c.var.db, queue, query);
+    return c.json({ tasks: page.tasks.map(toTaskView), next_cursor: page.next_cursor }, 200);
+  })
+  .openapi(leaseRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const visibilityTimeoutS = body.visibility_timeout_s ?? (await getQueueConfig(c.var.db, queue)).visibility_timeout_s;
+    const request = { queue, max: body.max, visibilityTimeoutS, holder: body.holder ?? null };
+    const waitMs = Math.round(body.wait_s * 1000);
+    // No wait: lease directly. A wait goes through the queue's coordinator, which holds the request.
+    const leased =
+      waitMs === 0
+        ? await leaseTasks(c.var.db, request, c.var.now)
+        : await c.env.COORDINATOR.get(c.env.COORDINATOR.idFromName(queue)).lease({ ...request, waitMs });
+    return c.json({ tasks: leased.map(toLeasedTaskView) }, 200);
+  })
+  .openapi(ackRoute, async (c) => {
+    const body = c.req.valid("json");
+    const [completed, failed] = await Promise.all([
+      body.complete.length
+        ? completeTasks(c.var.db, body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })), c.var.now)
+        : [],
+      body.fail.length
+        ? failTasks(
+            c.var.db,
+            body.fail.map((i) => ({
+              id: i.id,
+              leaseToken: i.lease_token,
+              message: i.error,
+              retryable: i.retryable,
+              retryAfterS: i.retry_after_s,
+            })),
+            c.var.now,
+          )
+        : [],
+    ]);
+    const retries = failed.filter((o) => o.ok && o.state === "pending");
+    const earliest = Math.min(...retries.map((o) => (o.ok ? o.run_at : Infinity)));
+    if (Number.isFinite(earliest)) c.executionCtx.waitUntil(wakeCoordinator(c.env, c.req.valid("param").queue, earliest));
+    const results = [...completed, ...failed].map((o) =>
+      o.ok ? { id: o.id, ok: true, state: o.state } : { id: o.id, ok: false, error: { code: o.error.code, message: o.error.message } },
+    );
+    return c.json({ results }, 200);
+  })
+  .openapi(cancelQueueRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    return c.json(await cancelQueueTasks(c.var.db, queue, c.req.valid("json"), c.var.now), 200);
+  })
+  .openapi(redriveRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    const result = await redriveQueue(c.var.db, queue, c.req.valid("json"), c.var.now);
+    if (result.redriven > 0) c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, c.var.now));
+    return c.json(result, 200);
+  })
+  .openapi(purgeRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const before =
+      body.before !== undefined
+        ? Date.parse(body.before)
+        : c.var.now - Math.round((body.older_than_s ?? 0) * 1000);
+    return c.json(await purgeTasks(c.var.db, queue, { before, states: body.states }), 200);
+  })
+  .openapi(listQueuesRoute, async (c) => c.json({ queues: await listQueues(c.var.db) }, 200))
+  .openapi(statsRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    const stats = await queueStats(c.var.db, queue, c.req.valid("query"), c.var.now);
+    return c.json({ ...stats, oldest_due_at: toIso(stats.oldest_due_at) }, 200);
+  })
+  .openapi(getConfigRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    return c.json(await getQueueConfig(c.var.db, queue), 200);
+  })
+  .openapi(putConfigRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    const patch = c.req.valid("json");
+    const merged = { ...(await getQueueConfig(c.var.db, queue)), ...patch };
+    if (merged.backoff_cap_s < merged.backoff_base_s) {
+      throw new EdgeqError(
+        "invalid_request",
+        `backoff_cap_s (${merged.backoff_cap_s}) must be at least backoff_base_s (${merged.backoff_base_s})`,
+      );
+    }
+    return c.json(await putQueueConfig(c.var.db, queue, patch, c.var.now), 200);
+  });

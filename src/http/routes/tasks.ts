@@ -1,0 +1,154 @@
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { completeTasks } from "../../engine/complete";
+import { cancelTask } from "../../engine/cancel";
+import { failTasks } from "../../engine/fail";
+import { heartbeatTask } from "../../engine/heartbeat";
+import { getQueueConfig } from "../../engine/queue-config";
+import { getTask } from "../../engine/read";
+import { retryTask } from "../../engine/redrive";
+import { toIso } from "../../engine/time";
+import { toTaskView } from "../../engine/task-row";
+import type { AckOutcome } from "../../engine/ack";
+import { wakeCoordinator } from "../../coordinator/wake";
+import type { AppEnv } from "../app-env";
+import { validationHook } from "../validation";
+import { bearer, errorResponses, jsonBody, jsonResponse } from "../route-helpers";
+import { CompleteBody, FailBody, HeartbeatBody, OutcomeResponse, TaskParams, TaskSchema } from "../schemas";
+import { z } from "@hono/zod-openapi";
+
+/** Unwraps a single-item ack: the outcome, or its error thrown for the one error handler. */
+function single(outcome: AckOutcome | undefined) {
+  if (!outcome) throw new Error("ack returned no outcome");
+  if (!outcome.ok) throw outcome.error;
+  return { id: outcome.id, state: outcome.state, run_at: outcome.state === "pending" ? toIso(outcome.run_at) : null };
+}
+
+const getTaskRoute = createRoute({
+  method: "get",
+  path: "/v1/tasks/{id}",
+  tags: ["tasks"],
+  summary: "A task with its payload, result, error history and progress",
+  security: bearer,
+  request: { params: TaskParams },
+  responses: { 200: jsonResponse(TaskSchema), ...errorResponses },
+});
+
+const completeRoute = createRoute({
+  method: "post",
+  path: "/v1/tasks/{id}/complete",
+  tags: ["leases"],
+  summary: "Complete a leased task (fenced by its lease token)",
+  security: bearer,
+  request: { params: TaskParams, body: jsonBody(CompleteBody) },
+  responses: { 200: jsonResponse(OutcomeResponse), ...errorResponses },
+});
+
+const failRoute = createRoute({
+  method: "post",
+  path: "/v1/tasks/{id}/fail",
+  tags: ["leases"],
+  summary: "Fail a leased task: retry after backoff or retry_after_s, or dead when permanent or exhausted",
+  security: bearer,
+  request: { params: TaskParams, body: jsonBody(FailBody) },
+  responses: { 200: jsonResponse(OutcomeResponse), ...errorResponses },
+});
+
+const heartbeatRoute = createRoute({
+  method: "post",
+  path: "/v1/tasks/{id}/heartbeat",
+  tags: ["leases"],
+  summary: "Extend a lease and report progress; 409 task_cancelled tells the holder to stop",
+  security: bearer,
+  request: { params: TaskParams, body: jsonBody(HeartbeatBody) },
+  responses: {
+    200: jsonResponse(
+      z.object({
+        id: z.string(),
+        lease_expires_at: z.string(),
+        progress: z.number().int().nullable(),
+        progress_message: z.string().nullable(),
+      }),
+    ),
+    ...errorResponses,
+  },
+});
+
+const cancelRoute = createRoute({
+  method: "post",
+  path: "/v1/tasks/{id}/cancel",
+  tags: ["tasks"],
+  summary: "Cancel a pending task, or request cancellation of a processing one",
+  security: bearer,
+  request: { params: TaskParams },
+  responses: { 200: jsonResponse(TaskSchema), ...errorResponses },
+});
+
+const retryRoute = createRoute({
+  method: "post",
+  path: "/v1/tasks/{id}/retry",
+  tags: ["tasks"],
+  summary: "Retry a dead or cancelled task now, with attempts reset",
+  security: bearer,
+  request: { params: TaskParams },
+  responses: { 200: jsonResponse(TaskSchema), ...errorResponses },
+});
+
+/** Routes addressed by task id. */
+export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(getTaskRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    return c.json(toTaskView(await getTask(c.var.db, id)), 200);
+  })
+  .openapi(completeRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const [outcome] = await completeTasks(c.var.db, [{ id, leaseToken: body.lease_token, result: body.result }], c.var.now);
+    return c.json(single(outcome), 200);
+  })
+  .openapi(failRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const [outcome] = await failTasks(
+      c.var.db,
+      [{ id, leaseToken: body.lease_token, message: body.error, retryable: body.retryable, retryAfterS: body.retry_after_s }],
+      c.var.now,
+    );
+    const result = single(outcome);
+    if (outcome?.ok && outcome.state === "pending") {
+      c.executionCtx.waitUntil(wakeCoordinator(c.env, outcome.queue, outcome.run_at));
+    }
+    return c.json(result, 200);
+  })
+  .openapi(heartbeatRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    let extendS = body.extend_s;
+    if (extendS === undefined) {
+      const task = await getTask(c.var.db, id);
+      extendS = (await getQueueConfig(c.var.db, task.queue)).visibility_timeout_s;
+    }
+    const row = await heartbeatTask(
+      c.var.db,
+      { id, leaseToken: body.lease_token, extendS, progress: body.progress, progressMessage: body.message },
+      c.var.now,
+    );
+    return c.json(
+      {
+        id: row.id,
+        lease_expires_at: toIso(row.leaseExpiresAt ?? c.var.now),
+        progress: row.progress,
+        progress_message: row.progressMessage,
+      },
+      200,
+    );
+  })
+  .openapi(cancelRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    return c.json(toTaskView(await cancelTask(c.var.db, id, c.var.now)), 200);
+  })
+  .openapi(retryRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const row = await retryTask(c.var.db, id, c.var.now);
+    c.executionCtx.waitUntil(wakeCoordinator(c.env, row.queue, c.var.now));
+    return c.json(toTaskView(row), 200);
+  });

@@ -1,0 +1,216 @@
+import { z } from "@hono/zod-openapi";
+import {
+  MAX_ATTEMPTS_LIMIT,
+  MAX_BATCH,
+  MAX_DELAY_S,
+  MAX_ENQUEUE_TASKS,
+  MAX_VISIBILITY_TIMEOUT_S,
+  MAX_WAIT_S,
+  MIN_VISIBILITY_TIMEOUT_S,
+} from "../engine/limits";
+import { FINAL_STATES, TASK_STATES } from "../engine/states";
+
+/**
+ * Every request and response shape of the HTTP API, defined once: handlers validate with them, the
+ * OpenAPI document is generated from them, and test/http/schemas.test.ts fails if they drift from the
+ * engine's types.
+ */
+
+export const QueueName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+  .openapi({ example: "emails" });
+
+/** ULIDs: 26 Crockford base32 characters. Ids must be ULIDs so purges can walk them in time order. */
+export const TaskId = z
+  .string()
+  .regex(/^[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}$/, "a ULID (26 Crockford base32 characters)")
+  .transform((s) => s.toUpperCase())
+  .openapi({ example: "01JD3Z8Q9V6Y4T2N1R0M5K7H8G" });
+
+const IsoTime = z.iso.datetime({ offset: true }).openapi({ example: "2026-11-21T12:00:00.000Z" });
+const State = z.enum(TASK_STATES);
+const ShortText = (max: number) => z.string().min(1).max(max);
+
+export const QueueParams = z.object({ queue: QueueName.openapi({ param: { name: "queue", in: "path" } }) });
+export const TaskParams = z.object({ id: TaskId.openapi({ param: { name: "id", in: "path" } }) });
+
+export const NewTaskSchema = z
+  .strictObject({
+    id: TaskId.optional(),
+    type: z
+      .string()
+      .regex(/^[A-Za-z0-9._:-]{1,64}$/, "1-64 letters, digits, '.', '_', ':' or '-'")
+      .optional(),
+    payload: z.unknown().optional(),
+    priority: z.number().int().min(-1_000_000).max(1_000_000).optional().openapi({ description: "higher runs first" }),
+    delay_s: z.number().min(0).max(MAX_DELAY_S).optional(),
+    run_at: IsoTime.optional(),
+    max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
+    dedupe_key: ShortText(256).optional(),
+    group: ShortText(128).optional(),
+  })
+  .refine((t) => t.delay_s === undefined || t.run_at === undefined, {
+    message: "give delay_s or run_at, not both",
+    path: ["run_at"],
+  })
+  .openapi("NewTask");
+
+export const EnqueueBody = z
+  .union([
+    z.strictObject({ tasks: z.array(NewTaskSchema).min(1).max(MAX_ENQUEUE_TASKS) }),
+    NewTaskSchema,
+  ])
+  .openapi("EnqueueBody");
+
+export const EnqueueResponse = z
+  .object({
+    tasks: z.array(z.object({ id: z.string(), state: State, deduplicated: z.boolean() })),
+  })
+  .openapi("EnqueueResponse");
+
+const ErrorEntry = z.object({
+  attempt: z.number().int(),
+  at: z.string(),
+  message: z.string(),
+  kind: z.enum(["error", "permanent", "lease_expired"]),
+});
+
+export const TaskSchema = z
+  .object({
+    id: z.string(),
+    queue: z.string(),
+    type: z.string(),
+    state: State,
+    priority: z.number().int(),
+    payload: z.unknown(),
+    result: z.unknown(),
+    errors: z.array(ErrorEntry),
+    attempts: z.number().int(),
+    max_attempts: z.number().int(),
+    run_at: z.string(),
+    lease_holder: z.string().nullable(),
+    lease_expires_at: z.string().nullable(),
+    cancel_requested: z.boolean(),
+    dedupe_key: z.string().nullable(),
+    group: z.string().nullable(),
+    progress: z.number().int().nullable(),
+    progress_message: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    started_at: z.string().nullable(),
+    finished_at: z.string().nullable(),
+  })
+  .openapi("Task");
+
+export const LeasedTaskSchema = TaskSchema.extend({ lease_token: z.string() }).openapi("LeasedTask");
+
+export const TaskListQuery = z.object({
+  state: State.optional(),
+  group: ShortText(128).optional(),
+  type: ShortText(64).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_BATCH).default(50),
+  cursor: TaskId.optional(),
+});
+
+export const TaskListResponse = z.object({ tasks: z.array(TaskSchema), next_cursor: z.string().nullable() });
+
+export const LeaseBody = z.strictObject({
+  max: z.number().int().min(1).max(MAX_BATCH).default(1),
+  visibility_timeout_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
+  wait_s: z.number().min(0).max(MAX_WAIT_S).default(0),
+  holder: ShortText(128).optional(),
+});
+
+export const LeaseResponse = z.object({ tasks: z.array(LeasedTaskSchema) });
+
+const LeaseToken = z.string().min(1).max(64);
+
+export const CompleteBody = z.strictObject({ lease_token: LeaseToken, result: z.unknown().optional() });
+
+const FailFields = {
+  lease_token: LeaseToken,
+  error: z.string().min(1).max(100_000).openapi({ description: "what went wrong (truncated to 2,000 chars)" }),
+  retryable: z.boolean().default(true),
+  retry_after_s: z.number().min(0).max(MAX_DELAY_S).optional(),
+};
+export const FailBody = z.strictObject(FailFields);
+
+export const HeartbeatBody = z.strictObject({
+  lease_token: LeaseToken,
+  extend_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
+  progress: z.number().int().min(0).max(100).optional(),
+  message: z.string().max(1000).optional(),
+});
+
+export const AckBody = z
+  .strictObject({
+    complete: z.array(z.strictObject({ id: TaskId, ...CompleteBody.shape })).default([]),
+    fail: z.array(z.strictObject({ id: TaskId, ...FailFields })).default([]),
+  })
+  .refine((b) => b.complete.length + b.fail.length >= 1, { message: "give at least one item", path: ["complete"] })
+  .refine((b) => b.complete.length + b.fail.length <= MAX_BATCH, {
+    message: `at most ${MAX_BATCH} items per ack`,
+    path: ["complete"],
+  });
+
+export const ErrorSchema = z
+  .object({ error: z.object({ code: z.string(), message: z.string() }) })
+  .openapi("Error");
+
+export const AckResponse = z.object({
+  results: z.array(
+    z.object({
+      id: z.string(),
+      ok: z.boolean(),
+      state: State.optional(),
+      error: ErrorSchema.shape.error.optional(),
+    }),
+  ),
+});
+
+export const OutcomeResponse = z.object({ id: z.string(), state: State, run_at: z.string().nullable() });
+
+export const CancelQueueBody = z.strictObject({ group: ShortText(128).optional() });
+
+export const RedriveBody = z.strictObject({
+  state: z.enum(["dead", "cancelled"]).default("dead"),
+  group: ShortText(128).optional(),
+  limit: z.number().int().min(1).max(5000).optional(),
+});
+
+export const PurgeBody = z
+  .strictObject({
+    before: IsoTime.optional(),
+    older_than_s: z.number().min(0).optional(),
+    states: z.array(z.enum(FINAL_STATES)).min(1).optional(),
+  })
+  .refine((b) => b.before === undefined || b.older_than_s === undefined, {
+    message: "give before or older_than_s, not both",
+    path: ["before"],
+  });
+
+export const StateCounts = z.record(State, z.number().int());
+
+export const QueueStatsResponse = z.object({
+  queue: z.string(),
+  counts: StateCounts,
+  due: z.number().int(),
+  oldest_due_at: z.string().nullable(),
+});
+
+export const QueueListResponse = z.object({
+  queues: z.array(z.object({ queue: z.string(), counts: StateCounts })),
+});
+
+export const QueueConfigSchema = z
+  .object({
+    max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT),
+    visibility_timeout_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S),
+    backoff_base_s: z.number().int().min(1).max(86_400),
+    backoff_cap_s: z.number().int().min(1).max(7 * 86_400),
+    retention_s: z.number().int().min(60).max(365 * 86_400),
+  })
+  .openapi("QueueConfig");
+
+export const QueueConfigPatch = QueueConfigSchema.partial().strict();
