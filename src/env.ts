@@ -34,7 +34,9 @@ export type Settings = z.infer<typeof settingsSchema>;
 export function readSettings(env: Env): Settings {
   const parsed = settingsSchema.safeParse({ ENVIRONMENT: env.ENVIRONMENT, EDGEQ_TOKEN: env.EDGEQ_TOKEN });
   if (!parsed.success) {
-    throw new Error(`invalid environment: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+    throw new Error(
+      `invalid environment: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
   }
   return parsed.data;
 }

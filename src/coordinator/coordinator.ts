@@ -116,7 +116,7 @@ export class Coordinator extends DurableObject<Env> {
   private async serveWaiters(): Promise<void> {
     const db = openDb(this.env.DB);
     while (this.waiters.length > 0) {
-      const waiter = this.waiters[0]!;
+      const waiter = this.waiters[this.waiters.length - 1]!;
       let leased: TaskRow[];
       waiter.busy = true;
       try {

@@ -48,7 +48,10 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   const failed = wakeups.filter((w) => w.status === "rejected");
   if (failed.length > 0) {
     // Not fatal: the next tick tries again. Reported so the failure is visible in the logs.
-    console.error(`cron: ${failed.length} coordinator wake-up(s) failed`, failed.map((f) => String(f.reason)));
+    console.error(
+      `cron: ${failed.length} coordinator wake-up(s) failed`,
+      failed.map((f) => String(f.reason)),
+    );
   }
   return { reaped, dead, pruned, woken };
 }

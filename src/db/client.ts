@@ -1,4 +1,6 @@
+import type { SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import * as schema from "./schema";
 
 /** The Drizzle handle every engine function takes as its first argument. */
@@ -7,4 +9,22 @@ export type Db = ReturnType<typeof openDb>;
 /** Wraps the D1 binding; cheap, so each request or alarm opens its own. */
 export function openDb(d1: D1Database) {
   return drizzle(d1, { schema });
+}
+
+const dialect = new SQLiteAsyncDialect();
+
+/** A D1 statement from a Drizzle `sql` template (parameters stay bound, never inlined). */
+export function prepare(db: Db, query: SQL): D1PreparedStatement {
+  const { sql, params } = dialect.sqlToQuery(query);
+  return db.$client.prepare(sql).bind(...params);
+}
+
+/**
+ * Runs raw statements as one D1 batch — D1's only transaction: all succeed or none is applied, and no
+ * other statement runs between them. Returns each statement's rows.
+ */
+export async function batchAll<T = Record<string, unknown>>(db: Db, queries: SQL[]): Promise<T[][]> {
+  if (queries.length === 0) return [];
+  const results = await db.$client.batch<T>(queries.map((q) => prepare(db, q)));
+  return results.map((r) => r.results);
 }

@@ -66,7 +66,9 @@ export const tasks = sqliteTable(
   (t) => [
     // Lease order and reap scan. `finished_at IS NULL` (not `state IN (...)`) so that a lease, which
     // changes state but not finished_at, does not re-insert the entry (a billed row).
-    index("tasks_live").on(t.queue, sql`${t.priority} DESC`, t.runAt, t.id).where(sql`${t.finishedAt} IS NULL`),
+    index("tasks_live")
+      .on(t.queue, sql`${t.priority} DESC`, t.runAt, t.id)
+      .where(sql`${t.finishedAt} IS NULL`),
     // Dedupe among live tasks only; tasks without a key write no entry here.
     uniqueIndex("tasks_live_dedupe")
       .on(t.queue, t.dedupeKey)
@@ -75,10 +77,7 @@ export const tasks = sqliteTable(
     // retention cutoff instead of paying an index entry on every task (src/engine/purge.ts).
     check("tasks_state", sql`${t.state} IN ('pending', 'processing', 'completed', 'dead', 'cancelled')`),
     // The live index relies on this equivalence.
-    check(
-      "tasks_finished_iff_final",
-      sql`(${t.state} IN ('pending', 'processing')) = (${t.finishedAt} IS NULL)`,
-    ),
+    check("tasks_finished_iff_final", sql`(${t.state} IN ('pending', 'processing')) = (${t.finishedAt} IS NULL)`),
     check("tasks_progress", sql`${t.progress} IS NULL OR ${t.progress} BETWEEN 0 AND 100`),
   ],
 );

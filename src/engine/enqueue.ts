@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { monotonicFactory } from "ulid";
-import type { Db } from "../db/client";
+import { batchAll, type Db } from "../db/client";
 import { EdgeqError } from "./errors";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "./limits";
 import { getQueueConfig } from "./queue-config";
@@ -63,7 +63,10 @@ const MAX_ENQUEUE_ROUNDS = 3;
 export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now: number): Promise<EnqueueResult> {
   if (input.length === 0) return { tasks: [], earliestRunAt: null };
   if (input.length > MAX_ENQUEUE_TASKS) {
-    throw new EdgeqError("payload_too_large", `at most ${MAX_ENQUEUE_TASKS} tasks per enqueue call (got ${input.length})`);
+    throw new EdgeqError(
+      "payload_too_large",
+      `at most ${MAX_ENQUEUE_TASKS} tasks per enqueue call (got ${input.length})`,
+    );
   }
   const config = await getQueueConfig(db, queue);
   const nextId = monotonicFactory();
@@ -110,7 +113,9 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
     remaining = remaining.filter((row) => outcomes[row.i] === undefined);
   }
   if (remaining.length > 0) {
-    throw new Error(`enqueue: ${remaining.length} task(s) neither inserted nor found after ${MAX_ENQUEUE_ROUNDS} rounds`);
+    throw new Error(
+      `enqueue: ${remaining.length} task(s) neither inserted nor found after ${MAX_ENQUEUE_ROUNDS} rounds`,
+    );
   }
   return { tasks: outcomes as EnqueueOutcome[], earliestRunAt };
 }
@@ -119,18 +124,16 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
 async function insertRows(db: Db, queue: string, rows: InsertRow[], now: number): Promise<Set<string>> {
   const statements = chunkBySize(rows).map(
     (chunk) =>
-      db.all<{ id: string }>(sql`INSERT INTO tasks
+      sql`INSERT INTO tasks
         (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, created_at, updated_at)
       SELECT j.value->>'id', ${queue}, j.value->>'type', 'pending', j.value->>'priority', j.value->'payload',
         j.value->>'max_attempts', j.value->>'run_at', j.value->>'dedupe_key', j.value->>'group_key', ${now}, ${now}
       FROM json_each(${JSON.stringify(chunk)}) AS j
       WHERE true
       ON CONFLICT DO NOTHING
-      RETURNING id`),
+      RETURNING id`,
   );
-  const [first, ...rest] = statements;
-  if (!first) return new Set();
-  const results = await db.batch([first, ...rest]);
+  const results = await batchAll<{ id: string }>(db, statements);
   return new Set(results.flat().map((r) => r.id));
 }
 
@@ -141,12 +144,12 @@ async function findExisting(
   rows: InsertRow[],
 ): Promise<Map<number, { id: string; state: TaskState }>> {
   const keys = JSON.stringify(rows.map((r) => ({ i: r.i, id: r.id, dedupe_key: r.dedupe_key })));
-  const [byId, byKey] = await db.batch([
-    db.all<{ i: number; id: string; state: TaskState }>(sql`SELECT j.value->>'i' AS i, t.id, t.state
-      FROM json_each(${keys}) AS j JOIN tasks t ON t.id = j.value->>'id'`),
-    db.all<{ i: number; id: string; state: TaskState }>(sql`SELECT j.value->>'i' AS i, t.id, t.state
+  const [byId = [], byKey = []] = await batchAll<{ i: number; id: string; state: TaskState }>(db, [
+    sql`SELECT j.value->>'i' AS i, t.id, t.state
+      FROM json_each(${keys}) AS j JOIN tasks t ON t.id = j.value->>'id'`,
+    sql`SELECT j.value->>'i' AS i, t.id, t.state
       FROM json_each(${keys}) AS j JOIN tasks t
-        ON t.queue = ${queue} AND t.dedupe_key = j.value->>'dedupe_key' AND t.finished_at IS NULL`),
+        ON t.queue = ${queue} AND t.dedupe_key = j.value->>'dedupe_key' AND t.finished_at IS NULL`,
   ]);
   const found = new Map<number, { id: string; state: TaskState }>();
   for (const r of byKey) found.set(Number(r.i), { id: r.id, state: r.state });

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { queues, tasks, type TaskRow } from "../db/schema";
+import { batchAll, type Db } from "../db/client";
+import { tasks, type TaskRow } from "../db/schema";
 import { NotFoundError } from "./errors";
 import { TASK_STATES, type TaskState } from "./states";
 
@@ -73,16 +73,15 @@ export interface QueueStats {
  */
 export async function queueStats(db: Db, queue: string, scope: { group?: string }, now: number): Promise<QueueStats> {
   const groupFilter = scope.group === undefined ? sql`` : sql`AND group_key = ${scope.group}`;
-  const [byState, due] = await db.batch([
-    db.all<{ state: TaskState; n: number }>(
-      sql`SELECT state, count(*) AS n FROM tasks WHERE queue = ${queue} ${groupFilter} GROUP BY state`,
-    ),
-    db.all<{ n: number; oldest: number | null }>(sql`SELECT count(*) AS n, min(run_at) AS oldest FROM tasks
-      WHERE queue = ${queue} AND finished_at IS NULL AND state = 'pending' AND run_at <= ${now} ${groupFilter}`),
+  const [byState = [], due = []] = await batchAll(db, [
+    sql`SELECT state, count(*) AS n FROM tasks WHERE queue = ${queue} ${groupFilter} GROUP BY state`,
+    sql`SELECT count(*) AS n, min(run_at) AS oldest FROM tasks
+      WHERE queue = ${queue} AND finished_at IS NULL AND state = 'pending' AND run_at <= ${now} ${groupFilter}`,
   ]);
   const counts = emptyCounts();
-  for (const r of byState) counts[r.state] = r.n;
-  return { queue, counts, due: due[0]?.n ?? 0, oldest_due_at: due[0]?.oldest ?? null };
+  for (const r of byState as Array<{ state: TaskState; n: number }>) counts[r.state] = r.n;
+  const [dueRow] = due as Array<{ n: number; oldest: number | null }>;
+  return { queue, counts, due: dueRow?.n ?? 0, oldest_due_at: dueRow?.oldest ?? null };
 }
 
 /**
@@ -92,15 +91,13 @@ export async function queueStats(db: Db, queue: string, scope: { group?: string 
  * const all = await listQueues(db);
  */
 export async function listQueues(db: Db): Promise<Array<{ queue: string; counts: StateCounts }>> {
-  const [rows, configured] = await db.batch([
-    db.all<{ queue: string; state: TaskState; n: number }>(
-      sql`SELECT queue, state, count(*) AS n FROM tasks GROUP BY queue, state`,
-    ),
-    db.select({ name: queues.name }).from(queues),
+  const [rows = [], configured = []] = await batchAll(db, [
+    sql`SELECT queue, state, count(*) AS n FROM tasks GROUP BY queue, state`,
+    sql`SELECT name FROM queues`,
   ]);
   const byQueue = new Map<string, StateCounts>();
-  for (const { name } of configured) byQueue.set(name, emptyCounts());
-  for (const r of rows) {
+  for (const { name } of configured as Array<{ name: string }>) byQueue.set(name, emptyCounts());
+  for (const r of rows as Array<{ queue: string; state: TaskState; n: number }>) {
     const counts = byQueue.get(r.queue) ?? emptyCounts();
     counts[r.state] = r.n;
     byQueue.set(r.queue, counts);

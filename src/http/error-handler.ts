@@ -29,16 +29,43 @@ export function errorResponse(c: Context, error: EdgeqError, headers?: Record<st
   return c.json(errorBody(error.code, error.message), STATUS_BY_CODE[error.code], headers);
 }
 
+type Issue = ZodError["issues"][number];
+
+/**
+ * A union that matched no option reports only "Invalid input"; its per-option issues are nested. Keep
+ * the option the value came closest to (fewest complaints about the value as a whole, then fewest
+ * overall), with paths made absolute, so a bad `tasks[1].delay_s` or `priority` is named.
+ */
+function flattenIssues(
+  issues: readonly Issue[],
+  prefix: readonly PropertyKey[] = [],
+): Array<{ path: PropertyKey[]; message: string }> {
+  return issues.flatMap((issue) => {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === "invalid_union" && issue.errors.length > 0) {
+      const score = (branch: Issue[]) => [branch.filter((i) => i.path.length === 0).length, branch.length] as const;
+      const best = issue.errors.reduce((a, b) => {
+        const [rootA, allA] = score(a);
+        const [rootB, allB] = score(b);
+        return rootB < rootA || (rootB === rootA && allB < allA) ? b : a;
+      });
+      return flattenIssues(best, path);
+    }
+    return [{ path, message: issue.message }];
+  });
+}
+
 /** Zod issues as one message that names each bad field, e.g. `tasks[2].priority: expected int`. */
 export function describeZodError(error: ZodError, source: string): string {
-  const parts = error.issues.slice(0, 5).map((issue) => {
+  const issues = flattenIssues(error.issues);
+  const parts = issues.slice(0, 5).map((issue) => {
     const path = issue.path.reduce<string>(
       (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : acc ? `${acc}.${String(key)}` : String(key)),
       "",
     );
     return `${path || source}: ${issue.message}`;
   });
-  const more = error.issues.length > 5 ? ` (and ${error.issues.length - 5} more)` : "";
+  const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : "";
   return parts.join("; ") + more;
 }
 
@@ -55,9 +82,13 @@ export function onError(error: unknown, c: Context): Response {
   if (error instanceof EdgeqError) return errorResponse(c, error);
   if (error instanceof HTTPException) {
     const status = error.status;
-    if (status === 413) return errorResponse(c, new EdgeqError("payload_too_large", error.message || "request body too large"));
+    if (status === 413)
+      return errorResponse(c, new EdgeqError("payload_too_large", error.message || "request body too large"));
     if (status === 415) {
-      return errorResponse(c, new EdgeqError("unsupported_media_type", "send the body as JSON with Content-Type: application/json"));
+      return errorResponse(
+        c,
+        new EdgeqError("unsupported_media_type", "send the body as JSON with Content-Type: application/json"),
+      );
     }
     if (status === 401) return errorResponse(c, new EdgeqError("unauthorized", error.message || "unauthorized"));
     if (status >= 400 && status < 500) {

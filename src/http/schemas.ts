@@ -57,10 +57,7 @@ export const NewTaskSchema = z
   .openapi("NewTask");
 
 export const EnqueueBody = z
-  .union([
-    z.strictObject({ tasks: z.array(NewTaskSchema).min(1).max(MAX_ENQUEUE_TASKS) }),
-    NewTaskSchema,
-  ])
+  .union([z.strictObject({ tasks: z.array(NewTaskSchema).min(1).max(MAX_ENQUEUE_TASKS) }), NewTaskSchema])
   .openapi("EnqueueBody");
 
 export const EnqueueResponse = z
@@ -154,9 +151,7 @@ export const AckBody = z
     path: ["complete"],
   });
 
-export const ErrorSchema = z
-  .object({ error: z.object({ code: z.string(), message: z.string() }) })
-  .openapi("Error");
+export const ErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) }).openapi("Error");
 
 export const AckResponse = z.object({
   results: z.array(
@@ -208,8 +203,16 @@ export const QueueConfigSchema = z
     max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT),
     visibility_timeout_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S),
     backoff_base_s: z.number().int().min(1).max(86_400),
-    backoff_cap_s: z.number().int().min(1).max(7 * 86_400),
-    retention_s: z.number().int().min(60).max(365 * 86_400),
+    backoff_cap_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 86_400),
+    retention_s: z
+      .number()
+      .int()
+      .min(60)
+      .max(365 * 86_400),
   })
   .openapi("QueueConfig");
 

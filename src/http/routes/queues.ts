@@ -143,7 +143,12 @@ function toNewTask(task: z.infer<typeof NewTaskSchema>, now: number): NewTask {
     type: task.type,
     payload: task.payload,
     priority: task.priority,
-    runAt: task.run_at !== undefined ? Date.parse(task.run_at) : task.delay_s !== undefined ? now + Math.round(task.delay_s * 1000) : now,
+    runAt:
+      task.run_at !== undefined
+        ? Date.parse(task.run_at)
+        : task.delay_s !== undefined
+          ? now + Math.round(task.delay_s * 1000)
+          : now,
     maxAttempts: task.max_attempts,
     dedupeKey: task.dedupe_key,
     group: task.group,
@@ -156,7 +161,12 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
     const input = "tasks" in body ? body.tasks : [body];
-    const result = await enqueueTasks(c.var.db, queue, input.map((t) => toNewTask(t, c.var.now)), c.var.now);
+    const result = await enqueueTasks(
+      c.var.db,
+      queue,
+      input.map((t) => toNewTask(t, c.var.now)),
+      c.var.now,
+    );
     if (result.earliestRunAt != null) c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, result.earliestRunAt));
     return c.json({ tasks: result.tasks }, 201);
   })
@@ -169,7 +179,8 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(leaseRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
-    const visibilityTimeoutS = body.visibility_timeout_s ?? (await getQueueConfig(c.var.db, queue)).visibility_timeout_s;
+    const visibilityTimeoutS =
+      body.visibility_timeout_s ?? (await getQueueConfig(c.var.db, queue)).visibility_timeout_s;
     const request = { queue, max: body.max, visibilityTimeoutS, holder: body.holder ?? null };
     const waitMs = Math.round(body.wait_s * 1000);
     // No wait: lease directly. A wait goes through the queue's coordinator, which holds the request.
@@ -183,7 +194,11 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const body = c.req.valid("json");
     const [completed, failed] = await Promise.all([
       body.complete.length
-        ? completeTasks(c.var.db, body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })), c.var.now)
+        ? completeTasks(
+            c.var.db,
+            body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })),
+            c.var.now,
+          )
         : [],
       body.fail.length
         ? failTasks(
@@ -201,9 +216,12 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     ]);
     const retries = failed.filter((o) => o.ok && o.state === "pending");
     const earliest = Math.min(...retries.map((o) => (o.ok ? o.run_at : Infinity)));
-    if (Number.isFinite(earliest)) c.executionCtx.waitUntil(wakeCoordinator(c.env, c.req.valid("param").queue, earliest));
+    if (Number.isFinite(earliest))
+      c.executionCtx.waitUntil(wakeCoordinator(c.env, c.req.valid("param").queue, earliest));
     const results = [...completed, ...failed].map((o) =>
-      o.ok ? { id: o.id, ok: true, state: o.state } : { id: o.id, ok: false, error: { code: o.error.code, message: o.error.message } },
+      o.ok
+        ? { id: o.id, ok: true, state: o.state }
+        : { id: o.id, ok: false, error: { code: o.error.code, message: o.error.message } },
     );
     return c.json({ results }, 200);
   })
@@ -221,9 +239,7 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
     const before =
-      body.before !== undefined
-        ? Date.parse(body.before)
-        : c.var.now - Math.round((body.older_than_s ?? 0) * 1000);
+      body.before !== undefined ? Date.parse(body.before) : c.var.now - Math.round((body.older_than_s ?? 0) * 1000);
     return c.json(await purgeTasks(c.var.db, queue, { before, states: body.states }), 200);
   })
   .openapi(listQueuesRoute, async (c) => c.json({ queues: await listQueues(c.var.db) }, 200))

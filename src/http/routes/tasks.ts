@@ -102,7 +102,11 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
   .openapi(completeRoute, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const [outcome] = await completeTasks(c.var.db, [{ id, leaseToken: body.lease_token, result: body.result }], c.var.now);
+    const [outcome] = await completeTasks(
+      c.var.db,
+      [{ id, leaseToken: body.lease_token, result: body.result }],
+      c.var.now,
+    );
     return c.json(single(outcome), 200);
   })
   .openapi(failRoute, async (c) => {
@@ -110,7 +114,15 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
     const body = c.req.valid("json");
     const [outcome] = await failTasks(
       c.var.db,
-      [{ id, leaseToken: body.lease_token, message: body.error, retryable: body.retryable, retryAfterS: body.retry_after_s }],
+      [
+        {
+          id,
+          leaseToken: body.lease_token,
+          message: body.error,
+          retryable: body.retryable,
+          retryAfterS: body.retry_after_s,
+        },
+      ],
       c.var.now,
     );
     const result = single(outcome);

@@ -1,0 +1,75 @@
+/**
+ * A D1 binding that adds up what D1 reports in each result's `meta` (rows written, rows read,
+ * statements), so a test or benchmark can measure what the engine costs on D1's bill. It forwards every
+ * call to the real database; `raw()` is served through `all()` because `raw()` drops `meta`.
+ */
+export interface D1Usage {
+  rowsWritten: number;
+  rowsRead: number;
+  statements: number;
+}
+
+export function meteredD1(db: D1Database): { db: D1Database; usage: D1Usage; reset(): void } {
+  const usage: D1Usage = { rowsWritten: 0, rowsRead: 0, statements: 0 };
+  const count = (meta: D1Meta | undefined) => {
+    usage.statements += 1;
+    usage.rowsWritten += meta?.rows_written ?? 0;
+    usage.rowsRead += meta?.rows_read ?? 0;
+  };
+  const unwrap = new WeakMap<object, D1PreparedStatement>();
+
+  const wrap = (stmt: D1PreparedStatement): D1PreparedStatement => {
+    const wrapped = {
+      bind: (...values: unknown[]) => wrap(stmt.bind(...values)),
+      async first(column?: string) {
+        const result = await stmt.all<Record<string, unknown>>();
+        count(result.meta);
+        const row = result.results[0] ?? null;
+        return column === undefined || row === null ? row : row[column];
+      },
+      async run() {
+        const result = await stmt.run();
+        count(result.meta);
+        return result;
+      },
+      async all() {
+        const result = await stmt.all();
+        count(result.meta);
+        return result;
+      },
+      async raw(options?: { columnNames?: boolean }) {
+        const result = await stmt.all<Record<string, unknown>>();
+        count(result.meta);
+        const rows = result.results.map((r) => Object.values(r));
+        if (!options?.columnNames) return rows;
+        return [Object.keys(result.results[0] ?? {}), ...rows];
+      },
+    } as unknown as D1PreparedStatement;
+    unwrap.set(wrapped, stmt);
+    return wrapped;
+  };
+
+  const metered = {
+    prepare: (query: string) => wrap(db.prepare(query)),
+    async batch(statements: D1PreparedStatement[]) {
+      const results = await db.batch(statements.map((s) => unwrap.get(s) ?? s));
+      for (const r of results) count(r.meta);
+      return results;
+    },
+    exec: (query: string) => db.exec(query),
+    withSession: () => {
+      throw new Error("meteredD1: sessions are not metered");
+    },
+    dump: () => db.dump(),
+  } as unknown as D1Database;
+
+  return {
+    db: metered,
+    usage,
+    reset() {
+      usage.rowsWritten = 0;
+      usage.rowsRead = 0;
+      usage.statements = 0;
+    },
+  };
+}
