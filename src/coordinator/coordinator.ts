@@ -98,7 +98,10 @@ export class Coordinator extends DurableObject<Env> {
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
     const next = await nextRunAt(openDb(this.env.DB), queue, Date.now());
-    if (next != null) await this.ctx.storage.setAlarm(next);
+    // A notify may have set an earlier alarm while we awaited D1 (getAlarm() is null here otherwise):
+    // never postpone it.
+    const current = await this.ctx.storage.getAlarm();
+    if (next != null && (current == null || next < current)) await this.ctx.storage.setAlarm(next);
   }
 
   private async remember(queue: string): Promise<void> {
@@ -116,7 +119,7 @@ export class Coordinator extends DurableObject<Env> {
   private async serveWaiters(): Promise<void> {
     const db = openDb(this.env.DB);
     while (this.waiters.length > 0) {
-      const waiter = this.waiters[this.waiters.length - 1]!;
+      const waiter = this.waiters[0]!;
       let leased: TaskRow[];
       waiter.busy = true;
       try {

@@ -26,16 +26,26 @@ export function leaseFenceSql(id: SQL, token: SQL, now: number): SQL {
  * Runs one fenced UPDATE over a JSON array of items (`UPDATE ... FROM json_each`) and explains every item
  * it did not change: `not_found` when the task does not exist, otherwise `lease_lost`. A task that ended
  * `cancelled` because a cancel had been requested is reported as `task_cancelled`.
+ *
+ * An id repeated within one call is applied once, for its first item; every later item for it is
+ * `invalid_request` (the UPDATE would apply just one of them, so each could not be told its own outcome).
  */
 export async function applyFencedUpdate(
   db: Db,
   items: FencedItem[],
   run: (itemsJson: string) => SQL,
 ): Promise<AckOutcome[]> {
-  const json = JSON.stringify(items.map((i) => ({ ...i, lease_token: i.leaseToken })));
+  const seen = new Set<string>();
+  const repeated = items.map((i) => {
+    if (seen.has(i.id)) return true;
+    seen.add(i.id);
+    return false;
+  });
+  const unique = items.filter((_, k) => !repeated[k]);
+  const json = JSON.stringify(unique.map((i) => ({ ...i, lease_token: i.leaseToken })));
   const changed = await db.all<{ id: string; queue: string; state: TaskState; run_at: number }>(run(json));
   const byId = new Map(changed.map((r) => [r.id, r]));
-  const missing = items.filter((i) => !byId.has(i.id)).map((i) => i.id);
+  const missing = unique.filter((i) => !byId.has(i.id)).map((i) => i.id);
   const existing = missing.length
     ? new Set(
         (
@@ -45,7 +55,17 @@ export async function applyFencedUpdate(
         ).map((r) => r.id),
       )
     : new Set<string>();
-  return items.map((item): AckOutcome => {
+  return items.map((item, k): AckOutcome => {
+    if (repeated[k]) {
+      return {
+        id: item.id,
+        ok: false,
+        error: new EdgeqError(
+          "invalid_request",
+          `task ${item.id} appears more than once; only its first item was applied`,
+        ),
+      };
+    }
     const row = byId.get(item.id);
     if (!row) {
       return {

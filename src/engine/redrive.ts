@@ -51,8 +51,9 @@ export interface RedriveScope {
 
 /**
  * Redrives the dead (or cancelled) tasks of a queue, optionally of one group, back to pending with
- * attempts reset. A task whose dedupe key is held by a live task is skipped (`UPDATE OR IGNORE`), so one
- * conflict does not block the rest.
+ * attempts reset. A task whose dedupe key is held by a live task is skipped, so one conflict does not block
+ * the rest: it is not picked (so it cannot use up `limit` call after call), and `UPDATE OR IGNORE` skips one
+ * that conflicts with another task revived by the same statement.
  *
  * @example
  * const { redriven } = await redriveQueue(db, "renders", { group: "album-7" }, Date.now());
@@ -68,7 +69,10 @@ export async function redriveQueue(
   const groupFilter = scope.group === undefined ? sql`` : sql`AND group_key = ${scope.group}`;
   const rows = await db.all<{ id: string }>(sql`UPDATE OR IGNORE tasks SET ${reviveSetSql(now)}
     WHERE id IN (
-      SELECT id FROM tasks WHERE queue = ${queue} AND state = ${state} ${groupFilter} ORDER BY id LIMIT ${limit}
+      SELECT id FROM tasks WHERE queue = ${queue} AND state = ${state} ${groupFilter}
+        AND NOT EXISTS (SELECT 1 FROM tasks live
+          WHERE live.queue = tasks.queue AND live.dedupe_key = tasks.dedupe_key AND live.finished_at IS NULL)
+      ORDER BY id LIMIT ${limit}
     )
     RETURNING id`);
   return { redriven: rows.length, ids: rows.map((r) => r.id) };

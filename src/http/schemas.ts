@@ -54,11 +54,18 @@ export const NewTaskSchema = z
     message: "give delay_s or run_at, not both",
     path: ["run_at"],
   })
+  .refine((t) => t.run_at === undefined || Date.parse(t.run_at) <= Date.now() + MAX_DELAY_S * 1000, {
+    message: `at most ${MAX_DELAY_S} s (365 days) from now, like delay_s`,
+    path: ["run_at"],
+  })
   .openapi("NewTask");
 
-export const EnqueueBody = z
-  .union([z.strictObject({ tasks: z.array(NewTaskSchema).min(1).max(MAX_ENQUEUE_TASKS) }), NewTaskSchema])
-  .openapi("EnqueueBody");
+/** A batch. Its size is documented here but enforced by the engine: over the limit is a 413, not a 400. */
+export const EnqueueBatchBody = z.strictObject({
+  tasks: z.array(NewTaskSchema).min(1).openapi({ maxItems: MAX_ENQUEUE_TASKS }),
+});
+
+export const EnqueueBody = z.union([EnqueueBatchBody, NewTaskSchema]).openapi("EnqueueBody");
 
 export const EnqueueResponse = z
   .object({

@@ -16,14 +16,23 @@ describe("D1 rows written per task", () => {
     const queue = uniqueQueue();
     const n = 100;
 
-    await enqueueTasks(db, queue, Array.from({ length: n }, (_, i) => ({ payload: { i } })), T0);
+    await enqueueTasks(
+      db,
+      queue,
+      Array.from({ length: n }, (_, i) => ({ payload: { i } })),
+      T0,
+    );
     const enqueueWritten = meter.usage.rowsWritten;
     meter.reset();
     const leased = await leaseTasks(db, { queue, max: n, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
     expect(leased).toHaveLength(n);
     const leaseWritten = meter.usage.rowsWritten;
     meter.reset();
-    const outcomes = await completeTasks(db, leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })), T0 + 2);
+    const outcomes = await completeTasks(
+      db,
+      leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+      T0 + 2,
+    );
     expect(outcomes.every((o) => o.ok)).toBe(true);
     const completeWritten = meter.usage.rowsWritten;
 
@@ -38,7 +47,12 @@ describe("D1 rows written per task", () => {
     const meter = meteredD1(env.DB);
     const db = openDb(meter.db);
     const queue = uniqueQueue();
-    await enqueueTasks(db, queue, Array.from({ length: 10 }, (_, i) => ({ dedupeKey: `k${i}` })), T0);
+    await enqueueTasks(
+      db,
+      queue,
+      Array.from({ length: 10 }, (_, i) => ({ dedupeKey: `k${i}` })),
+      T0,
+    );
     expect(meter.usage.rowsWritten).toBe(30);
   });
 });

@@ -16,13 +16,29 @@ describe("a task's successful life", () => {
 
     const [leased, ...rest] = await leaseTasks(db(), { queue, max: 10, visibilityTimeoutS: 30, holder: "w1" }, T0 + 1);
     expect(rest).toEqual([]);
-    expect(leased).toMatchObject({ id, state: "processing", attempts: 1, leaseHolder: "w1", leaseExpiresAt: T0 + 1 + 30_000 });
+    expect(leased).toMatchObject({
+      id,
+      state: "processing",
+      attempts: 1,
+      leaseHolder: "w1",
+      leaseExpiresAt: T0 + 1 + 30_000,
+    });
     expect(leased!.leaseToken).toMatch(/^[0-9a-f]{32}$/);
 
-    const [outcome] = await completeTasks(db(), [{ id, leaseToken: leased!.leaseToken!, result: { ok: true } }], T0 + 2);
+    const [outcome] = await completeTasks(
+      db(),
+      [{ id, leaseToken: leased!.leaseToken!, result: { ok: true } }],
+      T0 + 2,
+    );
     expect(outcome).toMatchObject({ id, ok: true, state: "completed" });
     const stored = await row(id);
-    expect(stored).toMatchObject({ state: "completed", result: '{"ok":true}', finishedAt: T0 + 2, leaseToken: null, progress: 100 });
+    expect(stored).toMatchObject({
+      state: "completed",
+      result: '{"ok":true}',
+      finishedAt: T0 + 2,
+      leaseToken: null,
+      progress: 100,
+    });
   });
 
   it("retries a failure after a capped, jittered backoff and dies at max attempts", async () => {
@@ -38,10 +54,16 @@ describe("a task's successful life", () => {
     expect(retried.runAt - (T0 + 10)).toBeLessThanOrEqual(bounds.max);
     expect(JSON.parse(retried.errors)).toEqual([{ attempt: 1, at: T0 + 10, message: "boom", kind: "error" }]);
 
-    expect(await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 30, holder: null }, retried.runAt - 1)).toEqual([]);
+    expect(await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 30, holder: null }, retried.runAt - 1)).toEqual(
+      [],
+    );
     const [second] = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 30, holder: null }, retried.runAt);
     expect(second).toMatchObject({ id, attempts: 2 });
-    const [dead] = await failTasks(db(), [{ id, leaseToken: second!.leaseToken!, message: "boom again" }], retried.runAt + 5);
+    const [dead] = await failTasks(
+      db(),
+      [{ id, leaseToken: second!.leaseToken!, message: "boom again" }],
+      retried.runAt + 5,
+    );
     expect(dead).toMatchObject({ ok: true, state: "dead" });
     expect(await row(id)).toMatchObject({ state: "dead", finishedAt: retried.runAt + 5 });
   });

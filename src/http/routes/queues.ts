@@ -33,7 +33,7 @@ import {
   TaskListResponse,
   type NewTaskSchema,
 } from "../schemas";
-import { validationHook } from "../validation";
+import { enqueueValidationHook, validationHook } from "../validation";
 
 const route = <const R extends Parameters<typeof createRoute>[0]>(r: R) =>
   createRoute({ ...r, security: bearer, responses: { ...r.responses, ...errorResponses } });
@@ -155,9 +155,10 @@ function toNewTask(task: z.infer<typeof NewTaskSchema>, now: number): NewTask {
   };
 }
 
-/** Routes addressed by queue. */
-export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
-  .openapi(enqueueRoute, async (c) => {
+/** Enqueue validates with its own hook (see `enqueueValidationHook`), so it is an app of its own. */
+const enqueueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: enqueueValidationHook }).openapi(
+  enqueueRoute,
+  async (c) => {
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
     const input = "tasks" in body ? body.tasks : [body];
@@ -169,7 +170,12 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     );
     if (result.earliestRunAt != null) c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, result.earliestRunAt));
     return c.json({ tasks: result.tasks }, 201);
-  })
+  },
+);
+
+/** Routes addressed by queue. */
+export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .route("/", enqueueRoutes)
   .openapi(listTasksRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const query = c.req.valid("query");

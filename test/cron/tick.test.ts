@@ -1,0 +1,330 @@
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { runTick } from "../../src/cron/tick";
+import { cancelTask } from "../../src/engine/cancel";
+import { completeTasks } from "../../src/engine/complete";
+import { enqueueTasks } from "../../src/engine/enqueue";
+import { failTasks } from "../../src/engine/fail";
+import { leaseTasks } from "../../src/engine/lease";
+import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
+import { backoffBoundsMs } from "../../src/engine/retry-policy";
+import worker from "../../src/index";
+import { T0, db, row, snapshot, uniqueQueue } from "../helpers";
+
+const DAY = 86_400_000;
+
+/**
+ * Every tick reaps and prunes the whole database, not one queue. To make a test's counts exact, each test
+ * works in its own day after T0 and first runs a tick at the end of that day: whatever other tests left
+ * that a tick in this window could touch is handled then, before this test creates its tasks.
+ */
+async function isolatedWindow(day: number): Promise<number> {
+  const start = T0 + day * DAY;
+  await runTick(env, start + DAY);
+  return start;
+}
+
+async function enqueueOne(queue: string, now: number, extra: { maxAttempts?: number } = {}): Promise<string> {
+  const { tasks } = await enqueueTasks(db(), queue, [{ payload: { at: now }, ...extra }], now);
+  return tasks[0]!.id;
+}
+
+async function leaseOne(queue: string, now: number, visibilityTimeoutS = 30) {
+  const [task] = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS, holder: "w" }, now);
+  if (!task) throw new Error(`nothing to lease in ${queue} at ${now}`);
+  return task;
+}
+
+interface ErrorEntry {
+  attempt: number;
+  at: number;
+  message: string;
+  kind: string;
+}
+
+async function errorsOf(id: string): Promise<ErrorEntry[]> {
+  return JSON.parse((await row(id)).errors) as ErrorEntry[];
+}
+
+async function countRows(ids: string[]): Promise<number> {
+  const [result] = await db().all<{ n: number }>(
+    sql`SELECT count(*) AS n FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`,
+  );
+  return result!.n;
+}
+
+/** Bounded event wait for the queue's coordinator to hold `n` long-poll requests. */
+async function untilWaiting(queue: string, n: number): Promise<void> {
+  const stub = env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
+  for (let i = 0; i < 200; i++) {
+    if ((await stub.waiting()) === n) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`coordinator of ${queue} never had ${n} waiter(s)`);
+}
+
+describe("cron tick: reaping expired leases", () => {
+  it("the scheduled handler reaps an expired lease back to pending after backoff, leaving live leases alone", async () => {
+    const start = await isolatedWindow(1);
+    const queue = uniqueQueue("cron");
+    const expiring = await enqueueOne(queue, start);
+    const lease = await leaseOne(queue, start, 30);
+    expect(lease.id).toBe(expiring);
+    const expiresAt = start + 30_000;
+    const live = await enqueueOne(queue, start);
+    await leaseOne(queue, start + 50_000, 30); // expires at start + 80 s
+    const liveBefore = await row(live);
+
+    const tickAt = start + 60_000;
+    const ctx = createExecutionContext();
+    worker.scheduled(createScheduledController({ scheduledTime: tickAt, cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+
+    const reaped = await row(expiring);
+    expect(reaped).toMatchObject({
+      state: "pending",
+      attempts: 1,
+      leaseToken: null,
+      leaseExpiresAt: null,
+      finishedAt: null,
+      updatedAt: tickAt,
+    });
+    const bounds = backoffBoundsMs(1, DEFAULT_QUEUE_CONFIG.backoff_base_s, DEFAULT_QUEUE_CONFIG.backoff_cap_s);
+    expect(reaped.runAt - expiresAt).toBeGreaterThanOrEqual(bounds.min);
+    expect(reaped.runAt - expiresAt).toBeLessThanOrEqual(bounds.max);
+    expect(await errorsOf(expiring)).toEqual([
+      { attempt: 1, at: expiresAt, message: "lease expired", kind: "lease_expired" },
+    ]);
+    expect(await row(live)).toEqual(liveBefore);
+  });
+
+  it("runTick reports exactly what it reaped and wakes the queue", async () => {
+    const start = await isolatedWindow(2);
+    const queue = uniqueQueue("cron");
+    const ids = [await enqueueOne(queue, start), await enqueueOne(queue, start), await enqueueOne(queue, start)];
+    for (let i = 0; i < ids.length; i++) await leaseOne(queue, start, 10);
+
+    const result = await runTick(env, start + 10_000); // exactly at expiry: an expired lease is void
+    expect(result).toMatchObject({ reaped: 3, dead: 0, pruned: 0 });
+    expect(result.woken).toContain(queue);
+    for (const id of ids) expect(await row(id)).toMatchObject({ state: "pending", attempts: 1, leaseToken: null });
+  });
+
+  it("leaves a lease alone until the moment it expires", async () => {
+    const start = await isolatedWindow(3);
+    const queue = uniqueQueue("cron");
+    const id = await enqueueOne(queue, start);
+    await leaseOne(queue, start, 60);
+    const before = await snapshot(queue);
+
+    expect(await runTick(env, start + 59_999)).toMatchObject({ reaped: 0, dead: 0 });
+    expect(await snapshot(queue)).toEqual(before);
+
+    expect(await runTick(env, start + 60_000)).toMatchObject({ reaped: 1, dead: 0 });
+    expect(await row(id)).toMatchObject({ state: "pending", leaseToken: null });
+  });
+
+  it("repeated expiry backs off further each time, up to backoff_cap_s, and buries the task at max_attempts", async () => {
+    const start = await isolatedWindow(4);
+    const queue = uniqueQueue("cron");
+    const config = await putQueueConfig(db(), queue, { backoff_base_s: 1, backoff_cap_s: 4, max_attempts: 6 }, start);
+    expect(config).toMatchObject({ backoff_base_s: 1, backoff_cap_s: 4, max_attempts: 6 });
+    const id = await enqueueOne(queue, start);
+    expect(await row(id)).toMatchObject({ maxAttempts: 6 });
+
+    const delays: number[] = [];
+    let leaseAt = start;
+    for (let attempt = 1; attempt <= 6; attempt++) {
+      const lease = await leaseOne(queue, leaseAt, 1);
+      expect(lease).toMatchObject({ id, attempts: attempt });
+      const expiresAt = leaseAt + 1000;
+      const result = await runTick(env, expiresAt);
+      const after = await row(id);
+      if (attempt < 6) {
+        expect(result).toMatchObject({ reaped: 1, dead: 0 });
+        expect(after).toMatchObject({ state: "pending", attempts: attempt, finishedAt: null });
+        const delay = after.runAt - expiresAt;
+        const bounds = backoffBoundsMs(attempt, 1, 4);
+        expect(delay).toBeGreaterThanOrEqual(bounds.min);
+        expect(delay).toBeLessThanOrEqual(bounds.max);
+        delays.push(delay);
+        // Not leasable before its retry time.
+        expect(await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 1, holder: null }, after.runAt - 1)).toEqual(
+          [],
+        );
+        leaseAt = after.runAt;
+      } else {
+        expect(result).toMatchObject({ reaped: 1, dead: 1 });
+        expect(after).toMatchObject({
+          state: "dead",
+          attempts: 6,
+          finishedAt: expiresAt,
+          leaseToken: null,
+          runAt: leaseAt,
+        });
+      }
+    }
+    // Uncapped, each delay exceeds the previous one; from the third attempt on the 4 s cap holds it.
+    expect(delays[1]!).toBeGreaterThan(delays[0]!);
+    expect(delays[2]!).toBeGreaterThan(delays[1]!);
+    for (const capped of delays.slice(2)) {
+      expect(capped).toBeGreaterThanOrEqual(3200);
+      expect(capped).toBeLessThanOrEqual(4000);
+    }
+    const errors = await errorsOf(id);
+    expect(errors.map((e) => e.attempt)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(errors.every((e) => e.kind === "lease_expired" && e.message === "lease expired")).toBe(true);
+
+    // Dead is final: a later tick does not touch it.
+    const buried = await snapshot(queue);
+    expect(await runTick(env, leaseAt + 60_000)).toMatchObject({ reaped: 0, dead: 0 });
+    expect(await snapshot(queue)).toEqual(buried);
+  });
+
+  it("a processing task whose cancel was requested ends cancelled when its lease expires", async () => {
+    const start = await isolatedWindow(5);
+    const queue = uniqueQueue("cron");
+    const id = await enqueueOne(queue, start, { maxAttempts: 5 });
+    await leaseOne(queue, start, 30);
+    const requested = await cancelTask(db(), id, start + 1000);
+    expect(requested).toMatchObject({ state: "processing", cancelRequested: 1 });
+
+    const result = await runTick(env, start + 31_000);
+    expect(result).toMatchObject({ reaped: 1, dead: 0 });
+    expect(await row(id)).toMatchObject({
+      state: "cancelled",
+      finishedAt: start + 31_000,
+      leaseToken: null,
+      leaseExpiresAt: null,
+    });
+    expect(await errorsOf(id)).toEqual([
+      { attempt: 1, at: start + 30_000, message: "lease expired", kind: "lease_expired" },
+    ]);
+  });
+
+  it("two overlapping ticks reap each expired task exactly once", async () => {
+    const start = await isolatedWindow(6);
+    const queue = uniqueQueue("cron");
+    const expired: string[] = [];
+    for (let i = 0; i < 8; i++) expired.push(await enqueueOne(queue, start));
+    for (let i = 0; i < 8; i++) await leaseOne(queue, start, 30);
+    const live = await enqueueOne(queue, start);
+    await leaseOne(queue, start + 40_000, 30);
+    const liveBefore = await row(live);
+
+    const now = start + 60_000;
+    const [a, b] = await Promise.all([runTick(env, now), runTick(env, now)]);
+    expect(a.reaped + b.reaped).toBe(expired.length);
+    expect(a.dead + b.dead).toBe(0);
+    for (const id of expired) {
+      expect(await row(id)).toMatchObject({ state: "pending", attempts: 1, updatedAt: now });
+      expect(await errorsOf(id)).toEqual([
+        { attempt: 1, at: start + 30_000, message: "lease expired", kind: "lease_expired" },
+      ]);
+    }
+    expect(await row(live)).toEqual(liveBefore);
+  });
+});
+
+describe("cron tick: pruning by retention", () => {
+  it("deletes finished tasks past their queue's retention and keeps recent and live ones", async () => {
+    const start = await isolatedWindow(10);
+    const queue = uniqueQueue("prune");
+    const other = uniqueQueue("prune-default");
+    await putQueueConfig(db(), queue, { retention_s: 3600 }, start);
+    const old = start; // ids (ULIDs) and finish times two hours before the tick
+    const now = start + 2 * 3600_000;
+
+    // Finished long enough ago: completed, dead, cancelled.
+    const completedOld = await enqueueOne(queue, old);
+    const leaseC = await leaseOne(queue, old, 600);
+    expect(
+      (await completeTasks(db(), [{ id: completedOld, leaseToken: leaseC.leaseToken! }], old + 1000))[0],
+    ).toMatchObject({ ok: true, state: "completed" });
+    const deadOld = await enqueueOne(queue, old);
+    const leaseD = await leaseOne(queue, old, 600);
+    expect(
+      (
+        await failTasks(
+          db(),
+          [{ id: deadOld, leaseToken: leaseD.leaseToken!, message: "no", retryable: false }],
+          old + 1000,
+        )
+      )[0],
+    ).toMatchObject({ ok: true, state: "dead" });
+    const cancelledOld = await enqueueOne(queue, old);
+    expect(await cancelTask(db(), cancelledOld, old + 1000)).toMatchObject({ state: "cancelled" });
+
+    // Created as long ago, but finished within the retention: kept.
+    const finishedRecently = await enqueueOne(queue, old);
+    const leaseR = await leaseOne(queue, old, 12 * 3600);
+    await completeTasks(db(), [{ id: finishedRecently, leaseToken: leaseR.leaseToken! }], now - 1800_000);
+    // Live tasks, however old: kept.
+    const processingOld = await enqueueOne(queue, old);
+    expect((await leaseOne(queue, old + 1, 12 * 3600)).id).toBe(processingOld);
+    const pendingOld = await enqueueOne(queue, old);
+    // Another queue, finished as long ago but under the default 7-day retention: kept.
+    const otherQueueOld = await enqueueOne(other, old);
+    const leaseO = await leaseOne(other, old, 600);
+    await completeTasks(db(), [{ id: otherQueueOld, leaseToken: leaseO.leaseToken! }], old + 1000);
+
+    const pruned = [completedOld, deadOld, cancelledOld];
+    const kept = [finishedRecently, pendingOld, processingOld, otherQueueOld];
+    const result = await runTick(env, now);
+    expect(result.pruned).toBe(pruned.length);
+    expect(await countRows(pruned)).toBe(0);
+    expect(await countRows(kept)).toBe(kept.length);
+    expect(await row(finishedRecently)).toMatchObject({ state: "completed" });
+    expect(await row(pendingOld)).toMatchObject({ state: "pending" });
+
+    // The recently finished one goes once it too is past the retention.
+    expect((await runTick(env, now - 1800_000 + 3600_000 + 1)).pruned).toBe(1);
+    expect(await countRows([finishedRecently])).toBe(0);
+    expect(await countRows([pendingOld, processingOld, otherQueueOld])).toBe(3);
+  });
+});
+
+describe("cron tick: waking coordinators", () => {
+  it("wakes the coordinator of a queue with due work, which serves its long-poll waiter", async () => {
+    const queue = uniqueQueue("wake");
+    const stub = env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
+    const waiter = stub.lease({ queue, max: 1, visibilityTimeoutS: 30, holder: "poller", waitMs: 15_000 });
+    await untilWaiting(queue, 1);
+    // Enqueued straight into D1, with no notification: only the tick can tell the coordinator.
+    const id = await enqueueOne(queue, Date.now() - 1000);
+    expect(await stub.waiting()).toBe(1);
+
+    const result = await runTick(env, Date.now());
+    expect(result.woken).toContain(queue);
+    const leased = await waiter;
+    expect(leased.map((t) => t.id)).toEqual([id]);
+    expect(await row(id)).toMatchObject({
+      state: "processing",
+      leaseHolder: "poller",
+      leaseToken: leased[0]!.leaseToken,
+    });
+  });
+
+  it("hands a reaped task to a waiting long-poll once its backoff has passed", async () => {
+    const start = await isolatedWindow(20);
+    const queue = uniqueQueue("wake");
+    const id = await enqueueOne(queue, start);
+    const first = await leaseOne(queue, start, 30);
+    const stub = env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
+    const waiter = stub.lease({ queue, max: 1, visibilityTimeoutS: 30, holder: "second", waitMs: 15_000 });
+    await untilWaiting(queue, 1);
+
+    // The window is in the past by the real clock, so the retry time is already due for the coordinator.
+    const ctx = createExecutionContext();
+    worker.scheduled(createScheduledController({ scheduledTime: start + 60_000, cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+
+    const leased = await waiter;
+    expect(leased.map((t) => t.id)).toEqual([id]);
+    expect(leased[0]).toMatchObject({ attempts: 2, leaseHolder: "second" });
+    expect(leased[0]!.leaseToken).not.toBe(first.leaseToken);
+    expect(await errorsOf(id)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,116 @@
+import { describe, expect, it } from "vitest";
+import { completeTasks } from "../../src/engine/complete";
+import { enqueueTasks } from "../../src/engine/enqueue";
+import { failTasks } from "../../src/engine/fail";
+import { heartbeatTask } from "../../src/engine/heartbeat";
+import { leaseTasks } from "../../src/engine/lease";
+import { listTasks } from "../../src/engine/read";
+import { T0, db, row, uniqueQueue } from "../helpers";
+import { enqueueMany, leaseOne } from "./fixtures";
+
+// D1 runs one statement at a time per database; these tests fire many engine calls at once (each with its
+// own Db handle, as concurrent requests would) and check that no interleaving breaks an invariant.
+
+describe("concurrent leasers", () => {
+  it("25 leasers over 60 tasks take every task exactly once", async () => {
+    const queue = uniqueQueue();
+    const ids = await enqueueMany(
+      queue,
+      Array.from({ length: 60 }, (_, i) => ({ payload: { i } })),
+    );
+    const batches = await Promise.all(
+      Array.from({ length: 25 }, (_, w) =>
+        leaseTasks(db(), { queue, max: 4, visibilityTimeoutS: 30, holder: `w${w}` }, T0 + 1),
+      ),
+    );
+    const leasedIds = batches.flat().map((t) => t.id);
+    expect(batches.every((b) => b.length <= 4)).toBe(true);
+    expect(leasedIds).toHaveLength(60);
+    expect(new Set(leasedIds).size).toBe(60);
+    expect([...leasedIds].sort()).toEqual([...ids].sort());
+    // 60 tasks / 4 per leaser: 15 full batches, 10 empty ones.
+    expect(batches.filter((b) => b.length === 4)).toHaveLength(15);
+
+    // Each holder's token is the stored one: every task was leased once, by the leaser that got it.
+    const outcomes = await Promise.all(
+      batches.map((batch) =>
+        completeTasks(
+          db(),
+          batch.map((t) => ({ id: t.id, leaseToken: t.leaseToken!, result: { by: t.leaseHolder } })),
+          T0 + 2,
+        ),
+      ),
+    );
+    expect(outcomes.flat()).toHaveLength(60);
+    expect(outcomes.flat().every((o) => o.ok && o.state === "completed")).toBe(true);
+    const { tasks } = await listTasks(db(), queue, { limit: 100 });
+    expect(tasks.every((t) => t.state === "completed" && t.attempts === 1)).toBe(true);
+    const holderById = new Map(batches.flat().map((t) => [t.id, t.leaseHolder]));
+    expect(tasks.every((t) => JSON.parse(t.result!).by === holderById.get(t.id))).toBe(true);
+  });
+
+  it("duplicate concurrent completes of one task: exactly one wins, the rest are lease_lost", async () => {
+    const queue = uniqueQueue();
+    const [id] = await enqueueMany(queue, [{}]);
+    const leased = await leaseOne(queue, T0);
+    const outcomes = (
+      await Promise.all(
+        Array.from({ length: 10 }, (_, n) =>
+          completeTasks(db(), [{ id: id!, leaseToken: leased.leaseToken, result: { n } }], T0 + 1),
+        ),
+      )
+    ).flat();
+    const winners = outcomes.filter((o) => o.ok);
+    expect(winners).toHaveLength(1);
+    const losers = outcomes.filter((o) => !o.ok);
+    expect(losers).toHaveLength(9);
+    for (const o of losers) expect(o.ok === false && o.error.code).toBe("lease_lost");
+    // The stored result is the single winner's.
+    const stored = await row(id!);
+    expect(stored.state).toBe("completed");
+    const winnerIndex = outcomes.findIndex((o) => o.ok);
+    expect(JSON.parse(stored.result!)).toEqual({ n: winnerIndex });
+  });
+
+  it("a complete racing a fail and a heartbeat on the same lease: one ack wins, the other is lease_lost", async () => {
+    const queue = uniqueQueue();
+    const [id] = await enqueueMany(queue, [{}]);
+    const { leaseToken } = await leaseOne(queue, T0);
+    const [completed, failed] = await Promise.all([
+      completeTasks(db(), [{ id: id!, leaseToken }], T0 + 1),
+      failTasks(db(), [{ id: id!, leaseToken, message: "x" }], T0 + 1),
+      heartbeatTask(db(), { id: id!, leaseToken, extendS: 30 }, T0 + 1).catch((e: unknown) => e),
+    ]);
+    const acks = [completed![0]!, failed![0]!];
+    expect(acks.filter((o) => o.ok)).toHaveLength(1);
+    expect(acks.filter((o) => !o.ok && o.error.code === "lease_lost")).toHaveLength(1);
+    const stored = await row(id!);
+    expect(stored.state).toBe(acks[0]!.ok ? "completed" : "pending");
+    expect(stored.leaseToken).toBeNull();
+  });
+});
+
+describe("concurrent enqueues", () => {
+  it("20 enqueues with one dedupe key create exactly one task", async () => {
+    const queue = uniqueQueue();
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, n) => enqueueTasks(db(), queue, [{ dedupeKey: "same", payload: { n } }], T0)),
+    );
+    const outcomes = results.map((r) => r.tasks[0]!);
+    expect(new Set(outcomes.map((o) => o.id)).size).toBe(1);
+    expect(outcomes.filter((o) => !o.deduplicated)).toHaveLength(1);
+    expect(outcomes.filter((o) => o.deduplicated)).toHaveLength(19);
+    const { tasks } = await listTasks(db(), queue, { limit: 100 });
+    expect(tasks).toHaveLength(1);
+    const creator = outcomes.findIndex((o) => !o.deduplicated);
+    expect(JSON.parse(tasks[0]!.payload)).toEqual({ n: creator });
+  });
+
+  it("concurrent enqueues without keys all create distinct tasks", async () => {
+    const queue = uniqueQueue();
+    const results = await Promise.all(Array.from({ length: 20 }, () => enqueueTasks(db(), queue, [{}, {}, {}], T0)));
+    const ids = results.flatMap((r) => r.tasks.map((t) => t.id));
+    expect(new Set(ids).size).toBe(60);
+    expect((await listTasks(db(), queue, { limit: 100 })).tasks).toHaveLength(60);
+  });
+});

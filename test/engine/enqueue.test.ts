@@ -1,0 +1,238 @@
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { cancelTask } from "../../src/engine/cancel";
+import { completeTasks } from "../../src/engine/complete";
+import { enqueueTasks } from "../../src/engine/enqueue";
+import { MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
+import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
+import { T0, db, row, snapshot, uniqueQueue } from "../helpers";
+import { completedTask, deadTask, enqueueOne, expectEdgeqError, lease, leaseOne } from "./fixtures";
+
+async function countTasks(queue: string): Promise<number> {
+  const result = await db().get<{ n: number }>(sql`SELECT count(*) AS n FROM tasks WHERE queue = ${queue}`);
+  return result!.n;
+}
+
+describe("enqueueTasks: volume and atomicity", () => {
+  it("stores 10,000 tasks from one call, results in input order with unique ascending ids", async () => {
+    const queue = uniqueQueue();
+    // ~1.5 MB of rows: more than one MAX_ENQUEUE_CHUNK_BYTES statement inside the batch.
+    const input = Array.from({ length: MAX_ENQUEUE_TASKS }, (_, i) => ({ payload: { i, pad: "x".repeat(80) } }));
+    const { tasks, earliestRunAt } = await enqueueTasks(db(), queue, input, T0);
+
+    expect(tasks).toHaveLength(10_000);
+    expect(await countTasks(queue)).toBe(10_000);
+    expect(earliestRunAt).toBe(T0);
+    expect(tasks.every((t) => t.state === "pending" && !t.deduplicated)).toBe(true);
+    const ids = tasks.map((t) => t.id);
+    expect(new Set(ids).size).toBe(10_000);
+    for (let i = 1; i < ids.length; i++) expect(ids[i]! > ids[i - 1]!).toBe(true);
+
+    // Input order: result i is the task with payload i.
+    const stored = await db().all<{ id: string; i: number }>(
+      sql`SELECT id, payload->>'i' AS i FROM tasks WHERE queue = ${queue}`,
+    );
+    const indexById = new Map(stored.map((r) => [r.id, Number(r.i)]));
+    expect(ids.every((id, i) => indexById.get(id) === i)).toBe(true);
+  });
+
+  it("rejects a call with one oversized payload and inserts nothing", async () => {
+    const queue = uniqueQueue();
+    const atLimit = "a".repeat(MAX_PAYLOAD_BYTES - 2); // JSON adds the two quotes: exactly the limit
+    const tooBig = "a".repeat(MAX_PAYLOAD_BYTES - 1);
+    const error = await expectEdgeqError(
+      enqueueTasks(db(), queue, [{ payload: 1 }, { payload: atLimit }, { payload: tooBig }, { payload: 4 }], T0),
+      "payload_too_large",
+    );
+    expect(error.message).toContain("tasks[2]");
+    expect(await countTasks(queue)).toBe(0);
+
+    // The limit itself is allowed.
+    const { tasks } = await enqueueTasks(db(), queue, [{ payload: atLimit }], T0);
+    expect(JSON.parse((await row(tasks[0]!.id)).payload)).toHaveLength(MAX_PAYLOAD_BYTES - 2);
+  });
+
+  it("counts payload bytes as UTF-8, not characters", async () => {
+    const queue = uniqueQueue();
+    // "é" is 2 bytes in UTF-8: half the limit in characters is already over it in bytes.
+    await expectEdgeqError(
+      enqueueTasks(db(), queue, [{ payload: "é".repeat(MAX_PAYLOAD_BYTES / 2) }], T0),
+      "payload_too_large",
+    );
+    expect(await countTasks(queue)).toBe(0);
+  });
+
+  it("rejects more than MAX_ENQUEUE_TASKS tasks and inserts nothing", async () => {
+    const queue = uniqueQueue();
+    const input = Array.from({ length: MAX_ENQUEUE_TASKS + 1 }, () => ({}));
+    await expectEdgeqError(enqueueTasks(db(), queue, input, T0), "payload_too_large");
+    expect(await countTasks(queue)).toBe(0);
+  });
+});
+
+describe("enqueueTasks: client-supplied ids", () => {
+  it("re-enqueueing an existing id is a no-op returning the existing task", async () => {
+    const queue = uniqueQueue();
+    const id = "01KDZ0000000000000000CL1NT";
+    const first = await enqueueTasks(db(), queue, [{ id, payload: { v: 1 }, priority: 5 }], T0);
+    expect(first.tasks).toEqual([{ id, state: "pending", deduplicated: false }]);
+    const before = await snapshot(queue);
+
+    const again = await enqueueTasks(db(), queue, [{ id, payload: { v: 2 }, priority: 9 }], T0 + 1000);
+    expect(again.tasks).toEqual([{ id, state: "pending", deduplicated: true }]);
+    expect(again.earliestRunAt).toBeNull();
+    expect(await snapshot(queue)).toEqual(before);
+    expect(await row(id)).toMatchObject({ payload: '{"v":1}', priority: 5 });
+  });
+
+  it("reports the existing task's current state", async () => {
+    const queue = uniqueQueue();
+    const id = "01KDZ0000000000000000CL1N2";
+    await enqueueTasks(db(), queue, [{ id }], T0);
+    await leaseOne(queue, T0);
+    const again = await enqueueTasks(db(), queue, [{ id }], T0 + 1);
+    expect(again.tasks).toEqual([{ id, state: "processing", deduplicated: true }]);
+    expect(await countTasks(queue)).toBe(1);
+  });
+
+  it("inserts a repeated id within one call once", async () => {
+    const queue = uniqueQueue();
+    const id = "01KDZ0000000000000000CL1N3";
+    const { tasks } = await enqueueTasks(
+      db(),
+      queue,
+      [
+        { id, payload: "a" },
+        { id, payload: "b" },
+      ],
+      T0,
+    );
+    expect(tasks).toEqual([
+      { id, state: "pending", deduplicated: false },
+      { id, state: "pending", deduplicated: true },
+    ]);
+    expect(await row(id)).toMatchObject({ payload: '"a"' });
+  });
+});
+
+describe("enqueueTasks: dedupe keys", () => {
+  it("returns the live task holding the key instead of creating one", async () => {
+    const queue = uniqueQueue();
+    const first = await enqueueTasks(db(), queue, [{ dedupeKey: "k", payload: 1 }], T0);
+    const second = await enqueueTasks(db(), queue, [{ dedupeKey: "k", payload: 2 }], T0 + 1);
+    expect(second.tasks).toEqual([{ id: first.tasks[0]!.id, state: "pending", deduplicated: true }]);
+    expect(second.earliestRunAt).toBeNull();
+    expect(await countTasks(queue)).toBe(1);
+    expect(await row(first.tasks[0]!.id)).toMatchObject({ payload: "1" });
+  });
+
+  it("dedupes a key repeated inside one call to its first task", async () => {
+    const queue = uniqueQueue();
+    const { tasks } = await enqueueTasks(
+      db(),
+      queue,
+      [{ dedupeKey: "k", payload: 1 }, { dedupeKey: "other" }, { dedupeKey: "k", payload: 3 }],
+      T0,
+    );
+    expect(tasks.map((t) => t.deduplicated)).toEqual([false, false, true]);
+    expect(tasks[2]!.id).toBe(tasks[0]!.id);
+    expect(await countTasks(queue)).toBe(2);
+    expect(await row(tasks[0]!.id)).toMatchObject({ payload: "1", dedupeKey: "k" });
+  });
+
+  it("scopes keys to their queue", async () => {
+    const a = uniqueQueue();
+    const b = uniqueQueue();
+    const inA = await enqueueOne(a, { dedupeKey: "shared" });
+    const { tasks } = await enqueueTasks(db(), b, [{ dedupeKey: "shared" }], T0);
+    expect(tasks[0]).toMatchObject({ state: "pending", deduplicated: false });
+    expect(tasks[0]!.id).not.toBe(inA);
+    expect(await row(tasks[0]!.id)).toMatchObject({ queue: b, dedupeKey: "shared" });
+  });
+
+  it("holds the key while processing, and frees it once the holder completes", async () => {
+    const queue = uniqueQueue();
+    const holder = await enqueueOne(queue, { dedupeKey: "k" });
+    const leased = await leaseOne(queue, T0);
+    const whileProcessing = await enqueueTasks(db(), queue, [{ dedupeKey: "k" }], T0 + 1);
+    expect(whileProcessing.tasks).toEqual([{ id: holder, state: "processing", deduplicated: true }]);
+
+    await completeTasks(db(), [{ id: leased.id, leaseToken: leased.leaseToken }], T0 + 2);
+    const after = await enqueueTasks(db(), queue, [{ dedupeKey: "k" }], T0 + 3);
+    expect(after.tasks[0]).toMatchObject({ state: "pending", deduplicated: false });
+    expect(after.tasks[0]!.id).not.toBe(holder);
+    expect(await countTasks(queue)).toBe(2);
+  });
+
+  it("frees the key when the holder is completed, dead or cancelled", async () => {
+    const queue = uniqueQueue();
+    const completed = await completedTask(queue, { dedupeKey: "c" });
+    const dead = await deadTask(queue, { dedupeKey: "d" });
+    const cancelled = await enqueueOne(queue, { dedupeKey: "x" });
+    await cancelTask(db(), cancelled, T0 + 1);
+
+    const { tasks } = await enqueueTasks(
+      db(),
+      queue,
+      [{ dedupeKey: "c" }, { dedupeKey: "d" }, { dedupeKey: "x" }],
+      T0 + 2,
+    );
+    expect(tasks.map((t) => t.deduplicated)).toEqual([false, false, false]);
+    expect(tasks.map((t) => t.id)).not.toContain(completed);
+    expect(tasks.map((t) => t.id)).not.toContain(dead);
+    expect(tasks.map((t) => t.id)).not.toContain(cancelled);
+    expect(await countTasks(queue)).toBe(6);
+  });
+});
+
+describe("enqueueTasks: run time and attempts", () => {
+  it("does not lease a delayed task before its runAt", async () => {
+    const queue = uniqueQueue();
+    const { tasks, earliestRunAt } = await enqueueTasks(
+      db(),
+      queue,
+      [{ runAt: T0 + 60_000 }, { runAt: T0 + 5_000 }],
+      T0,
+    );
+    expect(earliestRunAt).toBe(T0 + 5_000);
+    expect(await row(tasks[0]!.id)).toMatchObject({ runAt: T0 + 60_000, state: "pending" });
+    expect(await lease(queue, T0 + 4_999)).toEqual([]);
+    expect((await lease(queue, T0 + 5_000)).map((t) => t.id)).toEqual([tasks[1]!.id]);
+    expect(await lease(queue, T0 + 59_999)).toEqual([]);
+    expect((await lease(queue, T0 + 60_000)).map((t) => t.id)).toEqual([tasks[0]!.id]);
+  });
+
+  it("takes max_attempts from the queue config unless the task overrides it", async () => {
+    const configured = uniqueQueue();
+    const unconfigured = uniqueQueue();
+    await putQueueConfig(db(), configured, { max_attempts: 7 }, T0);
+    const [byConfig, byTask] = (await enqueueTasks(db(), configured, [{}, { maxAttempts: 2 }], T0)).tasks;
+    const byDefault = await enqueueOne(unconfigured);
+    expect((await row(byConfig!.id)).maxAttempts).toBe(7);
+    expect((await row(byTask!.id)).maxAttempts).toBe(2);
+    expect((await row(byDefault)).maxAttempts).toBe(DEFAULT_QUEUE_CONFIG.max_attempts);
+  });
+
+  it("stores type, priority, group and payload as given, with defaults for the rest", async () => {
+    const queue = uniqueQueue();
+    const [full, bare] = (
+      await enqueueTasks(db(), queue, [{ type: "render", priority: -3, group: "g1", payload: { a: [1, "b"] } }, {}], T0)
+    ).tasks;
+    expect(await row(full!.id)).toMatchObject({
+      queue,
+      type: "render",
+      priority: -3,
+      groupKey: "g1",
+      payload: '{"a":[1,"b"]}',
+      state: "pending",
+      attempts: 0,
+      runAt: T0,
+      createdAt: T0,
+      updatedAt: T0,
+      errors: "[]",
+      finishedAt: null,
+      startedAt: null,
+    });
+    expect(await row(bare!.id)).toMatchObject({ type: "default", priority: 0, groupKey: null, payload: "null" });
+  });
+});

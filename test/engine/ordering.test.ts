@@ -1,0 +1,134 @@
+import { describe, expect, it } from "vitest";
+import type { NewTask } from "../../src/engine/enqueue";
+import { leaseOrder, nextRunAt } from "../../src/engine/lease";
+import { T0, db, row, uniqueQueue } from "../helpers";
+import { VT_MS, enqueueMany, enqueueOne, lease } from "./fixtures";
+
+/**
+ * A mix where each tie-breaker matters: two priorities share run_at values, two tasks share priority and
+ * run_at (so only id orders them), and enqueue order differs from lease order.
+ */
+const MIX: Array<NewTask & { label: string }> = [
+  { label: "p0-late", priority: 0, runAt: T0 - 1_000 },
+  { label: "p5-late", priority: 5, runAt: T0 - 1_000 },
+  { label: "p0-early", priority: 0, runAt: T0 - 5_000 },
+  { label: "neg", priority: -2, runAt: T0 - 9_000 },
+  { label: "p5-early-a", priority: 5, runAt: T0 - 5_000 },
+  { label: "p5-early-b", priority: 5, runAt: T0 - 5_000 },
+  { label: "p9", priority: 9, runAt: T0 },
+];
+const EXPECTED = ["p9", "p5-early-a", "p5-early-b", "p5-late", "p0-early", "p0-late", "neg"];
+
+async function enqueueMix(queue: string): Promise<Map<string, string>> {
+  const ids = await enqueueMany(queue, MIX); // the engine reads only NewTask's fields
+  return new Map(ids.map((id, i) => [id, MIX[i]!.label]));
+}
+
+describe("lease order", () => {
+  it("is priority DESC, then run_at, then id, one task at a time", async () => {
+    const queue = uniqueQueue();
+    const labels = await enqueueMix(queue);
+    const order: string[] = [];
+    for (let i = 0; i < MIX.length; i++) {
+      const leased = await lease(queue, T0 + i, 1);
+      expect(leased).toHaveLength(1);
+      order.push(labels.get(leased[0]!.id)!);
+    }
+    expect(order).toEqual(EXPECTED);
+    expect(await lease(queue, T0 + 100)).toEqual([]);
+  });
+
+  it("returns a batch lease sorted in the same order", async () => {
+    const queue = uniqueQueue();
+    const labels = await enqueueMix(queue);
+    const leased = await lease(queue, T0, 100);
+    expect(leased.map((t) => labels.get(t.id))).toEqual(EXPECTED);
+    expect([...leased].sort(leaseOrder).map((t) => t.id)).toEqual(leased.map((t) => t.id));
+  });
+
+  it("takes the best tasks first when max cuts the batch", async () => {
+    const queue = uniqueQueue();
+    const labels = await enqueueMix(queue);
+    const first = await lease(queue, T0, 3);
+    expect(first.map((t) => labels.get(t.id))).toEqual(EXPECTED.slice(0, 3));
+    const second = await lease(queue, T0, 3);
+    expect(second.map((t) => labels.get(t.id))).toEqual(EXPECTED.slice(3, 6));
+    const third = await lease(queue, T0, 3);
+    expect(third.map((t) => labels.get(t.id))).toEqual(EXPECTED.slice(6));
+  });
+
+  it("orders equal priority and run_at by id (creation order)", async () => {
+    const queue = uniqueQueue();
+    const ids = await enqueueMany(
+      queue,
+      Array.from({ length: 20 }, () => ({})),
+    );
+    const leased = await lease(queue, T0, 100);
+    expect(leased.map((t) => t.id)).toEqual([...ids].sort());
+    expect(leased.map((t) => t.id)).toEqual(ids);
+  });
+});
+
+describe("lease selection", () => {
+  it("never leases another queue's tasks", async () => {
+    const mine = uniqueQueue();
+    const other = uniqueQueue();
+    const otherIds = await enqueueMany(other, [{ priority: 100 }, { priority: 100 }]);
+    const myId = await enqueueOne(mine, { priority: -100 });
+    const leased = await lease(mine, T0, 100);
+    expect(leased.map((t) => t.id)).toEqual([myId]);
+    for (const id of otherIds) expect((await row(id)).state).toBe("pending");
+  });
+
+  it("skips tasks whose run_at is in the future, however high their priority", async () => {
+    const queue = uniqueQueue();
+    const [future, due] = await enqueueMany(queue, [
+      { priority: 100, runAt: T0 + 1 },
+      { priority: 0, runAt: T0 },
+    ]);
+    expect((await lease(queue, T0, 100)).map((t) => t.id)).toEqual([due]);
+    expect((await row(future!)).state).toBe("pending");
+    expect(await nextRunAt(db(), queue, T0)).toBe(T0 + 1);
+    expect((await lease(queue, T0 + 1, 100)).map((t) => t.id)).toEqual([future]);
+  });
+
+  it("respects max and leaves the rest pending", async () => {
+    const queue = uniqueQueue();
+    const ids = await enqueueMany(
+      queue,
+      Array.from({ length: 10 }, () => ({})),
+    );
+    const leased = await lease(queue, T0, 4);
+    expect(leased.map((t) => t.id)).toEqual(ids.slice(0, 4));
+    for (const id of ids.slice(4)) expect((await row(id)).state).toBe("pending");
+    expect(await lease(queue, T0, 1)).toHaveLength(1);
+  });
+
+  it("does not lease a processing task again, even once its lease expired (that is the reaper's job)", async () => {
+    const queue = uniqueQueue();
+    await enqueueMany(queue, [{}, {}]);
+    const first = await lease(queue, T0, 100);
+    expect(first).toHaveLength(2);
+    expect(await lease(queue, T0 + 1, 100)).toEqual([]);
+    expect(await lease(queue, T0 + VT_MS + 10_000, 100)).toEqual([]);
+    for (const t of first) expect(await row(t.id)).toMatchObject({ attempts: 1, leaseToken: t.leaseToken });
+  });
+
+  it("marks each leased task processing with a fresh token, attempt and expiry", async () => {
+    const queue = uniqueQueue();
+    await enqueueMany(queue, [{}, {}, {}]);
+    const leased = await lease(queue, T0 + 7, 100, "worker-9");
+    expect(new Set(leased.map((t) => t.leaseToken)).size).toBe(3);
+    for (const t of leased) {
+      expect(await row(t.id)).toMatchObject({
+        state: "processing",
+        attempts: 1,
+        leaseToken: t.leaseToken,
+        leaseHolder: "worker-9",
+        leaseExpiresAt: T0 + 7 + VT_MS,
+        startedAt: T0 + 7,
+        updatedAt: T0 + 7,
+      });
+    }
+  });
+});

@@ -1,0 +1,204 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { buildApp, MAX_BODY_BYTES } from "../../src/http/app";
+import { MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
+import { snapshot, uniqueQueue } from "../helpers";
+import { call, enqueueOne, expectError, getTask, lease, leaseOne, read, request, type AckResults } from "./api";
+
+/** The JSON of a payload that is `bytes` long once serialised. */
+const blob = (bytes: number) => "x".repeat(bytes - 2);
+
+describe("body parsing", () => {
+  const bodied: Array<[string, (q: string, id: string) => string]> = [
+    ["enqueue", (q) => `/v1/queues/${q}/tasks`],
+    ["lease", (q) => `/v1/queues/${q}/lease`],
+    ["ack", (q) => `/v1/queues/${q}/ack`],
+    ["cancel queue", (q) => `/v1/queues/${q}/cancel`],
+    ["redrive", (q) => `/v1/queues/${q}/redrive`],
+    ["purge", (q) => `/v1/queues/${q}/purge`],
+    ["complete", (_, id) => `/v1/tasks/${id}/complete`],
+    ["fail", (_, id) => `/v1/tasks/${id}/fail`],
+    ["heartbeat", (_, id) => `/v1/tasks/${id}/heartbeat`],
+  ];
+
+  for (const [name, path] of bodied) {
+    it(`${name}: malformed JSON is 400 invalid_request; a body that is not JSON is 415; nothing changes`, async () => {
+      const queue = uniqueQueue("body");
+      await enqueueOne(queue);
+      const { id } = await leaseOne(queue);
+      await enqueueOne(queue);
+      const before = await snapshot(queue);
+      expectError(await call("POST", path(queue, id), { raw: '{"max": 1,' }), 400, "invalid_request", /JSON/);
+      expectError(
+        await call("POST", path(queue, id), { raw: "{}", contentType: null }),
+        415,
+        "unsupported_media_type",
+        /Content-Type: application\/json/,
+      );
+      expectError(
+        await call("POST", path(queue, id), { raw: "{}", contentType: "text/plain" }),
+        415,
+        "unsupported_media_type",
+      );
+      expectError(
+        await call("POST", path(queue, id), { raw: "max=1", contentType: "application/x-www-form-urlencoded" }),
+        415,
+        "unsupported_media_type",
+      );
+      expect(await snapshot(queue)).toEqual(before);
+    });
+  }
+
+  it("PUT config: malformed JSON is 400 and a non-JSON body 415", async () => {
+    const queue = uniqueQueue("body");
+    expectError(await call("PUT", `/v1/queues/${queue}/config`, { raw: "{" }), 400, "invalid_request");
+    expectError(
+      await call("PUT", `/v1/queues/${queue}/config`, { raw: "{}", contentType: "text/plain" }),
+      415,
+      "unsupported_media_type",
+    );
+    expect((await call("GET", `/v1/queues/${queue}/config`)).body).toMatchObject({ max_attempts: 3 });
+  });
+
+  it("accepts application/json with a charset", async () => {
+    const queue = uniqueQueue("body");
+    const res = await call("POST", `/v1/queues/${queue}/tasks`, {
+      body: { payload: "é" },
+      contentType: "application/json; charset=utf-8",
+    });
+    expect(res.status).toBe(201);
+  });
+});
+
+describe("size limits: 413 payload_too_large naming the limit", () => {
+  it("rejects a payload over 256 KiB and creates nothing", async () => {
+    const queue = uniqueQueue("size");
+    const res = await call("POST", `/v1/queues/${queue}/tasks`, { body: { payload: blob(MAX_PAYLOAD_BYTES + 1) } });
+    expectError(
+      res,
+      413,
+      "payload_too_large",
+      new RegExp(`${MAX_PAYLOAD_BYTES + 1} bytes.*limit is ${MAX_PAYLOAD_BYTES} bytes`),
+    );
+    expect(await snapshot(queue)).toEqual([]);
+  });
+
+  it("accepts a payload of exactly 256 KiB", async () => {
+    const queue = uniqueQueue("size");
+    const id = await enqueueOne(queue, { payload: blob(MAX_PAYLOAD_BYTES) });
+    expect((await getTask(id)).payload).toHaveLength(MAX_PAYLOAD_BYTES - 2);
+  });
+
+  it("rejects a whole batch when one task's payload is too large, naming that task", async () => {
+    const queue = uniqueQueue("size");
+    const res = await call("POST", `/v1/queues/${queue}/tasks`, {
+      body: { tasks: [{ payload: 1 }, { payload: blob(MAX_PAYLOAD_BYTES + 10) }] },
+    });
+    expectError(res, 413, "payload_too_large", new RegExp(`^tasks\\[1\\]\\.payload .*${MAX_PAYLOAD_BYTES} bytes`));
+    expect(await snapshot(queue)).toEqual([]);
+  });
+
+  it("rejects a result over 256 KiB on complete and leaves the task processing", async () => {
+    const queue = uniqueQueue("size");
+    await enqueueOne(queue);
+    const task = await leaseOne(queue);
+    const before = await snapshot(queue);
+    const res = await call("POST", `/v1/tasks/${task.id}/complete`, {
+      body: { lease_token: task.lease_token, result: blob(MAX_PAYLOAD_BYTES + 1) },
+    });
+    expectError(res, 413, "payload_too_large", new RegExp(`limit is ${MAX_PAYLOAD_BYTES} bytes`));
+    expect(await snapshot(queue)).toEqual(before);
+    expect(
+      (await call("POST", `/v1/tasks/${task.id}/complete`, { body: { lease_token: task.lease_token, result: 1 } }))
+        .status,
+    ).toBe(200);
+  });
+
+  it("rejects only the oversized item of a batch ack", async () => {
+    const queue = uniqueQueue("size");
+    await enqueueOne(queue);
+    await enqueueOne(queue);
+    const [a, b] = await lease(queue, { max: 2 });
+    const res = await call<AckResults>("POST", `/v1/queues/${queue}/ack`, {
+      body: {
+        complete: [
+          { id: a!.id, lease_token: a!.lease_token, result: blob(MAX_PAYLOAD_BYTES + 1) },
+          { id: b!.id, lease_token: b!.lease_token, result: "small" },
+        ],
+      },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.results).toEqual([
+      {
+        id: a!.id,
+        ok: false,
+        error: { code: "payload_too_large", message: expect.stringContaining(`${MAX_PAYLOAD_BYTES} bytes`) },
+      },
+      { id: b!.id, ok: true, state: "completed" },
+    ]);
+    expect(await getTask(a!.id)).toMatchObject({ state: "processing", result: null });
+    expect(await getTask(b!.id)).toMatchObject({ state: "completed", result: "small" });
+  });
+
+  it("rejects a batch over 10,000 tasks and creates none", async () => {
+    const queue = uniqueQueue("size");
+    const tasks = Array.from({ length: MAX_ENQUEUE_TASKS + 1 }, () => ({}));
+    const res = await call("POST", `/v1/queues/${queue}/tasks`, { body: { tasks } });
+    expectError(
+      res,
+      413,
+      "payload_too_large",
+      new RegExp(`at most ${MAX_ENQUEUE_TASKS} tasks.*got ${MAX_ENQUEUE_TASKS + 1}`),
+    );
+    expect(await snapshot(queue)).toEqual([]);
+  });
+
+  it("rejects a request body over the body limit before parsing it", async () => {
+    const queue = uniqueQueue("size");
+    const res = await call("POST", `/v1/queues/${queue}/tasks`, { raw: `{"payload":"${"x".repeat(MAX_BODY_BYTES)}"}` });
+    expectError(res, 413, "payload_too_large", new RegExp(`limited to ${MAX_BODY_BYTES} bytes`));
+    expect(await snapshot(queue)).toEqual([]);
+  });
+});
+
+describe("unknown routes and unexpected failures", () => {
+  it("answers an unknown route or method with 404 not_found JSON", async () => {
+    expectError(await call("GET", "/v1/nope"), 404, "not_found", "no route for GET /v1/nope");
+    expectError(await call("GET", "/nope", { token: null }), 404, "not_found", /GET \/nope/);
+    expectError(await call("DELETE", `/v1/queues/${uniqueQueue()}/tasks`), 404, "not_found", /^no route for DELETE/);
+    expectError(await call("POST", "/v1/queues"), 404, "not_found");
+  });
+
+  it("answers a missing task with 404 not_found on every task route", async () => {
+    const missing = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+    expectError(await call("GET", `/v1/tasks/${missing}`), 404, "not_found", `task ${missing} not found`);
+    for (const op of ["cancel", "retry"]) {
+      expectError(await call("POST", `/v1/tasks/${missing}/${op}`), 404, "not_found", missing);
+    }
+    for (const [op, extra] of [
+      ["complete", {}],
+      ["fail", { error: "x" }],
+      ["heartbeat", {}],
+    ] as const) {
+      const res = await call("POST", `/v1/tasks/${missing}/${op}`, { body: { lease_token: "t", ...extra } });
+      expectError(res, 404, "not_found", missing);
+    }
+  });
+
+  it("answers an unexpected error with 500 internal, logging the details but never returning them", async () => {
+    const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const ctx = createExecutionContext();
+      const res = await read(
+        await buildApp().fetch(request("GET", "/v1/queues"), { ...env, ENVIRONMENT: "staging" }, ctx),
+      );
+      await waitOnExecutionContext(ctx);
+      expectError(res, 500, "internal", /^internal error$/);
+      expect(res.text).not.toContain("staging");
+      expect(logged).toHaveBeenCalledWith("unhandled error", "GET", "/v1/queues", expect.any(Error));
+    } finally {
+      logged.mockRestore();
+    }
+  });
+});

@@ -1,0 +1,184 @@
+import { describe, expect, it } from "vitest";
+import { MAX_ENQUEUE_TASKS } from "../../src/engine/limits";
+import { call, MISSING_ID } from "./api";
+import { everyRoute } from "./fixtures";
+
+/** The JSON Schema subset the generated document uses. */
+interface Schema {
+  $ref?: string;
+  type?: string | string[];
+  properties?: Record<string, Schema>;
+  required?: string[];
+  additionalProperties?: boolean | Schema;
+  items?: Schema;
+  minItems?: number;
+  maxItems?: number;
+  enum?: unknown[];
+  anyOf?: Schema[];
+}
+interface Operation {
+  tags?: string[];
+  summary?: string;
+  security?: unknown;
+  parameters?: Array<{ name: string; in: string; required?: boolean }>;
+  requestBody?: { required?: boolean; content: Record<string, { schema: Schema }> };
+  responses: Record<string, { description: string; content?: Record<string, { schema: Schema }> }>;
+}
+interface Document {
+  openapi: string;
+  info: { title: string; version: string; description: string };
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Schema>; securitySchemes: Record<string, unknown> };
+}
+
+/** Every operation the route files define, with its success status. */
+const OPERATIONS: Record<string, number> = {
+  "post /v1/queues/{queue}/tasks": 201,
+  "get /v1/queues/{queue}/tasks": 200,
+  "post /v1/queues/{queue}/lease": 200,
+  "post /v1/queues/{queue}/ack": 200,
+  "post /v1/queues/{queue}/cancel": 200,
+  "post /v1/queues/{queue}/redrive": 200,
+  "post /v1/queues/{queue}/purge": 200,
+  "get /v1/queues": 200,
+  "get /v1/queues/{queue}/stats": 200,
+  "get /v1/queues/{queue}/config": 200,
+  "put /v1/queues/{queue}/config": 200,
+  "get /v1/tasks/{id}": 200,
+  "post /v1/tasks/{id}/complete": 200,
+  "post /v1/tasks/{id}/fail": 200,
+  "post /v1/tasks/{id}/heartbeat": 200,
+  "post /v1/tasks/{id}/cancel": 200,
+  "post /v1/tasks/{id}/retry": 200,
+};
+
+async function openapi(): Promise<Document> {
+  const res = await call<Document>("GET", "/openapi.json", { token: null });
+  expect(res.status).toBe(200);
+  expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
+  return res.body;
+}
+
+function operations(doc: Document): Array<[string, Operation]> {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, op]): [string, Operation] => [`${method} ${path}`, op]),
+  );
+}
+
+function resolve(doc: Document, schema: Schema): Schema {
+  if (!schema.$ref) return schema;
+  const name = schema.$ref.replace("#/components/schemas/", "");
+  const target = doc.components.schemas[name];
+  expect(target, `unresolved ${schema.$ref}`).toBeDefined();
+  return resolve(doc, target!);
+}
+
+/** Checks a value against a documented schema; returns the mismatches, each with its path. */
+function mismatches(doc: Document, schemaIn: Schema, value: unknown, at = "$"): string[] {
+  const schema = resolve(doc, schemaIn);
+  if (schema.anyOf) {
+    return schema.anyOf.some((s) => mismatches(doc, s, value, at).length === 0)
+      ? []
+      : [`${at}: matches no anyOf option`];
+  }
+  if (schema.enum && !schema.enum.includes(value)) return [`${at}: ${JSON.stringify(value)} not in enum`];
+  const types = schema.type === undefined ? [] : [schema.type].flat();
+  const actual = value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+  const ok = types.length === 0 || types.some((t) => t === actual || (t === "integer" && Number.isInteger(value)));
+  if (!ok) return [`${at}: ${actual} is not ${types.join("|")}`];
+  if (actual === "array" && schema.items) {
+    return (value as unknown[]).flatMap((item, i) => mismatches(doc, schema.items!, item, `${at}[${i}]`));
+  }
+  if (actual !== "object" || !schema.properties) return [];
+  const object = value as Record<string, unknown>;
+  const problems = (schema.required ?? []).filter((k) => !(k in object)).map((k) => `${at}.${k}: required but missing`);
+  for (const [key, item] of Object.entries(object)) {
+    const property = schema.properties[key];
+    if (property) problems.push(...mismatches(doc, property, item, `${at}.${key}`));
+    else problems.push(`${at}.${key}: not documented`);
+  }
+  return problems;
+}
+
+describe("the OpenAPI document", () => {
+  it("is OpenAPI 3.1 listing every route, each bearer-protected, tagged and summarised", async () => {
+    const doc = await openapi();
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.info).toMatchObject({ title: "edgeq", version: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
+    expect(doc.components.securitySchemes).toEqual({ Bearer: { type: "http", scheme: "bearer" } });
+    const ops = operations(doc);
+    expect(ops.map(([name]) => name).sort()).toEqual(Object.keys(OPERATIONS).sort());
+    for (const [name, op] of ops) {
+      expect(op.security, name).toEqual([{ Bearer: [] }]);
+      expect(op.summary?.length, name).toBeGreaterThan(10);
+      expect(op.tags?.length, name).toBeGreaterThan(0);
+      const success = op.responses[String(OPERATIONS[name])];
+      expect(success?.content?.["application/json"]?.schema, name).toBeDefined();
+      for (const status of ["400", "401", "404"]) {
+        expect(resolve(doc, op.responses[status]!.content!["application/json"]!.schema), `${name} ${status}`).toEqual(
+          doc.components.schemas.Error,
+        );
+      }
+      // Every path parameter is documented as a required path parameter.
+      for (const param of name.match(/\{(\w+)\}/g) ?? []) {
+        expect(op.parameters, `${name} ${param}`).toContainEqual(
+          expect.objectContaining({ name: param.slice(1, -1), in: "path", required: true }),
+        );
+      }
+    }
+  });
+
+  it("documents a required JSON body for every write that takes one, rejecting unknown fields", async () => {
+    const doc = await openapi();
+    const bodyless = ["post /v1/tasks/{id}/cancel", "post /v1/tasks/{id}/retry"];
+    for (const [name, op] of operations(doc)) {
+      if (name.startsWith("get ") || bodyless.includes(name)) {
+        expect(op.requestBody, name).toBeUndefined();
+        continue;
+      }
+      expect(op.requestBody?.required, name).toBe(true);
+      const schema = resolve(doc, op.requestBody!.content["application/json"]!.schema);
+      if (name !== "post /v1/queues/{queue}/tasks") expect(schema.additionalProperties, name).toBe(false);
+    }
+    const newTask = resolve(doc, { $ref: "#/components/schemas/NewTask" });
+    expect(newTask.additionalProperties).toBe(false);
+    expect(Object.keys(newTask.properties!).sort()).toEqual(
+      ["id", "type", "payload", "priority", "delay_s", "run_at", "max_attempts", "dedupe_key", "group"].sort(),
+    );
+    // Enqueue: one task, or a batch whose documented size limit is the engine's.
+    const enqueue = resolve(doc, { $ref: "#/components/schemas/EnqueueBody" });
+    const [batch, single] = enqueue.anyOf!.map((s) => resolve(doc, s));
+    expect(single).toEqual(newTask);
+    expect(batch!.properties!.tasks).toMatchObject({ type: "array", minItems: 1, maxItems: MAX_ENQUEUE_TASKS });
+  });
+
+  it("describes what every route really returns (status and body shape, no undocumented fields)", async () => {
+    const doc = await openapi();
+    const { routes } = await everyRoute();
+    for (const route of routes) {
+      const res = await call(route.method, route.path, { body: route.body });
+      expect(res.status, route.operation).toBe(OPERATIONS[route.operation]);
+      const op = doc.paths[route.operation.split(" ")[1]!]![route.operation.split(" ")[0]!]!;
+      const schema = op.responses[String(res.status)]!.content!["application/json"]!.schema;
+      expect(mismatches(doc, schema, res.body), route.operation).toEqual([]);
+    }
+  });
+
+  it("documents the error body every route returns", async () => {
+    const doc = await openapi();
+    const res = await call("GET", `/v1/tasks/${MISSING_ID}`);
+    expect(mismatches(doc, { $ref: "#/components/schemas/Error" }, res.body)).toEqual([]);
+    expect(mismatches(doc, { $ref: "#/components/schemas/Error" }, { error: { code: "x" } })).not.toEqual([]);
+  });
+
+  it("is rendered as a self-contained /docs page listing every route", async () => {
+    const doc = await openapi();
+    const page = await call("GET", "/docs", { token: null });
+    expect(page.status).toBe(200);
+    expect(page.text).not.toMatch(/<script/i);
+    for (const [name] of operations(doc)) {
+      const [method, path] = name.split(" ");
+      expect(page.text, name).toContain(`<code>${method!.toUpperCase()}</code></td><td><code>${path}</code>`);
+    }
+  });
+});
