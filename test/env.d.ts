@@ -3,6 +3,9 @@ import type { Env as WorkerEnv } from "../src/env";
 
 declare global {
   namespace Cloudflare {
+    interface GlobalProps {
+      mainModule: typeof import("../src/index");
+    }
     interface Env extends WorkerEnv {
       TEST_MIGRATIONS: D1Migration[];
     }

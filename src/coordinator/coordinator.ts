@@ -111,7 +111,10 @@ export class Coordinator extends DurableObject<Env> {
 
   private serve(): Promise<void> {
     this.wakeups++;
-    this.serving = this.serving.then(() => this.serveWaiters());
+    // Errors are handled per waiter inside; the catch keeps one unexpected failure from ending the chain.
+    this.serving = this.serving
+      .then(() => this.serveWaiters())
+      .catch((error: unknown) => console.error("coordinator: serving waiters failed", error));
     return this.serving;
   }
 

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { monotonicFactory } from "ulid";
+import { decodeTime, monotonicFactory } from "ulid";
 import { batchAll, type Db } from "../db/client";
 import { EdgeqError } from "./errors";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "./limits";
@@ -46,6 +46,19 @@ interface InsertRow {
 
 const encoder = new TextEncoder();
 
+/** How far ahead of our clock a client's ULID may be: five minutes covers real clock skew. Later ids would
+ * sort after tasks created after them and escape retention pruning until their time came. */
+const MAX_CLIENT_ID_SKEW_MS = 5 * 60 * 1000;
+
+/** The time encoded in a client's ULID; a malformed id is the client's mistake, not a 500. */
+function ulidTime(id: string, index: number): number {
+  try {
+    return decodeTime(id);
+  } catch {
+    throw new EdgeqError("invalid_request", `tasks[${index}].id: not a ULID (26 Crockford base32 characters)`);
+  }
+}
+
 /** Existing ids or dedupe keys can free up between our insert and our read-back; retry that few times. */
 const MAX_ENQUEUE_ROUNDS = 3;
 
@@ -77,6 +90,12 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
       throw new EdgeqError(
         "payload_too_large",
         `tasks[${i}].payload is ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
+      );
+    }
+    if (task.id !== undefined && ulidTime(task.id, i) > now + MAX_CLIENT_ID_SKEW_MS) {
+      throw new EdgeqError(
+        "invalid_request",
+        `tasks[${i}].id: its ULID time is in the future; ids must be made at enqueue time (purges walk ids in time order)`,
       );
     }
     return {

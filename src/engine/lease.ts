@@ -1,6 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
+import { EdgeqError } from "./errors";
+import { MAX_BATCH } from "./limits";
 import { rowFromRaw } from "./task-row";
 
 export interface LeaseRequest {
@@ -26,6 +28,10 @@ export interface LeaseRequest {
  * const leased = await leaseTasks(db, { queue: "emails", max: 10, visibilityTimeoutS: 30, holder: "w1" }, Date.now());
  */
 export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Promise<TaskRow[]> {
+  if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
+    // SQLite reads LIMIT -1 as "no limit": never let a bad max through to SQL.
+    throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
+  }
   const expiresAt = now + request.visibilityTimeoutS * 1000;
   const raw = await db.all<Record<string, unknown>>(sql`WITH picked AS (
       SELECT id FROM tasks

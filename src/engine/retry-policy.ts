@@ -68,7 +68,7 @@ export function failureSetSql(opts: {
   return sql`state = ${nextStateSql(opts.permanent)},
     run_at = CASE WHEN ${retries} THEN ${opts.from} + coalesce(${opts.retryAfterMs}, ${backoffDelayMsSql()}) ELSE tasks.run_at END,
     finished_at = CASE WHEN ${retries} THEN NULL ELSE ${opts.now} END,
-    errors = json_insert(tasks.errors, '$[#]', json_object('attempt', tasks.attempts, 'at', ${opts.at}, 'message', ${opts.message}, 'kind', ${opts.kind})),
+    errors = json_insert(tasks.errors, '$[#]', json_object('attempt', tasks.attempts, 'at', CAST(${opts.at} AS INTEGER), 'message', ${opts.message}, 'kind', ${opts.kind})),
     lease_token = NULL,
     lease_expires_at = NULL,
     updated_at = ${opts.now}`;

@@ -10,7 +10,9 @@ export const errorResponses = {
   404: { description: "not_found", content: errorContent },
   409: { description: "lease_lost, invalid_transition, task_cancelled or dedupe_conflict", content: errorContent },
   413: { description: "payload_too_large: over the documented limit", content: errorContent },
+  415: { description: "unsupported_media_type: send Content-Type: application/json", content: errorContent },
   429: { description: "rate_limited: retry after Retry-After", content: errorContent },
+  500: { description: "internal: an unexpected error (details are logged, never returned)", content: errorContent },
   503: { description: "not_configured: production without EDGEQ_TOKEN", content: errorContent },
 } as const;
 

@@ -173,7 +173,13 @@ export const AckResponse = z.object({
 
 export const OutcomeResponse = z.object({ id: z.string(), state: State, run_at: z.string().nullable() });
 
-export const CancelQueueBody = z.strictObject({ group: ShortText(128).optional() });
+/** Bulk cancel must say what it cancels: one group, or `all: true` — an empty body cancels nothing. */
+export const CancelQueueBody = z
+  .strictObject({ group: ShortText(128).optional(), all: z.literal(true).optional() })
+  .refine((b) => (b.group === undefined) !== (b.all === undefined), {
+    message: 'give either "group" or "all": true',
+    path: ["group"],
+  });
 
 export const RedriveBody = z.strictObject({
   state: z.enum(["dead", "cancelled"]).default("dead"),
@@ -187,8 +193,9 @@ export const PurgeBody = z
     older_than_s: z.number().min(0).optional(),
     states: z.array(z.enum(FINAL_STATES)).min(1).optional(),
   })
-  .refine((b) => b.before === undefined || b.older_than_s === undefined, {
-    message: "give before or older_than_s, not both",
+  // A purge must name its cutoff: an empty body deletes nothing rather than everything finished.
+  .refine((b) => (b.before === undefined) !== (b.older_than_s === undefined), {
+    message: "give exactly one of before or older_than_s",
     path: ["before"],
   });
 

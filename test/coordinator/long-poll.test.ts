@@ -159,8 +159,7 @@ describe("long-poll lease through the coordinator", () => {
 describe("long-poll lease over HTTP", () => {
   const headers = { authorization: "Bearer test-token", "content-type": "application/json" };
 
-  // `exports` is untyped until test/env.d.ts declares Cloudflare.GlobalProps.mainModule.
-  const worker = (exports as unknown as { default: Fetcher }).default;
+  const worker = exports.default;
 
   function post(path: string, body: unknown): Promise<Response> {
     return worker.fetch(

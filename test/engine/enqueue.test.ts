@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { decodeTime } from "ulid";
 import { describe, expect, it } from "vitest";
 import { cancelTask } from "../../src/engine/cancel";
 import { completeTasks } from "../../src/engine/complete";
@@ -73,7 +74,7 @@ describe("enqueueTasks: volume and atomicity", () => {
 describe("enqueueTasks: client-supplied ids", () => {
   it("re-enqueueing an existing id is a no-op returning the existing task", async () => {
     const queue = uniqueQueue();
-    const id = "01KDZ0000000000000000CL1NT";
+    const id = "01KDVDNA0000000000000CL1NT";
     const first = await enqueueTasks(db(), queue, [{ id, payload: { v: 1 }, priority: 5 }], T0);
     expect(first.tasks).toEqual([{ id, state: "pending", deduplicated: false }]);
     const before = await snapshot(queue);
@@ -87,7 +88,7 @@ describe("enqueueTasks: client-supplied ids", () => {
 
   it("reports the existing task's current state", async () => {
     const queue = uniqueQueue();
-    const id = "01KDZ0000000000000000CL1N2";
+    const id = "01KDVDNA0000000000000CL1N2";
     await enqueueTasks(db(), queue, [{ id }], T0);
     await leaseOne(queue, T0);
     const again = await enqueueTasks(db(), queue, [{ id }], T0 + 1);
@@ -95,9 +96,22 @@ describe("enqueueTasks: client-supplied ids", () => {
     expect(await countTasks(queue)).toBe(1);
   });
 
+  it("rejects an id whose ULID time is ahead of the clock, inserting nothing", async () => {
+    const queue = uniqueQueue();
+    const future = "01KDZ0000000000000000CL1NT"; // 2026-01-02T09:18Z, a day after T0
+    await expect(enqueueTasks(db(), queue, [{}, { id: future }], T0)).rejects.toMatchObject({
+      code: "invalid_request",
+      message: expect.stringMatching(/^tasks\[1\]\.id: its ULID time is in the future/),
+    });
+    expect(await countTasks(queue)).toBe(0);
+    // Within five minutes of skew it is accepted.
+    const soon = await enqueueTasks(db(), queue, [{ id: future }], decodeTime(future) - 4 * 60 * 1000);
+    expect(soon.tasks[0]).toMatchObject({ id: future, deduplicated: false });
+  });
+
   it("inserts a repeated id within one call once", async () => {
     const queue = uniqueQueue();
-    const id = "01KDZ0000000000000000CL1N3";
+    const id = "01KDVDNA0000000000000CL1N3";
     const { tasks } = await enqueueTasks(
       db(),
       queue,

@@ -62,11 +62,8 @@ export async function read<T>(res: Response): Promise<ApiResponse<T>> {
   return { status: res.status, headers: res.headers, body: (isJson ? JSON.parse(text) : null) as T, text };
 }
 
-/**
- * The Worker's default export (src/index.ts). Typed here because Cloudflare.Exports stays empty until
- * `GlobalProps.mainModule` is declared (e.g. in test/env.d.ts).
- */
-const worker = (exports as unknown as { default: { fetch(request: Request): Promise<Response> } }).default;
+/** The Worker's default export (src/index.ts), typed through GlobalProps.mainModule in test/env.d.ts. */
+const worker = exports.default;
 
 /** Calls the deployed Worker's fetch handler, as a client over HTTP would. */
 export async function call<T = unknown>(method: string, path: string, opts: CallOptions = {}): Promise<ApiResponse<T>> {

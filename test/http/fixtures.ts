@@ -58,7 +58,7 @@ export async function everyRoute(): Promise<{ queue: string; routes: RouteCall[]
       body: { complete: [{ id: l3!.id, lease_token: l3!.lease_token }] },
     },
     { operation: "post /v1/tasks/{id}/cancel", method: "POST", path: `/v1/tasks/${pending}/cancel` },
-    { operation: "post /v1/queues/{queue}/cancel", method: "POST", path: `${q}/cancel`, body: {} },
+    { operation: "post /v1/queues/{queue}/cancel", method: "POST", path: `${q}/cancel`, body: { all: true } },
     { operation: "post /v1/queues/{queue}/lease", method: "POST", path: `${q}/lease`, body: { max: 10 } },
     { operation: "post /v1/tasks/{id}/retry", method: "POST", path: `/v1/tasks/${dead}/retry` },
     {

@@ -154,7 +154,7 @@ describe("cancel", () => {
     const queue = uniqueQueue("cancel");
     const [completed, failed] = [await enqueueOne(queue, { priority: 1 }), await enqueueOne(queue)];
     const [a, b] = await lease(queue, { max: 2 });
-    await call("POST", `/v1/queues/${queue}/cancel`, { body: {} });
+    await call("POST", `/v1/queues/${queue}/cancel`, { body: { all: true } });
     expectError(await complete(completed, a!.lease_token, { done: true }), 409, "task_cancelled");
     expectError(
       await fail(failed, { lease_token: b!.lease_token, error: "x", retry_after_s: 0 }),
@@ -183,7 +183,7 @@ describe("cancel", () => {
     expect((await getTask(done)).state).toBe("completed");
     expect((await getTask(waitingB)).state).toBe("pending");
 
-    const all = await call("POST", `/v1/queues/${queue}/cancel`, { body: {} });
+    const all = await call("POST", `/v1/queues/${queue}/cancel`, { body: { all: true } });
     expect(all.body).toEqual({ cancelled: 1, cancel_requested: 0 });
     expect((await getTask(waitingB)).state).toBe("cancelled");
   });

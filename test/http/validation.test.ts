@@ -201,7 +201,7 @@ const queueCases: Case[] = [
     method: "POST",
     path: queuePath("purge"),
     opts: body({ before: "2030-01-01T00:00:00Z", older_than_s: 1 }),
-    message: /^before: give before or older_than_s/,
+    message: /^before: give exactly one of before or older_than_s/,
   },
   {
     label: "purge of a live state",
@@ -228,8 +228,22 @@ const queueCases: Case[] = [
     label: "cancel-queue with an unknown field",
     method: "POST",
     path: queuePath("cancel"),
-    opts: body({ all: true }),
-    message: /all/,
+    opts: body({ all: true, everything: true }),
+    message: /everything/,
+  },
+  {
+    label: "cancel-queue that names neither a group nor all (an empty body cancels nothing)",
+    method: "POST",
+    path: queuePath("cancel"),
+    opts: body({}),
+    message: /^group: give either "group" or "all": true/,
+  },
+  {
+    label: "purge without a cutoff (an empty body deletes nothing)",
+    method: "POST",
+    path: queuePath("purge"),
+    opts: body({}),
+    message: /^before: give exactly one of before or older_than_s/,
   },
   {
     label: "a config with an unknown field",

@@ -233,7 +233,8 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   })
   .openapi(cancelQueueRoute, async (c) => {
     const { queue } = c.req.valid("param");
-    return c.json(await cancelQueueTasks(c.var.db, queue, c.req.valid("json"), c.var.now), 200);
+    const { group } = c.req.valid("json");
+    return c.json(await cancelQueueTasks(c.var.db, queue, { group }, c.var.now), 200);
   })
   .openapi(redriveRoute, async (c) => {
     const { queue } = c.req.valid("param");
