@@ -9,7 +9,7 @@ export default defineConfig(async () => {
   return {
     plugins: [
       cloudflareTest({
-        wrangler: { configPath: "./wrangler.toml" },
+        wrangler: { configPath: "./wrangler.toml", environment: "local" },
         miniflare: {
           bindings: { TEST_MIGRATIONS: migrations, EDGEQ_TOKEN: "test-token", ENVIRONMENT: "test" },
         },
@@ -18,6 +18,8 @@ export default defineConfig(async () => {
     test: {
       include: ["test/**/*.test.ts"],
       setupFiles: ["./test/setup.ts"],
+      // Runs in Node: a real webhook receiver on 127.0.0.1 for the `http` processor tests.
+      globalSetup: ["./test/support/webhook-receiver.ts"],
     },
   };
 });

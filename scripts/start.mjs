@@ -8,7 +8,7 @@ const port = process.env.PORT || "8787";
 const token = process.env.EDGEQ_TOKEN || DEV_TOKEN;
 const persist = process.env.EDGEQ_PERSIST_DIR ? ["--persist-to", process.env.EDGEQ_PERSIST_DIR] : [];
 
-const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local", ...persist], {
+const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local", "--env", "local", ...persist], {
   stdio: "inherit",
   env: { ...process.env, CI: "true" },
 });
@@ -27,13 +27,13 @@ const dev = spawn(
   "wrangler",
   [
     "dev",
+    "--env",
+    "local",
     "--ip",
     "127.0.0.1",
     "--port",
     port,
     "--test-scheduled",
-    "--var",
-    "ENVIRONMENT:development",
     "--var",
     `EDGEQ_TOKEN:${token}`,
     ...persist,
@@ -41,5 +41,29 @@ const dev = spawn(
   ],
   { stdio: "inherit" },
 );
+// Once the server answers, say which processor engines are active (local development has no Workers AI).
+async function announceEngines() {
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 120; i++) {
+    try {
+      const res = await fetch(`${base}/v1/processors`, { headers: { Authorization: `Bearer ${token}` } });
+      if (res.ok) {
+        const { processors } = await res.json();
+        console.log("\nedgeq: processor engines (push mode):");
+        for (const p of processors) {
+          console.log(`  ${p.type.padEnd(10)} ${p.available ? "active " : "off    "} ${p.engine}${p.note ? ` — ${p.note}` : ""}`);
+        }
+        console.log("");
+        return;
+      }
+    } catch {
+      // not up yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  console.error("edgeq: the server did not answer within 60 s; engines unknown");
+}
+void announceEngines();
+
 for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM"])) process.on(signal, () => dev.kill(signal));
 dev.on("exit", (code, signal) => process.exit(code ?? (signal ? 0 : 1)));

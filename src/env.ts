@@ -9,6 +9,16 @@ export interface Env {
   ENVIRONMENT?: string;
   /** Bearer token(s): one, or several separated by commas to rotate without downtime. */
   EDGEQ_TOKEN?: string;
+  /** Workers AI; absent in local development and tests (processors then use local engines or none). */
+  AI?: Ai;
+  /** Artifacts (rendered audio, ...) under `tasks/{id}/{name}`. */
+  ARTIFACTS: R2Bucket;
+  /** Workers AI model for `tts` (e.g. @cf/myshell-ai/melotts or @cf/deepgram/aura-1). */
+  TTS_MODEL?: string;
+  /** Workers AI model for `tag` (a text-generation model asked for JSON). */
+  TAG_MODEL?: string;
+  /** HMAC key for the `http` processor's signature header; webhooks are refused without it. */
+  WEBHOOK_SECRET?: string;
 }
 
 const settingsSchema = z.object({

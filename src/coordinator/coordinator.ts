@@ -1,7 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import { openDb } from "../db/client";
 import type { TaskRow } from "../db/schema";
+import { drainQueue } from "../dispatch/drain";
+import { RateLimiter } from "../dispatch/rate-limiter";
 import { leaseTasks, nextRunAt } from "../engine/lease";
+import { getQueueConfig } from "../engine/queue-config";
+import { defaultRegistry } from "../processors/registry";
+import { wakeCoordinator } from "./wake";
 import type { Env } from "../env";
 import {
   coordinatorLeaseSchema,
@@ -39,6 +44,8 @@ export class Coordinator extends DurableObject<Env> {
   private serving: Promise<void> = Promise.resolve();
   /** Counts wake-ups, to notice one that arrived while a request was leasing for itself. */
   private wakeups = 0;
+  /** Push mode's rate limit, kept across alarms while this object lives (see RateLimiter). */
+  private limiter: RateLimiter | undefined;
 
   /**
    * Leases for a worker, waiting up to `waitMs` for tasks when none is due.
@@ -80,12 +87,15 @@ export class Coordinator extends DurableObject<Env> {
   async notify(input: CoordinatorNotify): Promise<void> {
     const { queue, runAt } = coordinatorNotifySchema.parse(input);
     await this.remember(queue);
-    if (runAt <= Date.now()) {
+    const now = Date.now();
+    if (runAt <= now) {
       await this.serve();
+      // Push queues run their tasks in the alarm handler, never inside the enqueue's own request.
+      const config = await getQueueConfig(openDb(this.env.DB), queue);
+      if (config.mode === "push") await this.alarmNoLaterThan(now);
       return;
     }
-    const current = await this.ctx.storage.getAlarm();
-    if (current == null || runAt < current) await this.ctx.storage.setAlarm(runAt);
+    await this.alarmNoLaterThan(runAt);
   }
 
   /** How many long-poll requests are waiting (for tests and stats). */
@@ -93,15 +103,43 @@ export class Coordinator extends DurableObject<Env> {
     return this.waiters.length;
   }
 
+  /**
+   * Serves long-poll waiters; in push mode, drains due tasks through their processors; then re-arms at
+   * the earliest of the queue's next due run_at and what the drain asked for (rate limit, budget, retry).
+   */
   override async alarm(): Promise<void> {
     await this.serve();
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
-    const next = await nextRunAt(openDb(this.env.DB), queue, Date.now());
-    // A notify may have set an earlier alarm while we awaited D1 (getAlarm() is null here otherwise):
-    // never postpone it.
+    const db = openDb(this.env.DB);
+    let drainNextAt: number | null = null;
+    const config = await getQueueConfig(db, queue);
+    if (config.mode === "push") {
+      if (!this.limiter?.matches(config.rate_limit)) this.limiter = new RateLimiter(config.rate_limit);
+      const drained = await drainQueue({
+        db,
+        env: this.env,
+        registry: defaultRegistry,
+        config,
+        now: () => Date.now(),
+        queue,
+        limiter: this.limiter,
+        wake: (other, runAt) => wakeCoordinator(this.env, other, runAt),
+      });
+      drainNextAt = drained.nextAt;
+    }
+    const next = await nextRunAt(db, queue, Date.now());
+    const at = Math.min(next ?? Infinity, drainNextAt ?? Infinity);
+    if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
+  }
+
+  /**
+   * Makes sure the alarm fires by `at`. Never postpones an earlier alarm — one a notify may have set while
+   * this object awaited D1 (inside a running alarm handler `getAlarm()` is null unless one was set since).
+   */
+  private async alarmNoLaterThan(at: number): Promise<void> {
     const current = await this.ctx.storage.getAlarm();
-    if (next != null && (current == null || next < current)) await this.ctx.storage.setAlarm(next);
+    if (current == null || at < current) await this.ctx.storage.setAlarm(at);
   }
 
   private async remember(queue: string): Promise<void> {

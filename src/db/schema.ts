@@ -40,7 +40,8 @@ export const tasks = sqliteTable(
     maxAttempts: integer("max_attempts").notNull(),
     /** Not leased before this time (delay, retry backoff). */
     runAt: integer("run_at").notNull(),
-    /** Fencing token of the current lease; every write by the holder must present it. */
+    /** Fencing token of the current lease; every write by the holder must present it. After a completion
+     * with `then`, the ack's nonce, which ties the children insert to that very completion. */
     leaseToken: text("lease_token"),
     /** Free-form name of the worker holding the lease (for inspection only). */
     leaseHolder: text("lease_holder"),
@@ -62,6 +63,10 @@ export const tasks = sqliteTable(
     startedAt: integer("started_at"),
     /** Set exactly when the task leaves the live states (completed, dead, cancelled). */
     finishedAt: integer("finished_at"),
+    /** JSON saved by the holder (heartbeat `checkpoint`); a retry resumes from it. Kept across attempts. */
+    checkpoint: text("checkpoint"),
+    /** JSON array of child task specs enqueued, in the same D1 batch, when this task completes. */
+    thenTasks: text("then_tasks"),
   },
   (t) => [
     // Lease order and reap scan. `finished_at IS NULL` (not `state IN (...)`) so that a lease, which
@@ -91,6 +96,26 @@ export const queues = sqliteTable("queues", {
   backoffCapS: integer("backoff_cap_s"),
   /** Finished tasks older than this are pruned by the cron tick. */
   retentionS: integer("retention_s"),
+  updatedAt: integer("updated_at").notNull(),
+  /** push: the coordinator runs the processor; pull: external workers lease over HTTPS. */
+  mode: text("mode"),
+  /** Push mode: the processor type for every task of the queue; null runs each task's own `type`. */
+  processor: text("processor"),
+  /** Push mode: most tasks in flight at once. */
+  concurrency: integer("concurrency"),
+  /** Push mode: at most this many task starts per window (null: no limit). */
+  rateLimitCount: integer("rate_limit_count"),
+  /** The rate limit's window: 1 (per second) or 60 (per minute). */
+  rateLimitWindowS: integer("rate_limit_window_s"),
+});
+
+/** Per-tag score thresholds for a group, computed by the `calibrate` processor and applied by `tag`. */
+export const tagCalibrations = sqliteTable("tag_calibrations", {
+  groupKey: text("group_key").primaryKey(),
+  /** JSON object: tag -> minimum score kept. */
+  thresholds: text("thresholds").notNull(),
+  /** How many completed `tag` results they were computed from. */
+  samples: integer("samples").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
 

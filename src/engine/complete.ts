@@ -1,6 +1,8 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
+import { encodeTime } from "ulid";
 import type { Db } from "../db/client";
-import { applyFencedUpdate, leaseFenceSql, type AckOutcome, type FencedItem } from "./ack";
+import { applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
+import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { EdgeqError } from "./errors";
 import { MAX_PAYLOAD_BYTES } from "./limits";
 
@@ -12,6 +14,35 @@ export interface CompleteItem extends FencedItem {
 const encoder = new TextEncoder();
 
 /**
+ * Enqueues the `then` children of every task this ack just completed — the statement after the fenced
+ * UPDATE in the same D1 batch, so a parent is never completed without its children and a parent that
+ * was not completed (stale token, cancelled, failed) never gets any. Children inherit the parent's
+ * queue, group and priority unless their spec overrides them; their payload receives
+ * `parent: { id, type, result }`. Ids are ULIDs of `now` (time prefix + 64 random bits), so purges keep
+ * walking ids in time order. A child whose dedupe key is live is not enqueued twice (ON CONFLICT).
+ */
+function enqueueChildrenSql(ackNonce: string, now: number): SQL {
+  const childQueue = sql`coalesce(c.value->>'queue', p.queue)`;
+  return sql`INSERT INTO tasks
+      (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
+       created_at, updated_at)
+    SELECT ${encodeTime(now, 10)} || upper(hex(randomblob(8))), ${childQueue}, c.value->>'type', 'pending',
+      coalesce(c.value->>'priority', p.priority),
+      json_set(coalesce(c.value->'payload', '{}'), '$.parent',
+        json_object('id', p.id, 'type', p.type, 'result', json(coalesce(p.result, 'null')))),
+      coalesce(c.value->>'max_attempts', (SELECT q.max_attempts FROM queues q WHERE q.name = ${childQueue}),
+        ${DEFAULT_QUEUE_CONFIG.max_attempts}),
+      ${now} + CAST(round(coalesce(c.value->>'delay_s', 0) * 1000) AS INTEGER),
+      c.value->>'dedupe_key', coalesce(c.value->>'group', p.group_key),
+      CASE WHEN c.value->>'then' IS NULL THEN NULL ELSE c.value->'then' END,
+      ${now}, ${now}
+    FROM tasks p, json_each(p.then_tasks) AS c
+    WHERE p.lease_token = ${ackNonce} AND p.state = 'completed' AND p.then_tasks IS NOT NULL
+    ON CONFLICT DO NOTHING
+    RETURNING id, queue, run_at, json_extract(payload, '$.parent.id') AS parent_id`;
+}
+
+/**
  * Completes up to MAX_BATCH processing tasks in one fenced statement. Each item succeeds or fails on its
  * own: a wrong, stale or expired token is `lease_lost` and changes nothing for that task. A task whose
  * cancel was requested ends `cancelled` instead (its result discarded) and reports `task_cancelled`.
@@ -20,24 +51,35 @@ const encoder = new TextEncoder();
  * @example
  * const [outcome] = await completeTasks(db, [{ id, leaseToken, result: { ok: true } }], Date.now());
  */
-export async function completeTasks(db: Db, items: CompleteItem[], now: number): Promise<AckOutcome[]> {
+export async function completeTasks(
+  db: Db,
+  items: CompleteItem[],
+  now: number,
+  scope: AckScope = {},
+): Promise<AckOutcome[]> {
+  // Ties the children insert below to this very completion: only rows this statement completed carry it.
+  const ackNonce = `ack:${crypto.randomUUID()}`;
   const sizes = items.map((i) => encoder.encode(JSON.stringify(i.result ?? null)).byteLength);
   const fitting = items.filter((_, k) => sizes[k]! <= MAX_PAYLOAD_BYTES);
   const applied = fitting.length
     ? await applyFencedUpdate(
         db,
         fitting.map((i) => ({ id: i.id, leaseToken: i.leaseToken, result: i.result ?? null })),
-        (json) => sql`UPDATE tasks SET
+        (json) => ({
+          update: sql`UPDATE tasks SET
         state = CASE WHEN tasks.cancel_requested = 1 THEN 'cancelled' ELSE 'completed' END,
         result = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE j.value->'result' END,
         progress = CASE WHEN tasks.cancel_requested = 1 THEN tasks.progress ELSE 100 END,
         finished_at = ${now},
-        lease_token = NULL,
+        lease_token = CASE WHEN tasks.cancel_requested = 0 AND tasks.then_tasks IS NOT NULL THEN ${ackNonce} END,
         lease_expires_at = NULL,
         updated_at = ${now}
       FROM json_each(${json}) AS j
-      WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now)}
+      WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
+          after: enqueueChildrenSql(ackNonce, now),
+        }),
+        scope,
       )
     : [];
   let next = 0;

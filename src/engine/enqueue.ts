@@ -17,6 +17,24 @@ export interface NewTask {
   maxAttempts?: number;
   dedupeKey?: string;
   group?: string;
+  /** Tasks to enqueue when this one completes (see ChildTaskSpec). */
+  then?: ChildTaskSpec[];
+}
+
+/**
+ * A task to enqueue when its parent completes, in the same D1 batch as the completion. Its payload (an
+ * object) receives `parent: { id, type, result }`; `queue`, `group` and `priority` default to the parent's.
+ */
+export interface ChildTaskSpec {
+  type: string;
+  queue?: string;
+  payload?: Record<string, unknown>;
+  priority?: number;
+  delay_s?: number;
+  max_attempts?: number;
+  dedupe_key?: string;
+  group?: string;
+  then?: ChildTaskSpec[];
 }
 
 export interface EnqueueOutcome {
@@ -42,6 +60,7 @@ interface InsertRow {
   max_attempts: number;
   dedupe_key: string | null;
   group_key: string | null;
+  then: ChildTaskSpec[] | null;
 }
 
 const encoder = new TextEncoder();
@@ -92,6 +111,13 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
         `tasks[${i}].payload is ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
       );
     }
+    const thenBytes = task.then ? encoder.encode(JSON.stringify(task.then)).byteLength : 0;
+    if (bytes + thenBytes > MAX_PAYLOAD_BYTES) {
+      throw new EdgeqError(
+        "payload_too_large",
+        `tasks[${i}]: payload and then together are ${bytes + thenBytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
+      );
+    }
     if (task.id !== undefined && ulidTime(task.id, i) > now + MAX_CLIENT_ID_SKEW_MS) {
       throw new EdgeqError(
         "invalid_request",
@@ -108,6 +134,7 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
       max_attempts: task.maxAttempts ?? config.max_attempts,
       dedupe_key: task.dedupeKey ?? null,
       group_key: task.group ?? null,
+      then: task.then && task.then.length > 0 ? task.then : null,
     };
   });
 
@@ -144,9 +171,11 @@ async function insertRows(db: Db, queue: string, rows: InsertRow[], now: number)
   const statements = chunkBySize(rows).map(
     (chunk) =>
       sql`INSERT INTO tasks
-        (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, created_at, updated_at)
+        (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
+         created_at, updated_at)
       SELECT j.value->>'id', ${queue}, j.value->>'type', 'pending', j.value->>'priority', j.value->'payload',
-        j.value->>'max_attempts', j.value->>'run_at', j.value->>'dedupe_key', j.value->>'group_key', ${now}, ${now}
+        j.value->>'max_attempts', j.value->>'run_at', j.value->>'dedupe_key', j.value->>'group_key',
+        CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, ${now}, ${now}
       FROM json_each(${JSON.stringify(chunk)}) AS j
       WHERE true
       ON CONFLICT DO NOTHING

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { applyFencedUpdate, leaseFenceSql, type AckOutcome, type FencedItem } from "./ack";
+import { applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
 import { MAX_ERROR_MESSAGE_CHARS } from "./limits";
 import { failureSetSql } from "./retry-policy";
 
@@ -20,7 +20,7 @@ export interface FailItem extends FencedItem {
  * @example
  * await failTasks(db, [{ id, leaseToken, message: "upstream 503", retryAfterS: 30 }], Date.now());
  */
-export async function failTasks(db: Db, items: FailItem[], now: number): Promise<AckOutcome[]> {
+export async function failTasks(db: Db, items: FailItem[], now: number, scope: AckScope = {}): Promise<AckOutcome[]> {
   return applyFencedUpdate(
     db,
     items.map((i) => ({
@@ -30,17 +30,20 @@ export async function failTasks(db: Db, items: FailItem[], now: number): Promise
       permanent: i.retryable === false ? 1 : 0,
       retry_after_ms: i.retryAfterS == null ? null : Math.round(i.retryAfterS * 1000),
     })),
-    (json) => sql`UPDATE tasks SET ${failureSetSql({
-      permanent: sql`(j.value->>'permanent') = 1`,
-      from: sql`${now}`,
-      retryAfterMs: sql`j.value->>'retry_after_ms'`,
-      message: sql`j.value->>'message'`,
-      kind: sql`CASE WHEN (j.value->>'permanent') = 1 THEN 'permanent' ELSE 'error' END`,
-      at: sql`${now}`,
-      now,
-    })}
+    (json) => ({
+      update: sql`UPDATE tasks SET ${failureSetSql({
+        permanent: sql`(j.value->>'permanent') = 1`,
+        from: sql`${now}`,
+        retryAfterMs: sql`j.value->>'retry_after_ms'`,
+        message: sql`j.value->>'message'`,
+        kind: sql`CASE WHEN (j.value->>'permanent') = 1 THEN 'permanent' ELSE 'error' END`,
+        at: sql`${now}`,
+        now,
+      })}
       FROM json_each(${json}) AS j
-      WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now)}
+      WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
+    }),
+    scope,
   );
 }

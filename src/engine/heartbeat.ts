@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { tasks, type TaskRow } from "../db/schema";
 import { leaseFenceSql } from "./ack";
 import { EdgeqError, LeaseLostError, NotFoundError } from "./errors";
+import { MAX_PAYLOAD_BYTES } from "./limits";
 import { rowFromRaw } from "./task-row";
 
 export interface HeartbeatRequest {
@@ -13,6 +14,8 @@ export interface HeartbeatRequest {
   /** 0-100; absent keeps the stored value. */
   progress?: number;
   progressMessage?: string;
+  /** Any JSON value a retry should resume from; absent keeps the stored checkpoint. */
+  checkpoint?: unknown;
 }
 
 /**
@@ -23,6 +26,15 @@ export interface HeartbeatRequest {
  * await heartbeatTask(db, { id, leaseToken, extendS: 30, progress: 40, progressMessage: "3/7 items" }, Date.now());
  */
 export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: number): Promise<TaskRow> {
+  if (request.checkpoint !== undefined) {
+    const bytes = new TextEncoder().encode(JSON.stringify(request.checkpoint)).byteLength;
+    if (bytes > MAX_PAYLOAD_BYTES) {
+      throw new EdgeqError(
+        "payload_too_large",
+        `checkpoint is ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES}`,
+      );
+    }
+  }
   const raw = await db.get<Record<string, unknown>>(sql`UPDATE tasks SET
       state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE state END,
       finished_at = CASE WHEN cancel_requested = 1 THEN ${now} ELSE NULL END,
@@ -30,6 +42,7 @@ export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: numb
       lease_expires_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE ${now + request.extendS * 1000} END,
       progress = coalesce(${request.progress ?? null}, progress),
       progress_message = coalesce(${request.progressMessage ?? null}, progress_message),
+      checkpoint = coalesce(${request.checkpoint === undefined ? null : JSON.stringify(request.checkpoint)}, checkpoint),
       updated_at = ${now}
     WHERE ${leaseFenceSql(sql`${request.id}`, sql`${request.leaseToken}`, now)}
     RETURNING *`);

@@ -40,6 +40,10 @@ export const MAX_ERROR_MESSAGE_CHARS = 2000;
  * thundering herd of retries while keeping every delay above the previous uncapped one (0.8 * 2 > 1). */
 export const BACKOFF_JITTER = 0.2;
 
+/** Most push tasks one coordinator runs at once. Each in-flight task holds a lease, a heartbeat timer and
+ * its processor's memory inside one Durable Object (128 MB); 50 leaves room for audio buffers. */
+export const MAX_PUSH_CONCURRENCY = 50;
+
 /** Most rows the cron tick reaps or prunes per statement: bounded work per tick (a Worker invocation has
  * 30 s of CPU and D1 30 s per query); what remains is taken by the next tick a minute later. */
 export const MAX_ROWS_PER_TICK_STATEMENT = 5_000;

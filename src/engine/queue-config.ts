@@ -1,6 +1,12 @@
 import { eq, sql } from "drizzle-orm";
-import { queues } from "../db/schema";
 import type { Db } from "../db/client";
+import { queues, type QueueRow } from "../db/schema";
+
+/** A push queue's rate limit: at most `count` task starts per `per`. */
+export interface RateLimit {
+  count: number;
+  per: "second" | "minute";
+}
 
 /** A queue's effective configuration (stored values over defaults). */
 export interface QueueConfig {
@@ -9,6 +15,10 @@ export interface QueueConfig {
   backoff_base_s: number;
   backoff_cap_s: number;
   retention_s: number;
+  mode: "pull" | "push";
+  processor: string | null;
+  concurrency: number;
+  rate_limit: RateLimit | null;
 }
 
 /**
@@ -19,6 +29,9 @@ export interface QueueConfig {
  *   worker's task is back within a minute (SQS also defaults to 30 s).
  * - backoff 10 s base, 1 h cap: retries at ~10 s, 20 s, 40 s ... never waiting more than an hour.
  * - 7 days retention of finished tasks: time to inspect and redrive, bounded storage.
+ * - pull mode: a queue runs nothing inside the Worker until it is asked to.
+ * - concurrency 4: push processors mostly wait on I/O (Workers AI, R2, webhooks); 4 in flight keeps a
+ *   coordinator busy without tripping a provider's concurrency limits.
  */
 export const DEFAULT_QUEUE_CONFIG: QueueConfig = {
   max_attempts: 3,
@@ -26,47 +39,67 @@ export const DEFAULT_QUEUE_CONFIG: QueueConfig = {
   backoff_base_s: 10,
   backoff_cap_s: 3600,
   retention_s: 7 * 24 * 3600,
+  mode: "pull",
+  processor: null,
+  concurrency: 4,
+  rate_limit: null,
 };
 
-/** The effective config of one queue. */
-export async function getQueueConfig(db: Db, queue: string): Promise<QueueConfig> {
-  const row = await db.select().from(queues).where(eq(queues.name, queue)).get();
+const WINDOW_S = { second: 1, minute: 60 } as const;
+
+function fromRow(row: QueueRow | undefined): QueueConfig {
+  const d = DEFAULT_QUEUE_CONFIG;
+  const rateLimit =
+    row?.rateLimitCount != null && row.rateLimitWindowS != null
+      ? { count: row.rateLimitCount, per: row.rateLimitWindowS === 60 ? ("minute" as const) : ("second" as const) }
+      : null;
   return {
-    max_attempts: row?.maxAttempts ?? DEFAULT_QUEUE_CONFIG.max_attempts,
-    visibility_timeout_s: row?.visibilityTimeoutS ?? DEFAULT_QUEUE_CONFIG.visibility_timeout_s,
-    backoff_base_s: row?.backoffBaseS ?? DEFAULT_QUEUE_CONFIG.backoff_base_s,
-    backoff_cap_s: row?.backoffCapS ?? DEFAULT_QUEUE_CONFIG.backoff_cap_s,
-    retention_s: row?.retentionS ?? DEFAULT_QUEUE_CONFIG.retention_s,
+    max_attempts: row?.maxAttempts ?? d.max_attempts,
+    visibility_timeout_s: row?.visibilityTimeoutS ?? d.visibility_timeout_s,
+    backoff_base_s: row?.backoffBaseS ?? d.backoff_base_s,
+    backoff_cap_s: row?.backoffCapS ?? d.backoff_cap_s,
+    retention_s: row?.retentionS ?? d.retention_s,
+    mode: row?.mode === "push" ? "push" : d.mode,
+    processor: row?.processor ?? d.processor,
+    concurrency: row?.concurrency ?? d.concurrency,
+    rate_limit: rateLimit,
   };
 }
 
-/** Stores the given fields of a queue's config (others keep their stored or default values). */
+/** The effective config of one queue. */
+export async function getQueueConfig(db: Db, queue: string): Promise<QueueConfig> {
+  return fromRow(await db.select().from(queues).where(eq(queues.name, queue)).get());
+}
+
+/**
+ * Stores the given fields of a queue's config; absent fields keep their stored or default values.
+ * `processor: null` and `rate_limit: null` clear those settings.
+ */
 export async function putQueueConfig(
   db: Db,
   queue: string,
   patch: Partial<QueueConfig>,
   now: number,
 ): Promise<QueueConfig> {
+  const current = await getQueueConfig(db, queue);
+  const next: QueueConfig = { ...current, ...patch };
   const values = {
-    maxAttempts: patch.max_attempts,
-    visibilityTimeoutS: patch.visibility_timeout_s,
-    backoffBaseS: patch.backoff_base_s,
-    backoffCapS: patch.backoff_cap_s,
-    retentionS: patch.retention_s,
+    maxAttempts: next.max_attempts,
+    visibilityTimeoutS: next.visibility_timeout_s,
+    backoffBaseS: next.backoff_base_s,
+    backoffCapS: next.backoff_cap_s,
+    retentionS: next.retention_s,
+    mode: next.mode,
+    processor: next.processor,
+    concurrency: next.concurrency,
+    rateLimitCount: next.rate_limit?.count ?? null,
+    rateLimitWindowS: next.rate_limit ? WINDOW_S[next.rate_limit.per] : null,
+    updatedAt: now,
   };
+  // One upsert: read-modify-write of a whole config row; concurrent PUTs of one queue resolve last-write-wins.
   await db
     .insert(queues)
-    .values({ name: queue, ...values, updatedAt: now })
-    .onConflictDoUpdate({
-      target: queues.name,
-      set: {
-        maxAttempts: sql`coalesce(excluded.max_attempts, ${queues.maxAttempts})`,
-        visibilityTimeoutS: sql`coalesce(excluded.visibility_timeout_s, ${queues.visibilityTimeoutS})`,
-        backoffBaseS: sql`coalesce(excluded.backoff_base_s, ${queues.backoffBaseS})`,
-        backoffCapS: sql`coalesce(excluded.backoff_cap_s, ${queues.backoffCapS})`,
-        retentionS: sql`coalesce(excluded.retention_s, ${queues.retentionS})`,
-        updatedAt: now,
-      },
-    });
-  return getQueueConfig(db, queue);
+    .values({ name: queue, ...values })
+    .onConflictDoUpdate({ target: queues.name, set: { ...values, updatedAt: sql`${now}` } });
+  return next;
 }

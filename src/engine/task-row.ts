@@ -1,5 +1,6 @@
 import { getTableColumns } from "drizzle-orm";
 import { tasks, type TaskRow } from "../db/schema";
+import type { ChildTaskSpec } from "./enqueue";
 import type { TaskState } from "./states";
 import { toIso } from "./time";
 
@@ -46,6 +47,8 @@ export interface TaskView {
   updated_at: string;
   started_at: string | null;
   finished_at: string | null;
+  checkpoint: unknown;
+  then: ChildTaskSpec[] | null;
 }
 
 export interface LeasedTaskView extends TaskView {
@@ -82,6 +85,8 @@ export function toTaskView(row: TaskRow): TaskView {
     updated_at: toIso(row.updatedAt),
     started_at: toIso(row.startedAt),
     finished_at: toIso(row.finishedAt),
+    checkpoint: parseJson(row.checkpoint),
+    then: parseJson(row.thenTasks) as ChildTaskSpec[] | null,
   };
 }
 

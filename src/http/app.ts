@@ -8,6 +8,8 @@ import { requireBearer } from "./auth";
 import { OPENAPI_INFO, renderDocsPage } from "./docs";
 import { onError, onNotFound } from "./error-handler";
 import { queueRoutes } from "./routes/queues";
+import { artifactRoutes } from "./routes/artifacts";
+import { processorRoutes } from "./routes/processors";
 import { taskRoutes } from "./routes/tasks";
 import { validationHook } from "./validation";
 
@@ -33,14 +35,15 @@ export function buildApp() {
   });
 
   app.use("/v1/*", requireBearer);
-  app.use(
-    "/v1/*",
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: () => {
-        throw new EdgeqError("payload_too_large", `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
-      },
-    }),
+  const jsonBodyLimit = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: () => {
+      throw new EdgeqError("payload_too_large", `request bodies are limited to ${MAX_BODY_BYTES} bytes`);
+    },
+  });
+  // Artifact uploads stream to R2 under their own limit (MAX_ARTIFACT_BYTES); every other body is JSON.
+  app.use("/v1/*", (c, next) =>
+    c.req.method === "PUT" && c.req.path.includes("/artifacts/") ? next() : jsonBodyLimit(c, next),
   );
   app.use("/v1/*", async (c, next) => {
     c.set("db", openDb(c.env.DB));
@@ -48,7 +51,7 @@ export function buildApp() {
     await next();
   });
 
-  const api = app.route("/", queueRoutes).route("/", taskRoutes);
+  const api = app.route("/", queueRoutes).route("/", taskRoutes).route("/", artifactRoutes).route("/", processorRoutes);
   api.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
   api.doc31("/openapi.json", OPENAPI_INFO);
   api.get("/docs", (c) => c.html(renderDocsPage(api)));

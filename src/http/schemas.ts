@@ -7,6 +7,7 @@ import {
   MAX_VISIBILITY_TIMEOUT_S,
   MAX_WAIT_S,
   MIN_VISIBILITY_TIMEOUT_S,
+  MAX_PUSH_CONCURRENCY,
 } from "../engine/limits";
 import { FINAL_STATES, TASK_STATES } from "../engine/states";
 
@@ -35,13 +36,61 @@ const ShortText = (max: number) => z.string().min(1).max(max);
 export const QueueParams = z.object({ queue: QueueName.openapi({ param: { name: "queue", in: "path" } }) });
 export const TaskParams = z.object({ id: TaskId.openapi({ param: { name: "id", in: "path" } }) });
 
+const TaskType = z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, "1-64 letters, digits, '.', '_', ':' or '-'");
+
+/** Most children one task may chain, and how deep chains may nest (scan -> enrich -> publish is 3). */
+const MAX_CHILDREN = 10;
+const MAX_CHAIN_DEPTH = 5;
+
+/**
+ * A task to enqueue when its parent completes. Its nested `then` is checked level by level by
+ * `checkThen` (a recursive zod schema would make the OpenAPI generator recurse forever).
+ */
+export const ChildTaskSpecSchema = z
+  .strictObject({
+    type: TaskType,
+    queue: QueueName.optional().openapi({ description: "default: the parent's queue" }),
+    payload: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .openapi({ description: "an object; it receives `parent: { id, type, result }`" }),
+    priority: z
+      .number()
+      .int()
+      .min(-1_000_000)
+      .max(1_000_000)
+      .optional()
+      .openapi({ description: "default: the parent's" }),
+    delay_s: z.number().min(0).max(MAX_DELAY_S).optional(),
+    max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
+    dedupe_key: ShortText(256).optional(),
+    group: ShortText(128).optional().openapi({ description: "default: the parent's" }),
+    then: z.array(z.unknown()).max(MAX_CHILDREN).optional().openapi({ description: "children of this child" }),
+  })
+  .openapi("ChildTask");
+
+/** Validates a `then` list and every nested one, adding issues at their full paths. */
+function checkThen(then: unknown[], path: PropertyKey[], depth: number, ctx: z.RefinementCtx): void {
+  if (depth > MAX_CHAIN_DEPTH) {
+    ctx.addIssue({ code: "custom", message: `chains nest at most ${MAX_CHAIN_DEPTH} levels`, path });
+    return;
+  }
+  then.forEach((child, i) => {
+    const parsed = ChildTaskSpecSchema.safeParse(child);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        ctx.addIssue({ code: "custom", message: issue.message, path: [...path, i, ...issue.path] });
+      }
+      return;
+    }
+    if (parsed.data.then) checkThen(parsed.data.then, [...path, i, "then"], depth + 1, ctx);
+  });
+}
+
 export const NewTaskSchema = z
   .strictObject({
     id: TaskId.optional(),
-    type: z
-      .string()
-      .regex(/^[A-Za-z0-9._:-]{1,64}$/, "1-64 letters, digits, '.', '_', ':' or '-'")
-      .optional(),
+    type: TaskType.optional(),
     payload: z.unknown().optional(),
     priority: z.number().int().min(-1_000_000).max(1_000_000).optional().openapi({ description: "higher runs first" }),
     delay_s: z.number().min(0).max(MAX_DELAY_S).optional(),
@@ -49,6 +98,16 @@ export const NewTaskSchema = z
     max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     dedupe_key: ShortText(256).optional(),
     group: ShortText(128).optional(),
+    then: z
+      .array(ChildTaskSpecSchema)
+      .max(MAX_CHILDREN)
+      .optional()
+      .openapi({ description: "tasks to enqueue atomically when this one completes" }),
+  })
+  .superRefine((t, ctx) => {
+    t.then?.forEach((child, i) => {
+      if (child.then) checkThen(child.then, ["then", i, "then"], 2, ctx);
+    });
   })
   .refine((t) => t.delay_s === undefined || t.run_at === undefined, {
     message: "give delay_s or run_at, not both",
@@ -104,6 +163,8 @@ export const TaskSchema = z
     updated_at: z.string(),
     started_at: z.string().nullable(),
     finished_at: z.string().nullable(),
+    checkpoint: z.unknown().openapi({ description: "what the holder saved for a retry to resume from" }),
+    then: z.array(ChildTaskSpecSchema).nullable().openapi({ description: "tasks enqueued when it completes" }),
   })
   .openapi("Task");
 
@@ -145,6 +206,7 @@ export const HeartbeatBody = z.strictObject({
   extend_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
   progress: z.number().int().min(0).max(100).optional(),
   message: z.string().max(1000).optional(),
+  checkpoint: z.unknown().optional().openapi({ description: "any JSON a retry of this task receives back" }),
 });
 
 export const AckBody = z
@@ -166,12 +228,18 @@ export const AckResponse = z.object({
       id: z.string(),
       ok: z.boolean(),
       state: State.optional(),
+      children: z.array(z.string()).optional(),
       error: ErrorSchema.shape.error.optional(),
     }),
   ),
 });
 
-export const OutcomeResponse = z.object({ id: z.string(), state: State, run_at: z.string().nullable() });
+export const OutcomeResponse = z.object({
+  id: z.string(),
+  state: State,
+  run_at: z.string().nullable(),
+  children: z.array(z.string()).openapi({ description: "ids of the tasks its `then` enqueued" }),
+});
 
 /** Bulk cancel must say what it cancels: one group, or `all: true` — an empty body cancels nothing. */
 export const CancelQueueBody = z
@@ -227,6 +295,17 @@ export const QueueConfigSchema = z
       .int()
       .min(60)
       .max(365 * 86_400),
+    mode: z.enum(["pull", "push"]).openapi({ description: "push: the queue's coordinator runs the processor" }),
+    processor: z
+      .string()
+      .regex(/^[A-Za-z0-9._:-]{1,64}$/)
+      .nullable()
+      .openapi({ description: "push mode: the processor for every task; null runs each task's own type" }),
+    concurrency: z.number().int().min(1).max(MAX_PUSH_CONCURRENCY),
+    rate_limit: z
+      .strictObject({ count: z.number().int().min(1).max(100_000), per: z.enum(["second", "minute"]) })
+      .nullable()
+      .openapi({ description: "push mode: at most count task starts per second or minute; null for none" }),
   })
   .openapi("QueueConfig");
 

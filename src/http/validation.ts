@@ -1,7 +1,8 @@
 import type { Hook } from "@hono/zod-openapi";
 import { EdgeqError } from "../engine/errors";
 import type { AppEnv } from "./app-env";
-import { describeZodError, errorResponse } from "./error-handler";
+import { describeZodError } from "../engine/describe-zod-error";
+import { errorResponse } from "./error-handler";
 import { EnqueueBatchBody, NewTaskSchema } from "./schemas";
 
 /** Turns every request-validation failure into a 400 `invalid_request` that names the bad field. */

@@ -1,8 +1,8 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { wakeCoordinator } from "../../coordinator/wake";
+import { wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import { cancelQueueTasks } from "../../engine/cancel";
 import { completeTasks } from "../../engine/complete";
-import { enqueueTasks, type NewTask } from "../../engine/enqueue";
+import { enqueueTasks, type ChildTaskSpec, type NewTask } from "../../engine/enqueue";
 import { EdgeqError } from "../../engine/errors";
 import { failTasks } from "../../engine/fail";
 import { leaseTasks } from "../../engine/lease";
@@ -33,6 +33,7 @@ import {
   TaskListResponse,
   type NewTaskSchema,
 } from "../schemas";
+import { defaultRegistry } from "../../processors/registry";
 import { enqueueValidationHook, validationHook } from "../validation";
 
 const route = <const R extends Parameters<typeof createRoute>[0]>(r: R) =>
@@ -152,6 +153,8 @@ function toNewTask(task: z.infer<typeof NewTaskSchema>, now: number): NewTask {
     maxAttempts: task.max_attempts,
     dedupeKey: task.dedupe_key,
     group: task.group,
+    // Nested levels were validated by the schema's checkThen; zod types them as unknown[].
+    then: task.then as ChildTaskSpec[] | undefined,
   };
 }
 
@@ -198,12 +201,15 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   })
   .openapi(ackRoute, async (c) => {
     const body = c.req.valid("json");
+    // The URL's queue scopes the ack: a task of another queue is not_found here.
+    const scope = { queue: c.req.valid("param").queue };
     const [completed, failed] = await Promise.all([
       body.complete.length
         ? completeTasks(
             c.var.db,
             body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })),
             c.var.now,
+            scope,
           )
         : [],
       body.fail.length
@@ -217,16 +223,14 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
               retryAfterS: i.retry_after_s,
             })),
             c.var.now,
+            scope,
           )
         : [],
     ]);
-    const retries = failed.filter((o) => o.ok && o.state === "pending");
-    const earliest = Math.min(...retries.map((o) => (o.ok ? o.run_at : Infinity)));
-    if (Number.isFinite(earliest))
-      c.executionCtx.waitUntil(wakeCoordinator(c.env, c.req.valid("param").queue, earliest));
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, [...completed, ...failed]));
     const results = [...completed, ...failed].map((o) =>
       o.ok
-        ? { id: o.id, ok: true, state: o.state }
+        ? { id: o.id, ok: true, state: o.state, children: o.children.map((child) => child.id) }
         : { id: o.id, ok: false, error: { code: o.error.code, message: o.error.message } },
     );
     return c.json({ results }, 200);
@@ -263,6 +267,15 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const { queue } = c.req.valid("param");
     const patch = c.req.valid("json");
     const merged = { ...(await getQueueConfig(c.var.db, queue)), ...patch };
+    if (merged.processor !== null && !defaultRegistry.get(merged.processor)) {
+      throw new EdgeqError(
+        "invalid_request",
+        `processor: no processor "${merged.processor}" (registered: ${defaultRegistry
+          .list()
+          .map((p) => p.type)
+          .join(", ")})`,
+      );
+    }
     if (merged.backoff_cap_s < merged.backoff_base_s) {
       throw new EdgeqError(
         "invalid_request",

@@ -9,7 +9,7 @@ import { retryTask } from "../../engine/redrive";
 import { toIso } from "../../engine/time";
 import { toTaskView } from "../../engine/task-row";
 import type { AckOutcome } from "../../engine/ack";
-import { wakeCoordinator } from "../../coordinator/wake";
+import { wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import type { AppEnv } from "../app-env";
 import { validationHook } from "../validation";
 import { bearer, errorResponses, jsonBody, jsonResponse } from "../route-helpers";
@@ -20,7 +20,12 @@ import { z } from "@hono/zod-openapi";
 function single(outcome: AckOutcome | undefined) {
   if (!outcome) throw new Error("ack returned no outcome");
   if (!outcome.ok) throw outcome.error;
-  return { id: outcome.id, state: outcome.state, run_at: outcome.state === "pending" ? toIso(outcome.run_at) : null };
+  return {
+    id: outcome.id,
+    state: outcome.state,
+    run_at: outcome.state === "pending" ? toIso(outcome.run_at) : null,
+    children: outcome.children.map((child) => child.id),
+  };
 }
 
 const getTaskRoute = createRoute({
@@ -107,7 +112,9 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
       [{ id, leaseToken: body.lease_token, result: body.result }],
       c.var.now,
     );
-    return c.json(single(outcome), 200);
+    const result = single(outcome);
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!]));
+    return c.json(result, 200);
   })
   .openapi(failRoute, async (c) => {
     const { id } = c.req.valid("param");
@@ -126,9 +133,7 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
       c.var.now,
     );
     const result = single(outcome);
-    if (outcome?.ok && outcome.state === "pending") {
-      c.executionCtx.waitUntil(wakeCoordinator(c.env, outcome.queue, outcome.run_at));
-    }
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!]));
     return c.json(result, 200);
   })
   .openapi(heartbeatRoute, async (c) => {
@@ -141,7 +146,14 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
     }
     const row = await heartbeatTask(
       c.var.db,
-      { id, leaseToken: body.lease_token, extendS, progress: body.progress, progressMessage: body.message },
+      {
+        id,
+        leaseToken: body.lease_token,
+        extendS,
+        progress: body.progress,
+        progressMessage: body.message,
+        checkpoint: body.checkpoint,
+      },
       c.var.now,
     );
     return c.json(

@@ -1,0 +1,166 @@
+import type { Db } from "../db/client";
+import type { TaskRow } from "../db/schema";
+import type { ChildTask } from "../engine/ack";
+import { completeTasks } from "../engine/complete";
+import { describeZodError } from "../engine/describe-zod-error";
+import { EdgeqError } from "../engine/errors";
+import { failTasks, type FailItem } from "../engine/fail";
+import { heartbeatTask } from "../engine/heartbeat";
+import type { QueueConfig } from "../engine/queue-config";
+import type { Env } from "../env";
+import { artifactKey, headArtifact, putArtifact } from "../processors/artifacts";
+import { PermanentError, RetryAfterError } from "../processors/errors";
+import type { ProcessorRegistry } from "../processors/registry";
+import type { ProcessorContext } from "../processors/types";
+
+/** What the coordinator needs to run one leased task. */
+export interface RunTaskDeps {
+  db: Db;
+  env: Env;
+  registry: ProcessorRegistry;
+  config: QueueConfig;
+  now: () => number;
+}
+
+export type RunOutcome = "completed" | "retrying" | "dead" | "cancelled" | "lease_lost";
+
+export interface TaskRunResult {
+  id: string;
+  outcome: RunOutcome;
+  children: ChildTask[];
+  /** The retry time when `retrying`. */
+  runAt?: number;
+  error?: string;
+}
+
+/** Longest a processor may run one task: 10 minutes. A hung call would otherwise be heart-beaten forever;
+ * past this the task fails (retryable) and its lease is released for another attempt. */
+export const MAX_TASK_RUN_MS = 10 * 60 * 1000;
+
+/** Heartbeat a third of the visibility timeout: two heartbeats can be lost before the lease lapses. */
+const HEARTBEATS_PER_LEASE = 3;
+
+/** A heartbeat outcome that means "stop": the task was cancelled or the lease is gone. */
+function isStop(error: unknown): error is EdgeqError {
+  return error instanceof EdgeqError && (error.code === "task_cancelled" || error.code === "lease_lost");
+}
+
+/**
+ * Runs one leased task with its processor and settles it through the same fenced engine calls an
+ * external worker uses: heartbeats while it runs (extending the lease by the visibility timeout),
+ * then complete, or fail — permanent for `PermanentError` or an invalid payload, after `retryAfterS` for
+ * `RetryAfterError`, and retryable (its message in the error history) for anything else.
+ *
+ * @example
+ * const result = await runTask({ db, env, registry: defaultRegistry, config, now: Date.now }, leasedRow);
+ */
+export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRunResult> {
+  const { db, env, config, now } = deps;
+  const leaseToken = task.leaseToken!;
+  const extendS = config.visibility_timeout_s;
+  const fail = (item: Omit<FailItem, "id" | "leaseToken">) => settleFailure(deps, task, item);
+
+  const processorType = config.processor ?? task.type;
+  const processor = deps.registry.get(processorType);
+  if (!processor) {
+    return fail({ message: `no processor registered for "${processorType}"`, retryable: false });
+  }
+  const parsed = processor.payload.safeParse(JSON.parse(task.payload));
+  if (!parsed.success) {
+    return fail({ message: `invalid payload: ${describeZodError(parsed.error, "payload")}`, retryable: false });
+  }
+
+  const abort = new AbortController();
+  const beat = async (fields: { progress?: number; progressMessage?: string; checkpoint?: unknown }) => {
+    try {
+      await heartbeatTask(db, { id: task.id, leaseToken, extendS, ...fields }, now());
+    } catch (error) {
+      if (isStop(error)) abort.abort(error);
+      throw error;
+    }
+  };
+  const heartbeat = setInterval(
+    () => {
+      beat({}).catch((error: unknown) => {
+        if (!isStop(error)) console.error(`task ${task.id}: heartbeat failed`, error);
+      });
+    },
+    Math.max(1000, (extendS * 1000) / HEARTBEATS_PER_LEASE),
+  );
+  const deadline = setTimeout(
+    () => abort.abort(new Error(`timed out after ${MAX_TASK_RUN_MS / 1000} s`)),
+    MAX_TASK_RUN_MS,
+  );
+
+  const ctx: ProcessorContext = {
+    taskId: task.id,
+    queue: task.queue,
+    type: task.type,
+    group: task.groupKey,
+    attempt: task.attempts,
+    env,
+    db,
+    now,
+    signal: abort.signal,
+    checkpoint: task.checkpoint == null ? null : JSON.parse(task.checkpoint),
+    progress: (percent, message) =>
+      beat({ progress: Math.max(0, Math.min(100, Math.round(percent))), progressMessage: message }),
+    saveCheckpoint: (value) => beat({ checkpoint: value }),
+    putArtifact: (name, body, contentType) => putArtifact(env.ARTIFACTS, artifactKey(task.id, name), body, contentType),
+    headArtifact: (name) => headArtifact(env.ARTIFACTS, artifactKey(task.id, name)),
+  };
+
+  try {
+    const result = await raceAbort(processor.run(parsed.data, ctx), abort.signal);
+    const [outcome] = await completeTasks(db, [{ id: task.id, leaseToken, result }], now());
+    if (outcome?.ok) return { id: task.id, outcome: "completed", children: outcome.children };
+    return stopped(task.id, outcome?.ok === false ? outcome.error : undefined);
+  } catch (error) {
+    const reason: unknown = abort.signal.aborted ? abort.signal.reason : error;
+    if (isStop(reason)) return stopped(task.id, reason);
+    if (reason instanceof PermanentError) return fail({ message: reason.message, retryable: false });
+    if (reason instanceof RetryAfterError) {
+      return fail({ message: reason.message, retryAfterS: reason.retryAfterS });
+    }
+    const message = reason instanceof Error ? `${reason.name}: ${reason.message}` : String(reason);
+    return fail({ message });
+  } finally {
+    clearInterval(heartbeat);
+    clearTimeout(deadline);
+  }
+}
+
+/** Rejects as soon as `signal` aborts, so a processor that ignores its signal cannot hold the slot. */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    void work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+async function settleFailure(
+  deps: RunTaskDeps,
+  task: TaskRow,
+  item: Omit<FailItem, "id" | "leaseToken">,
+): Promise<TaskRunResult> {
+  const [outcome] = await failTasks(deps.db, [{ id: task.id, leaseToken: task.leaseToken!, ...item }], deps.now());
+  if (!outcome?.ok) return stopped(task.id, outcome?.error);
+  return {
+    id: task.id,
+    outcome: outcome.state === "pending" ? "retrying" : outcome.state === "dead" ? "dead" : "cancelled",
+    children: [],
+    runAt: outcome.state === "pending" ? outcome.run_at : undefined,
+    error: item.message,
+  };
+}
+
+function stopped(id: string, error: EdgeqError | undefined): TaskRunResult {
+  return {
+    id,
+    outcome: error?.code === "task_cancelled" ? "cancelled" : "lease_lost",
+    children: [],
+    error: error?.message,
+  };
+}

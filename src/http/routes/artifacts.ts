@@ -1,0 +1,94 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { EdgeqError, NotFoundError } from "../../engine/errors";
+import { assertLeaseHeld } from "../../engine/lease-check";
+import { getTask } from "../../engine/read";
+import { ARTIFACT_NAME, MAX_ARTIFACT_BYTES, artifactKey, listArtifacts, putArtifact } from "../../processors/artifacts";
+import type { AppEnv } from "../app-env";
+import { bearer, errorResponses, jsonResponse } from "../route-helpers";
+import { TaskId } from "../schemas";
+import { validationHook } from "../validation";
+
+const ArtifactParams = z.object({
+  id: TaskId.openapi({ param: { name: "id", in: "path" } }),
+  name: z
+    .string()
+    .regex(ARTIFACT_NAME, "letters, digits, '.', '_' or '-', at most 128, starting with a letter or digit")
+    .openapi({ param: { name: "name", in: "path" }, example: "item-0001.mp3" }),
+});
+
+const ArtifactSchema = z
+  .object({ name: z.string(), content_type: z.string(), size: z.number().int() })
+  .openapi("Artifact");
+
+const binary = { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } };
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/v1/tasks/{id}/artifacts",
+  tags: ["artifacts"],
+  summary: "The task's artifacts (rendered audio, ...) with content type and size",
+  security: bearer,
+  request: { params: z.object({ id: ArtifactParams.shape.id }) },
+  responses: { 200: jsonResponse(z.object({ artifacts: z.array(ArtifactSchema) })), ...errorResponses },
+});
+
+const getRoute = createRoute({
+  method: "get",
+  path: "/v1/tasks/{id}/artifacts/{name}",
+  tags: ["artifacts"],
+  summary: "Stream one artifact back, with its stored content type",
+  security: bearer,
+  request: { params: ArtifactParams },
+  responses: { 200: { description: "The artifact's bytes", content: binary }, ...errorResponses },
+});
+
+const putRoute = createRoute({
+  method: "put",
+  path: "/v1/tasks/{id}/artifacts/{name}",
+  tags: ["artifacts"],
+  summary: "Upload an artifact of a leased task (header Edgeq-Lease-Token fences it; Content-Length required)",
+  security: bearer,
+  request: {
+    params: ArtifactParams,
+    headers: z.object({ "edgeq-lease-token": z.string().min(1).max(64) }),
+    body: { required: true, content: binary },
+  },
+  responses: { 201: jsonResponse(ArtifactSchema, "Stored"), ...errorResponses },
+});
+
+/** Artifacts live in R2 under `tasks/{id}/{name}`. */
+export const artifactRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(listRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    await getTask(c.var.db, id); // 404 for an unknown task, not an empty list
+    return c.json({ artifacts: await listArtifacts(c.env.ARTIFACTS, id) }, 200);
+  })
+  .openapi(getRoute, async (c) => {
+    const { id, name } = c.req.valid("param");
+    const object = await c.env.ARTIFACTS.get(artifactKey(id, name));
+    if (!object) throw new NotFoundError(`artifact ${name} of task ${id}`);
+    return new Response(object.body, {
+      status: 200,
+      headers: {
+        "Content-Type": object.httpMetadata?.contentType ?? "application/octet-stream",
+        "Content-Length": String(object.size),
+        ETag: object.httpEtag,
+      },
+    });
+  })
+  .openapi(putRoute, async (c) => {
+    const { id, name } = c.req.valid("param");
+    const token = c.req.valid("header")["edgeq-lease-token"];
+    const length = Number(c.req.header("Content-Length"));
+    if (!Number.isInteger(length) || length < 0) {
+      throw new EdgeqError("invalid_request", "Content-Length: required (R2 stores bodies of known length)");
+    }
+    if (length > MAX_ARTIFACT_BYTES) {
+      throw new EdgeqError("payload_too_large", `artifacts are limited to ${MAX_ARTIFACT_BYTES} bytes (got ${length})`);
+    }
+    await assertLeaseHeld(c.var.db, id, token, c.var.now);
+    const body = c.req.raw.body ?? new ReadableStream();
+    const sized = body.pipeThrough(new FixedLengthStream(length));
+    const contentType = c.req.header("Content-Type") ?? "application/octet-stream";
+    return c.json(await putArtifact(c.env.ARTIFACTS, artifactKey(id, name), sized, contentType), 201);
+  });

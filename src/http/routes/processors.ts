@@ -1,0 +1,37 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { defaultRegistry } from "../../processors/registry";
+import type { AppEnv } from "../app-env";
+import { bearer, errorResponses, jsonResponse } from "../route-helpers";
+import { validationHook } from "../validation";
+
+const ProcessorsResponse = z.object({
+  processors: z.array(
+    z.object({
+      type: z.string(),
+      engine: z.string(),
+      available: z.boolean(),
+      note: z.string().optional(),
+    }),
+  ),
+});
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/v1/processors",
+  tags: ["processors"],
+  summary: "The registered processors and which engine each would use with this Worker's bindings",
+  security: bearer,
+  responses: { 200: jsonResponse(ProcessorsResponse), ...errorResponses },
+});
+
+export const processorRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(listRoute, (c) =>
+  c.json(
+    {
+      processors: defaultRegistry.list().map((p) => {
+        const engine = p.engine(c.env);
+        return { type: p.type, engine: engine.name, available: engine.available, note: engine.note };
+      }),
+    },
+    200,
+  ),
+);
