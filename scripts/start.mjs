@@ -51,7 +51,9 @@ async function announceEngines() {
         const { processors } = await res.json();
         console.log("\nedgeq: processor engines (push mode):");
         for (const p of processors) {
-          console.log(`  ${p.type.padEnd(10)} ${p.available ? "active " : "off    "} ${p.engine}${p.note ? ` — ${p.note}` : ""}`);
+          console.log(
+            `  ${p.type.padEnd(10)} ${p.available ? "active " : "off    "} ${p.engine}${p.note ? ` — ${p.note}` : ""}`,
+          );
         }
         console.log("");
         return;

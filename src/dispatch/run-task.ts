@@ -103,9 +103,13 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
     now,
     signal: abort.signal,
     checkpoint: task.checkpoint == null ? null : JSON.parse(task.checkpoint),
-    progress: (percent, message) =>
-      beat({ progress: Math.max(0, Math.min(100, Math.round(percent))), progressMessage: message }),
-    saveCheckpoint: (value) => beat({ checkpoint: value }),
+    progress: (percent, message) => beat({ progress: clampPercent(percent), progressMessage: message }),
+    saveCheckpoint: (value, progress) =>
+      beat({
+        checkpoint: value,
+        progress: progress === undefined ? undefined : clampPercent(progress.percent),
+        progressMessage: progress?.message,
+      }),
     putArtifact: (name, body, contentType) => putArtifact(env.ARTIFACTS, artifactKey(task.id, name), body, contentType),
     headArtifact: (name) => headArtifact(env.ARTIFACTS, artifactKey(task.id, name)),
   };
@@ -114,6 +118,11 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
     const result = await raceAbort(processor.run(parsed.data, ctx), abort.signal);
     const [outcome] = await completeTasks(db, [{ id: task.id, leaseToken, result }], now());
     if (outcome?.ok) return { id: task.id, outcome: "completed", children: outcome.children };
+    // An oversized result changed nothing: fail the task with the reason rather than leave its lease to lapse
+    // unexplained. Running it again would most likely produce the same result, so it is permanent.
+    if (outcome?.ok === false && outcome.error.code === "payload_too_large") {
+      return fail({ message: outcome.error.message, retryable: false });
+    }
     return stopped(task.id, outcome?.ok === false ? outcome.error : undefined);
   } catch (error) {
     const reason: unknown = abort.signal.aborted ? abort.signal.reason : error;
@@ -128,6 +137,10 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
     clearInterval(heartbeat);
     clearTimeout(deadline);
   }
+}
+
+function clampPercent(percent: number): number {
+  return Math.max(0, Math.min(100, Math.round(percent)));
 }
 
 /** Rejects as soon as `signal` aborts, so a processor that ignores its signal cannot hold the slot. */

@@ -31,8 +31,11 @@ export interface ProcessorContext {
   progress(percent: number, message?: string): Promise<void>;
   /** The checkpoint saved by an earlier attempt, or null. */
   checkpoint: unknown;
-  /** Saves a checkpoint that a retry of this task will receive (a fenced heartbeat). */
-  saveCheckpoint(value: unknown): Promise<void>;
+  /**
+   * Saves a checkpoint that a retry of this task will receive, and optionally progress with it — one
+   * fenced heartbeat, one D1 row written, however much it carries.
+   */
+  saveCheckpoint(value: unknown, progress?: { percent: number; message?: string }): Promise<void>;
   /** Stores an artifact of this task in R2 (`tasks/{id}/{name}`). */
   putArtifact(
     name: string,

@@ -33,9 +33,9 @@ export interface ApiResponse<T> {
 }
 
 export interface CallOptions {
-  /** A JSON body (serialised), or a raw string sent as is. */
+  /** A JSON body (serialised), or a raw string or bytes sent as is. */
   body?: unknown;
-  raw?: string;
+  raw?: string | Uint8Array;
   /** null: no Authorization header. Default: the right token. */
   token?: string | null;
   /** Default application/json when a body is given; null: no Content-Type. */
@@ -65,9 +65,14 @@ export async function read<T>(res: Response): Promise<ApiResponse<T>> {
 /** The Worker's default export (src/index.ts), typed through GlobalProps.mainModule in test/env.d.ts. */
 const worker = exports.default;
 
+/** Calls the deployed Worker's fetch handler and returns the raw Response (for binary bodies). */
+export function send(method: string, path: string, opts: CallOptions = {}): Promise<Response> {
+  return worker.fetch(request(method, path, opts));
+}
+
 /** Calls the deployed Worker's fetch handler, as a client over HTTP would. */
 export async function call<T = unknown>(method: string, path: string, opts: CallOptions = {}): Promise<ApiResponse<T>> {
-  return read<T>(await worker.fetch(request(method, path, opts)));
+  return read<T>(await send(method, path, opts));
 }
 
 /** Asserts the one error shape: exactly `{ error: { code, message } }`, JSON, no stack trace. */

@@ -4,14 +4,16 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { DEV_TOKEN } from "../../src/http/auth";
 import { buildApp } from "../../src/http/app";
+import { artifactKey } from "../../src/processors/artifacts";
 import { db, snapshot, uniqueQueue } from "../helpers";
 import { call, expectError, read, request, type CallOptions } from "./api";
-import { everyRoute } from "./fixtures";
+import { callRoute, everyRoute, UPLOADED_ARTIFACT } from "./fixtures";
 
-/** Everything a request could change: the queue's tasks and its stored config. */
-async function state(queue: string): Promise<unknown[]> {
+/** Everything a request could change: the queue's tasks, its stored config and the artifacts in R2. */
+async function state(queue: string, artifactTask: string): Promise<unknown[]> {
   const config = await db().all(sql`SELECT * FROM queues WHERE name = ${queue}`);
-  return [await snapshot(queue), config];
+  const artifacts = (await env.ARTIFACTS.list({ prefix: `tasks/${artifactTask}/` })).objects.map((o) => o.key);
+  return [await snapshot(queue), config, artifacts];
 }
 
 describe("bearer auth on /v1", () => {
@@ -22,7 +24,7 @@ describe("bearer auth on /v1", () => {
       Object.keys(item).map((method) => `${method} ${path}`),
     );
     expect(routes.map((r) => r.operation).sort()).toEqual(documented.sort());
-    expect(documented).toHaveLength(17);
+    expect(documented).toHaveLength(21);
   });
 
   const rejected: Array<[string, CallOptions]> = [
@@ -35,26 +37,27 @@ describe("bearer auth on /v1", () => {
 
   for (const [label, auth] of rejected) {
     it(`answers every route ${label} with 401 unauthorized and changes nothing`, async () => {
-      const { queue, routes } = await everyRoute();
-      const before = await state(queue);
+      const { queue, artifactTask, routes } = await everyRoute();
+      const before = await state(queue, artifactTask);
       for (const route of routes) {
-        const res = await call(route.method, route.path, { ...auth, body: route.body });
+        const res = await callRoute(route, auth);
         expectError(res, 401, "unauthorized", /Bearer/);
         expect(res.headers.get("WWW-Authenticate"), route.operation).toBe('Bearer realm="edgeq"');
       }
-      expect(await state(queue)).toEqual(before);
+      expect(await state(queue, artifactTask)).toEqual(before);
     });
   }
 
   it("serves every route with the right token (the requests above are real)", async () => {
-    const { queue, routes } = await everyRoute();
-    const before = await state(queue);
+    const { queue, artifactTask, routes } = await everyRoute();
+    const before = await state(queue, artifactTask);
     for (const route of routes) {
-      const res = await call(route.method, route.path, { body: route.body });
+      const res = await callRoute(route);
       expect(res.status, `${route.operation}: ${res.text}`).toBeGreaterThanOrEqual(200);
       expect(res.status, `${route.operation}: ${res.text}`).toBeLessThan(300);
     }
-    expect(await state(queue)).not.toEqual(before);
+    expect(await state(queue, artifactTask)).not.toEqual(before);
+    expect(await env.ARTIFACTS.head(artifactKey(artifactTask, UPLOADED_ARTIFACT))).not.toBeNull();
   });
 
   it("accepts the scheme name in any case", async () => {

@@ -1,6 +1,8 @@
+import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { artifactKey } from "../../src/processors/artifacts";
 import { uniqueQueue } from "../helpers";
-import { complete, deadTask, enqueueOne, lease, leaseOne } from "./api";
+import { call, complete, deadTask, enqueueOne, lease, leaseOne, type ApiResponse, type CallOptions } from "./api";
 
 export interface RouteCall {
   /** The operation as the OpenAPI document names it, e.g. "post /v1/queues/{queue}/tasks". */
@@ -8,20 +10,45 @@ export interface RouteCall {
   method: string;
   path: string;
   body?: unknown;
+  /** Request options besides a JSON body: a raw (non-JSON) body and its headers. */
+  options?: CallOptions;
 }
+
+/**
+ * Sends one route's request; `auth` overrides how it authenticates (its headers merged over the route's).
+ *
+ * @example
+ * await callRoute(route, { token: null });
+ */
+export function callRoute(route: RouteCall, auth: CallOptions = {}): Promise<ApiResponse<unknown>> {
+  return call(route.method, route.path, {
+    body: route.body,
+    ...route.options,
+    ...auth,
+    headers: { ...route.options?.headers, ...auth.headers },
+  });
+}
+
+/** The artifact everyRoute stores before its requests, and the one its PUT route uploads. */
+export const SEED_ARTIFACT = "seed.bin";
+export const UPLOADED_ARTIFACT = "upload.bin";
 
 /**
  * A queue holding a task in every state, and one request per /v1 route that, if it were served, would
  * change or reveal it. Ordered so that with the right token every request succeeds in turn.
  */
-export async function everyRoute(): Promise<{ queue: string; routes: RouteCall[] }> {
+export async function everyRoute(): Promise<{ queue: string; artifactTask: string; routes: RouteCall[] }> {
   const queue = uniqueQueue("routes");
   const dead = await deadTask(queue);
   await enqueueOne(queue);
   const done = await leaseOne(queue);
   expect((await complete(done.id, done.lease_token)).status).toBe(200);
-  for (let i = 0; i < 3; i++) await enqueueOne(queue, { priority: 10 });
-  const [l1, l2, l3] = await lease(queue, { max: 3 });
+  for (let i = 0; i < 4; i++) await enqueueOne(queue, { priority: 10 });
+  const [l1, l2, l3, l4] = await lease(queue, { max: 4 });
+  // l4 holds a live lease for the artifact upload, and already has one artifact to read back.
+  await env.ARTIFACTS.put(artifactKey(l4!.id, SEED_ARTIFACT), new Uint8Array([1, 2, 3]), {
+    httpMetadata: { contentType: "application/octet-stream" },
+  });
   const pending = await enqueueOne(queue);
   const future = new Date(Date.now() + 3_600_000).toISOString();
   const q = `/v1/queues/${queue}`;
@@ -68,6 +95,23 @@ export async function everyRoute(): Promise<{ queue: string; routes: RouteCall[]
       body: { state: "cancelled" },
     },
     { operation: "post /v1/queues/{queue}/purge", method: "POST", path: `${q}/purge`, body: { before: future } },
+    { operation: "get /v1/tasks/{id}/artifacts", method: "GET", path: `/v1/tasks/${l4!.id}/artifacts` },
+    {
+      operation: "get /v1/tasks/{id}/artifacts/{name}",
+      method: "GET",
+      path: `/v1/tasks/${l4!.id}/artifacts/${SEED_ARTIFACT}`,
+    },
+    {
+      operation: "put /v1/tasks/{id}/artifacts/{name}",
+      method: "PUT",
+      path: `/v1/tasks/${l4!.id}/artifacts/${UPLOADED_ARTIFACT}`,
+      options: {
+        raw: new Uint8Array([4, 5, 6, 7]),
+        contentType: "application/octet-stream",
+        headers: { "Edgeq-Lease-Token": l4!.lease_token, "Content-Length": "4" },
+      },
+    },
+    { operation: "get /v1/processors", method: "GET", path: "/v1/processors" },
   ];
-  return { queue, routes };
+  return { queue, artifactTask: l4!.id, routes };
 }

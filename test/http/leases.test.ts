@@ -209,10 +209,10 @@ describe("batch ack", () => {
     });
     expect(res.status).toBe(200);
     expect(res.body.results).toEqual([
-      { id: a!.id, ok: true, state: "completed" },
+      { id: a!.id, ok: true, state: "completed", children: [] },
       { id: b!.id, ok: false, error: { code: "lease_lost", message: expect.stringContaining(b!.id) } },
-      { id: c!.id, ok: true, state: "pending" },
-      { id: d!.id, ok: true, state: "dead" },
+      { id: c!.id, ok: true, state: "pending", children: [] },
+      { id: d!.id, ok: true, state: "dead", children: [] },
       { id: MISSING_ID, ok: false, error: { code: "not_found", message: expect.stringContaining(MISSING_ID) } },
     ]);
     expect(await getTask(a!.id)).toMatchObject({ state: "completed", result: { n: 0 } });

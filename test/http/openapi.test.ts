@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MAX_ENQUEUE_TASKS } from "../../src/engine/limits";
 import { call, MISSING_ID } from "./api";
-import { everyRoute } from "./fixtures";
+import { callRoute, everyRoute } from "./fixtures";
 
 /** The JSON Schema subset the generated document uses. */
 interface Schema {
@@ -50,7 +50,16 @@ const OPERATIONS: Record<string, number> = {
   "post /v1/tasks/{id}/heartbeat": 200,
   "post /v1/tasks/{id}/cancel": 200,
   "post /v1/tasks/{id}/retry": 200,
+  "get /v1/tasks/{id}/artifacts": 200,
+  "get /v1/tasks/{id}/artifacts/{name}": 200,
+  "put /v1/tasks/{id}/artifacts/{name}": 201,
+  "get /v1/processors": 200,
 };
+
+/** Operations whose success response or request body is raw bytes rather than JSON. */
+const BINARY_RESPONSE = new Set(["get /v1/tasks/{id}/artifacts/{name}"]);
+const BINARY_BODY = new Set(["put /v1/tasks/{id}/artifacts/{name}"]);
+const BINARY_CONTENT = "application/octet-stream";
 
 async function openapi(): Promise<Document> {
   const res = await call<Document>("GET", "/openapi.json", { token: null });
@@ -113,7 +122,9 @@ describe("the OpenAPI document", () => {
       expect(op.summary?.length, name).toBeGreaterThan(10);
       expect(op.tags?.length, name).toBeGreaterThan(0);
       const success = op.responses[String(OPERATIONS[name])];
-      expect(success?.content?.["application/json"]?.schema, name).toBeDefined();
+      const successType = BINARY_RESPONSE.has(name) ? BINARY_CONTENT : "application/json";
+      expect(Object.keys(success?.content ?? {}), name).toEqual([successType]);
+      expect(success?.content?.[successType]?.schema, name).toBeDefined();
       for (const status of ["400", "401", "404"]) {
         expect(resolve(doc, op.responses[status]!.content!["application/json"]!.schema), `${name} ${status}`).toEqual(
           doc.components.schemas.Error,
@@ -137,13 +148,19 @@ describe("the OpenAPI document", () => {
         continue;
       }
       expect(op.requestBody?.required, name).toBe(true);
+      if (BINARY_BODY.has(name)) {
+        expect(op.requestBody!.content, name).toEqual({
+          [BINARY_CONTENT]: { schema: { type: "string", format: "binary" } },
+        });
+        continue;
+      }
       const schema = resolve(doc, op.requestBody!.content["application/json"]!.schema);
       if (name !== "post /v1/queues/{queue}/tasks") expect(schema.additionalProperties, name).toBe(false);
     }
     const newTask = resolve(doc, { $ref: "#/components/schemas/NewTask" });
     expect(newTask.additionalProperties).toBe(false);
     expect(Object.keys(newTask.properties!).sort()).toEqual(
-      ["id", "type", "payload", "priority", "delay_s", "run_at", "max_attempts", "dedupe_key", "group"].sort(),
+      ["id", "type", "payload", "priority", "delay_s", "run_at", "max_attempts", "dedupe_key", "group", "then"].sort(),
     );
     // Enqueue: one task, or a batch whose documented size limit is the engine's.
     const enqueue = resolve(doc, { $ref: "#/components/schemas/EnqueueBody" });
@@ -156,9 +173,16 @@ describe("the OpenAPI document", () => {
     const doc = await openapi();
     const { routes } = await everyRoute();
     for (const route of routes) {
-      const res = await call(route.method, route.path, { body: route.body });
+      const res = await callRoute(route);
       expect(res.status, route.operation).toBe(OPERATIONS[route.operation]);
       const op = doc.paths[route.operation.split(" ")[1]!]![route.operation.split(" ")[0]!]!;
+      if (BINARY_RESPONSE.has(route.operation)) {
+        // Raw bytes, not JSON: the documented content type, and a body that is no JSON document.
+        expect(res.headers.get("Content-Type"), route.operation).toBe(BINARY_CONTENT);
+        expect(op.responses[String(res.status)]!.content![BINARY_CONTENT], route.operation).toBeDefined();
+        expect(res.body, route.operation).toBeNull();
+        continue;
+      }
       const schema = op.responses[String(res.status)]!.content!["application/json"]!.schema;
       expect(mismatches(doc, schema, res.body), route.operation).toEqual([]);
     }

@@ -34,13 +34,23 @@ function expectExactly(schema: z.ZodType, value: unknown): void {
   expect(parsed.data).toEqual(value);
 }
 
-/** A task with every optional field filled: leased, heartbeated with progress, failed once, leased again. */
+/**
+ * A task with every optional field filled: chained (`then`), leased, heartbeated with progress and a
+ * checkpoint, failed once, leased again.
+ */
 async function busyTask(): Promise<string> {
   const queue = uniqueQueue("drift");
-  const id = await enqueueOne(queue, { type: "render", payload: { n: 1 }, dedupe_key: "k", group: "g", priority: 3 });
+  const id = await enqueueOne(queue, {
+    type: "render",
+    payload: { n: 1 },
+    dedupe_key: "k",
+    group: "g",
+    priority: 3,
+    then: [{ type: "publish", payload: { to: "web" } }],
+  });
   const first = await leaseOne(queue, { holder: "w1" });
   await call("POST", `/v1/tasks/${id}/heartbeat`, {
-    body: { lease_token: first.lease_token, progress: 30, message: "a third" },
+    body: { lease_token: first.lease_token, progress: 30, message: "a third", checkpoint: { page: 3 } },
   });
   await fail(id, { lease_token: first.lease_token, error: "boom", retry_after_s: 0 });
   await leaseOne(queue, { holder: "w2" });
@@ -57,7 +67,14 @@ describe("TaskSchema matches the engine's TaskView", () => {
       expectExactly(TaskSchema.strict(), view);
     }
     expect(busy.errors).toHaveLength(1);
-    expect(busy).toMatchObject({ progress: 30, progress_message: "a third", lease_holder: "w2", group: "g" });
+    expect(busy).toMatchObject({
+      progress: 30,
+      progress_message: "a third",
+      lease_holder: "w2",
+      group: "g",
+      checkpoint: { page: 3 },
+      then: [{ type: "publish", payload: { to: "web" } }],
+    });
   });
 
   it("LeasedTaskSchema matches toLeasedTaskView, lease_token included", async () => {

@@ -39,7 +39,10 @@ const getRoute = createRoute({
   summary: "Stream one artifact back, with its stored content type",
   security: bearer,
   request: { params: ArtifactParams },
-  responses: { 200: { description: "The artifact's bytes", content: binary }, ...errorResponses },
+  responses: {
+    200: { description: "The artifact's bytes, served with the content type it was stored with", content: binary },
+    ...errorResponses,
+  },
 });
 
 const putRoute = createRoute({
@@ -90,5 +93,14 @@ export const artifactRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
     const body = c.req.raw.body ?? new ReadableStream();
     const sized = body.pipeThrough(new FixedLengthStream(length));
     const contentType = c.req.header("Content-Type") ?? "application/octet-stream";
-    return c.json(await putArtifact(c.env.ARTIFACTS, artifactKey(id, name), sized, contentType), 201);
+    try {
+      return c.json(await putArtifact(c.env.ARTIFACTS, artifactKey(id, name), sized, contentType), 201);
+    } catch (error) {
+      // FixedLengthStream rejects a body shorter or longer than its Content-Length: the client's mistake
+      // (or a dropped upload), and R2 keeps nothing of it.
+      if (error instanceof TypeError || /length/i.test(String(error))) {
+        throw new EdgeqError("invalid_request", `the body did not match Content-Length (${length} bytes)`);
+      }
+      throw error;
+    }
   });

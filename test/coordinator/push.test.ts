@@ -1,0 +1,116 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import type { TaskRow } from "../../src/db/schema";
+import { putQueueConfig } from "../../src/engine/queue-config";
+import { db, row, uniqueQueue } from "../helpers";
+
+/** End to end: HTTP enqueue -> the queue's coordinator -> its alarm runs the processor. No worker leases. */
+
+function coordinator(queue: string) {
+  return env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
+}
+
+function alarmOf(queue: string): Promise<number | null> {
+  return runInDurableObject(coordinator(queue), (_instance, state) => state.storage.getAlarm());
+}
+
+/** Enqueues one task over HTTP, as a client would, and returns its id. */
+async function enqueueOverHttp(queue: string, task: Record<string, unknown>): Promise<string> {
+  const res = await exports.default.fetch(
+    new Request(`http://edgeq.test/v1/queues/${queue}/tasks`, {
+      method: "POST",
+      headers: { Authorization: "Bearer test-token", "Content-Type": "application/json" },
+      body: JSON.stringify(task),
+    }),
+  );
+  expect(res.status).toBe(201);
+  const body = await res.json<{ tasks: Array<{ id: string; state: string }> }>();
+  expect(body.tasks).toEqual([{ id: expect.any(String), state: "pending", deduplicated: false }]);
+  return body.tasks[0]!.id;
+}
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 10));
+
+/**
+ * Runs the coordinator's alarm until the task reaches `state` (bounded). The enqueue's notify reaches the
+ * coordinator through waitUntil and sets an alarm due now; that alarm may also fire by itself, so this
+ * runs it when one is scheduled and otherwise just reads the task again.
+ */
+async function alarmUntil(queue: string, id: string, state: TaskRow["state"]): Promise<TaskRow> {
+  const stub = coordinator(queue);
+  for (let i = 0; i < 300; i++) {
+    await runDurableObjectAlarm(stub);
+    const current = await row(id);
+    if (current.state === state) return current;
+    await tick();
+  }
+  throw new Error(`task ${id} never became ${state}: ${JSON.stringify(await row(id))}`);
+}
+
+/** Waits (bounded) until the coordinator of `queue` has an alarm set, and returns it. */
+async function untilAlarm(queue: string): Promise<number> {
+  for (let i = 0; i < 300; i++) {
+    const at = await alarmOf(queue);
+    if (at !== null) return at;
+    await tick();
+  }
+  throw new Error(`the coordinator of ${queue} never set an alarm`);
+}
+
+describe("push mode through the coordinator", () => {
+  it("an HTTP-enqueued echo task is run by the coordinator's alarm and completed with its result", async () => {
+    const queue = uniqueQueue("push");
+    await putQueueConfig(db(), queue, { mode: "push", processor: "echo" }, Date.now());
+
+    const id = await enqueueOverHttp(queue, { type: "anything", payload: { text: "hello, edge" } });
+    const done = await alarmUntil(queue, id, "completed");
+
+    expect(done).toMatchObject({
+      state: "completed",
+      result: JSON.stringify({ text: "hello, edge" }),
+      progress: 100,
+      progressMessage: "echoing",
+      attempts: 1,
+      leaseHolder: `edgeq-push:${queue}`,
+    });
+    expect(JSON.parse(done.errors)).toEqual([]);
+  });
+
+  it("a push queue's delayed task sets the alarm at its run_at and runs only once due", async () => {
+    const queue = uniqueQueue("push");
+    await putQueueConfig(db(), queue, { mode: "push", processor: "echo" }, Date.now());
+
+    const id = await enqueueOverHttp(queue, { payload: { text: "later" }, delay_s: 3600 });
+    const runAt = (await row(id)).runAt;
+    expect(await untilAlarm(queue)).toBe(runAt);
+
+    // Fired early, the alarm runs nothing and re-arms for the task.
+    expect(await runDurableObjectAlarm(coordinator(queue))).toBe(true);
+    expect(await row(id)).toMatchObject({ state: "pending", attempts: 0 });
+    expect(await alarmOf(queue)).toBe(runAt);
+
+    await db().run(sql`UPDATE tasks SET run_at = ${Date.now() - 1000} WHERE id = ${id}`);
+    const done = await alarmUntil(queue, id, "completed");
+    expect(done.result).toBe(JSON.stringify({ text: "later" }));
+  });
+
+  it("a pull queue's alarm never runs processors, even for a task type that has one", async () => {
+    const queue = uniqueQueue("pull");
+    await putQueueConfig(db(), queue, { mode: "pull", processor: "echo" }, Date.now());
+
+    const id = await enqueueOverHttp(queue, {
+      type: "echo",
+      payload: { text: "not for the coordinator" },
+      delay_s: 3600,
+    });
+    expect(await untilAlarm(queue)).toBe((await row(id)).runAt);
+    await db().run(sql`UPDATE tasks SET run_at = ${Date.now() - 1000} WHERE id = ${id}`);
+
+    expect(await runDurableObjectAlarm(coordinator(queue))).toBe(true);
+
+    expect(await row(id)).toMatchObject({ state: "pending", attempts: 0, result: null, leaseToken: null });
+    expect(await alarmOf(queue)).toBeNull();
+  });
+});
