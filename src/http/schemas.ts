@@ -193,6 +193,8 @@ const LeaseToken = z.string().min(1).max(64);
 
 export const CompleteBody = z.strictObject({ lease_token: LeaseToken, result: z.unknown().optional() });
 
+export const ReleaseBody = z.strictObject({ lease_token: LeaseToken });
+
 const FailFields = {
   lease_token: LeaseToken,
   error: z.string().min(1).max(100_000).openapi({ description: "what went wrong (truncated to 2,000 chars)" }),
@@ -213,9 +215,13 @@ export const AckBody = z
   .strictObject({
     complete: z.array(z.strictObject({ id: TaskId, ...CompleteBody.shape })).default([]),
     fail: z.array(z.strictObject({ id: TaskId, ...FailFields })).default([]),
+    release: z.array(z.strictObject({ id: TaskId, ...ReleaseBody.shape })).default([]),
   })
-  .refine((b) => b.complete.length + b.fail.length >= 1, { message: "give at least one item", path: ["complete"] })
-  .refine((b) => b.complete.length + b.fail.length <= MAX_BATCH, {
+  .refine((b) => b.complete.length + b.fail.length + b.release.length >= 1, {
+    message: "give at least one item",
+    path: ["complete"],
+  })
+  .refine((b) => b.complete.length + b.fail.length + b.release.length <= MAX_BATCH, {
     message: `at most ${MAX_BATCH} items per ack`,
     path: ["complete"],
   });

@@ -16,7 +16,14 @@ import { normaliseTags, type ScoredTag } from "./tag-result";
  * reads as "how relevant, relative to the most relevant term of this text". Scores are comparable within
  * one text, and across texts only loosely — which is what per-group calibration is for. A tag found both
  * as a keyword and as a one-word keyphrase keeps its higher score.
+ *
+ * In short texts most terms occur once and retext scores them all 1, which would make every tag equal
+ * and calibration useless. So the score is then weighted by where the term first appears — a term named
+ * early is usually what the text is about (the position feature of keyword extractors such as YAKE):
+ * score × (1 − POSITION_WEIGHT × first offset ÷ text length). The first term keeps its score; one named
+ * only at the very end keeps half of it.
  */
+const POSITION_WEIGHT = 0.5;
 
 /**
  * Tags `text` locally: up to `maxTags` keywords and keyphrases (lowercased), scores in 0..1, sorted by
@@ -30,15 +37,28 @@ export async function localTags(text: string, maxTags: number): Promise<ScoredTa
   // Ask retext for `maxTags` of each list; ties can make it return a few more, normaliseTags cuts.
   const file = await retext().use(retextPos).use(retextKeywords, { maximum: maxTags }).process(text);
   const candidates: ScoredTag[] = [];
+  const weight = (score: number, offsets: Array<number | undefined>) => {
+    const first = Math.min(...offsets.map((o) => o ?? 0));
+    return clampScore(score) * (1 - (POSITION_WEIGHT * first) / Math.max(1, text.length));
+  };
   for (const keyword of file.data.keywords ?? []) {
     const first = keyword.matches[0];
-    if (first) candidates.push({ tag: toString(first.node), score: clampScore(keyword.score) });
+    if (!first) continue;
+    const offsets = keyword.matches.map((m) => m.node.position?.start.offset);
+    candidates.push({ tag: toString(first.node), score: round(weight(keyword.score, offsets)) });
   }
   for (const phrase of file.data.keyphrases ?? []) {
     const first = phrase.matches[0];
-    if (first) candidates.push({ tag: toString(first.nodes), score: clampScore(phrase.score) });
+    if (!first) continue;
+    const offsets = phrase.matches.map((m) => m.nodes[0]?.position?.start.offset);
+    candidates.push({ tag: toString(first.nodes), score: round(weight(phrase.score, offsets)) });
   }
   return normaliseTags(candidates, maxTags);
+}
+
+/** Three decimals: enough to rank and calibrate, short in the stored result. */
+function round(score: number): number {
+  return Math.round(score * 1000) / 1000;
 }
 
 /** retext's ratios are in (0, 1] by construction; this only guards the result's contract. */

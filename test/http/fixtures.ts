@@ -43,8 +43,8 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
   await enqueueOne(queue);
   const done = await leaseOne(queue);
   expect((await complete(done.id, done.lease_token)).status).toBe(200);
-  for (let i = 0; i < 4; i++) await enqueueOne(queue, { priority: 10 });
-  const [l1, l2, l3, l4] = await lease(queue, { max: 4 });
+  for (let i = 0; i < 5; i++) await enqueueOne(queue, { priority: 10 });
+  const [l1, l2, l3, l4, l5] = await lease(queue, { max: 5 });
   // l4 holds a live lease for the artifact upload, and already has one artifact to read back.
   await env.ARTIFACTS.put(artifactKey(l4!.id, SEED_ARTIFACT), new Uint8Array([1, 2, 3]), {
     httpMetadata: { contentType: "application/octet-stream" },
@@ -83,6 +83,12 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
       method: "POST",
       path: `${q}/ack`,
       body: { complete: [{ id: l3!.id, lease_token: l3!.lease_token }] },
+    },
+    {
+      operation: "post /v1/tasks/{id}/release",
+      method: "POST",
+      path: `/v1/tasks/${l5!.id}/release`,
+      body: { lease_token: l5!.lease_token },
     },
     { operation: "post /v1/tasks/{id}/cancel", method: "POST", path: `/v1/tasks/${pending}/cancel` },
     { operation: "post /v1/queues/{queue}/cancel", method: "POST", path: `${q}/cancel`, body: { all: true } },

@@ -50,6 +50,7 @@ const OPERATIONS: Record<string, number> = {
   "post /v1/tasks/{id}/heartbeat": 200,
   "post /v1/tasks/{id}/cancel": 200,
   "post /v1/tasks/{id}/retry": 200,
+  "post /v1/tasks/{id}/release": 200,
   "get /v1/tasks/{id}/artifacts": 200,
   "get /v1/tasks/{id}/artifacts/{name}": 200,
   "put /v1/tasks/{id}/artifacts/{name}": 201,

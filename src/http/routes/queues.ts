@@ -10,6 +10,7 @@ import { purgeTasks } from "../../engine/purge";
 import { getQueueConfig, putQueueConfig } from "../../engine/queue-config";
 import { listQueues, listTasks, queueStats } from "../../engine/read";
 import { redriveQueue } from "../../engine/redrive";
+import { releaseTasks } from "../../engine/release";
 import { toLeasedTaskView, toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import type { AppEnv } from "../app-env";
@@ -203,7 +204,7 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const body = c.req.valid("json");
     // The URL's queue scopes the ack: a task of another queue is not_found here.
     const scope = { queue: c.req.valid("param").queue };
-    const [completed, failed] = await Promise.all([
+    const [completed, failed, released] = await Promise.all([
       body.complete.length
         ? completeTasks(
             c.var.db,
@@ -226,9 +227,18 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
             scope,
           )
         : [],
+      body.release.length
+        ? releaseTasks(
+            c.var.db,
+            body.release.map((i) => ({ id: i.id, leaseToken: i.lease_token })),
+            c.var.now,
+            scope,
+          )
+        : [],
     ]);
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, [...completed, ...failed]));
-    const results = [...completed, ...failed].map((o) =>
+    const outcomes = [...completed, ...failed, ...released];
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, outcomes));
+    const results = outcomes.map((o) =>
       o.ok
         ? { id: o.id, ok: true, state: o.state, children: o.children.map((child) => child.id) }
         : { id: o.id, ok: false, error: { code: o.error.code, message: o.error.message } },

@@ -6,6 +6,7 @@ import { heartbeatTask } from "../../engine/heartbeat";
 import { getQueueConfig } from "../../engine/queue-config";
 import { getTask } from "../../engine/read";
 import { retryTask } from "../../engine/redrive";
+import { releaseTasks } from "../../engine/release";
 import { toIso } from "../../engine/time";
 import { toTaskView } from "../../engine/task-row";
 import type { AckOutcome } from "../../engine/ack";
@@ -13,7 +14,15 @@ import { wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import type { AppEnv } from "../app-env";
 import { validationHook } from "../validation";
 import { bearer, errorResponses, jsonBody, jsonResponse } from "../route-helpers";
-import { CompleteBody, FailBody, HeartbeatBody, OutcomeResponse, TaskParams, TaskSchema } from "../schemas";
+import {
+  ReleaseBody,
+  CompleteBody,
+  FailBody,
+  HeartbeatBody,
+  OutcomeResponse,
+  TaskParams,
+  TaskSchema,
+} from "../schemas";
 import { z } from "@hono/zod-openapi";
 
 /** Unwraps a single-item ack: the outcome, or its error thrown for the one error handler. */
@@ -98,6 +107,16 @@ const retryRoute = createRoute({
   responses: { 200: jsonResponse(TaskSchema), ...errorResponses },
 });
 
+const releaseRoute = createRoute({
+  method: "post",
+  path: "/v1/tasks/{id}/release",
+  tags: ["leases"],
+  summary: "Hand a leased task back unfinished: pending at once, the attempt not counted",
+  security: bearer,
+  request: { params: TaskParams, body: jsonBody(ReleaseBody) },
+  responses: { 200: jsonResponse(OutcomeResponse), ...errorResponses },
+});
+
 /** Routes addressed by task id. */
 export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(getTaskRoute, async (c) => {
@@ -165,6 +184,13 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
       },
       200,
     );
+  })
+  .openapi(releaseRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const [outcome] = await releaseTasks(c.var.db, [{ id, leaseToken: c.req.valid("json").lease_token }], c.var.now);
+    const result = single(outcome);
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!]));
+    return c.json(result, 200);
   })
   .openapi(cancelRoute, async (c) => {
     const { id } = c.req.valid("param");
