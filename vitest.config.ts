@@ -2,24 +2,48 @@ import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
-// Tests run inside workerd against real local D1 and Durable Objects, configured from wrangler.toml.
-// The same migration files wrangler applies are applied by test/setup.ts.
+// Two projects:
+// - "worker": tests inside workerd against real local D1, R2 and Durable Objects, configured from
+//   wrangler.toml [env.local]; test/setup.ts applies the same migration files wrangler applies.
+// - "cli": the `edgeq` command in Node against a real `wrangler dev` server that test/cli/server.ts
+//   starts on a free port (and stops after).
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url)));
   return {
-    plugins: [
-      cloudflareTest({
-        wrangler: { configPath: "./wrangler.toml", environment: "local" },
-        miniflare: {
-          bindings: { TEST_MIGRATIONS: migrations, EDGEQ_TOKEN: "test-token", ENVIRONMENT: "test" },
-        },
-      }),
-    ],
     test: {
-      include: ["test/**/*.test.ts"],
-      setupFiles: ["./test/setup.ts"],
-      // Runs in Node: a real webhook receiver on 127.0.0.1 for the `http` processor tests.
-      globalSetup: ["./test/support/webhook-receiver.ts"],
+      projects: [
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: "./wrangler.toml", environment: "local" },
+              miniflare: {
+                bindings: { TEST_MIGRATIONS: migrations, EDGEQ_TOKEN: "test-token", ENVIRONMENT: "test" },
+              },
+            }),
+          ],
+          test: {
+            name: "worker",
+            include: ["test/**/*.test.ts"],
+            exclude: ["test/cli/**"],
+            setupFiles: ["./test/setup.ts"],
+            // Runs in Node: a real webhook receiver on 127.0.0.1 for the `http` processor tests.
+            globalSetup: ["./test/support/webhook-receiver.ts"],
+          },
+        },
+        {
+          test: {
+            name: "cli",
+            include: ["test/cli/**/*.test.ts"],
+            environment: "node",
+            globalSetup: ["./test/cli/server.ts"],
+            // Real processes against a real server: a worker run takes seconds, not milliseconds.
+            testTimeout: 60_000,
+            hookTimeout: 120_000,
+            // One server for the whole project; files run one at a time so timings stay predictable.
+            fileParallelism: false,
+          },
+        },
+      ],
     },
   };
 });

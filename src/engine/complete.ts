@@ -20,8 +20,10 @@ const encoder = new TextEncoder();
  * queue, group and priority unless their spec overrides them; their payload receives
  * `parent: { id, type, result }`. Ids are ULIDs of `now` (time prefix + 64 random bits), so purges keep
  * walking ids in time order. A child whose dedupe key is live is not enqueued twice (ON CONFLICT).
+ * Parents are looked up by primary key from the ack's distinct ids, never found by scanning for the
+ * nonce: lease_token has no index, and that scan read the whole table (every row billed) on every ack.
  */
-function enqueueChildrenSql(ackNonce: string, now: number): SQL {
+function enqueueChildrenSql(ackNonce: string, idsJson: string, now: number): SQL {
   const childQueue = sql`coalesce(c.value->>'queue', p.queue)`;
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
@@ -36,7 +38,7 @@ function enqueueChildrenSql(ackNonce: string, now: number): SQL {
       c.value->>'dedupe_key', coalesce(c.value->>'group', p.group_key),
       CASE WHEN c.value->>'then' IS NULL THEN NULL ELSE c.value->'then' END,
       ${now}, ${now}
-    FROM tasks p, json_each(p.then_tasks) AS c
+    FROM json_each(${idsJson}) AS j JOIN tasks p ON p.id = j.value, json_each(p.then_tasks) AS c
     WHERE p.lease_token = ${ackNonce} AND p.state = 'completed' AND p.then_tasks IS NOT NULL
     ON CONFLICT DO NOTHING
     RETURNING id, queue, run_at, json_extract(payload, '$.parent.id') AS parent_id`;
@@ -77,7 +79,7 @@ export async function completeTasks(
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
-          after: enqueueChildrenSql(ackNonce, now),
+          after: enqueueChildrenSql(ackNonce, JSON.stringify([...new Set(fitting.map((i) => i.id))]), now),
         }),
         scope,
       )

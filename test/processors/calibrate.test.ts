@@ -251,14 +251,21 @@ describe("calibrate: from completed tag tasks, end to end", () => {
     }
     await completeTagTasks(group, results);
     const { thresholds } = await calibrate({}, { group });
-    expect(thresholds.jazz).toBe(1);
-    expect(thresholds.piano).toBe(1);
+    // Nearest-rank median (q = 0.5 of 3 results: the 2nd smallest) of each tag's local scores.
+    const median = (tag: string) => {
+      const scores = results.map((r) => [...r.tags, ...r.dropped].find((t) => t.tag === tag)!.score);
+      return scores.sort((a, b) => a - b)[1];
+    };
+    expect(thresholds.jazz).toBe(median("jazz"));
+    expect(thresholds.piano).toBe(median("piano"));
+    expect(thresholds.piano).toBeGreaterThan(0.5); // piano is named early in every calibration text
 
+    // Named once, at the very end: a low local score, below the group's piano threshold.
     const text = "Jazz clubs. Jazz festivals. Jazz radio. Jazz on a piano.";
     const { ctx } = testContext({ type: "tag", group, ...local });
     const after = (await tagProcessor.run(tagProcessor.payload.parse({ text }), ctx)) as TagResult;
     expect(after.calibrated).toBe(true);
-    expect(after.dropped).toContainEqual({ tag: "piano", score: 0.25, threshold: 1 });
+    expect(after.dropped).toContainEqual({ tag: "piano", score: expect.any(Number), threshold: thresholds.piano });
     expect(after.tags).toContainEqual({ tag: "jazz", score: 1 });
     for (const t of after.dropped) expect(t.score).toBeLessThan(t.threshold);
     for (const t of after.tags) if (t.tag in thresholds) expect(t.score).toBeGreaterThanOrEqual(thresholds[t.tag]!);

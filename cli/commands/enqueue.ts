@@ -1,0 +1,270 @@
+import { createReadStream } from "node:fs";
+import { createInterface } from "node:readline";
+import { monotonicFactory } from "ulid";
+import type { z } from "zod";
+import { describeZodError } from "../../src/engine/describe-zod-error";
+import { NewTaskSchema } from "../../src/http/schemas";
+import { expectOk, type Client } from "../client";
+import { CliError, EXIT } from "../errors";
+import { durationFlag, intFlag, isoFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
+import type { Command, CommandContext } from "../main";
+import { plural, ProgressBar, writeJson } from "../output";
+
+/** A task as the API takes it (one line of a JSONL file). */
+type NewTask = z.input<typeof NewTaskSchema>;
+
+/** One task's outcome, as the API reports it. */
+interface Outcome {
+  id: string;
+  state: string;
+  deduplicated: boolean;
+}
+
+/**
+ * Tasks per request. The API takes up to 10,000 tasks and 32 MiB per call, as one D1 transaction; 500
+ * small tasks are ~100 KB and one quick transaction, so the single D1 writer is not held for seconds while
+ * workers wait to lease, a transient failure re-sends little, and the progress bar moves. CHUNK_BYTES caps
+ * a request's body as well: 500 tasks near the 256 KiB payload limit would be 125 MiB.
+ */
+const CHUNK_TASKS = 500;
+const CHUNK_BYTES = 8 * 1024 * 1024;
+
+/** Attempts per chunk when the server is briefly unavailable (429, 5xx, or a dropped connection). */
+const MAX_TRIES = 4;
+
+const usage =
+  "edgeq enqueue <queue> [<payload-json>] [--file F.jsonl | --file -] [--type T] [--priority N] " +
+  "[--delay S | --run-at ISO] [--dedupe-key K] [--group G] [--max-attempts N] [--json]";
+
+/**
+ * `edgeq enqueue`: one task whose payload is the argument (or `{}`), or one task per line of a JSONL file
+ * (or stdin with `--file -`), each line a task in the API's shape (`{"payload": ..., "priority": ...}`).
+ * Flags give defaults for the fields a line lacks. The whole file is read and validated before anything is
+ * sent: a bad line exits with EXIT.input naming it, and nothing is enqueued.
+ *
+ * Tasks without an `id` get a ULID made here, so a chunk re-sent after a dropped connection deduplicates
+ * instead of creating its tasks twice (the API treats a known id as a duplicate).
+ *
+ * Prints the task ids in input order (a deduplicated task's id is the existing task's), or with --json
+ * one document `{ queue, created, deduplicated, tasks: [{ id, state, deduplicated }] }`; a summary goes
+ * to stderr. Each request is atomic, the file is not: when one fails, what was enqueued has been printed
+ * (with --json as `{ queue, partial: true, tasks }`) and the error names the last line enqueued.
+ */
+export const enqueue: Command = {
+  summary: "Enqueue one task, or many from a JSONL file or stdin",
+  usage,
+  options: {
+    file: { type: "string", short: "f" },
+    type: { type: "string" },
+    priority: { type: "string" },
+    delay: { type: "string" },
+    "run-at": { type: "string" },
+    "dedupe-key": { type: "string" },
+    group: { type: "string" },
+    "max-attempts": { type: "string" },
+    json: { type: "boolean" },
+  },
+  async run(ctx) {
+    const [queueRaw, payloadRaw] = positionals(ctx, enqueue, ["queue"], ["payload-json"]);
+    const queue = queueArg(enqueue, queueRaw);
+    const file = stringFlag(ctx, "file");
+    if (file !== undefined && payloadRaw !== undefined) {
+      throw usageError(enqueue, "give <payload-json> or --file, not both");
+    }
+    const defaults = taskDefaults(ctx);
+
+    let tasks: Array<{ task: NewTask; line: number }>;
+    let source: string;
+    if (file === undefined) {
+      source = "the command line";
+      const task = { payload: parsePayload(payloadRaw ?? "{}"), ...defaults };
+      const checked = NewTaskSchema.safeParse(task);
+      if (!checked.success) throw usageError(enqueue, describeZodError(checked.error, "task"));
+      tasks = [{ task, line: 0 }];
+    } else {
+      source = file === "-" ? "stdin" : file;
+      tasks = await readTasks(file === "-" ? ctx.stdin : file, source, defaults);
+    }
+
+    const ids = monotonicFactory();
+    const outcomes = await send(ctx, queue, tasks, ids, source);
+    const created = outcomes.filter((o) => !o.deduplicated).length;
+    const deduplicated = outcomes.length - created;
+    if (ctx.flags.json) writeJson(ctx.stdout, { queue, created, deduplicated, tasks: outcomes });
+    ctx.stderr.write(
+      `enqueued ${plural(outcomes.length, "task")} to ${queue}: ${created} created, ${deduplicated} deduplicated\n`,
+    );
+  },
+};
+
+/** The fields the flags give, for tasks that lack them. */
+function taskDefaults(ctx: CommandContext): Partial<NewTask> {
+  const delay = durationFlag(ctx, enqueue, "delay");
+  const runAt = isoFlag(ctx, enqueue, "run-at");
+  if (delay !== undefined && runAt !== undefined) throw usageError(enqueue, "give --delay or --run-at, not both");
+  const defaults: Partial<NewTask> = {
+    type: stringFlag(ctx, "type"),
+    priority: intFlag(ctx, enqueue, "priority", { min: -1_000_000, max: 1_000_000 }),
+    delay_s: delay,
+    run_at: runAt,
+    dedupe_key: stringFlag(ctx, "dedupe-key"),
+    group: stringFlag(ctx, "group"),
+    max_attempts: intFlag(ctx, enqueue, "max-attempts", { min: 1, max: 100 }),
+  };
+  return Object.fromEntries(Object.entries(defaults).filter(([, v]) => v !== undefined));
+}
+
+function parsePayload(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch (error) {
+    throw new CliError(`<payload-json>: ${(error as Error).message}`, EXIT.input);
+  }
+}
+
+/** A line's task with the flags' defaults for what it lacks; a line's own delay_s or run_at wins over both. */
+function withDefaults(task: Record<string, unknown>, defaults: Partial<NewTask>): Record<string, unknown> {
+  const timed = "delay_s" in task || "run_at" in task;
+  const merged: Record<string, unknown> = { ...task };
+  for (const [key, value] of Object.entries(defaults)) {
+    if (key in merged) continue;
+    if (timed && (key === "delay_s" || key === "run_at")) continue;
+    merged[key] = value;
+  }
+  return merged;
+}
+
+/**
+ * Reads and validates every line of a JSONL file or stream before anything is sent. Blank lines are
+ * skipped; line numbers count every line, blank or not, as an editor does.
+ */
+async function readTasks(
+  input: string | NodeJS.ReadableStream,
+  source: string,
+  defaults: Partial<NewTask>,
+): Promise<Array<{ task: NewTask; line: number }>> {
+  const stream = typeof input === "string" ? createReadStream(input, { encoding: "utf8" }) : input;
+  const tasks: Array<{ task: NewTask; line: number }> = [];
+  let line = 0;
+  try {
+    for await (const text of createInterface({ input: stream, crlfDelay: Infinity })) {
+      line += 1;
+      const trimmed = text.trim();
+      if (trimmed === "") continue;
+      let value: unknown;
+      try {
+        value = JSON.parse(trimmed);
+      } catch (error) {
+        throw new CliError(`${source}: line ${line}: ${(error as Error).message}`, EXIT.input);
+      }
+      if (typeof value !== "object" || value === null || Array.isArray(value)) {
+        throw new CliError(
+          `${source}: line ${line}: expected a task object like {"payload": {...}}, got ${Array.isArray(value) ? "an array" : JSON.stringify(value)}`,
+          EXIT.input,
+        );
+      }
+      const task = withDefaults(value as Record<string, unknown>, defaults);
+      const checked = NewTaskSchema.safeParse(task);
+      if (!checked.success) {
+        throw new CliError(`${source}: line ${line}: ${describeZodError(checked.error, "task")}`, EXIT.input);
+      }
+      tasks.push({ task: task as NewTask, line });
+    }
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw new CliError(`${source}: ${(error as Error).message}`, EXIT.input);
+  }
+  return tasks;
+}
+
+/** Splits tasks into requests of at most CHUNK_TASKS tasks and CHUNK_BYTES of JSON. */
+function chunk<T extends { task: NewTask }>(tasks: T[]): T[][] {
+  const chunks: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of tasks) {
+    const size = Buffer.byteLength(JSON.stringify(item.task)) + 1;
+    if (current.length > 0 && (current.length === CHUNK_TASKS || bytes + size > CHUNK_BYTES)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Posts one chunk, retrying 429s, 5xx and dropped connections (safe: every task carries its id). */
+async function post(client: Client, queue: string, tasks: NewTask[], connected: boolean): Promise<Outcome[]> {
+  for (let attempt = 1; ; attempt++) {
+    const backoff = 500 * 2 ** (attempt - 1);
+    try {
+      const res = await client.v1.queues[":queue"].tasks.$post({ param: { queue }, json: { tasks } });
+      const status: number = res.status; // typed as the success status only
+      if ((status === 429 || status >= 500) && attempt < MAX_TRIES) {
+        await sleep(backoff);
+        continue;
+      }
+      return (await expectOk(res)).tasks;
+    } catch (error) {
+      // A server that never answered is reported at once; one that went away mid-file gets retries.
+      const dropped = error instanceof CliError && error.exitCode === EXIT.unreachable && connected;
+      if (!dropped || attempt >= MAX_TRIES) throw error;
+      await sleep(backoff);
+    }
+  }
+}
+
+/** Sends the tasks chunk by chunk, printing ids as each chunk is accepted. */
+async function send(
+  ctx: CommandContext,
+  queue: string,
+  tasks: Array<{ task: NewTask; line: number }>,
+  nextId: () => string,
+  source: string,
+): Promise<Outcome[]> {
+  const ours = new Set<string>();
+  for (const { task } of tasks) {
+    if (task.id === undefined) {
+      task.id = nextId();
+      ours.add(task.id);
+    }
+  }
+  const chunks = chunk(tasks);
+  const progress = tasks.length > 1 ? new ProgressBar(ctx.stderr, tasks.length, `enqueue ${queue}`) : undefined;
+  const outcomes: Outcome[] = [];
+  try {
+    for (const part of chunks) {
+      const results = await post(
+        ctx.client,
+        queue,
+        part.map((p) => p.task),
+        outcomes.length > 0,
+      );
+      // A task deduplicated against the id made for it here was created by an earlier attempt of this chunk.
+      const fixed = results.map((r, i) =>
+        r.deduplicated && r.id === part[i]?.task.id && ours.has(r.id) ? { ...r, deduplicated: false } : r,
+      );
+      outcomes.push(...fixed);
+      if (!ctx.flags.json) ctx.stdout.write(fixed.map((r) => r.id).join("\n") + "\n");
+      progress?.tick(part.length);
+    }
+  } catch (error) {
+    progress?.done();
+    if (!(error instanceof CliError) || outcomes.length === 0) throw error;
+    const last = tasks[outcomes.length - 1]?.line;
+    if (ctx.flags.json) writeJson(ctx.stdout, { queue, partial: true, tasks: outcomes });
+    throw new CliError(
+      `${error.message} (${outcomes.length} of ${tasks.length} tasks were enqueued, through ${source} line ${last}; ` +
+        `the rest were not)`,
+      error.exitCode,
+      error.code,
+    );
+  }
+  progress?.done();
+  return outcomes;
+}

@@ -1,0 +1,41 @@
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { CliError, EXIT } from "./errors";
+
+export interface CliConfig {
+  url: string;
+  token: string;
+}
+
+/** Where `npm start` serves, and its development token (README quick start). */
+const DEFAULT_URL = "http://127.0.0.1:8787";
+const DEV_TOKEN = "edgeq-dev-token";
+
+/**
+ * Resolves the server URL and token: flags (--url, --token) over the environment (EDGEQ_URL, EDGEQ_TOKEN)
+ * over the config file (EDGEQ_CONFIG, default ~/.config/edgeq/config.json: `{ "url", "token" }`) over the
+ * local development defaults.
+ *
+ * @example
+ * const config = resolveConfig({ url: flags.url, token: flags.token }, process.env);
+ */
+export function resolveConfig(flags: Partial<CliConfig>, env: NodeJS.ProcessEnv): CliConfig {
+  const path = env.EDGEQ_CONFIG ?? join(homedir(), ".config", "edgeq", "config.json");
+  let file: Partial<CliConfig> = {};
+  try {
+    file = JSON.parse(readFileSync(path, "utf8")) as Partial<CliConfig>;
+  } catch (error) {
+    const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
+    if (!missing || env.EDGEQ_CONFIG) {
+      throw new CliError(`config file ${path}: ${(error as Error).message}`, EXIT.usage);
+    }
+  }
+  const url = (flags.url ?? env.EDGEQ_URL ?? file.url ?? DEFAULT_URL).replace(/\/+$/, "");
+  try {
+    new URL(url);
+  } catch {
+    throw new CliError(`not a URL: ${url} (--url or EDGEQ_URL)`, EXIT.usage);
+  }
+  return { url, token: flags.token ?? env.EDGEQ_TOKEN ?? file.token ?? DEV_TOKEN };
+}

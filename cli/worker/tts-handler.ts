@@ -1,0 +1,141 @@
+import { spawnSync } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { itemName } from "../../src/processors/tts";
+import { CliError, EXIT } from "../errors";
+import { runChild } from "./child";
+import { tail } from "./tail-buffer";
+import { checkpointSchema, parseTtsPayload, type TtsJob } from "./tts-payload";
+import type { ArtifactInfo, HandlerContext, Outcome, TaskHandler } from "./types";
+
+const ESPEAK = "espeak-ng";
+
+/** espeak-ng's own default voice, reported in the result when the payload names none. */
+const DEFAULT_VOICE = "en";
+
+/** One item's render may take this long: 2,000 characters (the item limit) render in about a second, so
+ * a synthesizer still busy after a minute is stuck, and its task should fail and retry, not hold a slot. */
+const RENDER_TIMEOUT_MS = 60_000;
+
+/** The `espeak-ng --version` probe at startup: it answers at once when installed. */
+const PROBE_TIMEOUT_MS = 10_000;
+
+/** A failure no retry can fix (a bad payload, an unknown voice): the task goes dead at once. */
+class PermanentFailure extends Error {}
+
+/**
+ * Fails with a clear message unless espeak-ng runs on this host; `--engine tts` calls it before leasing.
+ */
+export function checkEspeak(): void {
+  const probe = spawnSync(ESPEAK, ["--version"], { encoding: "utf8", timeout: PROBE_TIMEOUT_MS });
+  if (!probe.error && probe.status === 0) return;
+  const why =
+    (probe.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT"
+      ? "it is not installed (not on PATH)"
+      : `\`${ESPEAK} --version\` failed: ${probe.error?.message ?? probe.stderr.trim()}`;
+  throw new CliError(
+    `--engine tts renders with espeak-ng, and ${why}; install it (Debian/Ubuntu: apt-get install espeak-ng, macOS: brew install espeak-ng)`,
+    EXIT.usage,
+  );
+}
+
+/** Renders one item to WAV bytes with `espeak-ng -v <voice> -w <file> --stdin` (the text on stdin, so a
+ * text starting with "-" is never taken for an option). */
+async function render(job: TtsJob, voice: string, voiceField: string, file: string, signal: AbortSignal) {
+  const exit = await runChild({
+    command: ESPEAK,
+    args: ["-v", voice, "-w", file, "--stdin"],
+    stdin: job.text,
+    signal,
+    timeoutMs: RENDER_TIMEOUT_MS,
+    // espeak-ng prints nothing on success and one line on error: 4 KiB keeps any message whole.
+    stdoutLimit: 4096,
+    stderrLimit: 4096,
+  });
+  signal.throwIfAborted();
+  if (exit.code !== 0) {
+    const stderr = exit.stderr.text().trim();
+    if (/voice does not exist/i.test(stderr)) {
+      throw new PermanentFailure(`${voiceField}: espeak-ng has no voice "${voice}" (espeak-ng --voices lists them)`);
+    }
+    const status = exit.spawnError?.message ?? (exit.timedOut ? "timed out" : `exit ${exit.code ?? exit.signal}`);
+    // Half the API's 2,000-character error: room for the prefix, and espeak-ng's messages are one line.
+    throw new Error(`espeak-ng failed on ${job.field} (${status}): ${tail(stderr, 1_000)}`);
+  }
+  const bytes = await readFile(file);
+  await rm(file, { force: true });
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** The artifacts an earlier attempt checkpointed that are still stored as recorded, by name. */
+async function reusable(checkpoint: unknown, ctx: HandlerContext): Promise<Map<string, ArtifactInfo>> {
+  const parsed = checkpointSchema.safeParse(checkpoint);
+  if (!parsed.success || parsed.data.done.length === 0) return new Map();
+  const stored = new Map((await ctx.listArtifacts()).map((a) => [a.name, a]));
+  const usable = parsed.data.done.filter((a) => stored.get(a.name)?.size === a.size);
+  return new Map(usable.map((a) => [a.name, stored.get(a.name)!]));
+}
+
+/**
+ * `--engine tts`: renders tts tasks (payload as the tts processor's, see src/processors/tts.ts) with
+ * espeak-ng on this host. Each item becomes the artifact `item-0001.wav`, ... uploaded under the task's
+ * lease; after each, one heartbeat records progress and a checkpoint of the artifacts so far, so a retry
+ * resumes after the last finished item. `voice` (or an item's voice, else `lang`) is espeak-ng's `-v`.
+ *
+ * @example
+ * // payload { "items": ["Chapter one.", { "text": "Chapitre deux.", "voice": "fr" }] } completes with
+ * { "model": "espeak-ng", "voice": "en", "format": "wav", "items": 2, "resumed_from": 0,
+ *   "artifacts": [{ "name": "item-0001.wav", "content_type": "audio/wav", "size": 40044 }, ...] }
+ */
+export function ttsHandler(): TaskHandler {
+  return {
+    describe: "engine tts (espeak-ng)",
+    async run(task, ctx): Promise<Outcome> {
+      const parsed = parseTtsPayload(task.payload);
+      if ("error" in parsed) return { kind: "fail", error: parsed.error, retryable: false };
+      const { payload, jobs } = parsed;
+      const dir = await mkdtemp(join(tmpdir(), "edgeq-tts-"));
+      try {
+        const earlier = await reusable(task.checkpoint, ctx);
+        const artifacts: ArtifactInfo[] = [];
+        let resumed = 0;
+        for (const [i, job] of jobs.entries()) {
+          ctx.signal.throwIfAborted();
+          const name = itemName(i, "wav");
+          const stored = earlier.get(name);
+          if (stored) {
+            artifacts.push(stored);
+            resumed += 1;
+            continue;
+          }
+          const voice = job.voice ?? payload.voice ?? payload.lang ?? DEFAULT_VOICE;
+          const field = job.voice !== undefined ? `${job.field}.voice` : payload.voice !== undefined ? "voice" : "lang";
+          const bytes = await render(job, voice, field, join(dir, name), ctx.signal);
+          artifacts.push(await ctx.putArtifact(name, bytes, "audio/wav"));
+          await ctx.heartbeat({
+            checkpoint: { done: [...artifacts] },
+            progress: Math.round((100 * artifacts.length) / jobs.length),
+            message: `item ${i + 1}/${jobs.length}`,
+          });
+        }
+        return {
+          kind: "complete",
+          result: {
+            model: "espeak-ng",
+            voice: payload.voice ?? payload.lang ?? DEFAULT_VOICE,
+            format: "wav",
+            artifacts,
+            items: jobs.length,
+            resumed_from: resumed,
+          },
+        };
+      } catch (error) {
+        if (error instanceof PermanentFailure) return { kind: "fail", error: error.message, retryable: false };
+        throw error;
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
