@@ -9,8 +9,10 @@ import { defaultRegistry } from "../processors/registry";
 import { wakeCoordinator } from "./wake";
 import type { Env } from "../env";
 import {
+  coordinatorForgetSchema,
   coordinatorLeaseSchema,
   coordinatorNotifySchema,
+  type CoordinatorForget,
   type CoordinatorLease,
   type CoordinatorNotify,
 } from "./protocol";
@@ -96,6 +98,19 @@ export class Coordinator extends DurableObject<Env> {
       return;
     }
     await this.alarmNoLaterThan(runAt);
+  }
+
+  /**
+   * Withdraws a waiting long poll (its client disconnected): it is answered with nothing and leaves the
+   * line, so no task is leased for a client that is gone. Returns whether it was still waiting.
+   */
+  async forget(input: CoordinatorForget): Promise<boolean> {
+    const { waiterId } = coordinatorForgetSchema.parse(input);
+    const waiter = this.waiters.find((w) => w.request.waiterId === waiterId);
+    if (!waiter || waiter.busy) return false; // a lease in flight for it is handed back by the route
+    this.drop(waiter);
+    waiter.resolve([]);
+    return true;
   }
 
   /** How many long-poll requests are waiting (for tests and stats). */

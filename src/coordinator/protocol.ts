@@ -12,8 +12,14 @@ export const coordinatorLeaseSchema = z.object({
     .int()
     .min(0)
     .max(MAX_WAIT_S * 1000),
+  /** Names the wait so the caller can withdraw it (`forget`) when its client disconnects. */
+  waiterId: z.string().min(1).max(64).optional(),
 });
 export type CoordinatorLease = z.infer<typeof coordinatorLeaseSchema>;
+
+/** Withdraws a waiting long poll whose client went away. */
+export const coordinatorForgetSchema = z.object({ waiterId: z.string().min(1).max(64) });
+export type CoordinatorForget = z.infer<typeof coordinatorForgetSchema>;
 
 /** Tells the coordinator that tasks of its queue become due at `runAt` (ms). */
 export const coordinatorNotifySchema = z.object({

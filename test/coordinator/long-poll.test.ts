@@ -193,3 +193,46 @@ describe("long-poll lease over HTTP", () => {
     expect(await coordinator(queue).waiting()).toBe(0);
   });
 });
+
+describe("a long poll whose client went away", () => {
+  it("is withdrawn by forget: answered with nothing, and the next task goes to the waiter behind it", async () => {
+    const queue = uniqueQueue("forget");
+    const gone = coordinator(queue).lease({ ...leaseRequest(queue, 20_000, "gone"), waiterId: "w-gone" });
+    await untilWaiting(queue, 1);
+    const alive = coordinator(queue).lease({ ...leaseRequest(queue, 20_000, "alive"), waiterId: "w-alive" });
+    await untilWaiting(queue, 2);
+
+    expect(await coordinator(queue).forget({ waiterId: "w-gone" })).toBe(true);
+    expect(await gone).toEqual([]);
+    expect(await coordinator(queue).waiting()).toBe(1);
+    expect(await coordinator(queue).forget({ waiterId: "w-gone" })).toBe(false); // already gone
+
+    const [id] = await enqueueDue(queue, 1);
+    await coordinator(queue).notify({ queue, runAt: Date.now() });
+    const served = await alive;
+    expect(served.map((t) => [t.id, t.leaseHolder])).toEqual([[id, "alive"]]);
+    expect(await row(id!)).toMatchObject({ state: "processing", leaseHolder: "alive", attempts: 1 });
+  });
+});
+
+describe("a long poll over HTTP whose client disconnects", () => {
+  it("leaves the coordinator's line (request.signal withdraws it)", async () => {
+    const queue = uniqueQueue("abort");
+    const client = new AbortController();
+    const request = new Request(`http://edgeq.test/v1/queues/${queue}/lease`, {
+      method: "POST",
+      headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+      body: JSON.stringify({ max: 1, wait_s: 20 }),
+      signal: client.signal,
+    });
+    const response = exports.default.fetch(request).catch(() => null);
+    await untilWaiting(queue, 1);
+    client.abort();
+    await response;
+    await untilWaiting(queue, 0);
+    // A task enqueued now is not leased for the departed client: it stays pending.
+    const [id] = await enqueueDue(queue, 1);
+    await coordinator(queue).notify({ queue, runAt: Date.now() });
+    expect(await row(id!)).toMatchObject({ state: "pending", attempts: 0 });
+  });
+});

@@ -1,4 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { TaskRow } from "../../db/schema";
 import { wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import { cancelQueueTasks } from "../../engine/cancel";
 import { completeTasks } from "../../engine/complete";
@@ -194,10 +195,27 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const request = { queue, max: body.max, visibilityTimeoutS, holder: body.holder ?? null };
     const waitMs = Math.round(body.wait_s * 1000);
     // No wait: lease directly. A wait goes through the queue's coordinator, which holds the request.
-    const leased =
-      waitMs === 0
-        ? await leaseTasks(c.var.db, request, c.var.now)
-        : await c.env.COORDINATOR.get(c.env.COORDINATOR.idFromName(queue)).lease({ ...request, waitMs });
+    if (waitMs === 0) {
+      return c.json({ tasks: (await leaseTasks(c.var.db, request, c.var.now)).map(toLeasedTaskView) }, 200);
+    }
+    const coordinator = c.env.COORDINATOR.get(c.env.COORDINATOR.idFromName(queue));
+    const waiterId = crypto.randomUUID();
+    const signal = c.req.raw.signal;
+    const withdraw = () => c.executionCtx.waitUntil(coordinator.forget({ waiterId }));
+    signal.addEventListener("abort", withdraw, { once: true });
+    let leased: TaskRow[] = await coordinator.lease({ ...request, waitMs, waiterId });
+    signal.removeEventListener("abort", withdraw);
+    if (signal.aborted && leased.length > 0) {
+      // The client left while a lease for it was in flight: nobody will run these tasks. Hand them back
+      // at once (pending, attempt not counted) instead of leaving them until their visibility timeout.
+      const outcomes = await releaseTasks(
+        c.var.db,
+        leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+        Date.now(),
+      );
+      c.executionCtx.waitUntil(wakeAfterAck(c.env, outcomes));
+      leased = [];
+    }
     return c.json({ tasks: leased.map(toLeasedTaskView) }, 200);
   })
   .openapi(ackRoute, async (c) => {

@@ -1,0 +1,67 @@
+/**
+ * The bench worker: runs inside workerd (Miniflare), bundled by esbuild from this file, with real local
+ * D1 bound as DB. Node drives it with one POST per operation (bench/workerd-host.ts); no HTTP API, no
+ * coordinator — the engine functions are called directly.
+ */
+import {
+  bulkEnqueue,
+  burnDown,
+  holdTasks,
+  probeLeases,
+  probeReap,
+  runCostScenario,
+  type Scenario,
+  type SystemName,
+} from "./engine-ops";
+
+interface BenchEnv {
+  DB: D1Database;
+}
+
+export type BenchRequest =
+  | { op: "migrate"; statements: string[] }
+  | { op: "cost"; system: SystemName; scenario: Scenario; batch: number; tasks: number; queue: string }
+  | { op: "enqueue"; system: SystemName; queue: string; count: number; chunk?: number }
+  | { op: "burn"; system: SystemName; queue: string; batch: number; maxTasks: number }
+  | { op: "probe-lease"; queue: string; batch: number; leases: number }
+  | { op: "probe-reap" }
+  | { op: "hold"; queue: string; count: number }
+  | { op: "count"; queue: string };
+
+async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
+  switch (req.op) {
+    case "migrate":
+      for (const s of req.statements) await env.DB.prepare(s).run();
+      return { ok: true };
+    case "cost":
+      return runCostScenario(env.DB, req.system, req.scenario, req.batch, req.tasks, req.queue);
+    case "enqueue":
+      return bulkEnqueue(env.DB, req.system, req.queue, req.count, req.chunk);
+    case "hold":
+      return { held: await holdTasks(env.DB, req.queue, req.count) };
+    case "burn":
+      return { done: await burnDown(env.DB, req.system, req.queue, req.batch, req.maxTasks) };
+    case "probe-lease":
+      return probeLeases(env.DB, req.queue, req.batch, req.leases);
+    case "probe-reap":
+      return probeReap(env.DB);
+    case "count": {
+      const row = await env.DB.prepare("SELECT count(*) AS n FROM tasks WHERE queue = ? AND finished_at IS NULL")
+        .bind(req.queue)
+        .first<{ n: number }>();
+      return { pending: row?.n ?? 0 };
+    }
+  }
+}
+
+export default {
+  async fetch(request: Request, env: BenchEnv): Promise<Response> {
+    try {
+      const body = (await request.json()) as BenchRequest;
+      return Response.json(await handle(body, env));
+    } catch (error) {
+      const message = error instanceof Error ? `${error.message}\n${error.stack ?? ""}` : String(error);
+      return Response.json({ error: message }, { status: 500 });
+    }
+  },
+};

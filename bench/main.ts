@@ -1,0 +1,173 @@
+/**
+ * `npm run bench` (default, ≤ 15 minutes on 2 cores) and `npm run bench -- --quick` (≤ ~2 minutes).
+ * Runs the sections in order of priority and writes docs/benchmarks.md and docs/benchmarks-throughput.svg
+ * from this run's measurements only. A section that fails is reported as skipped with its error.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describeMachine } from "./machine";
+import { renderChart, renderReport, type BenchResults, type Plan } from "./report";
+import { runBullmq, runPgBoss } from "./section-alternatives";
+import {
+  BATCHES,
+  nodeSqliteVersion,
+  runCostSection,
+  runSqliteBurn,
+  runWorkerdBurn,
+  type BurnRow,
+} from "./section-engine";
+import { runGrowthSection } from "./section-growth";
+import { runHttpSection } from "./section-http";
+import { startWorkerdBench } from "./workerd-host";
+
+const quick = process.argv.includes("--quick");
+const root = join(fileURLToPath(import.meta.url), "..", "..", "..", "..");
+const started = performance.now();
+
+const plan: Plan = quick
+  ? {
+      mode: "quick",
+      command: "npm run bench -- --quick",
+      costTasks: 100,
+      burnTasks: 10_000,
+      burnCapS: 60,
+      baselineBurnTasks: 2_000,
+      segments: 5,
+      httpTasks: 2_000,
+      httpReps: 3,
+      httpWorkers: [1, 4, 16],
+      latencySamples: 60,
+      altTasks: 3_000,
+      altCapS: 5,
+      growthSizes: [1_000, 100_000],
+      growthLeases: 20,
+      inFlight: 1_000,
+    }
+  : {
+      mode: "default",
+      command: "npm run bench",
+      costTasks: 100,
+      burnTasks: 100_000,
+      burnCapS: 240,
+      baselineBurnTasks: 5_000,
+      segments: 5,
+      httpTasks: 10_000,
+      httpReps: 3,
+      httpWorkers: [1, 4, 16],
+      latencySamples: 300,
+      altTasks: 100_000,
+      altCapS: 25,
+      growthSizes: [1_000, 100_000, 1_000_000],
+      growthLeases: 50,
+      inFlight: 1_000,
+    };
+
+const resultsFile = join(root, "node_modules", ".cache", "edgeq-bench", `results-${plan.mode}.json`);
+const writeReport = (r: BenchResults) => {
+  writeFileSync(join(root, "docs", "benchmarks-throughput.svg"), renderChart(r));
+  writeFileSync(join(root, "docs", "benchmarks.md"), renderReport(r));
+};
+
+// `--render-only`: rewrite the report from the last run's saved results (same run, same figures).
+if (process.argv.includes("--render-only")) {
+  writeReport(JSON.parse(readFileSync(resultsFile, "utf8")) as BenchResults);
+  process.exit(0);
+}
+
+const log = (line: string) => {
+  const s = ((performance.now() - started) / 1000).toFixed(0).padStart(4);
+  console.log(`[${s}s] ${line}`);
+};
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).split("\n")[0]!;
+
+async function section<T>(
+  name: string,
+  fn: () => Promise<T>,
+): Promise<{ value?: T; skipped?: string; seconds: number }> {
+  const t0 = performance.now();
+  log(`${name}: start`);
+  try {
+    const value = await fn();
+    const seconds = (performance.now() - t0) / 1000;
+    log(`${name}: done in ${seconds.toFixed(0)} s`);
+    return { value, seconds };
+  } catch (error) {
+    const seconds = (performance.now() - t0) / 1000;
+    log(`${name}: FAILED: ${errorText(error)}`);
+    if (process.env.BENCH_DEBUG) console.error(error);
+    return { skipped: `failed: ${errorText(error)}`, seconds };
+  }
+}
+
+const results: BenchResults = {
+  plan,
+  machine: describeMachine(root, nodeSqliteVersion()),
+  load: { start: loadavg() },
+  durations: {},
+};
+
+const engine = await startWorkerdBench(root);
+try {
+  const cost = await section("1. cost per task", () => runCostSection(engine, plan.costTasks));
+  results.cost = cost;
+  results.durations.cost = cost.seconds;
+
+  const burn = await section("2. engine burn-down", async () => {
+    const rows: BurnRow[] = [];
+    for (const batch of BATCHES) {
+      const opts = { tasks: plan.burnTasks, segments: plan.segments, capS: plan.burnCapS };
+      rows.push(await runWorkerdBurn(engine, "edgeq", batch, opts));
+      log(`burn: edgeq in workerd, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
+      rows.push(await runSqliteBurn(root, batch, opts));
+      log(`burn: edgeq on node:sqlite, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
+      rows.push(await runWorkerdBurn(engine, "baseline", batch, { ...opts, tasks: plan.baselineBurnTasks }));
+      log(`burn: baseline in workerd, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
+    }
+    return rows;
+  });
+  results.burn = burn;
+  results.durations.burn = burn.seconds;
+} finally {
+  await engine.dispose();
+}
+
+const http = await section("3. end to end over HTTP", () =>
+  runHttpSection(root, {
+    tasks: plan.httpTasks,
+    reps: plan.httpReps,
+    workerCounts: plan.httpWorkers,
+    latencySamples: plan.latencySamples,
+    log,
+  }),
+);
+results.http = http;
+results.durations.http = http.seconds;
+
+const alternatives = await section("4. alternatives", async () => {
+  const opts = { tasks: plan.altTasks, segments: plan.segments, capS: plan.altCapS, log };
+  return [await runBullmq(BATCHES, opts), await runPgBoss(BATCHES, opts)];
+});
+results.alternatives = alternatives;
+results.durations.alternatives = alternatives.seconds;
+
+const growth = await section("5. growth", () =>
+  runGrowthSection(root, {
+    sizes: plan.growthSizes,
+    leases: plan.growthLeases,
+    inFlightAt: 100_000,
+    inFlight: plan.inFlight,
+    log,
+  }),
+);
+results.growth = growth;
+results.durations.growth = growth.seconds;
+
+results.durations.total = (performance.now() - started) / 1000;
+results.load.end = loadavg();
+// The raw results, kept next to the bundle (not committed): what the tables round, and --render-only's input.
+writeFileSync(resultsFile, JSON.stringify(results, null, 2));
+writeReport(results);
+log(`wrote docs/benchmarks.md and docs/benchmarks-throughput.svg (${(results.durations.total / 60).toFixed(1)} min)`);

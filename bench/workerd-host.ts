@@ -1,0 +1,77 @@
+/**
+ * Starts workerd through Miniflare with the bench worker (bench/bench-worker.ts, bundled by esbuild the way
+ * wrangler bundles: workerd/worker/browser conditions) and a local D1 persisted in a temporary directory,
+ * applies migrations/ (the same SQL files wrangler applies) and the baseline's schema, and sends it
+ * operations.
+ */
+import { build } from "esbuild";
+import { Miniflare } from "miniflare";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BASELINE_SCHEMA } from "./baseline-jobs";
+import type { BenchRequest } from "./bench-worker";
+
+/** The compatibility date the bench worker runs with: the newest the installed workerd supports. */
+export const BENCH_COMPATIBILITY_DATE = "2026-07-30";
+
+/** The statements of every migration file, in order, split where drizzle-kit marks a breakpoint. */
+export function migrationStatements(root: string): string[] {
+  const dir = join(root, "migrations");
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".sql"))
+    .sort()
+    .flatMap((f) => readFileSync(join(dir, f), "utf8").split("--> statement-breakpoint"))
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+export interface WorkerdBench {
+  call<T>(req: BenchRequest): Promise<T>;
+  /** Wall-clock milliseconds (Node's clock) of one call, with its result. */
+  timed<T>(req: BenchRequest): Promise<{ ms: number; result: T }>;
+  dispose(): Promise<void>;
+}
+
+export async function startWorkerdBench(root: string): Promise<WorkerdBench> {
+  const bundle = await build({
+    entryPoints: [join(root, "bench", "bench-worker.ts")],
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    target: "es2022",
+    conditions: ["workerd", "worker", "browser"],
+    mainFields: ["module", "main"],
+    external: ["node:*", "cloudflare:*"],
+    write: false,
+    logLevel: "warning",
+  });
+  const persist = mkdtempSync(join(tmpdir(), "edgeq-bench-d1-"));
+  const mf = new Miniflare({
+    modules: [{ type: "ESModule", path: join(root, "bench-worker.mjs"), contents: bundle.outputFiles[0]!.text }],
+    compatibilityDate: BENCH_COMPATIBILITY_DATE,
+    compatibilityFlags: ["nodejs_compat"],
+    d1Databases: { DB: "edgeq-bench" },
+    d1Persist: persist,
+  });
+  await mf.ready;
+  const call = async <T>(req: BenchRequest): Promise<T> => {
+    const res = await mf.dispatchFetch("http://bench/", { method: "POST", body: JSON.stringify(req) });
+    const body = (await res.json()) as T & { error?: string };
+    if (!res.ok || body.error) throw new Error(`bench worker ${req.op}: ${body.error ?? res.status}`);
+    return body;
+  };
+  await call({ op: "migrate", statements: [...migrationStatements(root), ...BASELINE_SCHEMA] });
+  return {
+    call,
+    async timed<T>(req: BenchRequest) {
+      const t0 = performance.now();
+      const result = await call<T>(req);
+      return { ms: performance.now() - t0, result };
+    },
+    async dispose() {
+      await mf.dispose();
+      rmSync(persist, { recursive: true, force: true });
+    },
+  };
+}
