@@ -25,8 +25,7 @@ export type BenchRequest =
   | { op: "burn"; system: SystemName; queue: string; batch: number; maxTasks: number }
   | { op: "probe-lease"; queue: string; batch: number; leases: number }
   | { op: "probe-reap" }
-  | { op: "hold"; queue: string; count: number }
-  | { op: "count"; queue: string };
+  | { op: "hold"; queue: string; count: number };
 
 async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
   switch (req.op) {
@@ -45,12 +44,6 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
       return probeLeases(env.DB, req.queue, req.batch, req.leases);
     case "probe-reap":
       return probeReap(env.DB);
-    case "count": {
-      const row = await env.DB.prepare("SELECT count(*) AS n FROM tasks WHERE queue = ? AND finished_at IS NULL")
-        .bind(req.queue)
-        .first<{ n: number }>();
-      return { pending: row?.n ?? 0 };
-    }
   }
 }
 

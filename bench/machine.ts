@@ -15,6 +15,9 @@ export interface Machine {
   workerdBench: string;
   miniflare: string;
   sqlite: string;
+  bullmq: string;
+  ioredis: string;
+  pgBoss: string;
   date: string;
 }
 
@@ -54,6 +57,9 @@ export function describeMachine(root: string, sqliteVersion: string): Machine {
     workerdBench: pkgVersion(root, "workerd"),
     miniflare: pkgVersion(root, "miniflare"),
     sqlite: sqliteVersion,
+    bullmq: pkgVersion(root, "bullmq"),
+    ioredis: pkgVersion(root, "ioredis"),
+    pgBoss: pkgVersion(root, "pg-boss"),
     date: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
   };
 }

@@ -318,6 +318,23 @@ function altSection(r: BenchResults, out: string[]) {
     });
     out.push(`| ${batch} | ${e ? fmtSpread(e.tasksPerS) : "—"} | ${cells.join(" | ")} |`);
   }
+  const boss = services.find((s) => s.system === "pg-boss" && !s.skipped && s.rows.length);
+  if (boss) {
+    out.push(
+      "",
+      "pg-boss, mean time per call in these runs: " +
+        boss.rows
+          .filter((x) => x.callMs)
+          .map(
+            (x) =>
+              `batch ${x.batch}: fetch ${x.callMs!.fetch.toFixed(1)} ms, complete ${x.callMs!.complete.toFixed(1)} ms`,
+          )
+          .join("; ") +
+        `. Its fetch (pg-boss ${r.machine.pgBoss}) orders the due jobs by \`priority DESC, created_on, id\` while its`,
+      "partial index is on `(name, start_after)`, so each fetch sorts the whole due backlog of the queue: the",
+      `per-call time grows with the number of jobs waiting (${fmt(r.plan.altTasks)} here, all due).`,
+    );
+  }
   const enq = services.filter((s) => !s.skipped && s.rows.length);
   if (enq.length) {
     out.push(
@@ -332,9 +349,8 @@ function altSection(r: BenchResults, out: string[]) {
     "What this does and does not compare: all three keep their data on this machine's disk; BullMQ's Redis",
     "is in memory with an append-only file fsynced every second, while PostgreSQL (defaults) and local D1",
     "(workerd's SQLite, which syncs its file on every write statement) make each commit durable before",
-    "answering. On",
-    "Cloudflare, D1 adds a network hop from the Worker to the database (not measured here); BullMQ and pg-boss",
-    "would add one to their Redis or PostgreSQL in any real deployment too.",
+    "answering. On Cloudflare, D1 adds a network hop from the Worker to the database (not measured here);",
+    "BullMQ and pg-boss would add one to their Redis or PostgreSQL in any real deployment too.",
     "",
   );
 }
@@ -350,8 +366,8 @@ function growthSection(r: BenchResults, out: string[]) {
     "For each size, a fresh workerd and local D1 with that many tasks pending in one queue (enqueued through",
     `\`enqueueTasks\`, 10,000 per call). Then ${r.plan.growthLeases} leases of 1 and ${r.plan.growthLeases} of 100, each followed by completing what`,
     "it leased (not counted): D1's rows read per lease and the time per lease measured inside workerd. Then one",
-    "cron reap pass (`reapExpiredLeases`, nothing expired). The extra tasks the probes consume are enqueued",
-    "too, so the pending count holds.",
+    "cron reap pass (`reapExpiredLeases`, nothing expired). The tasks the probes consume are enqueued on top",
+    "(so a probe sees between that many more and exactly the size), and the reap pass sees exactly the size.",
     "",
     "| pending | lease 1: rows read | lease 1: ms | lease 100: rows read | lease 100: ms | reap pass: rows read | reap pass: ms |",
     "| --: | --: | --: | --: | --: | --: | --: |",
@@ -375,6 +391,14 @@ function growthSection(r: BenchResults, out: string[]) {
       `| ${fmt(total)} | ${(g.enqueue.ms / 1000).toFixed(1)} | ${fmt(g.enqueue.tasksPerS)} | ${num(g.enqueue.rowsWrittenPerTask)} |`,
     );
   }
+  const largest = rows[rows.length - 1]!;
+  const perMonth = largest.reap.rowsRead * 60 * 24 * 30;
+  out.push(
+    "",
+    `**The cron reap pass reads every live task** (it walks the live index for expired leases): at ${fmt(largest.pending)}`,
+    `pending that is ${fmt(largest.reap.rowsRead)} rows per tick; at one tick a minute, ${fmt(perMonth / 1e9, 1)} billion rows a month,`,
+    `${money((perMonth / 1e6) * D1_PRICE_PER_M_READ)} a month at $0.001 per million rows read — a cost that grows with the backlog, paid every minute.`,
+  );
   const inflight = rows.find((g) => g.inFlight);
   if (inflight?.inFlight) {
     const p = inflight.inFlight.probe;
@@ -426,7 +450,7 @@ function summary(r: BenchResults): string[] {
     const best = [...h.throughput].sort((x, y) => y.tasksPerS.median - x.tasksPerS.median)[0];
     if (best) {
       lines.push(
-        `- **Over HTTP** (wrangler dev): ${fmt(best.tasksPerS.median)} tasks/s with ${best.workers} pull worker(s) leasing and acking 100 at a time;` +
+        `- **Over HTTP** (wrangler dev): ${fmt(best.tasksPerS.median)} tasks/s with ${best.workers} pull worker${best.workers === 1 ? "" : "s"} leasing and acking 100 at a time;` +
           ` enqueue-to-lease with long polling p50 ${h.longPoll.p50} ms / p99 ${h.longPoll.p99} ms` +
           ("skipped" in h.push ? "." : `; push mode enqueue-to-start p50 ${h.push.p50} ms / p99 ${h.push.p99} ms.`),
       );
@@ -439,7 +463,10 @@ function summary(r: BenchResults): string[] {
         alts
           .map((s) => {
             const top = [...s.rows].sort((x, y) => y.tasksPerS.median - x.tasksPerS.median)[0]!;
-            return `${s.system} ${fmt(top.tasksPerS.median)} tasks/s (${s.system === "BullMQ" ? "concurrency" : "batch"} ${top.batch})`;
+            const why = top.callMs
+              ? `; its fetch takes ${top.callMs.fetch.toFixed(0)} ms with ${fmt(r.plan.altTasks)} jobs waiting`
+              : "";
+            return `${s.system} ${fmt(top.tasksPerS.median)} tasks/s (${s.system === "BullMQ" ? "concurrency" : "batch"} ${top.batch}${why})`;
           })
           .join(", ") +
         ".",
@@ -511,6 +538,7 @@ export function renderReport(r: BenchResults): string {
     `| wrangler (section 3) | ${m.wrangler}, with workerd ${m.workerdWrangler} |`,
     `| Miniflare (sections 1, 2, 5) | ${m.miniflare}, with workerd ${m.workerdBench} |`,
     `| node:sqlite (ceiling) | SQLite ${m.sqlite} |`,
+    `| BullMQ / pg-boss (section 4) | ${m.bullmq} (ioredis ${m.ioredis}) / ${m.pgBoss} |`,
     `| load average (1, 5, 15 min) at start / end | ${r.load.start.map((v) => v.toFixed(2)).join(", ")} / ${(r.load.end ?? []).map((v) => v.toFixed(2)).join(", ")} |`,
     "",
     "A load average above 0 at the start means other work shared the cores with the bench: figures taken",

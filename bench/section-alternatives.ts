@@ -21,6 +21,8 @@ export interface AltRow {
   capped: boolean;
   tasksPerS: Spread;
   enqueueTasksPerS: number;
+  /** pg-boss: mean milliseconds per fetch call and per complete call. */
+  callMs?: { fetch: number; complete: number };
 }
 
 export interface AltService {
@@ -243,13 +245,21 @@ export async function runPgBoss(batches: number[], opts: AltOptions): Promise<Al
         const start = performance.now();
         const deadline = start + opts.capS * 1000;
         const segments = new Segments(opts.tasks, opts.segments);
+        let fetchMs = 0;
+        let completeMs = 0;
+        let calls = 0;
         while (done < opts.tasks && performance.now() < deadline) {
+          const t0 = performance.now();
           const jobs = await boss.fetch(name, { batchSize: batch });
+          const t1 = performance.now();
           if (jobs.length === 0) break;
           await boss.complete(
             name,
             jobs.map((j) => j.id),
           );
+          fetchMs += t1 - t0;
+          completeMs += performance.now() - t1;
+          calls += 1;
           done += jobs.length;
           segments.advance(done);
         }
@@ -264,6 +274,7 @@ export async function runPgBoss(batches: number[], opts: AltOptions): Promise<Al
           capped,
           tasksPerS,
           enqueueTasksPerS: enqueueRate,
+          callMs: { fetch: fetchMs / Math.max(calls, 1), complete: completeMs / Math.max(calls, 1) },
         });
       }
     } finally {

@@ -29,9 +29,8 @@ export async function runGrowthSection(root: string, opts: GrowthOptions): Promi
     const bench = await startWorkerdBench(root);
     try {
       const queue = `growth-${pending}`;
-      // The lease probes consume tasks; enqueue enough that `pending` remain at every probe.
-      const extra = opts.leases * 101 + (pending === opts.inFlightAt ? opts.inFlight + opts.leases * 100 : 0);
-      const total = pending + extra;
+      // The lease probes consume leases × (1 + 100) tasks: enqueue those too, so `pending` are left for the reap.
+      const total = pending + opts.leases * 101;
       let written = 0;
       let read = 0;
       const t0 = performance.now();
@@ -60,6 +59,8 @@ export async function runGrowthSection(root: string, opts: GrowthOptions): Promi
       const reap = await bench.call<D1Usage & { ms: number }>({ op: "probe-reap" });
       const row: GrowthRow = { pending, enqueue, leases, reap };
       if (pending === opts.inFlightAt) {
+        // Tasks to hold in flight and for the probe to consume, so `pending` stay pending behind them.
+        await bench.call({ op: "enqueue", system: "edgeq", queue, count: opts.inFlight + opts.leases * 100 });
         const { held } = await bench.call<{ held: number }>({ op: "hold", queue, count: opts.inFlight });
         const probe = await bench.call<LeaseProbe>({ op: "probe-lease", queue, batch: 100, leases: opts.leases });
         row.inFlight = { held, probe };

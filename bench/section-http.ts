@@ -49,13 +49,21 @@ class Api {
         method,
         headers: { Authorization: `Bearer ${BENCH_TOKEN}`, "Content-Type": "application/json" },
         body: body === undefined ? undefined : JSON.stringify(body),
+        // No request may hang the bench: the longest wait asked for is 2 s.
+        signal: AbortSignal.timeout(60_000),
       });
       if (res.status === 429 && attempt < 20) {
         await res.arrayBuffer();
         await sleep(50);
         continue;
       }
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
+      if (!res.ok) {
+        const text = await res.text();
+        if (res.status === 503 && /restarted/i.test(text)) {
+          throw new Error("wrangler dev restarted the Worker mid-run (a file under src/ or wrangler.toml changed)");
+        }
+        throw new Error(`${method} ${path}: ${res.status} ${text}`);
+      }
       return (await res.json()) as T;
     }
   }
@@ -137,23 +145,30 @@ export async function runHttpSection(root: string, opts: HttpOptions): Promise<H
     const queue = `http-latency-${Date.now()}`;
     const latencies: number[] = [];
     let stop = false;
+    let pollError: unknown = null;
     const pollers = Array.from({ length: longPollWorkers }, async () => {
-      while (!stop) {
-        const { tasks } = await api.lease(queue, 100, 2);
-        const received = Date.now();
-        for (const t of tasks) latencies.push(received - (t.payload?.t0 ?? received));
-        if (tasks.length) await api.ack(queue, tasks);
+      try {
+        while (!stop) {
+          const { tasks } = await api.lease(queue, 100, 2);
+          const received = Date.now();
+          for (const t of tasks) latencies.push(received - (t.payload?.t0 ?? received));
+          if (tasks.length) await api.ack(queue, tasks);
+        }
+      } catch (error) {
+        pollError ??= error;
+        stop = true;
       }
     });
     await sleep(500); // let the pollers park in the coordinator
-    for (let i = 0; i < opts.latencySamples; i++) {
+    for (let i = 0; i < opts.latencySamples && !stop; i++) {
       await api.enqueue(queue, [{ payload: { t0: Date.now() } }]);
       await sleep(LATENCY_INTERVAL_MS);
     }
     const deadline = Date.now() + 30_000;
-    while (latencies.length < opts.latencySamples && Date.now() < deadline) await sleep(50);
+    while (latencies.length < opts.latencySamples && Date.now() < deadline && !stop) await sleep(50);
     stop = true;
     await Promise.all(pollers);
+    if (pollError) throw pollError;
     if (latencies.length < opts.latencySamples) {
       throw new Error(`long poll: ${latencies.length} of ${opts.latencySamples} tasks leased`);
     }
