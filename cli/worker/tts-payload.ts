@@ -1,41 +1,11 @@
 import { z } from "zod";
-import { MAX_TTS_ITEMS, MAX_TTS_TEXT_CHARS } from "../../src/processors/tts";
-
-/** Longest voice or language name, as the tts processor: real ones are a few characters. */
-const MAX_NAME_CHARS = 64;
-
-const text = z
-  .string()
-  .max(MAX_TTS_TEXT_CHARS)
-  .refine((s) => s.trim().length > 0, "must not be empty or blank");
-const name = z.string().min(1).max(MAX_NAME_CHARS);
+import { ttsPayloadSchema } from "../../src/processors/tts";
 
 /**
  * The `tts` payload as src/processors/tts.ts defines it (exactly one of `text` or `items`, optional voice,
- * format, lang), except that `format` defaults to what espeak-ng makes, wav, rather than the Workers AI
- * default, mp3.
+ * format, lang), except that `format` defaults to what espeak-ng makes, wav, rather than Workers AI's mp3.
  */
-const payloadSchema = z
-  .strictObject({
-    text: text.optional(),
-    items: z
-      .array(z.union([text, z.strictObject({ text, voice: name.optional() })]))
-      .min(1)
-      .max(MAX_TTS_ITEMS)
-      .optional(),
-    voice: name.optional(),
-    format: z.enum(["mp3", "wav"]).default("wav"),
-    lang: name.optional(),
-  })
-  .superRefine((p, ctx) => {
-    if ((p.text === undefined) === (p.items === undefined)) {
-      ctx.addIssue({
-        code: "custom",
-        path: [p.text === undefined ? "text" : "items"],
-        message: "give exactly one of text or items",
-      });
-    }
-  });
+const payloadSchema = ttsPayloadSchema("wav");
 
 /** A validated tts payload, `format` filled in. */
 export type EngineTtsPayload = z.infer<typeof payloadSchema>;

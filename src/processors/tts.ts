@@ -30,27 +30,38 @@ const text = z
   .refine((s) => s.trim().length > 0, "must not be empty or blank");
 const name = z.string().min(1).max(MAX_NAME_CHARS);
 
-const payloadSchema = z
-  .strictObject({
-    text: text.optional(),
-    items: z
-      .array(z.union([text, z.strictObject({ text, voice: name.optional() })]))
-      .min(1)
-      .max(MAX_TTS_ITEMS)
-      .optional(),
-    voice: name.optional(),
-    format: z.enum(["mp3", "wav"]).default("mp3"),
-    lang: name.optional(),
-  })
-  .superRefine((p, ctx) => {
-    if ((p.text === undefined) === (p.items === undefined)) {
-      ctx.addIssue({
-        code: "custom",
-        path: [p.text === undefined ? "text" : "items"],
-        message: "give exactly one of text or items",
-      });
-    }
-  });
+/**
+ * The `tts` payload schema, shared with the CLI's espeak-ng engine (cli/worker/tts-payload.ts), which
+ * differs only in its default format: what its engine makes natively.
+ *
+ * @example
+ * ttsPayloadSchema("wav").parse({ text: "hello" }); // { text: "hello", format: "wav" }
+ */
+export function ttsPayloadSchema(defaultFormat: "mp3" | "wav") {
+  return z
+    .strictObject({
+      text: text.optional(),
+      items: z
+        .array(z.union([text, z.strictObject({ text, voice: name.optional() })]))
+        .min(1)
+        .max(MAX_TTS_ITEMS)
+        .optional(),
+      voice: name.optional(),
+      format: z.enum(["mp3", "wav"]).default(defaultFormat),
+      lang: name.optional(),
+    })
+    .superRefine((p, ctx) => {
+      if ((p.text === undefined) === (p.items === undefined)) {
+        ctx.addIssue({
+          code: "custom",
+          path: [p.text === undefined ? "text" : "items"],
+          message: "give exactly one of text or items",
+        });
+      }
+    });
+}
+
+const payloadSchema = ttsPayloadSchema("mp3");
 
 /** The `tts` payload: exactly one of `text` or `items`, plus optional voice, format and lang. */
 export type TtsPayload = z.infer<typeof payloadSchema>;
