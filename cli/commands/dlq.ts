@@ -1,11 +1,8 @@
 import { expectOk } from "../client";
-import { intFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
+import { intFlag, positionals, queueArg, stringFlag } from "../flags";
 import type { Command } from "../main";
 import { plural, relativeTime, table, truncate, writeJson, writeJsonLines } from "../output";
-import { describeFilter, fetchTasks } from "./list";
-
-/** Rows shown when neither --limit nor --all is given (as `list`). */
-const DEFAULT_LIMIT = 50;
+import { describeFilter, fetchTasks, limitFlag } from "./list";
 
 /**
  * `edgeq dlq list <queue>`: the queue's dead tasks (optionally one --group) with their last error, oldest
@@ -24,9 +21,7 @@ export const dlqList: Command = {
     const [queueRaw] = positionals(ctx, dlqList, ["queue"]);
     const queue = queueArg(dlqList, queueRaw);
     const filter = { state: "dead" as const, group: stringFlag(ctx, "group") };
-    const given = intFlag(ctx, dlqList, "limit", { min: 1 });
-    if (given !== undefined && ctx.flags.all) throw usageError(dlqList, "give --limit or --all, not both");
-    const limit = ctx.flags.all ? undefined : (given ?? DEFAULT_LIMIT);
+    const limit = limitFlag(ctx, dlqList);
     const json = ctx.flags.json === true;
     const { tasks, more } = await fetchTasks(ctx.client, queue, filter, limit, (page) => {
       if (json) writeJsonLines(ctx.stdout, page);

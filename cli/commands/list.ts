@@ -10,6 +10,16 @@ const MAX_PAGE = 100;
 /** Rows shown when neither --limit nor --all is given. */
 const DEFAULT_LIMIT = 50;
 
+/**
+ * How many tasks a listing shows: --limit N, everything with --all (undefined), else DEFAULT_LIMIT.
+ * Shared by `list` and `dlq list`.
+ */
+export function limitFlag(ctx: CommandContext, command: Command): number | undefined {
+  const given = intFlag(ctx, command, "limit", { min: 1 });
+  if (given !== undefined && ctx.flags.all) throw usageError(command, "give --limit or --all, not both");
+  return ctx.flags.all ? undefined : (given ?? DEFAULT_LIMIT);
+}
+
 /** A task as the list endpoint returns it. */
 export type TaskView = Awaited<ReturnType<typeof fetchPage>>["tasks"][number];
 
@@ -99,9 +109,7 @@ export const list: Command = {
     const [queueRaw] = positionals(ctx, list, ["queue"]);
     const queue = queueArg(list, queueRaw);
     const filter = filterFlags(ctx, list);
-    const given = intFlag(ctx, list, "limit", { min: 1 });
-    if (given !== undefined && ctx.flags.all) throw usageError(list, "give --limit or --all, not both");
-    const limit = ctx.flags.all ? undefined : (given ?? DEFAULT_LIMIT);
+    const limit = limitFlag(ctx, list);
 
     // JSON lines stream page by page, so `--all --json` on a big queue starts printing at once.
     const json = ctx.flags.json === true;
