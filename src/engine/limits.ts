@@ -47,3 +47,8 @@ export const MAX_PUSH_CONCURRENCY = 50;
 /** Most rows the cron tick reaps or prunes per statement: bounded work per tick (a Worker invocation has
  * 30 s of CPU and D1 30 s per query); what remains is taken by the next tick a minute later. */
 export const MAX_ROWS_PER_TICK_STATEMENT = 5_000;
+
+/** Deepest nesting of arrays and objects in a payload, result, checkpoint or `then` payload. SQLite's JSON
+ * functions (which D1 runs on every enqueue and ack) fail at ~1,000 levels with "malformed JSON"; 64 is far
+ * above any real document (a tts item list is 3 deep) and keeps the recursive check cheap. */
+export const MAX_JSON_DEPTH = 64;
