@@ -47,6 +47,14 @@ export const tasks = sqliteTable(
     leaseHolder: text("lease_holder"),
     /** The lease is void from this time; the reaper then retries or buries the task. */
     leaseExpiresAt: integer("lease_expires_at"),
+    /** Set while a lease handed to a long poll after it waited is not yet claimed: unless the holder makes
+     * a fenced call (heartbeat, extend, complete, fail, release) before this time, the lease is void and the
+     * task is leasable again with the attempt refunded — the client that waited may have gone. Null once
+     * claimed, and for leases answered at once. */
+    claimBy: integer("claim_by"),
+    /** How the last lease ended by its holder: `complete:<token>`, `fail:<token>` or `release:<token>`, so
+     * the holder repeating that very ack (its answer was lost) is told it was applied, not `lease_lost`. */
+    ackedWith: text("acked_with"),
     /** 1 once a cancel was asked for while processing; the holder learns it on heartbeat or ack. */
     cancelRequested: integer("cancel_requested").notNull().default(0),
     /** Unique among the queue's live (pending or processing) tasks. */
@@ -107,6 +115,9 @@ export const queues = sqliteTable("queues", {
   rateLimitCount: integer("rate_limit_count"),
   /** The rate limit's window: 1 (per second) or 60 (per minute). */
   rateLimitWindowS: integer("rate_limit_window_s"),
+  /** Longest a task of the queue should run (s): the default per-task time limit of `edgeq worker --exec`;
+   * null for none. */
+  maxRunS: integer("max_run_s"),
 });
 
 /** Per-tag score thresholds for a group, computed by the `calibrate` processor and applied by `tag`. */

@@ -52,3 +52,7 @@ export const MAX_ROWS_PER_TICK_STATEMENT = 5_000;
  * functions (which D1 runs on every enqueue and ack) fail at ~1,000 levels with "malformed JSON"; 64 is far
  * above any real document (a tts item list is 3 deep) and keeps the recursive check cheap. */
 export const MAX_JSON_DEPTH = 64;
+
+/** Longest per-task run-time limit a queue may set (`max_run_s`): 7 days, the longest a worker can hold a
+ * task by heart-beating a 12 h visibility timeout without anyone noticing a hung process for too long. */
+export const MAX_RUN_S_LIMIT = 7 * 24 * 60 * 60;

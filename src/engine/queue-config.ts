@@ -19,6 +19,7 @@ export interface QueueConfig {
   processor: string | null;
   concurrency: number;
   rate_limit: RateLimit | null;
+  max_run_s: number | null;
 }
 
 /**
@@ -30,6 +31,7 @@ export interface QueueConfig {
  * - backoff 10 s base, 1 h cap: retries at ~10 s, 20 s, 40 s ... never waiting more than an hour.
  * - 7 days retention of finished tasks: time to inspect and redrive, bounded storage.
  * - pull mode: a queue runs nothing inside the Worker until it is asked to.
+ * - no run-time limit: a tts render of a long book may legitimately run for hours; set one per queue.
  * - concurrency 4: push processors mostly wait on I/O (Workers AI, R2, webhooks); 4 in flight keeps a
  *   coordinator busy without tripping a provider's concurrency limits.
  */
@@ -43,6 +45,7 @@ export const DEFAULT_QUEUE_CONFIG: QueueConfig = {
   processor: null,
   concurrency: 4,
   rate_limit: null,
+  max_run_s: null,
 };
 
 const WINDOW_S = { second: 1, minute: 60 } as const;
@@ -63,6 +66,7 @@ function fromRow(row: QueueRow | undefined): QueueConfig {
     processor: row?.processor ?? d.processor,
     concurrency: row?.concurrency ?? d.concurrency,
     rate_limit: rateLimit,
+    max_run_s: row?.maxRunS ?? d.max_run_s,
   };
 }
 
@@ -94,6 +98,7 @@ export async function putQueueConfig(
     concurrency: next.concurrency,
     rateLimitCount: next.rate_limit?.count ?? null,
     rateLimitWindowS: next.rate_limit ? WINDOW_S[next.rate_limit.per] : null,
+    maxRunS: next.max_run_s,
     updatedAt: now,
   };
   // One upsert: read-modify-write of a whole config row; concurrent PUTs of one queue resolve last-write-wins.

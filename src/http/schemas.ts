@@ -8,6 +8,7 @@ import {
   MAX_WAIT_S,
   MIN_VISIBILITY_TIMEOUT_S,
   MAX_PUSH_CONCURRENCY,
+  MAX_RUN_S_LIMIT,
 } from "../engine/limits";
 import { FINAL_STATES, TASK_STATES } from "../engine/states";
 
@@ -312,6 +313,15 @@ export const QueueConfigSchema = z
       .strictObject({ count: z.number().int().min(1).max(100_000), per: z.enum(["second", "minute"]) })
       .nullable()
       .openapi({ description: "push mode: at most count task starts per second or minute; null for none" }),
+    max_run_s: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_RUN_S_LIMIT)
+      .nullable()
+      .openapi({
+        description: "longest a task should run, in seconds (`edgeq worker --exec` kills it past this); null for none",
+      }),
   })
   .openapi("QueueConfig");
 
