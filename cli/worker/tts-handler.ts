@@ -1,51 +1,46 @@
-import { spawnSync } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { itemName } from "../../src/processors/tts";
-import { CliError, EXIT } from "../errors";
 import { runChild } from "./child";
 import { tail } from "./tail-buffer";
+import { findEspeak, type EspeakEngine } from "./tts-engine";
 import { checkpointSchema, parseTtsPayload, type TtsJob } from "./tts-payload";
+import { languageCodes, unknownVoiceMessage } from "./tts-voices";
 import type { ArtifactInfo, HandlerContext, Outcome, TaskHandler } from "./types";
-
-const ESPEAK = "espeak-ng";
 
 /** espeak-ng's own default voice, reported in the result when the payload names none. */
 const DEFAULT_VOICE = "en";
 
-/** One item's render may take this long: 2,000 characters (the item limit) render in about a second, so
- * a synthesizer still busy after a minute is stuck, and its task should fail and retry, not hold a slot. */
+/** One item's render may take this long: 2,000 characters (the item limit) render in about a second
+ * natively and a few seconds with the WebAssembly build, so a synthesizer still busy after a minute is
+ * stuck, and its task should fail and retry, not hold a slot. */
 const RENDER_TIMEOUT_MS = 60_000;
-
-/** The `espeak-ng --version` probe at startup: it answers at once when installed. */
-const PROBE_TIMEOUT_MS = 10_000;
 
 /** A failure no retry can fix (a bad payload, an unknown voice): the task goes dead at once. */
 class PermanentFailure extends Error {}
 
 /**
- * Fails with a clear message unless espeak-ng runs on this host; `--engine tts` calls it before leasing.
+ * Fails with a clear message unless an espeak-ng runs here (a system one, or the npm build installed with
+ * edgeq); `--engine tts` calls it before leasing.
  */
 export function checkEspeak(): void {
-  const probe = spawnSync(ESPEAK, ["--version"], { encoding: "utf8", timeout: PROBE_TIMEOUT_MS });
-  if (!probe.error && probe.status === 0) return;
-  const why =
-    (probe.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT"
-      ? "it is not installed (not on PATH)"
-      : `\`${ESPEAK} --version\` failed: ${probe.error?.message ?? probe.stderr.trim()}`;
-  throw new CliError(
-    `--engine tts renders with espeak-ng, and ${why}; install it (Debian/Ubuntu: apt-get install espeak-ng, macOS: brew install espeak-ng)`,
-    EXIT.usage,
-  );
+  findEspeak();
 }
 
 /** Renders one item to WAV bytes with `espeak-ng -v <voice> -w <file> --stdin` (the text on stdin, so a
  * text starting with "-" is never taken for an option). */
-async function render(job: TtsJob, voice: string, voiceField: string, file: string, signal: AbortSignal) {
+async function render(
+  engine: EspeakEngine,
+  job: TtsJob,
+  voice: string,
+  voiceField: string,
+  file: string,
+  signal: AbortSignal,
+) {
   const exit = await runChild({
-    command: ESPEAK,
-    args: ["-v", voice, "-w", file, "--stdin"],
+    command: engine.command,
+    args: [...engine.prefix, "-v", voice, "-w", file, "--stdin"],
     stdin: job.text,
     signal,
     timeoutMs: RENDER_TIMEOUT_MS,
@@ -57,7 +52,8 @@ async function render(job: TtsJob, voice: string, voiceField: string, file: stri
   if (exit.code !== 0) {
     const stderr = exit.stderr.text().trim();
     if (/voice does not exist/i.test(stderr)) {
-      throw new PermanentFailure(`${voiceField}: espeak-ng has no voice "${voice}" (espeak-ng --voices lists them)`);
+      const languages = await languageCodes(engine, signal);
+      throw new PermanentFailure(unknownVoiceMessage(voiceField, voice, languages, engine));
     }
     const status = exit.spawnError?.message ?? (exit.timedOut ? "timed out" : `exit ${exit.code ?? exit.signal}`);
     // Half the API's 2,000-character error: room for the prefix, and espeak-ng's messages are one line.
@@ -79,7 +75,7 @@ async function reusable(checkpoint: unknown, ctx: HandlerContext): Promise<Map<s
 
 /**
  * `--engine tts`: renders tts tasks (payload as the tts processor's, see src/processors/tts.ts) with
- * espeak-ng on this host. Each item becomes the artifact `item-0001.wav`, ... uploaded under the task's
+ * espeak-ng on this host (see {@link findEspeak}). Each item becomes the artifact `item-0001.wav`, ... uploaded under the task's
  * lease; after each, one heartbeat records progress and a checkpoint of the artifacts so far, so a retry
  * resumes after the last finished item. `voice` (or an item's voice, else `lang`) is espeak-ng's `-v`.
  *
@@ -89,8 +85,9 @@ async function reusable(checkpoint: unknown, ctx: HandlerContext): Promise<Map<s
  *   "artifacts": [{ "name": "item-0001.wav", "content_type": "audio/wav", "size": 40044 }, ...] }
  */
 export function ttsHandler(): TaskHandler {
+  const engine = findEspeak();
   return {
-    describe: "engine tts (espeak-ng)",
+    describe: `engine tts (${engine.describe})`,
     async run(task, ctx): Promise<Outcome> {
       const parsed = parseTtsPayload(task.payload);
       if ("error" in parsed) return { kind: "fail", error: parsed.error, retryable: false };
@@ -111,7 +108,7 @@ export function ttsHandler(): TaskHandler {
           }
           const voice = job.voice ?? payload.voice ?? payload.lang ?? DEFAULT_VOICE;
           const field = job.voice !== undefined ? `${job.field}.voice` : payload.voice !== undefined ? "voice" : "lang";
-          const bytes = await render(job, voice, field, join(dir, name), ctx.signal);
+          const bytes = await render(engine, job, voice, field, join(dir, name), ctx.signal);
           artifacts.push(await ctx.putArtifact(name, bytes, "audio/wav"));
           await ctx.heartbeat({
             checkpoint: { done: [...artifacts] },

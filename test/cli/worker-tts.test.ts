@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { api, edgeqUrl, enqueue, getTask, killLeftovers, runCli, tempDir, uniqueQueue } from "./worker-support";
@@ -42,6 +42,24 @@ function wavInfo(bytes: Buffer): { byteRate: number; dataBytes: number; duration
   return { byteRate, dataBytes, durationS: byteRate > 0 ? dataBytes / byteRate : 0 };
 }
 
+/** A PATH holding only sh, so no espeak-ng: the CLI itself runs from process.execPath. */
+function pathWithoutEspeak(): string {
+  const bin = join(tmp.dir, "bin");
+  mkdirSync(bin);
+  symlinkSync("/bin/sh", join(bin, "sh"));
+  return bin;
+}
+
+/** Checks that an artifact is real speech: a WAV whose audio lasts at least `minS` seconds. */
+async function expectSpeech(id: string, meta: { name: string; size: number }, minS: number) {
+  const { type, bytes } = await artifact(id, meta.name);
+  expect(type).toBe("audio/wav");
+  expect(bytes.length).toBe(meta.size);
+  const wav = wavInfo(bytes);
+  expect(wav.dataBytes).toBeGreaterThan(0);
+  expect(wav.durationS).toBeGreaterThan(minS);
+}
+
 interface TtsResult {
   model: string;
   voice: string;
@@ -74,14 +92,8 @@ describe("edgeq worker --engine tts", () => {
     ]);
     expect(task.checkpoint).toEqual({ done: result.artifacts });
 
-    for (const meta of result.artifacts) {
-      const { type, bytes } = await artifact(id!, meta.name);
-      expect(type).toBe("audio/wav");
-      expect(bytes.length).toBe(meta.size);
-      const wav = wavInfo(bytes);
-      expect(wav.dataBytes).toBeGreaterThan(0);
-      expect(wav.durationS).toBeGreaterThan(0.3); // a short sentence is a second or so of speech
-    }
+    // A short sentence is a second or so of speech.
+    for (const meta of result.artifacts) await expectSpeech(id!, meta, 0.3);
   });
 
   it("resumes after the items an earlier attempt checkpointed", async () => {
@@ -97,7 +109,8 @@ describe("edgeq worker --engine tts", () => {
     );
     const token = tasks[0]!.lease_token;
     const wav = join(tmp.dir, "one.wav");
-    expect(spawnSync("espeak-ng", ["-w", wav, "One."]).status).toBe(0);
+    // The npm build of espeak-ng, by hand, as the worker runs it when the host has no espeak-ng.
+    expect(spawnSync(process.execPath, ["cli/espeak-ng-wasm.mjs", "-w", wav, "One."]).status).toBe(0);
     const bytes = readFileSync(wav);
     const put = await fetch(`${edgeqUrl()}/v1/tasks/${id}/artifacts/item-0001.wav`, {
       method: "PUT",
@@ -123,33 +136,70 @@ describe("edgeq worker --engine tts", () => {
     expect(result.artifacts[1]!.name).toBe("item-0002.wav");
   });
 
-  it("fails a payload espeak-ng cannot render permanently, naming the field", async () => {
+  it("fails a payload espeak-ng cannot render permanently, naming the field and listing the voices", async () => {
     const queue = uniqueQueue("tts-bad");
     const ids = await enqueue(queue, [
       { type: "tts", payload: { text: "Hi.", format: "mp3" }, max_attempts: 3 },
       { type: "tts", payload: { text: "Hi.", voice: "zzz-nonexistent" }, max_attempts: 3 },
       { type: "tts", payload: { words: "Hi." }, max_attempts: 3 },
+      { type: "tts", payload: { items: ["Hi.", { text: "Mae govannen.", voice: "elvish" }] }, max_attempts: 3 },
+      // Not an unknown voice: espeak-ng ships Klingon (language piqd, voice name "Klingon").
+      { type: "tts", payload: { text: "Hi.", voice: "klingon" }, max_attempts: 3 },
     ]);
     const run = await runCli(["worker", queue, "--engine", "tts", "--once"]);
     expect(run.code, run.stderr).toBe(0);
-    const [mp3, voice, shape] = await Promise.all(ids.map(getTask));
+    const [mp3, voice, shape, item, klingon] = await Promise.all(ids.map(getTask));
     expect(mp3).toMatchObject({
       state: "dead",
       errors: [{ kind: "permanent", message: "format: espeak-ng renders wav only, not mp3" }],
     });
     expect(voice!.state).toBe("dead");
-    expect(voice!.errors[0]!.message).toMatch(/^voice: espeak-ng has no voice "zzz-nonexistent"/);
+    expect(voice!.errors).toHaveLength(1);
+    expect(voice!.errors[0]).toMatchObject({ kind: "permanent" });
+    const message = voice!.errors[0]!.message;
+    expect(message).toMatch(/^voice: espeak-ng has no voice "zzz-nonexistent"; use a language \(af, am, /);
+    expect(message).toMatch(/\ben-us\b.*\bpiqd\b/); // the list is espeak-ng's own
+    expect(message).toMatch(/--voices`, or either with a variant from `.*--voices=variant` \(e\.g\. en\+f3\)$/);
     expect(shape!.state).toBe("dead");
     expect(shape!.errors[0]!.message).toMatch(/^invalid tts payload/);
+    expect(item).toMatchObject({ state: "dead", errors: [{ kind: "permanent" }] });
+    expect(item!.errors[0]!.message).toMatch(/^items\.1\.voice: espeak-ng has no voice "elvish"; /);
+    expect(klingon!.state).toBe("completed");
+    await expectSpeech(klingon!.id, (klingon!.result as TtsResult).artifacts[0]!, 0.1);
   });
 
-  it("refuses to start, clearly, when espeak-ng is not installed", async () => {
-    // A PATH holding only sh: the worker itself runs from process.execPath.
-    const bin = join(tmp.dir, "bin");
-    mkdirSync(bin);
-    symlinkSync("/bin/sh", join(bin, "sh"));
-    const run = await runCli(["worker", uniqueQueue("tts-none"), "--engine", "tts", "--once"], { PATH: bin });
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/espeak-ng.*not installed.*apt-get install espeak-ng/);
+  it("renders with the npm build of espeak-ng when the host has none", async () => {
+    const queue = uniqueQueue("tts-wasm");
+    const [id] = await enqueue(queue, [{ type: "tts", payload: { text: "Rendered without a system espeak-ng." } }]);
+    const run = await runCli(["worker", queue, "--engine", "tts", "--once"], { PATH: pathWithoutEspeak() });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(/started: engine tts \(espeak-ng [^ ]+ \(WebAssembly build from npm\)\)/);
+    const task = await getTask(id!);
+    expect(task.state).toBe("completed");
+    const result = task.result as TtsResult;
+    expect(result).toMatchObject({ model: "espeak-ng", voice: "en", format: "wav", items: 1 });
+    await expectSpeech(id!, result.artifacts[0]!, 1);
+  });
+
+  it("refuses to start, clearly, when neither a system espeak-ng nor the npm build is there", () => {
+    // The bundle alone, copied away from the checkout: no cli/espeak-ng-wasm.mjs, no node_modules.
+    mkdirSync(join(tmp.dir, "bin"));
+    mkdirSync(join(tmp.dir, "dist"));
+    copyFileSync("bin/edgeq.mjs", join(tmp.dir, "bin", "edgeq.mjs"));
+    copyFileSync("dist/edgeq.mjs", join(tmp.dir, "dist", "edgeq.mjs"));
+    const path = join(tmp.dir, "path");
+    mkdirSync(path);
+    const run = spawnSync(
+      process.execPath,
+      [join(tmp.dir, "bin", "edgeq.mjs"), "worker", uniqueQueue("tts-none"), "--engine", "tts", "--once"],
+      {
+        encoding: "utf8",
+        timeout: 30_000,
+        env: { PATH: path, EDGEQ_URL: edgeqUrl(), EDGEQ_TOKEN: inject("edgeqToken"), HOME: tmp.dir },
+      },
+    );
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(/espeak-ng.*not installed on this host \(not on PATH\).*npm build could not be found/);
+    expect(run.stderr).toMatch(/apt-get install espeak-ng/);
   });
 });
