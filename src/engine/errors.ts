@@ -1,25 +1,54 @@
 /**
- * The one error model. Every failure a caller can act on is an `EdgeqError` with a code from
- * `ERROR_CODES`; the HTTP layer maps codes to statuses in one place (src/http/error-handler.ts).
+ * The one error model. Every failure a caller can act on is an `EdgeqError` with a code from `ERRORS`, the
+ * one table of codes: the HTTP layer derives its code→status mapping (src/http/error-handler.ts) and the
+ * OpenAPI error responses (src/http/route-helpers.ts) from it, and test/http/error-table.test.ts fails when
+ * the README's error table says anything else. Descriptions are written for API users (Markdown, no `|`).
  *
  * @example
  * throw new EdgeqError("lease_lost", `task ${id}: the lease token is stale or the lease expired`);
  */
-export const ERROR_CODES = [
-  "invalid_request", // 400: a field is missing or malformed; the message names it
-  "unauthorized", // 401: missing or wrong bearer token
-  "not_found", // 404: no such task, queue, route or artifact
-  "lease_lost", // 409: the lease token is wrong or stale, or the lease expired
-  "invalid_transition", // 409: the task is not in a state that allows this operation
-  "task_cancelled", // 409: a cancel was requested; the holder's lease is over
-  "dedupe_conflict", // 409: a live task already holds this dedupe key
-  "payload_too_large", // 413: a payload or request body over its documented limit
-  "unsupported_media_type", // 415: the body is not JSON
-  "rate_limited", // 429: too many requests, or D1 is overloaded (retry after Retry-After)
-  "not_configured", // 503: production without EDGEQ_TOKEN refuses to serve
-  "internal", // 500: an unexpected error; details are logged, never returned
-] as const;
-export type ErrorCode = (typeof ERROR_CODES)[number];
+export const ERRORS = [
+  {
+    code: "invalid_request",
+    status: 400,
+    description:
+      "a field is missing, malformed or unknown (the message names it); malformed JSON; a body that is not UTF-8",
+  },
+  { code: "unauthorized", status: 401, description: "no bearer token, or a wrong one" },
+  { code: "not_found", status: 404, description: "no such task, artifact or route" },
+  {
+    code: "method_not_allowed",
+    status: 405,
+    description: "the path exists but not with this method; `Allow` lists the methods it takes",
+  },
+  { code: "lease_lost", status: 409, description: "the lease token is wrong or superseded, or the lease expired" },
+  {
+    code: "invalid_transition",
+    status: 409,
+    description: "the task's state does not allow it (e.g. cancel a completed task)",
+  },
+  {
+    code: "task_cancelled",
+    status: 409,
+    description: "a cancel was requested: the holder's lease is over, the task is cancelled",
+  },
+  { code: "dedupe_conflict", status: 409, description: "retrying a task whose dedupe key a live task now holds" },
+  {
+    code: "payload_too_large",
+    status: 413,
+    description: "payload, result, task count or body over its limit (the message says which)",
+  },
+  { code: "unsupported_media_type", status: 415, description: "a body without `Content-Type: application/json`" },
+  { code: "rate_limited", status: 429, description: "D1 is overloaded; retry after `Retry-After`" },
+  {
+    code: "internal",
+    status: 500,
+    description: "an unexpected error (details go to the Worker's log, never to the client)",
+  },
+  { code: "not_configured", status: 503, description: "production without `EDGEQ_TOKEN` refuses to serve" },
+] as const satisfies ReadonlyArray<{ code: string; status: number; description: string }>;
+
+export type ErrorCode = (typeof ERRORS)[number]["code"];
 
 export class EdgeqError extends Error {
   override readonly name = "EdgeqError";

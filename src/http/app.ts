@@ -1,4 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { openDb } from "../db/client";
 import { EdgeqError } from "../engine/errors";
@@ -6,11 +7,13 @@ import { readSettings } from "../env";
 import type { AppEnv } from "./app-env";
 import { requireBearer } from "./auth";
 import { OPENAPI_INFO, renderDocsPage } from "./docs";
-import { onError, onNotFound } from "./error-handler";
+import { onError } from "./error-handler";
+import { notFound } from "./method-not-allowed";
 import { queueRoutes } from "./routes/queues";
 import { artifactRoutes } from "./routes/artifacts";
 import { processorRoutes } from "./routes/processors";
 import { taskRoutes } from "./routes/tasks";
+import { requireUtf8Json } from "./utf8-body";
 import { validationHook } from "./validation";
 
 /** Largest request body: 10,000 tasks at a few KB each. Larger batches should be split. */
@@ -26,7 +29,7 @@ export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 export function buildApp() {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.onError(onError);
-  app.notFound(onNotFound);
+  app.notFound(notFound(app));
 
   app.get("/health", (c) => {
     const settings = readSettings(c.env);
@@ -42,9 +45,9 @@ export function buildApp() {
     },
   });
   // Artifact uploads stream to R2 under their own limit (MAX_ARTIFACT_BYTES); every other body is JSON.
-  app.use("/v1/*", (c, next) =>
-    c.req.method === "PUT" && c.req.path.includes("/artifacts/") ? next() : jsonBodyLimit(c, next),
-  );
+  const isUpload = (c: Context) => c.req.method === "PUT" && c.req.path.includes("/artifacts/");
+  app.use("/v1/*", (c, next) => (isUpload(c) ? next() : jsonBodyLimit(c, next)));
+  app.use("/v1/*", (c, next) => (isUpload(c) ? next() : requireUtf8Json(c, next)));
   app.use("/v1/*", async (c, next) => {
     c.set("db", openDb(c.env.DB));
     c.set("now", Date.now());

@@ -1,23 +1,14 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { EdgeqError, type ErrorCode } from "../engine/errors";
+import { EdgeqError, ERRORS, type ErrorCode } from "../engine/errors";
 
-/** The one mapping from error code to HTTP status. */
-export const STATUS_BY_CODE = {
-  invalid_request: 400,
-  unauthorized: 401,
-  not_found: 404,
-  lease_lost: 409,
-  invalid_transition: 409,
-  task_cancelled: 409,
-  dedupe_conflict: 409,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  rate_limited: 429,
-  internal: 500,
-  not_configured: 503,
-} as const satisfies Record<ErrorCode, ContentfulStatusCode>;
+type ErrorRow = (typeof ERRORS)[number];
+
+/** The one mapping from error code to HTTP status, read from the error table (src/engine/errors.ts). */
+export const STATUS_BY_CODE = Object.fromEntries(ERRORS.map((e) => [e.code, e.status])) as {
+  readonly [E in ErrorRow as E["code"]]: E["status"] & ContentfulStatusCode;
+};
 
 /** The one error body: `{ "error": { "code", "message" } }`. */
 export function errorBody(code: ErrorCode, message: string) {
@@ -61,8 +52,4 @@ export function onError(error: unknown, c: Context): Response {
   }
   console.error("unhandled error", c.req.method, c.req.path, error);
   return errorResponse(c, new EdgeqError("internal", "internal error"));
-}
-
-export function onNotFound(c: Context): Response {
-  return errorResponse(c, new EdgeqError("not_found", `no route for ${c.req.method} ${c.req.path}`));
 }

@@ -9,7 +9,11 @@ import {
   MIN_VISIBILITY_TIMEOUT_S,
   MAX_PUSH_CONCURRENCY,
   MAX_RUN_S_LIMIT,
+  MAX_JSON_DEPTH,
+  MAX_PAYLOAD_BYTES,
 } from "../engine/limits";
+import { jsonValueIssue } from "../engine/describe-zod-error";
+import { jsonValueProblem } from "../engine/json-value";
 import { FINAL_STATES, TASK_STATES } from "../engine/states";
 
 /**
@@ -32,7 +36,28 @@ export const TaskId = z
 
 const IsoTime = z.iso.datetime({ offset: true }).openapi({ example: "2026-11-21T12:00:00.000Z" });
 const State = z.enum(TASK_STATES);
-const ShortText = (max: number) => z.string().min(1).max(max);
+
+/**
+ * A string stored exactly as sent. JSON's `\ud800` escape can carry a lone UTF-16 surrogate, which is not
+ * Unicode: D1 would store it as U+FFFD, so it is refused, naming the field.
+ */
+const Text = () =>
+  z.string().refine((s) => s.isWellFormed(), "the string contains a lone UTF-16 surrogate (not valid Unicode)");
+const ShortText = (max: number) => Text().min(1).max(max);
+
+/**
+ * Caller JSON stored exactly as sent (payload, result, checkpoint, `then` payloads): nested at most
+ * MAX_JSON_DEPTH levels, numbers finite, strings and keys well-formed (see `jsonValueProblem`). The issue
+ * names the place inside the value, e.g. `tasks[3].payload.items[0]: …`.
+ */
+const storedJson = <T extends z.ZodType>(schema: T) =>
+  schema.superRefine((value, ctx) => {
+    const problem = jsonValueProblem(value, "");
+    if (problem !== null) ctx.addIssue(jsonValueIssue(problem));
+  });
+
+/** What a stored JSON value may be, for the document. */
+const STORED_JSON = `any JSON, at most ${MAX_PAYLOAD_BYTES} bytes serialised and ${MAX_JSON_DEPTH} levels deep`;
 
 export const QueueParams = z.object({ queue: QueueName.openapi({ param: { name: "queue", in: "path" } }) });
 export const TaskParams = z.object({ id: TaskId.openapi({ param: { name: "id", in: "path" } }) });
@@ -51,8 +76,7 @@ export const ChildTaskSpecSchema = z
   .strictObject({
     type: TaskType,
     queue: QueueName.optional().openapi({ description: "default: the parent's queue" }),
-    payload: z
-      .record(z.string(), z.unknown())
+    payload: storedJson(z.record(z.string(), z.unknown()))
       .optional()
       .openapi({ description: "an object; it receives `parent: { id, type, result }`" }),
     priority: z
@@ -80,7 +104,8 @@ function checkThen(then: unknown[], path: PropertyKey[], depth: number, ctx: z.R
     const parsed = ChildTaskSpecSchema.safeParse(child);
     if (!parsed.success) {
       for (const issue of parsed.error.issues) {
-        ctx.addIssue({ code: "custom", message: issue.message, path: [...path, i, ...issue.path] });
+        const params = issue.code === "custom" ? issue.params : undefined;
+        ctx.addIssue({ code: "custom", message: issue.message, params, path: [...path, i, ...issue.path] });
       }
       return;
     }
@@ -92,7 +117,7 @@ export const NewTaskSchema = z
   .strictObject({
     id: TaskId.optional(),
     type: TaskType.optional(),
-    payload: z.unknown().optional(),
+    payload: storedJson(z.unknown()).optional().openapi({ description: STORED_JSON }),
     priority: z.number().int().min(-1_000_000).max(1_000_000).optional().openapi({ description: "higher runs first" }),
     delay_s: z.number().min(0).max(MAX_DELAY_S).optional(),
     run_at: IsoTime.optional(),
@@ -190,15 +215,18 @@ export const LeaseBody = z.strictObject({
 
 export const LeaseResponse = z.object({ tasks: z.array(LeasedTaskSchema) });
 
-const LeaseToken = z.string().min(1).max(64);
+const LeaseToken = Text().min(1).max(64);
 
-export const CompleteBody = z.strictObject({ lease_token: LeaseToken, result: z.unknown().optional() });
+export const CompleteBody = z.strictObject({
+  lease_token: LeaseToken,
+  result: storedJson(z.unknown()).optional().openapi({ description: STORED_JSON }),
+});
 
 export const ReleaseBody = z.strictObject({ lease_token: LeaseToken });
 
 const FailFields = {
   lease_token: LeaseToken,
-  error: z.string().min(1).max(100_000).openapi({ description: "what went wrong (truncated to 2,000 chars)" }),
+  error: Text().min(1).max(100_000).openapi({ description: "what went wrong (truncated to 2,000 chars)" }),
   retryable: z.boolean().default(true),
   retry_after_s: z.number().min(0).max(MAX_DELAY_S).optional(),
 };
@@ -208,13 +236,27 @@ export const HeartbeatBody = z.strictObject({
   lease_token: LeaseToken,
   extend_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
   progress: z.number().int().min(0).max(100).optional(),
-  message: z.string().max(1000).optional(),
-  checkpoint: z.unknown().optional().openapi({ description: "any JSON a retry of this task receives back" }),
+  message: Text().max(1000).optional(),
+  checkpoint: storedJson(z.unknown())
+    .optional()
+    .openapi({ description: `what a retry of this task receives back: ${STORED_JSON}` }),
 });
 
 export const AckBody = z
   .strictObject({
-    complete: z.array(z.strictObject({ id: TaskId, ...CompleteBody.shape })).default([]),
+    // Each result is checked with its own item (by the engine), so a bad one fails only that item.
+    complete: z
+      .array(
+        z.strictObject({
+          id: TaskId,
+          lease_token: LeaseToken,
+          result: z
+            .unknown()
+            .optional()
+            .openapi({ description: `${STORED_JSON}; checked per item` }),
+        }),
+      )
+      .default([]),
     fail: z.array(z.strictObject({ id: TaskId, ...FailFields })).default([]),
     release: z.array(z.strictObject({ id: TaskId, ...ReleaseBody.shape })).default([]),
   })
@@ -313,15 +355,9 @@ export const QueueConfigSchema = z
       .strictObject({ count: z.number().int().min(1).max(100_000), per: z.enum(["second", "minute"]) })
       .nullable()
       .openapi({ description: "push mode: at most count task starts per second or minute; null for none" }),
-    max_run_s: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_RUN_S_LIMIT)
-      .nullable()
-      .openapi({
-        description: "longest a task should run, in seconds (`edgeq worker --exec` kills it past this); null for none",
-      }),
+    max_run_s: z.number().int().min(1).max(MAX_RUN_S_LIMIT).nullable().openapi({
+      description: "longest a task should run, in seconds (`edgeq worker --exec` kills it past this); null for none",
+    }),
   })
   .openapi("QueueConfig");
 

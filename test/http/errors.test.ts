@@ -163,11 +163,15 @@ describe("size limits: 413 payload_too_large naming the limit", () => {
 });
 
 describe("unknown routes and unexpected failures", () => {
-  it("answers an unknown route or method with 404 not_found JSON", async () => {
+  it("answers an unknown route with 404 not_found JSON", async () => {
     expectError(await call("GET", "/v1/nope"), 404, "not_found", "no route for GET /v1/nope");
     expectError(await call("GET", "/nope", { token: null }), 404, "not_found", /GET \/nope/);
-    expectError(await call("DELETE", `/v1/queues/${uniqueQueue()}/tasks`), 404, "not_found", /^no route for DELETE/);
-    expectError(await call("POST", "/v1/queues"), 404, "not_found");
+    expectError(await call("DELETE", `/v1/queues/${uniqueQueue()}/tasks/extra`), 404, "not_found", /^no route/);
+  });
+
+  it("answers a wrong method on a known route with 405 method_not_allowed (see method-not-allowed.test.ts)", async () => {
+    expectError(await call("DELETE", `/v1/queues/${uniqueQueue()}/tasks`), 405, "method_not_allowed", /^DELETE/);
+    expectError(await call("POST", "/v1/queues"), 405, "method_not_allowed");
   });
 
   it("answers a missing task with 404 not_found on every task route", async () => {
