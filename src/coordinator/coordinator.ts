@@ -33,8 +33,13 @@ const QUEUE_KEY = "queue";
 
 /**
  * One per queue (`idFromName(queue)`). It holds long-poll lease requests and answers them, first come
- * first served, as soon as tasks are enqueued or become due; and it keeps an alarm at the queue's next
- * due `run_at` so delayed work is noticed within milliseconds. The cron tick wakes it as a safety net.
+ * first served, as soon as tasks are enqueued or become leasable; and it keeps an alarm at the queue's
+ * next due `run_at` (and, while requests wait, at the next lease to lapse) so delayed and abandoned work
+ * is noticed within milliseconds. The cron tick wakes it as a safety net.
+ *
+ * A waiter answered after it waited gets its tasks under a provisional lease (CLAIM_WINDOW_S): its
+ * client may have hung up meanwhile — nothing reliably tells the Worker — so unless the holder claims
+ * the lease (any fenced call) the tasks come back with their attempt refunded, within seconds.
  *
  * It never owns task state: every lease goes through the same engine call (one guarded D1 statement)
  * as a direct lease, so a coordinator that is evicted or restarted loses only its waiters, who then
@@ -48,6 +53,9 @@ export class Coordinator extends DurableObject<Env> {
   private wakeups = 0;
   /** Push mode's rate limit, kept across alarms while this object lives (see RateLimiter). */
   private limiter: RateLimiter | undefined;
+  /** The time every decision here is made at. Tests replace it (`runInDurableObject`) to move the clock:
+   * fake timers reach neither D1 nor alarms. */
+  now: () => number = () => Date.now();
 
   /**
    * Leases for a worker, waiting up to `waitMs` for tasks when none is due.
@@ -62,7 +70,7 @@ export class Coordinator extends DurableObject<Env> {
     const wakeupsBefore = this.wakeups;
     // Earlier waiters come first: only lease at once when nobody is queued ahead.
     if (this.waiters.length === 0) {
-      const leased = await leaseTasks(db, request, Date.now());
+      const leased = await leaseTasks(db, request, this.now());
       if (leased.length > 0 || request.waitMs === 0) return leased;
     }
     const answer = new Promise<TaskRow[]>((resolve, reject) => {
@@ -79,6 +87,7 @@ export class Coordinator extends DurableObject<Env> {
     });
     // Tasks may have arrived while we leased for ourselves; their wake-up found no waiter to serve.
     if (this.wakeups !== wakeupsBefore) await this.serve();
+    else await this.alarmForWaiters();
     return answer;
   }
 
@@ -89,7 +98,7 @@ export class Coordinator extends DurableObject<Env> {
   async notify(input: CoordinatorNotify): Promise<void> {
     const { queue, runAt } = coordinatorNotifySchema.parse(input);
     await this.remember(queue);
-    const now = Date.now();
+    const now = this.now();
     if (runAt <= now) {
       await this.serve();
       // Push queues run their tasks in the alarm handler, never inside the enqueue's own request.
@@ -136,14 +145,16 @@ export class Coordinator extends DurableObject<Env> {
         env: this.env,
         registry: defaultRegistry,
         config,
-        now: () => Date.now(),
+        now: this.now,
         queue,
         limiter: this.limiter,
         wake: (other, runAt) => wakeCoordinator(this.env, other, runAt),
       });
       drainNextAt = drained.nextAt;
     }
-    const next = await nextRunAt(db, queue, Date.now());
+    // Lapsing leases matter only to someone waiting for tasks: long polls, or push mode's own dispatch.
+    const leases = this.waiters.length > 0 || config.mode === "push";
+    const next = await nextRunAt(db, queue, this.now(), { leases });
     const at = Math.min(next ?? Infinity, drainNextAt ?? Infinity);
     if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
   }
@@ -157,6 +168,16 @@ export class Coordinator extends DurableObject<Env> {
     if (current == null || at < current) await this.ctx.storage.setAlarm(at);
   }
 
+  /** While requests wait, makes sure the alarm fires when the next task becomes leasable — including a
+   * lease that lapses (expired, or provisional and unclaimed), which no enqueue or ack announces. */
+  private async alarmForWaiters(): Promise<void> {
+    if (this.waiters.length === 0) return;
+    const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
+    if (queue === undefined) return;
+    const next = await nextRunAt(openDb(this.env.DB), queue, this.now(), { leases: true });
+    if (next !== null) await this.alarmNoLaterThan(next);
+  }
+
   private async remember(queue: string): Promise<void> {
     // Reads are cached by the storage layer; write only the first time, each write is billed.
     if ((await this.ctx.storage.get<string>(QUEUE_KEY)) !== queue) await this.ctx.storage.put(QUEUE_KEY, queue);
@@ -167,6 +188,7 @@ export class Coordinator extends DurableObject<Env> {
     // Errors are handled per waiter inside; the catch keeps one unexpected failure from ending the chain.
     this.serving = this.serving
       .then(() => this.serveWaiters())
+      .then(() => this.alarmForWaiters())
       .catch((error: unknown) => console.error("coordinator: serving waiters failed", error));
     return this.serving;
   }
@@ -179,7 +201,8 @@ export class Coordinator extends DurableObject<Env> {
       let leased: TaskRow[];
       waiter.busy = true;
       try {
-        leased = await leaseTasks(db, waiter.request, Date.now());
+        // Answered after waiting: provisional, its client may be gone (see the class comment).
+        leased = await leaseTasks(db, { ...waiter.request, provisional: true }, this.now());
       } catch (error) {
         this.drop(waiter);
         waiter.reject(error);

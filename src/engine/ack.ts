@@ -5,8 +5,28 @@ import type { TaskState } from "./states";
 
 /** The outcome of one item of an ack (complete or fail), in input order. */
 export type AckOutcome =
-  | { id: string; ok: true; queue: string; state: TaskState; run_at: number; children: ChildTask[] }
+  | {
+      id: string;
+      ok: true;
+      queue: string;
+      state: TaskState;
+      run_at: number;
+      children: ChildTask[];
+      /** The same ack with the same token had already been applied (its answer was lost): nothing changed
+       * now; `state` is the task's state today and `children` is empty (they were reported the first time). */
+      repeated: boolean;
+      /** The lease's new expiry, for writes that keep the lease (extend). */
+      lease_expires_at: number | null;
+    }
   | { id: string; ok: false; error: EdgeqError };
+
+/** The holder writes that end a lease, recorded in `acked_with` so a repeat is recognised. */
+export type AckKind = "complete" | "fail" | "release";
+
+/** The `acked_with` value an ack of `kind` writes (SQL over the item's token). */
+export function ackedWithSql(kind: AckKind, token: SQL): SQL {
+  return sql`${kind + ":"} || (${token})`;
+}
 
 /** A task enqueued by its parent's completion (`then`). */
 export interface ChildTask {
@@ -35,6 +55,7 @@ interface UpdatedRow {
   queue: string;
   state: TaskState;
   run_at: number;
+  lease_expires_at?: number | null;
 }
 
 /** A fenced item: the task and the lease token its holder was given. */
@@ -44,12 +65,13 @@ export interface FencedItem {
 }
 
 /**
- * The fence every holder write carries: the task is processing, under this very token, and the lease
- * has not expired — an expired lease is void even before the reaper has seen it.
+ * The fence every holder write carries: the task is processing, under this very token, the lease has not
+ * expired, and a provisional lease was claimed in time — a lapsed lease is void even before the reaper or
+ * another lease has seen it. Every holder write also claims a provisional lease (sets claim_by NULL).
  */
 export function leaseFenceSql(id: SQL, token: SQL, now: number, scope: AckScope = {}): SQL {
   const queue = scope.queue === undefined ? sql`` : sql` AND tasks.queue = ${scope.queue}`;
-  return sql`tasks.id = ${id} AND tasks.lease_token = ${token} AND tasks.state = 'processing' AND tasks.lease_expires_at > ${now}${queue}`;
+  return sql`tasks.id = ${id} AND tasks.lease_token = ${token} AND tasks.state = 'processing' AND tasks.lease_expires_at > ${now} AND (tasks.claim_by IS NULL OR tasks.claim_by > ${now})${queue}`;
 }
 
 /**
@@ -59,20 +81,27 @@ export function leaseFenceSql(id: SQL, token: SQL, now: number, scope: AckScope 
  *
  * An id repeated within one call is applied once, for its first item; every later item for it is
  * `invalid_request` (the UPDATE would apply just one of them, so each could not be told its own outcome).
+ *
+ * With `ack` (the UPDATE must set `acked_with` with `ackedWithSql`), an item that changed nothing because
+ * this very ack with this very token was applied before — its answer was lost and the holder retried —
+ * is a success with `repeated: true`, not `lease_lost`: the holder learns its work counted. Another
+ * token, or another kind of ack, is still refused. A repeat is recognised until the task's next lease
+ * ends (then `acked_with` names that lease's ack); a completion is recognised for as long as it is kept.
  */
 export async function applyFencedUpdate(
   db: Db,
   items: FencedItem[],
   run: (itemsJson: string) => AckStatements,
   scope: AckScope = {},
+  ack?: AckKind,
 ): Promise<AckOutcome[]> {
   const seen = new Set<string>();
-  const repeated = items.map((i) => {
+  const duplicate = items.map((i) => {
     if (seen.has(i.id)) return true;
     seen.add(i.id);
     return false;
   });
-  const unique = items.filter((_, k) => !repeated[k]);
+  const unique = items.filter((_, k) => !duplicate[k]);
   const json = JSON.stringify(unique.map((i) => ({ ...i, lease_token: i.leaseToken })));
   const statements = run(json);
   const [changed = [], after = []] = await batchAll<unknown>(
@@ -88,17 +117,18 @@ export async function applyFencedUpdate(
   }
   const missing = unique.filter((i) => !byId.has(i.id)).map((i) => i.id);
   const queueFilter = scope.queue === undefined ? sql`` : sql` AND queue = ${scope.queue}`;
-  const existing = missing.length
-    ? new Set(
-        (
-          await db.all<{ id: string }>(
-            sql`SELECT id FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(missing)}))${queueFilter}`,
+  const existing = new Map(
+    missing.length
+      ? (
+          await db.all<UpdatedRow & { acked_with: string | null }>(
+            sql`SELECT id, queue, state, run_at, acked_with FROM tasks
+              WHERE id IN (SELECT value FROM json_each(${JSON.stringify(missing)}))${queueFilter}`,
           )
-        ).map((r) => r.id),
-      )
-    : new Set<string>();
+        ).map((r) => [r.id, r])
+      : [],
+  );
   return items.map((item, k): AckOutcome => {
-    if (repeated[k]) {
+    if (duplicate[k]) {
       return {
         id: item.id,
         ok: false,
@@ -108,7 +138,13 @@ export async function applyFencedUpdate(
         ),
       };
     }
-    const row = byId.get(item.id);
+    let row = byId.get(item.id);
+    let repeated = false;
+    const stored = existing.get(item.id);
+    if (!row && ack !== undefined && stored?.acked_with === `${ack}:${item.leaseToken}`) {
+      row = stored;
+      repeated = true;
+    }
     if (!row) {
       return {
         id: item.id,
@@ -134,6 +170,8 @@ export async function applyFencedUpdate(
       state: row.state,
       run_at: row.run_at,
       children: childrenOf.get(item.id) ?? [],
+      repeated,
+      lease_expires_at: row.lease_expires_at ?? null,
     };
   });
 }

@@ -1,9 +1,10 @@
 import { sql, type SQL } from "drizzle-orm";
 import { encodeTime } from "ulid";
 import type { Db } from "../db/client";
-import { applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
+import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { EdgeqError } from "./errors";
+import { jsonValueProblem } from "./json-value";
 import { MAX_PAYLOAD_BYTES } from "./limits";
 
 export interface CompleteItem extends FencedItem {
@@ -48,7 +49,9 @@ function enqueueChildrenSql(ackNonce: string, idsJson: string, now: number): SQL
  * Completes up to MAX_BATCH processing tasks in one fenced statement. Each item succeeds or fails on its
  * own: a wrong, stale or expired token is `lease_lost` and changes nothing for that task. A task whose
  * cancel was requested ends `cancelled` instead (its result discarded) and reports `task_cancelled`.
- * A result over MAX_PAYLOAD_BYTES of JSON is `payload_too_large` and changes nothing for that task.
+ * A result over MAX_PAYLOAD_BYTES of JSON is `payload_too_large`, one that cannot be stored exactly as sent
+ * (too deep, a non-finite number, a lone surrogate: `jsonValueProblem`) is `invalid_request`; either
+ * changes nothing for that task. Repeating a complete that was applied answers `repeated: true`.
  *
  * @example
  * const [outcome] = await completeTasks(db, [{ id, leaseToken, result: { ok: true } }], Date.now());
@@ -61,8 +64,19 @@ export async function completeTasks(
 ): Promise<AckOutcome[]> {
   // Ties the children insert below to this very completion: only rows this statement completed carry it.
   const ackNonce = `ack:${crypto.randomUUID()}`;
-  const sizes = items.map((i) => encoder.encode(JSON.stringify(i.result ?? null)).byteLength);
-  const fitting = items.filter((_, k) => sizes[k]! <= MAX_PAYLOAD_BYTES);
+  // Checked per item, before SQL: one bad result fails its own item only, never the batch's statement.
+  const problems = items.map((i): EdgeqError | null => {
+    const bytes = encoder.encode(JSON.stringify(i.result ?? null)).byteLength;
+    if (bytes > MAX_PAYLOAD_BYTES) {
+      return new EdgeqError(
+        "payload_too_large",
+        `task ${i.id}: the result is ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
+      );
+    }
+    const problem = jsonValueProblem(i.result ?? null, "result");
+    return problem ? new EdgeqError("invalid_request", `task ${i.id}: ${problem}`) : null;
+  });
+  const fitting = items.filter((_, k) => problems[k] === null);
   const applied = fitting.length
     ? await applyFencedUpdate(
         db,
@@ -75,6 +89,8 @@ export async function completeTasks(
         finished_at = ${now},
         lease_token = CASE WHEN tasks.cancel_requested = 0 AND tasks.then_tasks IS NOT NULL THEN ${ackNonce} END,
         lease_expires_at = NULL,
+        claim_by = NULL,
+        acked_with = ${ackedWithSql("complete", sql`j.value->>'lease_token'`)},
         updated_at = ${now}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
@@ -82,18 +98,12 @@ export async function completeTasks(
           after: enqueueChildrenSql(ackNonce, JSON.stringify([...new Set(fitting.map((i) => i.id))]), now),
         }),
         scope,
+        "complete",
       )
     : [];
   let next = 0;
   return items.map((item, k): AckOutcome => {
-    if (sizes[k]! <= MAX_PAYLOAD_BYTES) return applied[next++]!;
-    return {
-      id: item.id,
-      ok: false,
-      error: new EdgeqError(
-        "payload_too_large",
-        `task ${item.id}: the result is ${sizes[k]} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
-      ),
-    };
+    const problem = problems[k];
+    return problem ? { id: item.id, ok: false, error: problem } : applied[next++]!;
   });
 }

@@ -1,6 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
+import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
+import { EdgeqError } from "./errors";
+import { jsonValueProblem } from "./json-value";
 import { MAX_ERROR_MESSAGE_CHARS } from "./limits";
 import { failureSetSql } from "./retry-policy";
 
@@ -21,29 +23,52 @@ export interface FailItem extends FencedItem {
  * await failTasks(db, [{ id, leaseToken, message: "upstream 503", retryAfterS: 30 }], Date.now());
  */
 export async function failTasks(db: Db, items: FailItem[], now: number, scope: AckScope = {}): Promise<AckOutcome[]> {
-  return applyFencedUpdate(
-    db,
-    items.map((i) => ({
-      id: i.id,
-      leaseToken: i.leaseToken,
-      message: i.message.slice(0, MAX_ERROR_MESSAGE_CHARS),
-      permanent: i.retryable === false ? 1 : 0,
-      retry_after_ms: i.retryAfterS == null ? null : Math.round(i.retryAfterS * 1000),
-    })),
-    (json) => ({
-      update: sql`UPDATE tasks SET ${failureSetSql({
-        permanent: sql`(j.value->>'permanent') = 1`,
-        from: sql`${now}`,
-        retryAfterMs: sql`j.value->>'retry_after_ms'`,
-        message: sql`j.value->>'message'`,
-        kind: sql`CASE WHEN (j.value->>'permanent') = 1 THEN 'permanent' ELSE 'error' END`,
-        at: sql`${now}`,
-        now,
-      })}
-      FROM json_each(${json}) AS j
-      WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
-      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
-    }),
-    scope,
-  );
+  // Checked per item, before SQL: a bad message fails its own item only.
+  const problems = items.map((i) => {
+    const problem = jsonValueProblem(i.message, "error");
+    return problem ? new EdgeqError("invalid_request", `task ${i.id}: ${problem}`) : null;
+  });
+  const valid = items.filter((_, k) => problems[k] === null);
+  const applied = valid.length
+    ? await applyFencedUpdate(
+        db,
+        valid.map((i) => ({
+          id: i.id,
+          leaseToken: i.leaseToken,
+          message: truncateMessage(i.message),
+          permanent: i.retryable === false ? 1 : 0,
+          retry_after_ms: i.retryAfterS == null ? null : Math.round(i.retryAfterS * 1000),
+        })),
+        (json) => ({
+          update: sql`UPDATE tasks SET ${failureSetSql({
+            permanent: sql`(j.value->>'permanent') = 1`,
+            from: sql`${now}`,
+            retryAfterMs: sql`j.value->>'retry_after_ms'`,
+            message: sql`j.value->>'message'`,
+            kind: sql`CASE WHEN (j.value->>'permanent') = 1 THEN 'permanent' ELSE 'error' END`,
+            at: sql`${now}`,
+            now,
+          })},
+            acked_with = ${ackedWithSql("fail", sql`j.value->>'lease_token'`)}
+          FROM json_each(${json}) AS j
+          WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
+          RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
+        }),
+        scope,
+        "fail",
+      )
+    : [];
+  let next = 0;
+  return items.map((item, k): AckOutcome => {
+    const problem = problems[k];
+    return problem ? { id: item.id, ok: false, error: problem } : applied[next++]!;
+  });
+}
+
+/** The first MAX_ERROR_MESSAGE_CHARS characters, never cutting a surrogate pair in half (which would store
+ * a lone surrogate, i.e. U+FFFD). */
+function truncateMessage(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE_CHARS) return message;
+  const cut = message.slice(0, MAX_ERROR_MESSAGE_CHARS);
+  return cut.isWellFormed() ? cut : cut.slice(0, -1);
 }

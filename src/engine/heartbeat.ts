@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { tasks, type TaskRow } from "../db/schema";
 import { leaseFenceSql } from "./ack";
 import { EdgeqError, LeaseLostError, NotFoundError } from "./errors";
+import { jsonValueProblem } from "./json-value";
 import { MAX_PAYLOAD_BYTES } from "./limits";
 import { rowFromRaw } from "./task-row";
 
@@ -27,6 +28,8 @@ export interface HeartbeatRequest {
  */
 export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: number): Promise<TaskRow> {
   if (request.checkpoint !== undefined) {
+    const problem = jsonValueProblem(request.checkpoint, "checkpoint");
+    if (problem) throw new EdgeqError("invalid_request", problem);
     const bytes = new TextEncoder().encode(JSON.stringify(request.checkpoint)).byteLength;
     if (bytes > MAX_PAYLOAD_BYTES) {
       throw new EdgeqError(
@@ -40,6 +43,7 @@ export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: numb
       finished_at = CASE WHEN cancel_requested = 1 THEN ${now} ELSE NULL END,
       lease_token = CASE WHEN cancel_requested = 1 THEN NULL ELSE lease_token END,
       lease_expires_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE ${now + request.extendS * 1000} END,
+      claim_by = NULL,
       progress = coalesce(${request.progress ?? null}, progress),
       progress_message = coalesce(${request.progressMessage ?? null}, progress_message),
       checkpoint = coalesce(${request.checkpoint === undefined ? null : JSON.stringify(request.checkpoint)}, checkpoint),

@@ -2,7 +2,8 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
 import { EdgeqError } from "./errors";
-import { MAX_BATCH } from "./limits";
+import { CLAIM_WINDOW_S, MAX_BATCH } from "./limits";
+import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
 import { rowFromRaw } from "./task-row";
 
 export interface LeaseRequest {
@@ -12,15 +13,23 @@ export interface LeaseRequest {
   visibilityTimeoutS: number;
   /** Who holds the lease (for inspection). */
   holder: string | null;
+  /** The lease is provisional: void unless claimed within CLAIM_WINDOW_S (a long poll answered after it
+   * waited, whose client may be gone). Default false. */
+  provisional?: boolean;
 }
 
 /**
- * Leases up to `max` due pending tasks of a queue in one statement: a CTE picks them in priority order
+ * Leases up to `max` leasable tasks of a queue in one statement: a CTE picks them in priority order
  * (higher first), then run_at, then id, and the UPDATE marks them processing, counts the attempt, and
  * gives each a fresh random lease token and an expiry `now + visibility timeout`.
  *
+ * Leasable (src/engine/redelivery.ts) includes processing tasks whose lease ran out: an expired lease is
+ * taken over as soon as its backoff is due (the attempt it used is recorded as "lease expired"), and a
+ * provisional lease nobody claimed is taken over at once with its attempt refunded — no cron tick needed.
+ *
  * Why it is safe under concurrency: D1 runs one statement at a time per database, and the UPDATE
- * re-checks `state = 'pending'`, so two leasers can never both take a task.
+ * re-checks leasability, so two leasers can never both take a task, and the old holder's token is
+ * replaced, so its late writes are refused.
  * Why it is cheap: the pick walks the `tasks_live` index (queue, priority DESC, run_at, id), so it reads
  * live tasks only, never finished ones; the update writes one row per task (no indexed column changes).
  *
@@ -33,21 +42,27 @@ export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Pr
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
   const expiresAt = now + request.visibilityTimeoutS * 1000;
+  const claimBy = request.provisional ? Math.min(now + CLAIM_WINDOW_S * 1000, expiresAt) : null;
   const raw = await db.all<Record<string, unknown>>(sql`WITH picked AS (
       SELECT id FROM tasks
-      WHERE queue = ${request.queue} AND finished_at IS NULL AND state = 'pending' AND run_at <= ${now}
+      WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}
       ORDER BY priority DESC, run_at, id
       LIMIT ${request.max}
     )
     UPDATE tasks SET
       state = 'processing',
-      attempts = attempts + 1,
+      attempts = CASE WHEN ${unclaimedSql(now)} THEN attempts ELSE attempts + 1 END,
+      errors = CASE WHEN tasks.state = 'processing' AND NOT ${unclaimedSql(now)}
+        THEN json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', lease_expires_at,
+          'message', 'lease expired', 'kind', 'lease_expired'))
+        ELSE errors END,
       lease_token = lower(hex(randomblob(16))),
       lease_holder = ${request.holder},
       lease_expires_at = ${expiresAt},
+      claim_by = ${claimBy},
       started_at = coalesce(started_at, ${now}),
       updated_at = ${now}
-    WHERE id IN (SELECT id FROM picked) AND state = 'pending'
+    WHERE id IN (SELECT id FROM picked) AND finished_at IS NULL AND ${leasableSql(now)}
     RETURNING *`);
   // RETURNING order is unspecified in SQLite: restore the lease order.
   return raw.map(rowFromRaw).sort(leaseOrder);
@@ -59,11 +74,20 @@ export function leaseOrder(a: TaskRow, b: TaskRow): number {
 }
 
 /**
- * The earliest run_at after `now` among the queue's pending tasks, or null: when the coordinator's
- * alarm should next fire.
+ * The earliest time after `now` at which one of the queue's live tasks becomes leasable, or null: when
+ * the coordinator's alarm should next fire. Always counts pending tasks (a delayed or retried task's
+ * run_at); with `leases`, also tasks held under a lease (an unclaimed provisional lease's claim_by, an
+ * expired lease's backoff) — worth an alarm only while someone waits for them (long polls, push mode).
  */
-export async function nextRunAt(db: Db, queue: string, now: number): Promise<number | null> {
-  const row = await db.get<{ next: number | null }>(sql`SELECT min(run_at) AS next FROM tasks
-    WHERE queue = ${queue} AND finished_at IS NULL AND state = 'pending' AND run_at > ${now}`);
+export async function nextRunAt(
+  db: Db,
+  queue: string,
+  now: number,
+  opts: { leases?: boolean } = {},
+): Promise<number | null> {
+  const states = opts.leases ? sql`` : sql` AND state = 'pending'`;
+  const row = await db.get<{ next: number | null }>(sql`SELECT min(at) AS next FROM (
+      SELECT ${leasableAtSql()} AS at FROM tasks WHERE queue = ${queue} AND finished_at IS NULL${states}
+    ) WHERE at > ${now}`);
   return row?.next ?? null;
 }

@@ -56,3 +56,34 @@ export const MAX_JSON_DEPTH = 64;
 /** Longest per-task run-time limit a queue may set (`max_run_s`): 7 days, the longest a worker can hold a
  * task by heart-beating a 12 h visibility timeout without anyone noticing a hung process for too long. */
 export const MAX_RUN_S_LIMIT = 7 * 24 * 60 * 60;
+
+/** How long a lease handed to a long poll after it waited stays unclaimed before it is void (the task then
+ * goes back with its attempt refunded). The client may have hung up while it waited, and a disconnect is
+ * not reliably seen by the Worker; a live client claims within one round trip (edgeq's worker does so on
+ * receipt, and any ack or heartbeat claims). 10 s covers slow links and pauses while bounding what a gone
+ * client can delay a task to 10 s instead of a whole visibility timeout. */
+export const CLAIM_WINDOW_S = 10;
+
+/** Task priorities run from -MAX_PRIORITY to MAX_PRIORITY (higher runs first). A million levels is more
+ * than any scheme of tiers needs, and the bound keeps priorities exact small integers in SQLite and JSON. */
+export const MAX_PRIORITY = 1_000_000;
+
+/** Most dead or cancelled tasks one redrive call revives: the call is one UPDATE … RETURNING, and 5,000 rows
+ * (as MAX_ROWS_PER_TICK_STATEMENT) keep it well inside D1's 30 s per query; callers loop for more. */
+export const MAX_REDRIVE_PER_CALL = 5_000;
+
+/** Longest lease holder name: a host name and a pid, or a pod name, fit; the holder is only a label. */
+export const MAX_HOLDER_CHARS = 128;
+
+/** Queue names: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit. They appear in URL
+ * paths, Durable Object names and the CLI's pid-file names, so nothing needs escaping anywhere; 64
+ * characters is room for a tenant prefix. The API, the CLI and the docs all read this one pattern. */
+export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** What QUEUE_NAME_PATTERN allows, in words (error messages and docs). */
+export const QUEUE_NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting with a letter or digit";
+
+/** The bearer token a development server (`npm start`, no EDGEQ_TOKEN set) accepts, and the CLI's default
+ * token when none is configured. Not a secret: outside development the Worker refuses to run without
+ * EDGEQ_TOKEN (src/http/auth.ts). */
+export const DEV_TOKEN = "edgeq-dev-token";

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
+import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
 
 /**
  * Hands leased tasks back unfinished: pending again at once, the attempt not counted (a worker shutting
@@ -27,11 +27,14 @@ export async function releaseTasks(
         run_at = ${now},
         lease_token = NULL,
         lease_expires_at = NULL,
+        claim_by = NULL,
+        acked_with = ${ackedWithSql("release", sql`j.value->>'lease_token'`)},
         updated_at = ${now}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
     }),
     scope,
+    "release",
   );
 }

@@ -32,6 +32,18 @@ export function backoffDelayMsSql(): SQL {
     * (${sql.raw(String(1000 - JITTER_PER_MILLE))} + (random() & 2147483647) % ${sql.raw(String(JITTER_PER_MILLE + 1))}) / 1000)`;
 }
 
+/**
+ * The backoff after an expired lease, in ms, without jitter: `min(cap, base * 2^(attempts-1))`. Expiry is
+ * detected by two paths (a lease taking the task over, the cron reaper), so the delay must be the same
+ * for both — a deterministic value they compute alike. A crashed worker's batch coming back at one instant
+ * is no herd to spread: a single lease takes it.
+ */
+export function expiryBackoffMsSql(): SQL {
+  const base = queueSetting("backoff_base_s", DEFAULT_QUEUE_CONFIG.backoff_base_s);
+  const cap = queueSetting("backoff_cap_s", DEFAULT_QUEUE_CONFIG.backoff_cap_s);
+  return sql`min(${cap} * 1000, ${base} * 1000 * (1 << min(max(tasks.attempts - 1, 0), ${sql.raw(String(MAX_BACKOFF_EXPONENT))})))`;
+}
+
 /** The bounds `backoffDelayMsSql` stays within, for tests and docs. */
 export function backoffBoundsMs(attempt: number, baseS: number, capS: number): { min: number; max: number } {
   const exponent = Math.min(Math.max(attempt - 1, 0), MAX_BACKOFF_EXPONENT);
@@ -71,5 +83,6 @@ export function failureSetSql(opts: {
     errors = json_insert(tasks.errors, '$[#]', json_object('attempt', tasks.attempts, 'at', CAST(${opts.at} AS INTEGER), 'message', ${opts.message}, 'kind', ${opts.kind})),
     lease_token = NULL,
     lease_expires_at = NULL,
+    claim_by = NULL,
     updated_at = ${opts.now}`;
 }

@@ -53,6 +53,8 @@ export interface TaskView {
 
 export interface LeasedTaskView extends TaskView {
   lease_token: string;
+  /** A provisional lease's claim deadline (ISO), or null. */
+  claim_by: string | null;
 }
 
 function parseJson(text: string | null): unknown {
@@ -93,5 +95,5 @@ export function toTaskView(row: TaskRow): TaskView {
 /** Renders a freshly leased row, with the token its holder must present. */
 export function toLeasedTaskView(row: TaskRow): LeasedTaskView {
   if (row.leaseToken == null) throw new Error(`task ${row.id} was returned by a lease without a token`);
-  return { ...toTaskView(row), lease_token: row.leaseToken };
+  return { ...toTaskView(row), lease_token: row.leaseToken, claim_by: toIso(row.claimBy) };
 }

@@ -5,6 +5,7 @@ import { failTasks } from "../../src/engine/fail";
 import { heartbeatTask } from "../../src/engine/heartbeat";
 import { MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
 import { reapExpiredLeases } from "../../src/engine/reap";
+import { releaseTasks } from "../../src/engine/release";
 import { T0, db, row, snapshot, uniqueQueue } from "../helpers";
 import { VT_MS, enqueueMany, enqueueOne, expectEdgeqError, lease, leaseOne } from "./fixtures";
 
@@ -68,14 +69,44 @@ describe("fencing: writes without the current lease change nothing", () => {
     expect(ok).toMatchObject({ ok: true, state: "completed" });
   });
 
-  it("a token of a finished task is lease_lost", async () => {
+  it("a token of a finished task: the ack that finished it is a repeat (ok, nothing changed), any other write is lease_lost", async () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue);
     const { leaseToken } = await leaseOne(queue, T0);
     await completeTasks(db(), [{ id, leaseToken, result: "first" }], T0 + 1);
     const before = await snapshot(queue);
-    expect(await holderWriteCodes(id, leaseToken, T0 + 2)).toEqual(["lease_lost", "lease_lost", "lease_lost"]);
+    expect(await holderWriteCodes(id, leaseToken, T0 + 2)).toEqual(["ok", "lease_lost", "lease_lost"]);
     expect(await snapshot(queue)).toEqual(before);
+    expect(JSON.parse((await row(id)).result!)).toBe("first");
+  });
+
+  it("a fail repeated with the token that applied it is a repeat; a complete with that token is lease_lost", async () => {
+    const queue = uniqueQueue();
+    const id = await enqueueOne(queue);
+    const { leaseToken } = await leaseOne(queue, T0);
+    const [first] = await failTasks(db(), [{ id, leaseToken, message: "boom", retryAfterS: 60 }], T0 + 1);
+    expect(first).toMatchObject({ ok: true, state: "pending", repeated: false });
+    const before = await snapshot(queue);
+    const [again] = await failTasks(db(), [{ id, leaseToken, message: "boom", retryAfterS: 60 }], T0 + 2);
+    expect(again).toMatchObject({ ok: true, state: "pending", repeated: true, run_at: T0 + 1 + 60_000 });
+    const [complete] = await completeTasks(db(), [{ id, leaseToken, result: 1 }], T0 + 3);
+    expect(complete).toMatchObject({ ok: false, error: { code: "lease_lost" } });
+    expect(await snapshot(queue)).toEqual(before);
+    expect(JSON.parse((await row(id)).errors)).toHaveLength(1);
+  });
+
+  it("a release repeated with its token is a repeat until the task's next lease ends", async () => {
+    const queue = uniqueQueue();
+    const id = await enqueueOne(queue);
+    const first = await leaseOne(queue, T0);
+    await releaseTasks(db(), [{ id, leaseToken: first.leaseToken }], T0 + 1);
+    const [again] = await releaseTasks(db(), [{ id, leaseToken: first.leaseToken }], T0 + 2);
+    expect(again).toMatchObject({ ok: true, state: "pending", repeated: true });
+    expect((await row(id)).attempts).toBe(0);
+    const second = await leaseOne(queue, T0 + 3);
+    await completeTasks(db(), [{ id, leaseToken: second.leaseToken }], T0 + 4);
+    const [late] = await releaseTasks(db(), [{ id, leaseToken: first.leaseToken }], T0 + 5);
+    expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
   });
 
   it("a task that does not exist is not_found", async () => {
@@ -126,7 +157,8 @@ describe("batch acks", () => {
     const queue = uniqueQueue();
     const [good, stale, wrong] = await enqueueMany(queue, [{}, {}, {}]);
     const leased = new Map((await lease(queue, T0, 3)).map((t) => [t.id, t.leaseToken!]));
-    await completeTasks(db(), [{ id: stale!, leaseToken: leased.get(stale!)! }], T0 + 1); // its token is now stale
+    // Its token is now stale (for a complete: a repeated fail would be recognised as a repeat).
+    await failTasks(db(), [{ id: stale!, leaseToken: leased.get(stale!)!, message: "x" }], T0 + 1);
     const staleBefore = await row(stale!);
     const wrongBefore = await row(wrong!);
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { NewTask } from "../../src/engine/enqueue";
+import { cancelTask } from "../../src/engine/cancel";
 import { leaseOrder, nextRunAt } from "../../src/engine/lease";
 import { T0, db, row, uniqueQueue } from "../helpers";
 import { VT_MS, enqueueMany, enqueueOne, lease } from "./fixtures";
@@ -104,14 +105,35 @@ describe("lease selection", () => {
     expect(await lease(queue, T0, 1)).toHaveLength(1);
   });
 
-  it("does not lease a processing task again, even once its lease expired (that is the reaper's job)", async () => {
+  it("leases an expired task again once its backoff is due (no reaper needed), recording the lapsed attempt", async () => {
     const queue = uniqueQueue();
     await enqueueMany(queue, [{}, {}]);
     const first = await lease(queue, T0, 100);
     expect(first).toHaveLength(2);
     expect(await lease(queue, T0 + 1, 100)).toEqual([]);
-    expect(await lease(queue, T0 + VT_MS + 10_000, 100)).toEqual([]);
+    // Expired at T0 + VT, backoff after attempt 1 is the queue's base (10 s, no jitter on expiry).
+    const due = T0 + VT_MS + 10_000;
+    expect(await lease(queue, due - 1, 100)).toEqual([]);
     for (const t of first) expect(await row(t.id)).toMatchObject({ attempts: 1, leaseToken: t.leaseToken });
+    const again = await lease(queue, due, 100, "second");
+    expect(again.map((t) => t.id).sort()).toEqual(first.map((t) => t.id).sort());
+    for (const t of again) {
+      expect(t).toMatchObject({ state: "processing", attempts: 2, leaseHolder: "second", leaseExpiresAt: due + VT_MS });
+      expect(first.map((f) => f.leaseToken)).not.toContain(t.leaseToken);
+      expect(JSON.parse(t.errors)).toEqual([
+        { attempt: 1, at: T0 + VT_MS, message: "lease expired", kind: "lease_expired" },
+      ]);
+    }
+  });
+
+  it("does not lease an expired task whose attempts are used up, nor one whose cancel was requested", async () => {
+    const queue = uniqueQueue();
+    const [last, cancelled] = await enqueueMany(queue, [{ maxAttempts: 1 }, {}]);
+    await lease(queue, T0, 100);
+    await cancelTask(db(), cancelled!, T0 + 1);
+    expect(await lease(queue, T0 + 24 * 3600_000, 100)).toEqual([]);
+    expect(await row(last!)).toMatchObject({ state: "processing", attempts: 1 });
+    expect(await row(cancelled!)).toMatchObject({ state: "processing", cancelRequested: 1 });
   });
 
   it("marks each leased task processing with a fresh token, attempt and expiry", async () => {

@@ -1,10 +1,11 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import type { TaskRow } from "../../db/schema";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { longPollLease } from "../../coordinator/long-poll";
 import { wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import { cancelQueueTasks } from "../../engine/cancel";
 import { completeTasks } from "../../engine/complete";
 import { enqueueTasks, type ChildTaskSpec, type NewTask } from "../../engine/enqueue";
 import { EdgeqError } from "../../engine/errors";
+import { extendLeases } from "../../engine/extend";
 import { failTasks } from "../../engine/fail";
 import { leaseTasks } from "../../engine/lease";
 import { purgeTasks } from "../../engine/purge";
@@ -15,13 +16,15 @@ import { releaseTasks } from "../../engine/release";
 import { toLeasedTaskView, toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import type { AppEnv } from "../app-env";
-import { bearer, errorResponses, jsonBody, jsonResponse } from "../route-helpers";
+import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
 import {
   AckBody,
   AckResponse,
   CancelQueueBody,
   EnqueueBody,
   EnqueueResponse,
+  ExtendBody,
+  ExtendResponse,
   LeaseBody,
   LeaseResponse,
   PurgeBody,
@@ -38,10 +41,7 @@ import {
 import { defaultRegistry } from "../../processors/registry";
 import { enqueueValidationHook, validationHook } from "../validation";
 
-const route = <const R extends Parameters<typeof createRoute>[0]>(r: R) =>
-  createRoute({ ...r, security: bearer, responses: { ...r.responses, ...errorResponses } });
-
-const enqueueRoute = route({
+const enqueueRoute = authRoute({
   method: "post",
   path: "/v1/queues/{queue}/tasks",
   tags: ["tasks"],
@@ -50,7 +50,7 @@ const enqueueRoute = route({
   responses: { 201: jsonResponse(EnqueueResponse, "Created (or deduplicated)") },
 });
 
-const listTasksRoute = route({
+const listTasksRoute = authRoute({
   method: "get",
   path: "/v1/queues/{queue}/tasks",
   tags: ["tasks"],
@@ -59,7 +59,7 @@ const listTasksRoute = route({
   responses: { 200: jsonResponse(TaskListResponse) },
 });
 
-const leaseRoute = route({
+const leaseRoute = authRoute({
   method: "post",
   path: "/v1/queues/{queue}/lease",
   tags: ["leases"],
@@ -68,7 +68,7 @@ const leaseRoute = route({
   responses: { 200: jsonResponse(LeaseResponse) },
 });
 
-const ackRoute = route({
+const ackRoute = authRoute({
   method: "post",
   path: "/v1/queues/{queue}/ack",
   tags: ["leases"],
@@ -77,7 +77,18 @@ const ackRoute = route({
   responses: { 200: jsonResponse(AckResponse) },
 });
 
-const cancelQueueRoute = route({
+const extendRoute = authRoute({
+  method: "post",
+  path: "/v1/queues/{queue}/extend",
+  tags: ["leases"],
+  summary: "Extend and claim up to 100 leases; each item succeeds or fails on its own",
+  description:
+    "Sets each lease to expire `visibility_timeout_s` from now and claims it. A long poll answered after it waited hands out provisional leases (`claim_by`): claim them here on receipt.",
+  request: { params: QueueParams, body: jsonBody(ExtendBody) },
+  responses: { 200: jsonResponse(ExtendResponse) },
+});
+
+const cancelQueueRoute = authRoute({
   method: "post",
   path: "/v1/queues/{queue}/cancel",
   tags: ["queues"],
@@ -86,7 +97,7 @@ const cancelQueueRoute = route({
   responses: { 200: jsonResponse(z.object({ cancelled: z.number().int(), cancel_requested: z.number().int() })) },
 });
 
-const redriveRoute = route({
+const redriveRoute = authRoute({
   method: "post",
   path: "/v1/queues/{queue}/redrive",
   tags: ["queues"],
@@ -95,7 +106,7 @@ const redriveRoute = route({
   responses: { 200: jsonResponse(z.object({ redriven: z.number().int(), ids: z.array(z.string()) })) },
 });
 
-const purgeRoute = route({
+const purgeRoute = authRoute({
   method: "post",
   path: "/v1/queues/{queue}/purge",
   tags: ["queues"],
@@ -104,7 +115,7 @@ const purgeRoute = route({
   responses: { 200: jsonResponse(z.object({ purged: z.number().int() })) },
 });
 
-const listQueuesRoute = route({
+const listQueuesRoute = authRoute({
   method: "get",
   path: "/v1/queues",
   tags: ["queues"],
@@ -112,7 +123,7 @@ const listQueuesRoute = route({
   responses: { 200: jsonResponse(QueueListResponse) },
 });
 
-const statsRoute = route({
+const statsRoute = authRoute({
   method: "get",
   path: "/v1/queues/{queue}/stats",
   tags: ["queues"],
@@ -121,7 +132,7 @@ const statsRoute = route({
   responses: { 200: jsonResponse(QueueStatsResponse) },
 });
 
-const getConfigRoute = route({
+const getConfigRoute = authRoute({
   method: "get",
   path: "/v1/queues/{queue}/config",
   tags: ["queues"],
@@ -130,7 +141,7 @@ const getConfigRoute = route({
   responses: { 200: jsonResponse(QueueConfigSchema) },
 });
 
-const putConfigRoute = route({
+const putConfigRoute = authRoute({
   method: "put",
   path: "/v1/queues/{queue}/config",
   tags: ["queues"],
@@ -198,24 +209,7 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     if (waitMs === 0) {
       return c.json({ tasks: (await leaseTasks(c.var.db, request, c.var.now)).map(toLeasedTaskView) }, 200);
     }
-    const coordinator = c.env.COORDINATOR.get(c.env.COORDINATOR.idFromName(queue));
-    const waiterId = crypto.randomUUID();
-    const signal = c.req.raw.signal;
-    const withdraw = () => c.executionCtx.waitUntil(coordinator.forget({ waiterId }));
-    signal.addEventListener("abort", withdraw, { once: true });
-    let leased: TaskRow[] = await coordinator.lease({ ...request, waitMs, waiterId });
-    signal.removeEventListener("abort", withdraw);
-    if (signal.aborted && leased.length > 0) {
-      // The client left while a lease for it was in flight: nobody will run these tasks. Hand them back
-      // at once (pending, attempt not counted) instead of leaving them until their visibility timeout.
-      const outcomes = await releaseTasks(
-        c.var.db,
-        leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
-        Date.now(),
-      );
-      c.executionCtx.waitUntil(wakeAfterAck(c.env, outcomes));
-      leased = [];
-    }
+    const leased = await longPollLease(c.env, request, waitMs, c.req.raw.signal, c.executionCtx, () => Date.now());
     return c.json({ tasks: leased.map(toLeasedTaskView) }, 200);
   })
   .openapi(ackRoute, async (c) => {
@@ -258,7 +252,28 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     c.executionCtx.waitUntil(wakeAfterAck(c.env, outcomes));
     const results = outcomes.map((o) =>
       o.ok
-        ? { id: o.id, ok: true, state: o.state, children: o.children.map((child) => child.id) }
+        ? { id: o.id, ok: true, state: o.state, children: o.children.map((child) => child.id), repeated: o.repeated }
+        : { id: o.id, ok: false, error: { code: o.error.code, message: o.error.message } },
+    );
+    return c.json({ results }, 200);
+  })
+  .openapi(extendRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const fallbackS = body.visibility_timeout_s ?? (await getQueueConfig(c.var.db, queue)).visibility_timeout_s;
+    const outcomes = await extendLeases(
+      c.var.db,
+      body.leases.map((l) => ({
+        id: l.id,
+        leaseToken: l.lease_token,
+        visibilityTimeoutS: l.visibility_timeout_s ?? fallbackS,
+      })),
+      c.var.now,
+      { queue },
+    );
+    const results = outcomes.map((o) =>
+      o.ok
+        ? { id: o.id, ok: true, lease_expires_at: toIso(o.lease_expires_at ?? c.var.now) }
         : { id: o.id, ok: false, error: { code: o.error.code, message: o.error.message } },
     );
     return c.json({ results }, 200);

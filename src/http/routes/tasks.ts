@@ -1,4 +1,4 @@
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { completeTasks } from "../../engine/complete";
 import { cancelTask } from "../../engine/cancel";
 import { failTasks } from "../../engine/fail";
@@ -13,7 +13,7 @@ import type { AckOutcome } from "../../engine/ack";
 import { wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import type { AppEnv } from "../app-env";
 import { validationHook } from "../validation";
-import { bearer, errorResponses, jsonBody, jsonResponse } from "../route-helpers";
+import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
 import {
   ReleaseBody,
   CompleteBody,
@@ -34,45 +34,42 @@ function single(outcome: AckOutcome | undefined) {
     state: outcome.state,
     run_at: outcome.state === "pending" ? toIso(outcome.run_at) : null,
     children: outcome.children.map((child) => child.id),
+    repeated: outcome.repeated,
   };
 }
 
-const getTaskRoute = createRoute({
+const getTaskRoute = authRoute({
   method: "get",
   path: "/v1/tasks/{id}",
   tags: ["tasks"],
   summary: "A task with its payload, result, error history and progress",
-  security: bearer,
   request: { params: TaskParams },
-  responses: { 200: jsonResponse(TaskSchema), ...errorResponses },
+  responses: { 200: jsonResponse(TaskSchema) },
 });
 
-const completeRoute = createRoute({
+const completeRoute = authRoute({
   method: "post",
   path: "/v1/tasks/{id}/complete",
   tags: ["leases"],
   summary: "Complete a leased task (fenced by its lease token)",
-  security: bearer,
   request: { params: TaskParams, body: jsonBody(CompleteBody) },
-  responses: { 200: jsonResponse(OutcomeResponse), ...errorResponses },
+  responses: { 200: jsonResponse(OutcomeResponse) },
 });
 
-const failRoute = createRoute({
+const failRoute = authRoute({
   method: "post",
   path: "/v1/tasks/{id}/fail",
   tags: ["leases"],
   summary: "Fail a leased task: retry after backoff or retry_after_s, or dead when permanent or exhausted",
-  security: bearer,
   request: { params: TaskParams, body: jsonBody(FailBody) },
-  responses: { 200: jsonResponse(OutcomeResponse), ...errorResponses },
+  responses: { 200: jsonResponse(OutcomeResponse) },
 });
 
-const heartbeatRoute = createRoute({
+const heartbeatRoute = authRoute({
   method: "post",
   path: "/v1/tasks/{id}/heartbeat",
   tags: ["leases"],
   summary: "Extend a lease and report progress; 409 task_cancelled tells the holder to stop",
-  security: bearer,
   request: { params: TaskParams, body: jsonBody(HeartbeatBody) },
   responses: {
     200: jsonResponse(
@@ -83,38 +80,34 @@ const heartbeatRoute = createRoute({
         progress_message: z.string().nullable(),
       }),
     ),
-    ...errorResponses,
   },
 });
 
-const cancelRoute = createRoute({
+const cancelRoute = authRoute({
   method: "post",
   path: "/v1/tasks/{id}/cancel",
   tags: ["tasks"],
   summary: "Cancel a pending task, or request cancellation of a processing one",
-  security: bearer,
   request: { params: TaskParams },
-  responses: { 200: jsonResponse(TaskSchema), ...errorResponses },
+  responses: { 200: jsonResponse(TaskSchema) },
 });
 
-const retryRoute = createRoute({
+const retryRoute = authRoute({
   method: "post",
   path: "/v1/tasks/{id}/retry",
   tags: ["tasks"],
   summary: "Retry a dead or cancelled task now, with attempts reset",
-  security: bearer,
   request: { params: TaskParams },
-  responses: { 200: jsonResponse(TaskSchema), ...errorResponses },
+  responses: { 200: jsonResponse(TaskSchema) },
 });
 
-const releaseRoute = createRoute({
+const releaseRoute = authRoute({
   method: "post",
   path: "/v1/tasks/{id}/release",
   tags: ["leases"],
   summary: "Hand a leased task back unfinished: pending at once, the attempt not counted",
-  security: bearer,
   request: { params: TaskParams, body: jsonBody(ReleaseBody) },
-  responses: { 200: jsonResponse(OutcomeResponse), ...errorResponses },
+  responses: { 200: jsonResponse(OutcomeResponse) },
 });
 
 /** Routes addressed by task id. */

@@ -1,0 +1,43 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
+
+export interface ExtendItem extends FencedItem {
+  /** New lease length from now, in seconds. */
+  visibilityTimeoutS: number;
+}
+
+/**
+ * Extends up to MAX_BATCH leases in one fenced statement — and claims them: a provisional lease (handed
+ * to a long poll after it waited) must be claimed within CLAIM_WINDOW_S, and this is the way to claim a
+ * whole batch at once on receipt. Each item succeeds or fails on its own (`lease_lost`, `not_found`); a
+ * task whose cancel was requested ends cancelled instead (`task_cancelled`), as with a heartbeat.
+ * The outcome's `lease_expires_at` is the new expiry.
+ *
+ * @example
+ * const [outcome] = await extendLeases(db, [{ id, leaseToken, visibilityTimeoutS: 60 }], Date.now());
+ */
+export async function extendLeases(
+  db: Db,
+  items: ExtendItem[],
+  now: number,
+  scope: AckScope = {},
+): Promise<AckOutcome[]> {
+  return applyFencedUpdate(
+    db,
+    items.map((i) => ({ id: i.id, leaseToken: i.leaseToken, expires_at: now + i.visibilityTimeoutS * 1000 })),
+    (json) => ({
+      update: sql`UPDATE tasks SET
+        state = CASE WHEN tasks.cancel_requested = 1 THEN 'cancelled' ELSE tasks.state END,
+        finished_at = CASE WHEN tasks.cancel_requested = 1 THEN ${now} ELSE NULL END,
+        lease_token = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE tasks.lease_token END,
+        lease_expires_at = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE j.value->>'expires_at' END,
+        claim_by = NULL,
+        updated_at = ${now}
+      FROM json_each(${json}) AS j
+      WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
+      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.lease_expires_at`,
+    }),
+    scope,
+  );
+}

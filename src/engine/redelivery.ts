@@ -1,0 +1,41 @@
+import { sql, type SQL } from "drizzle-orm";
+import { expiryBackoffMsSql } from "./retry-policy";
+
+/**
+ * When a live task may be leased — one definition for the lease that takes it, the coordinator's alarm
+ * that waits for it and the cron reaper that tidies after it. A task is leasable when it is:
+ * - pending and due (`run_at <= now`);
+ * - processing under a provisional lease nobody claimed in time (`claim_by <= now`): handed to a long poll
+ *   whose client may be gone, so the next lease takes it over with the attempt refunded, no backoff;
+ * - processing under an expired lease with attempts left and no cancel requested, once the expiry backoff
+ *   has passed: redelivered as SQS does at its visibility timeout, without waiting for the cron tick.
+ * A processing task whose last attempt expired, or whose cancel was requested, is not leasable: the
+ * reaper makes it dead or cancelled.
+ *
+ * These are SQL fragments over the `tasks` row being read or updated.
+ */
+
+/** A provisional lease (handed to a long poll after it waited) that was not claimed by `now`. */
+export function unclaimedSql(now: number): SQL {
+  return sql`(tasks.state = 'processing' AND tasks.claim_by IS NOT NULL AND tasks.claim_by <= ${now})`;
+}
+
+/** An expired, claimed lease (its holder went silent) — the attempt counts. */
+export function expiredClaimedSql(now: number): SQL {
+  return sql`(tasks.state = 'processing' AND tasks.claim_by IS NULL AND tasks.lease_expires_at <= ${now})`;
+}
+
+/** The time a live task becomes leasable (ms), or NULL when only the reaper can move it on. */
+export function leasableAtSql(): SQL {
+  return sql`CASE
+    WHEN tasks.state = 'pending' THEN tasks.run_at
+    WHEN tasks.cancel_requested = 1 THEN NULL
+    WHEN tasks.claim_by IS NOT NULL THEN tasks.claim_by
+    WHEN tasks.attempts < tasks.max_attempts THEN tasks.lease_expires_at + ${expiryBackoffMsSql()}
+    ELSE NULL END`;
+}
+
+/** True for a live task leasable at `now` (see the module comment). */
+export function leasableSql(now: number): SQL {
+  return sql`(${leasableAtSql()}) <= ${now}`;
+}
