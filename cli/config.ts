@@ -1,21 +1,23 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { DEV_TOKEN } from "../src/engine/limits";
 import { CliError, EXIT } from "./errors";
+
+/** Where `npm start` serves (README quick start). */
+export const DEFAULT_URL = "http://127.0.0.1:8787";
 
 export interface CliConfig {
   url: string;
   token: string;
+  /** Where the token came from, for messages (a 401 names it): "the --token flag", "EDGEQ_TOKEN", … */
+  tokenSource?: string;
 }
-
-/** Where `npm start` serves, and its development token (README quick start). */
-const DEFAULT_URL = "http://127.0.0.1:8787";
-const DEV_TOKEN = "edgeq-dev-token";
 
 /**
  * Resolves the server URL and token: flags (--url, --token) over the environment (EDGEQ_URL, EDGEQ_TOKEN)
  * over the config file (EDGEQ_CONFIG, default ~/.config/edgeq/config.json: `{ "url", "token" }`) over the
- * local development defaults.
+ * local development defaults. Records where the token came from.
  *
  * @example
  * const config = resolveConfig({ url: flags.url, token: flags.token }, process.env);
@@ -37,5 +39,13 @@ export function resolveConfig(flags: Partial<CliConfig>, env: NodeJS.ProcessEnv)
   } catch {
     throw new CliError(`not a URL: ${url} (--url or EDGEQ_URL)`, EXIT.usage);
   }
-  return { url, token: flags.token ?? env.EDGEQ_TOKEN ?? file.token ?? DEV_TOKEN };
+  const [token, tokenSource] =
+    flags.token !== undefined
+      ? [flags.token, "the --token flag"]
+      : env.EDGEQ_TOKEN !== undefined
+        ? [env.EDGEQ_TOKEN, "EDGEQ_TOKEN"]
+        : file.token !== undefined
+          ? [file.token, `the config file ${path}`]
+          : [DEV_TOKEN, `the development default ${DEV_TOKEN} (no --token, EDGEQ_TOKEN or config file token)`];
+  return { url, token, tokenSource };
 }

@@ -1,3 +1,4 @@
+import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../src/engine/limits";
 import { CliError, EXIT } from "./errors";
 import type { Command, CommandContext } from "./main";
 
@@ -96,6 +97,31 @@ export function durationFlag(
   return seconds;
 }
 
+/**
+ * A duration flag (see parseDuration) within [min, max] seconds, whole seconds when `whole`; undefined
+ * when not given.
+ *
+ * @example
+ * const graceS = durationIn(ctx, worker, "grace", { min: 0, max: 3600 }) ?? 30;
+ */
+export function durationIn(
+  ctx: Pick<CommandContext, "flags">,
+  command: Pick<Command, "usage">,
+  name: string,
+  range: { min: number; max: number; whole?: boolean },
+): number | undefined {
+  const seconds = durationFlag(ctx, command, name);
+  if (seconds === undefined) return undefined;
+  if (seconds < range.min || seconds > range.max || (range.whole && !Number.isInteger(seconds))) {
+    const kind = range.whole ? "whole seconds" : "seconds";
+    throw usageError(
+      command,
+      `--${name}: expected ${kind} from ${range.min} to ${range.max}, got "${String(ctx.flags[name])}"`,
+    );
+  }
+  return seconds;
+}
+
 /** An ISO 8601 time flag with a zone (Z or ±hh:mm), normalised to UTC; undefined when not given. */
 export function isoFlag(
   ctx: Pick<CommandContext, "flags">,
@@ -127,16 +153,10 @@ export function taskIdArg(command: Pick<Command, "usage">, value: string | undef
   return value.toUpperCase();
 }
 
-/** Queue names as the API accepts them. */
-const QUEUE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-
-/** A queue argument; a malformed name is a usage error rather than a round trip to a 400. */
+/** A queue argument, checked against the API's naming rule: a typo fails before any request is sent. */
 export function queueArg(command: Pick<Command, "usage">, value: string | undefined): string {
-  if (!value || !QUEUE_NAME.test(value)) {
-    throw usageError(
-      command,
-      `not a queue name: "${value ?? ""}" (1-64 letters, digits, '.', '_' or '-', starting with a letter or digit)`,
-    );
+  if (!value || !QUEUE_NAME_PATTERN.test(value)) {
+    throw usageError(command, `not a queue name: "${value ?? ""}" (${QUEUE_NAME_RULE})`);
   }
   return value;
 }

@@ -1,7 +1,8 @@
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import { parseCommandArgs, splitCommand } from "./argv";
 import { createClient, type Client } from "./client";
-import { resolveConfig, type CliConfig } from "./config";
+import { DEFAULT_URL, resolveConfig, type CliConfig } from "./config";
 import { CliError, EXIT } from "./errors";
+import { cliVersion, commandHelp, flagLines } from "./help";
 
 /** What every command receives. */
 export interface CommandContext {
@@ -16,20 +17,46 @@ export interface CommandContext {
   stdin: NodeJS.ReadStream;
 }
 
-/** A command: its flags (node:util parseArgs options), one line of help, and what it does. */
+/** One flag of a command: how it parses, and what --help says about it. */
+export interface FlagSpec {
+  type: "string" | "boolean";
+  short?: string;
+  /** May be given more than once; the values come as a list. */
+  multiple?: boolean;
+  /** The value's name in --help (N, S, PATH, ISO…); string flags only. */
+  value?: string;
+  /** One line for --help. */
+  description: string;
+  /** The default as --help shows it; the command applies it. */
+  default?: string;
+}
+
+export type FlagSpecs = Record<string, FlagSpec>;
+
+/** A command: its flags, one line of help, its usage line, and what it does. */
 export interface Command {
   summary: string;
   usage: string;
-  options?: ParseArgsConfig["options"];
+  options?: FlagSpecs;
   run(ctx: CommandContext): Promise<number | void>;
 }
 
-/** Flags every command takes. */
-const GLOBAL_OPTIONS = {
-  url: { type: "string" },
-  token: { type: "string" },
-  help: { type: "boolean", short: "h" },
-} as const satisfies ParseArgsConfig["options"];
+/** Flags every command takes, before or after the command's name. */
+export const GLOBAL_FLAGS = {
+  url: {
+    type: "string",
+    value: "URL",
+    description: "the edgeq server (else EDGEQ_URL, else the config file's url)",
+    default: DEFAULT_URL,
+  },
+  token: {
+    type: "string",
+    value: "TOKEN",
+    description: "bearer token (else EDGEQ_TOKEN, else the config file's token)",
+    default: "the development token",
+  },
+  help: { type: "boolean", short: "h", description: "show the command's usage and flags" },
+} as const satisfies FlagSpecs;
 
 /** Loaded lazily so `edgeq --help` stays instant. Names with a space are sub-commands. */
 const COMMANDS: Record<string, () => Promise<Command>> = {
@@ -49,12 +76,17 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   "worker stop": () => import("./commands/worker-stop").then((m) => m.workerStop),
 };
 
+/** First words of the commands ("dlq" of "dlq list"). */
+const COMMAND_WORDS = new Set(Object.keys(COMMANDS).map((name) => name.split(" ")[0]!));
+
 async function help(stdout: NodeJS.WriteStream): Promise<void> {
-  const lines = ["usage: edgeq <command> [options]   (--url, --token, or EDGEQ_URL / EDGEQ_TOKEN)", ""];
+  const lines = ["usage: edgeq <command> [flags]   (edgeq <command> --help: its flags)", "", "commands:"];
   for (const [name, load] of Object.entries(COMMANDS)) {
     const command = await load();
     lines.push(`  ${name.padEnd(12)} ${command.summary}`);
   }
+  const version = { type: "boolean", description: "print edgeq's version" } as const;
+  lines.push("", "global flags (before or after the command):", ...flagLines({ ...GLOBAL_FLAGS, version }));
   stdout.write(lines.join("\n") + "\n");
 }
 
@@ -70,30 +102,30 @@ export async function main(
   io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin },
 ): Promise<number> {
   try {
-    const [first, second] = argv;
-    if (!first || first === "--help" || first === "-h" || first === "help") {
+    const { name, args } = splitCommand(
+      argv,
+      (word) => COMMAND_WORDS.has(word),
+      (first, second) => `${first} ${second}` in COMMANDS,
+    );
+    if (name === undefined || name === "help") {
+      if (args.includes("--version") || args.includes("-V")) {
+        io.stdout.write(`edgeq ${cliVersion()}\n`);
+        return EXIT.ok;
+      }
       await help(io.stdout);
-      return first ? EXIT.ok : EXIT.usage;
+      return name !== undefined || args.includes("--help") || args.includes("-h") ? EXIT.ok : EXIT.usage;
     }
-    const pair = second ? `${first} ${second}` : "";
-    const name = pair in COMMANDS ? pair : first;
     const load = COMMANDS[name];
-    if (!load) throw new CliError(`unknown command "${first}" (edgeq --help lists them)`, EXIT.usage);
+    if (!load) throw new CliError(`unknown command "${name}" (edgeq --help lists them)`, EXIT.usage);
     const command = await load();
-    const rest = argv.slice(name.split(" ").length);
     let parsed;
     try {
-      parsed = parseArgs({
-        args: rest,
-        options: { ...GLOBAL_OPTIONS, ...command.options },
-        allowPositionals: true,
-        strict: true,
-      });
+      parsed = parseCommandArgs(args, { ...GLOBAL_FLAGS, ...command.options });
     } catch (error) {
       throw new CliError(`${(error as Error).message}\nusage: ${command.usage}`, EXIT.usage);
     }
     if (parsed.values.help) {
-      io.stdout.write(`usage: ${command.usage}\n${command.summary}\n`);
+      io.stdout.write(commandHelp(command, GLOBAL_FLAGS));
       return EXIT.ok;
     }
     const config = resolveConfig(

@@ -12,10 +12,14 @@ export const cancel: Command = {
   summary: "Cancel a task, or a queue's live tasks (--queue Q with --group G or --all)",
   usage: "edgeq cancel <id> | edgeq cancel --queue Q (--group G | --all) [--json]",
   options: {
-    queue: { type: "string" },
-    group: { type: "string" },
-    all: { type: "boolean" },
-    json: { type: "boolean" },
+    queue: {
+      type: "string",
+      value: "Q",
+      description: "cancel in this queue instead of one task (with --group or --all)",
+    },
+    group: { type: "string", value: "G", description: "with --queue: the group's live tasks" },
+    all: { type: "boolean", description: "with --queue: every live task of the queue" },
+    json: { type: "boolean", description: "print the API's response as JSON" },
   },
   async run(ctx) {
     const queueFlag = stringFlag(ctx, "queue");

@@ -16,7 +16,9 @@ const NUMBER_KEYS = [
   "retention_s",
   "concurrency",
 ] as const;
-const KEYS = [...NUMBER_KEYS, "mode", "processor", "rate_limit"] as const;
+/** Whole seconds, or `null` for none. */
+const NULLABLE_NUMBER_KEYS = ["max_run_s"] as const;
+const KEYS = [...NUMBER_KEYS, "mode", "processor", "rate_limit", ...NULLABLE_NUMBER_KEYS] as const;
 
 /** "10/second", or "none". */
 function formatRateLimit(limit: Config["rate_limit"]): string {
@@ -34,7 +36,8 @@ function render(config: Config): string {
 }
 
 /**
- * Parses `key=value` arguments into a config patch: numbers for the numeric keys, `push|pull` for mode,
+ * Parses `key=value` arguments into a config patch: numbers for the numeric keys (max_run_s also `null`),
+ * `push|pull` for mode,
  * a processor name or `null`, `COUNT/second|COUNT/minute` or `null` for rate_limit. Unknown keys and
  * malformed values throw before any request; ranges are the API's to check.
  *
@@ -51,7 +54,12 @@ export function parseAssignments(assignments: string[]): Patch {
     if (!(KEYS as readonly string[]).includes(key)) {
       throw usageError(configSet, `unknown key "${key}" (keys: ${KEYS.join(", ")})`);
     }
-    if ((NUMBER_KEYS as readonly string[]).includes(key)) {
+    if ((NULLABLE_NUMBER_KEYS as readonly string[]).includes(key)) {
+      if (value !== "null" && !/^\d+$/.test(value)) {
+        throw usageError(configSet, `${key}: expected a whole number of seconds or null, got "${value}"`);
+      }
+      patch[key] = value === "null" ? null : Number(value);
+    } else if ((NUMBER_KEYS as readonly string[]).includes(key)) {
       if (!/^\d+$/.test(value)) throw usageError(configSet, `${key}: expected a whole number, got "${value}"`);
       patch[key] = Number(value);
     } else if (key === "mode") {
@@ -75,7 +83,7 @@ export function parseAssignments(assignments: string[]): Patch {
 export const configGet: Command = {
   summary: "Show a queue's configuration",
   usage: "edgeq config get <queue> [--json]",
-  options: { json: { type: "boolean" } },
+  options: { json: { type: "boolean", description: "print the configuration as JSON" } },
   async run(ctx) {
     const [queueRaw] = positionals(ctx, configGet, ["queue"]);
     const queue = queueArg(configGet, queueRaw);
@@ -93,7 +101,7 @@ export const configGet: Command = {
 export const configSet: Command = {
   summary: "Change a queue's configuration (key=value ...)",
   usage: `edgeq config set <queue> key=value... [--json]   (keys: ${KEYS.join(", ")})`,
-  options: { json: { type: "boolean" } },
+  options: { json: { type: "boolean", description: "print the resulting configuration as JSON" } },
   async run(ctx) {
     const [queueRaw, ...assignments] = ctx.args;
     const queue = queueArg(configSet, queueRaw);

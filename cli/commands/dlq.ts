@@ -1,8 +1,9 @@
+import { MAX_REDRIVE_PER_CALL } from "../../src/engine/limits";
 import { expectOk } from "../client";
 import { intFlag, positionals, queueArg, stringFlag } from "../flags";
 import type { Command } from "../main";
 import { plural, relativeTime, table, truncate, writeJson, writeJsonLines } from "../output";
-import { describeFilter, fetchTasks, limitFlag } from "./list";
+import { DEFAULT_LIMIT, describeFilter, fetchTasks, limitFlag } from "./list";
 
 /**
  * `edgeq dlq list <queue>`: the queue's dead tasks (optionally one --group) with their last error, oldest
@@ -12,10 +13,10 @@ export const dlqList: Command = {
   summary: "List a queue's dead tasks with their last error",
   usage: "edgeq dlq list <queue> [--group G] [--limit N | --all] [--json]",
   options: {
-    group: { type: "string" },
-    limit: { type: "string" },
-    all: { type: "boolean" },
-    json: { type: "boolean" },
+    group: { type: "string", value: "G", description: "only this group's dead tasks" },
+    limit: { type: "string", value: "N", description: "show at most N tasks", default: String(DEFAULT_LIMIT) },
+    all: { type: "boolean", description: "show every dead task (follows the API's pages)" },
+    json: { type: "boolean", description: "one task per line, as the API returns it (JSON lines)" },
   },
   async run(ctx) {
     const [queueRaw] = positionals(ctx, dlqList, ["queue"]);
@@ -51,14 +52,18 @@ export const dlqList: Command = {
 
 /**
  * `edgeq dlq redrive <queue>`: the queue's dead tasks (optionally one --group, at most --limit) back to
- * pending with attempts reset. The API revives at most 5,000 per call, so without --limit the CLI calls
+ * pending with attempts reset. The API revives at most MAX_REDRIVE_PER_CALL (5,000) per call, so without --limit the CLI calls
  * again until none is left — stopping early if a task it revived is dead again (a push-mode processor
  * failing at once), which would otherwise loop forever.
  */
 export const dlqRedrive: Command = {
   summary: "Move a queue's dead tasks back to pending, attempts reset",
   usage: "edgeq dlq redrive <queue> [--group G] [--limit N] [--json]",
-  options: { group: { type: "string" }, limit: { type: "string" }, json: { type: "boolean" } },
+  options: {
+    group: { type: "string", value: "G", description: "only this group's dead tasks" },
+    limit: { type: "string", value: "N", description: "redrive at most N tasks", default: "all of them" },
+    json: { type: "boolean", description: "print { redriven, ids } as JSON" },
+  },
   async run(ctx) {
     const [queueRaw] = positionals(ctx, dlqRedrive, ["queue"]);
     const queue = queueArg(dlqRedrive, queueRaw);
@@ -67,7 +72,7 @@ export const dlqRedrive: Command = {
     const ids: string[] = [];
     const seen = new Set<string>();
     for (;;) {
-      const remaining = limit === undefined ? undefined : Math.min(5000, limit - ids.length);
+      const remaining = limit === undefined ? undefined : Math.min(MAX_REDRIVE_PER_CALL, limit - ids.length);
       const body = await expectOk(
         await ctx.client.v1.queues[":queue"].redrive.$post({
           param: { queue },

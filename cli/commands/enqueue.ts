@@ -3,6 +3,7 @@ import { createInterface } from "node:readline";
 import { monotonicFactory } from "ulid";
 import type { z } from "zod";
 import { describeZodError } from "../../src/engine/describe-zod-error";
+import { MAX_ATTEMPTS_LIMIT, MAX_PRIORITY } from "../../src/engine/limits";
 import { NewTaskSchema } from "../../src/http/schemas";
 import { expectOk, type Client } from "../client";
 import { CliError, EXIT } from "../errors";
@@ -54,15 +55,30 @@ export const enqueue: Command = {
   summary: "Enqueue one task, or many from a JSONL file or stdin",
   usage,
   options: {
-    file: { type: "string", short: "f" },
-    type: { type: "string" },
-    priority: { type: "string" },
-    delay: { type: "string" },
-    "run-at": { type: "string" },
-    "dedupe-key": { type: "string" },
-    group: { type: "string" },
-    "max-attempts": { type: "string" },
-    json: { type: "boolean" },
+    file: {
+      type: "string",
+      short: "f",
+      value: "F.jsonl",
+      description: 'one task per line, as the API takes it: {"payload": …, "priority": …} ("-": stdin)',
+    },
+    type: { type: "string", value: "T", description: "the tasks' type", default: '"default"' },
+    priority: {
+      type: "string",
+      value: "N",
+      description: `higher runs first, -${MAX_PRIORITY} to ${MAX_PRIORITY}`,
+      default: "0",
+    },
+    delay: { type: "string", value: "S", description: "due after this long (90, 15m, 2h)", default: "now" },
+    "run-at": { type: "string", value: "ISO", description: "due at this time (ISO 8601 with a zone)" },
+    "dedupe-key": { type: "string", value: "K", description: "skip the task while a live task holds this key" },
+    group: { type: "string", value: "G", description: "the tasks' group (cancel and redrive by group)" },
+    "max-attempts": {
+      type: "string",
+      value: "N",
+      description: `tries before a task is dead, 1 to ${MAX_ATTEMPTS_LIMIT}`,
+      default: "the queue's max_attempts",
+    },
+    json: { type: "boolean", description: "print { queue, created, deduplicated, tasks } as JSON" },
   },
   async run(ctx) {
     const [queueRaw, payloadRaw] = positionals(ctx, enqueue, ["queue"], ["payload-json"]);
@@ -104,12 +120,12 @@ function taskDefaults(ctx: CommandContext): Partial<NewTask> {
   if (delay !== undefined && runAt !== undefined) throw usageError(enqueue, "give --delay or --run-at, not both");
   const defaults: Partial<NewTask> = {
     type: stringFlag(ctx, "type"),
-    priority: intFlag(ctx, enqueue, "priority", { min: -1_000_000, max: 1_000_000 }),
+    priority: intFlag(ctx, enqueue, "priority", { min: -MAX_PRIORITY, max: MAX_PRIORITY }),
     delay_s: delay,
     run_at: runAt,
     dedupe_key: stringFlag(ctx, "dedupe-key"),
     group: stringFlag(ctx, "group"),
-    max_attempts: intFlag(ctx, enqueue, "max-attempts", { min: 1, max: 100 }),
+    max_attempts: intFlag(ctx, enqueue, "max-attempts", { min: 1, max: MAX_ATTEMPTS_LIMIT }),
   };
   return Object.fromEntries(Object.entries(defaults).filter(([, v]) => v !== undefined));
 }
@@ -166,7 +182,8 @@ async function readTasks(
       const task = withDefaults(value as Record<string, unknown>, defaults);
       const checked = NewTaskSchema.safeParse(task);
       if (!checked.success) {
-        throw new CliError(`${source}: line ${line}: ${describeZodError(checked.error, "task")}`, EXIT.input);
+        const hint = unwrappedHint(value as Record<string, unknown>);
+        throw new CliError(`${source}: line ${line}: ${describeZodError(checked.error, "task")}${hint}`, EXIT.input);
       }
       tasks.push({ task: task as NewTask, line });
     }
@@ -175,6 +192,19 @@ async function readTasks(
     throw new CliError(`${source}: ${(error as Error).message}`, EXIT.input);
   }
   return tasks;
+}
+
+/** The fields a line (a task) may have: NewTaskSchema's. */
+const TASK_FIELDS = new Set(Object.keys(NewTaskSchema.shape));
+
+/**
+ * A hint for a line that looks like a bare payload (`{"n": 1}` rather than `{"payload": {"n": 1}}`): one
+ * with a field a task does not have and no `payload`. Empty otherwise.
+ */
+function unwrappedHint(line: Record<string, unknown>): string {
+  const keys = Object.keys(line);
+  if ("payload" in line || keys.every((key) => TASK_FIELDS.has(key))) return "";
+  return ' (each line is a task, its payload inside: {"payload": {...}}; to enqueue this object as the payload, wrap it)';
 }
 
 /** Splits tasks into requests of at most CHUNK_TASKS tasks and CHUNK_BYTES of JSON. */

@@ -1,14 +1,12 @@
+import { MAX_BATCH } from "../../src/engine/limits";
 import { TASK_STATES } from "../../src/engine/states";
 import { expectOk, type Client } from "../client";
 import { intFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
 import type { Command, CommandContext } from "../main";
 import { relativeTime, table, writeJsonLines } from "../output";
 
-/** The API's page size limit (MAX_BATCH). */
-const MAX_PAGE = 100;
-
-/** Rows shown when neither --limit nor --all is given. */
-const DEFAULT_LIMIT = 50;
+/** Rows shown when neither --limit nor --all is given: a screenful. */
+export const DEFAULT_LIMIT = 50;
 
 /**
  * How many tasks a listing shows: --limit N, everything with --all (undefined), else DEFAULT_LIMIT.
@@ -38,7 +36,7 @@ function fetchPage(client: Client, queue: string, filter: TaskFilter, limit: num
 
 /**
  * A queue's tasks in creation order, following the API's cursors: at most `limit` tasks (all of them when
- * `limit` is undefined), fetched 100 per request. Reports whether more remain past `limit`.
+ * `limit` is undefined), fetched a page of the API's largest size (MAX_BATCH) per request. Reports whether more remain past `limit`.
  *
  * @example
  * const { tasks, more } = await fetchTasks(client, "emails", { state: "dead" }, 50);
@@ -53,7 +51,7 @@ export async function fetchTasks(
   const tasks: TaskView[] = [];
   let cursor: string | undefined;
   for (;;) {
-    const want = limit === undefined ? MAX_PAGE : Math.min(MAX_PAGE, limit - tasks.length);
+    const want = limit === undefined ? MAX_BATCH : Math.min(MAX_BATCH, limit - tasks.length);
     const page = await fetchPage(client, queue, filter, want, cursor);
     tasks.push(...page.tasks);
     onPage?.(page.tasks);
@@ -98,12 +96,12 @@ export const list: Command = {
   summary: "List a queue's tasks (table, or JSON lines with --json)",
   usage: "edgeq list <queue> [--state S] [--group G] [--type T] [--limit N | --all] [--json]",
   options: {
-    state: { type: "string" },
-    group: { type: "string" },
-    type: { type: "string" },
-    limit: { type: "string" },
-    all: { type: "boolean" },
-    json: { type: "boolean" },
+    state: { type: "string", value: "S", description: `only tasks in this state (${TASK_STATES.join(", ")})` },
+    group: { type: "string", value: "G", description: "only this group's tasks" },
+    type: { type: "string", value: "T", description: "only tasks of this type" },
+    limit: { type: "string", value: "N", description: "show at most N tasks", default: String(DEFAULT_LIMIT) },
+    all: { type: "boolean", description: "show every task (follows the API's pages)" },
+    json: { type: "boolean", description: "one task per line, as the API returns it (JSON lines)" },
   },
   async run(ctx) {
     const [queueRaw] = positionals(ctx, list, ["queue"]);

@@ -15,10 +15,16 @@ export const purge: Command = {
   summary: "Delete a queue's finished tasks older than a cutoff",
   usage: "edgeq purge <queue> (--older-than S | --before ISO) [--state completed|dead|cancelled]... [--json]",
   options: {
-    "older-than": { type: "string" },
-    before: { type: "string" },
-    state: { type: "string", multiple: true },
-    json: { type: "boolean" },
+    "older-than": { type: "string", value: "S", description: "tasks finished longer ago than this (90, 15m, 7d)" },
+    before: { type: "string", value: "ISO", description: "tasks finished before this time (ISO 8601 with a zone)" },
+    state: {
+      type: "string",
+      value: "S",
+      multiple: true,
+      description: `only tasks in this state (${FINAL_STATES.join(", ")})`,
+      default: "all three",
+    },
+    json: { type: "boolean", description: "print { purged } as JSON" },
   },
   async run(ctx) {
     const [queueRaw] = positionals(ctx, purge, ["queue"]);

@@ -10,7 +10,7 @@ import { writeJson } from "../output";
 export const retry: Command = {
   summary: "Retry a dead or cancelled task now, attempts reset",
   usage: "edgeq retry <id> [--json]",
-  options: { json: { type: "boolean" } },
+  options: { json: { type: "boolean", description: "print the task as JSON" } },
   async run(ctx) {
     const [idRaw] = positionals(ctx, retry, ["id"]);
     const id = taskIdArg(retry, idRaw);

@@ -24,7 +24,7 @@ function size(bytes: number): string {
 export const show: Command = {
   summary: "Show a task: payload, result, errors, progress, checkpoint, artifacts, times",
   usage: "edgeq show <id> [--json]",
-  options: { json: { type: "boolean" } },
+  options: { json: { type: "boolean", description: "print the task and its artifacts as JSON" } },
   async run(ctx) {
     const [idRaw] = positionals(ctx, show, ["id"]);
     const id = taskIdArg(show, idRaw);

@@ -151,7 +151,15 @@ function watchQueue(
 export const watch: Command = {
   summary: "Follow a task's progress until it finishes, or a queue's counts live",
   usage: "edgeq watch <id|queue> [--interval S] [--until-done]",
-  options: { interval: { type: "string" }, "until-done": { type: "boolean" } },
+  options: {
+    interval: {
+      type: "string",
+      value: "S",
+      description: `seconds between polls (at least ${MIN_INTERVAL_S})`,
+      default: "1",
+    },
+    "until-done": { type: "boolean", description: "a queue: exit once nothing is pending or processing" },
+  },
   async run(ctx) {
     const [target] = positionals(ctx, watch, ["id|queue"]);
     const interval = durationFlag(ctx, watch, "interval") ?? 1;

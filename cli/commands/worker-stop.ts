@@ -1,13 +1,12 @@
 import { CliError, EXIT } from "../errors";
 import type { Command } from "../main";
-import { positionals, stringFlag, usageError } from "../flags";
-import { durationIn, queueName } from "../worker/options";
+import { durationIn, positionals, queueArg, stringFlag, usageError } from "../flags";
 import { defaultPidFile, hasExited, isEdgeqProcess, readPid } from "../worker/pid-file";
 
 const USAGE = "edgeq worker stop [<queue>] [--pid-file PATH] [--timeout S]";
 
-/** Default wait for the worker to exit: its default --grace (30 s) or long poll (20 s), whichever is
- * longer, plus time to hand back what is left. */
+/** Default wait for the worker to exit: its default --grace (30 s), plus time to hand back what is left
+ * and for the handed-back tasks' releases to be answered. */
 const DEFAULT_TIMEOUT_S = 60;
 
 /** Longest --timeout: a day; anything longer is a unit mistake (a stuck worker needs a second stop). */
@@ -18,8 +17,9 @@ const POLL_MS = 100;
 
 /**
  * `edgeq worker stop [<queue>]`: sends SIGTERM to the worker recorded in the pid file (the queue's default
- * one, or --pid-file) and waits up to --timeout seconds for it to exit. The worker finishes what it runs
- * within its --grace, hands back the rest and exits; running `stop` again meanwhile hands back at once.
+ * one, or --pid-file) and waits up to --timeout seconds for it to exit, saying so on stderr. The worker
+ * finishes what it runs within its --grace, hands back the rest and exits (an idle worker at once);
+ * running `stop` again meanwhile hands back at once.
  *
  * @example
  * edgeq worker stop thumbnails
@@ -28,11 +28,24 @@ const POLL_MS = 100;
 export const workerStop: Command = {
   summary: "Stop a running worker (SIGTERM via its pid file) and wait for it to exit",
   usage: USAGE,
-  options: { "pid-file": { type: "string" }, timeout: { type: "string" } },
+  options: {
+    "pid-file": {
+      type: "string",
+      value: "PATH",
+      description: "the worker's pid file",
+      default: "$TMPDIR/edgeq-worker-<queue>.pid",
+    },
+    timeout: {
+      type: "string",
+      value: "S",
+      description: "how long to wait for the worker to exit",
+      default: `${DEFAULT_TIMEOUT_S}s`,
+    },
+  },
   async run(ctx) {
     const [queue] = positionals(ctx, workerStop, [], ["queue"]);
     const pidFile =
-      stringFlag(ctx, "pid-file") ?? (queue === undefined ? undefined : defaultPidFile(queueName(workerStop, queue)));
+      stringFlag(ctx, "pid-file") ?? (queue === undefined ? undefined : defaultPidFile(queueArg(workerStop, queue)));
     if (pidFile === undefined) throw usageError(workerStop, "give <queue> or --pid-file");
     const timeoutS = durationIn(ctx, workerStop, "timeout", { min: 1, max: MAX_TIMEOUT_S }) ?? DEFAULT_TIMEOUT_S;
 
@@ -48,6 +61,9 @@ export const workerStop: Command = {
     } catch (error) {
       throw new CliError(`cannot signal worker ${pid}: ${(error as Error).message}`, EXIT.api);
     }
+    ctx.stderr.write(
+      `edgeq: sent SIGTERM to worker ${pid}; waiting up to ${timeoutS}s while it finishes or hands back its tasks and exits\n`,
+    );
     const deadline = Date.now() + timeoutS * 1000;
     while (!hasExited(pid)) {
       if (Date.now() > deadline) {

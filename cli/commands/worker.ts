@@ -1,26 +1,36 @@
+import { expectOk } from "../client";
 import { EXIT } from "../errors";
-import type { Command } from "../main";
+import type { Command, CommandContext } from "../main";
 import { WorkerApi } from "../worker/api";
 import { execHandler } from "../worker/exec-handler";
 import { parseWorkerSettings, WORKER_FLAGS } from "../worker/options";
+import { watchParent } from "../worker/parent-watch";
 import { claimPidFile, releasePidFile } from "../worker/pid-file";
 import { WorkerRunner } from "../worker/runner";
 import { checkEspeak, ttsHandler } from "../worker/tts-handler";
-import type { TaskHandler } from "../worker/types";
+import type { RunTimeout, TaskHandler } from "../worker/types";
 
 const USAGE =
   'edgeq worker <queue> (--exec "<command>" | --engine tts) [--concurrency N] [--batch N] [--visibility S] ' +
-  "[--wait S] [--holder NAME] [--grace S] [--pid-file PATH] [--once]";
+  "[--wait S] [--timeout S] [--holder NAME] [--grace S] [--pid-file PATH] [--once] [--outlive-parent]";
+
+/** The queue's max_run_s as the per-task limit (null when it sets none); also checks URL, token and queue. */
+async function queueTimeout(ctx: CommandContext, queue: string): Promise<RunTimeout | null> {
+  const config = await expectOk(await ctx.client.v1.queues[":queue"].config.$get({ param: { queue } }));
+  return config.max_run_s == null ? null : { seconds: config.max_run_s, source: "the queue's max_run_s" };
+}
 
 /**
  * `edgeq worker <queue>`: a pull worker. Leases batches with long polling, runs at most --concurrency
- * tasks at once, heart-beats each every visibility/3 seconds, and completes or fails it by its outcome.
- * SIGINT/SIGTERM stop leasing, give in-flight tasks --grace seconds, then hand back the rest (pending at
- * once, attempt not counted) and exit 0; a second signal hands back at once. docs/cli-worker.md has the
- * --exec contract (stdin, environment, exit codes) and the tts engine.
+ * tasks at once, heart-beats each every visibility/3 seconds, and completes or fails it by its outcome. A
+ * task running past --timeout (else the queue's max_run_s, read at start) is killed and failed for a
+ * retry. SIGINT/SIGTERM — or the exit of the process that started the worker (e.g. `npx`, which does not
+ * pass signals on) — stop leasing, give in-flight tasks --grace seconds, then hand back the rest (pending
+ * at once, attempt not counted) and exit 0; a second signal hands back at once. docs/cli.md has the --exec
+ * contract (stdin, environment, exit codes) and the tts engine.
  *
  * @example
- * edgeq worker thumbnails --exec "./make-thumbnail.sh" --concurrency 8
+ * edgeq worker thumbnails --exec "./make-thumbnail.sh" --concurrency 8 --timeout 10m
  * edgeq worker speech --engine tts --once
  */
 export const worker: Command = {
@@ -28,7 +38,7 @@ export const worker: Command = {
   usage: USAGE,
   options: WORKER_FLAGS,
   async run(ctx) {
-    const { options, handler: choice, pidFile } = parseWorkerSettings(ctx, worker);
+    const { options, handler: choice, pidFile, outliveParent } = parseWorkerSettings(ctx, worker);
     let handler: TaskHandler;
     if (choice.kind === "exec") {
       handler = execHandler(choice.command);
@@ -36,21 +46,28 @@ export const worker: Command = {
       checkEspeak();
       handler = ttsHandler();
     }
+    options.timeout ??= await queueTimeout(ctx, options.queue);
     const log = (line: string) => ctx.stderr.write(`edgeq worker ${options.queue}: ${line}\n`);
     claimPidFile(pidFile);
     const runner = new WorkerRunner(new WorkerApi(ctx.client, ctx.config, options.queue), handler, options, log);
-    const onSignal = (signal: NodeJS.Signals) => {
-      log(`${signal}: ${stopping ? "handing back now" : "stopping"}`);
+    let stopping = false;
+    const stop = (why: string) => {
+      log(`${why}: ${stopping ? "handing back now" : "stopping"}`);
       stopping = true;
       runner.stop();
     };
-    let stopping = false;
+    const onSignal = (signal: NodeJS.Signals) => stop(signal);
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
-    log(`started: ${handler.describe}, concurrency ${options.concurrency}, pid ${process.pid} (${pidFile})`);
+    const unwatch = outliveParent
+      ? () => {}
+      : watchParent((pid) => stop(`the process that started this worker (pid ${pid}) has exited`));
+    const limit = options.timeout ? `, time limit ${options.timeout.seconds}s (${options.timeout.source})` : "";
+    log(`started: ${handler.describe}, concurrency ${options.concurrency}${limit}, pid ${process.pid} (${pidFile})`);
     try {
       await runner.run();
     } finally {
+      unwatch();
       process.off("SIGINT", onSignal);
       process.off("SIGTERM", onSignal);
       releasePidFile(pidFile);

@@ -1,7 +1,7 @@
 import { AckBatcher } from "./ack-batcher";
 import { isTransient, type WorkerApi } from "./api";
 import { releaseUnrun, RunningTask } from "./running-task";
-import type { LeasedTask, Log, TaskHandler } from "./types";
+import type { LeasedTask, Log, RunTimeout, TaskHandler } from "./types";
 
 /** How the worker leases and runs. */
 export interface WorkerOptions {
@@ -19,6 +19,8 @@ export interface WorkerOptions {
   graceS: number;
   /** Drain what is due, then return. */
   once: boolean;
+  /** Per-task run-time limit (null: none), and where it came from, for the failure message. */
+  timeout: RunTimeout | null;
 }
 
 /** Waits after a failed lease: doubling from 1 s up to 30 s, so a restarting server is not hammered and a
@@ -30,10 +32,25 @@ const RETRY_MAX_MS = 30_000;
 const IDLE_POLL_MS = 1_000;
 
 /**
+ * After handing tasks back, how long a stopping worker keeps its long poll open before abandoning it. A
+ * released task is pending at once and the queue's coordinator hands it to the first waiting poll within
+ * milliseconds of the release (on a local `wrangler dev`, well under 100 ms): usually this worker's own
+ * poll, which then releases it again at once and ends. When another worker's poll took it, ours is ended
+ * after this pause. One second is ten times the delivery time, and short enough that a stop stays quick.
+ */
+const HAND_BACK_SETTLE_MS = 1_000;
+
+/**
  * The lease loop. Leases batches (never more than the free slots), runs each task as a
- * {@link RunningTask}. On {@link stop} it starts no new lease (one in flight may still answer: what it
- * brings is handed back unrun), lets in-flight tasks finish within the grace period, then hands back
- * what is left.
+ * {@link RunningTask}. On {@link stop} it starts no new lease, lets in-flight tasks finish within the grace
+ * period, then hands back what is left, and ends its long poll as soon as nothing can come back to it.
+ *
+ * Why the long poll is not simply aborted at once: a client that hangs up may still be a waiter on the
+ * server (under `wrangler dev` the disconnect never reaches the Worker), and a task handed back while such
+ * an abandoned poll waits is leased to it — to nobody — until its lease runs out, an attempt counted. So
+ * while tasks may still be handed back the poll stays open, and whatever it returns once stopping began
+ * is released at once, unrun; it is aborted when nothing is running (at once for an idle worker, so a stop
+ * takes a moment rather than the rest of the wait) or {@link HAND_BACK_SETTLE_MS} after the last hand-back.
  *
  * @example
  * const runner = new WorkerRunner(api, handler, options, log);
@@ -45,19 +62,16 @@ export class WorkerRunner {
   private readonly acks: AckBatcher;
   /** Aborted on the first stop: ends retry sleeps. */
   private readonly stopped = new AbortController();
-  /**
-   * Aborts the long poll in flight, only when stopping *now* (second signal, fatal error). A graceful stop
-   * lets it answer instead: the server's coordinator keeps an abandoned poll's place in line until its
-   * wait ends and would lease the next due tasks (even ones this worker just handed back) to nobody,
-   * where they would sit until their visibility timeout and lose an attempt.
-   */
-  private readonly leaseAbort = new AbortController();
+  /** The long poll in flight, if any: aborting it abandons that request. */
+  private poll: AbortController | undefined;
   /** Releases of tasks leased after the stop began. */
   private readonly releases: Array<Promise<void>> = [];
-  private leasing = false;
   private stopping = false;
   private handingBack = false;
+  /** When the last handed-back task's release was answered (ms), or undefined if none was handed back. */
+  private lastHandBackAt: number | undefined;
   private graceTimer: NodeJS.Timeout | undefined;
+  private settleTimer: NodeJS.Timeout | undefined;
   /** Resolvers waiting for the next change (a task finished, or the worker is stopping). */
   private waiters: Array<() => void> = [];
 
@@ -71,28 +85,25 @@ export class WorkerRunner {
   }
 
   /**
-   * Stops the worker: the first call starts no new lease (one in flight may still answer) and starts the
-   * grace period; a second call (or the end of the grace period) hands back every task whose handler is
-   * still running, and a second call also abandons the lease in flight.
+   * Stops the worker: the first call starts no new lease and starts the grace period; a second call (or the
+   * end of the grace period) hands back every task whose handler is still running. Each logs what it does.
    */
   stop(): void {
     if (this.stopping) {
-      this.leaseAbort.abort();
       this.handBackAll();
       return;
     }
     this.stopping = true;
     this.stopped.abort();
-    const waits = [
-      ...(this.inflight.size > 0
-        ? [`${this.inflight.size} task(s) in flight get ${this.options.graceS}s to finish`]
-        : []),
-      ...(this.leasing ? [`the lease request in flight ends within ${this.options.waitS}s`] : []),
-    ];
-    if (waits.length > 0) this.log(`stopping: ${waits.join("; ")} (signal again to hand back now)`);
     if (this.inflight.size > 0) {
+      this.log(
+        `stopping: ${this.inflight.size} running task(s) get ${this.options.graceS}s to finish, then are handed back (signal again to hand back now)`,
+      );
       this.graceTimer = setTimeout(() => this.handBackAll(), this.options.graceS * 1000);
+    } else {
+      this.log(this.poll ? "stopping: no task is running; ending the lease request" : "stopping: no task is running");
     }
+    this.endPollWhenDone();
     this.notify();
   }
 
@@ -106,7 +117,8 @@ export class WorkerRunner {
       if (this.stopping) break;
       const max = Math.min(this.options.batch, this.options.concurrency - this.inflight.size);
       let tasks: LeasedTask[];
-      this.leasing = true;
+      const poll = new AbortController();
+      this.poll = poll;
       try {
         tasks = await this.api.lease(
           {
@@ -115,10 +127,9 @@ export class WorkerRunner {
             visibilityS: this.options.visibilityS,
             holder: this.options.holder,
           },
-          this.leaseAbort.signal,
+          poll.signal,
         );
       } catch (error) {
-        this.leasing = false;
         if (this.stopping) break;
         // The first lease checks the URL, token and queue: a mistake there should end the worker at once.
         if (!leasedOnce || this.options.once || !isTransient(error)) {
@@ -131,12 +142,13 @@ export class WorkerRunner {
         this.log(`lease failed, retrying in ${delay / 1000}s: ${(error as Error).message}`);
         await this.sleep(delay);
         continue;
+      } finally {
+        this.poll = undefined;
       }
-      this.leasing = false;
       leasedOnce = true;
       failures = 0;
       if (this.stopping) {
-        // Leased after the stop signal: hand these back unrun.
+        // Leased after the stop began (perhaps tasks this worker just handed back): release them unrun.
         for (const task of tasks) this.releases.push(releaseUnrun(task, this.acks, this.log));
         break;
       }
@@ -152,6 +164,7 @@ export class WorkerRunner {
     }
     while (this.inflight.size > 0) await this.nextChange();
     clearTimeout(this.graceTimer);
+    clearTimeout(this.settleTimer);
     await Promise.all([this.acks.flush(), ...this.releases]);
     if (fatal !== undefined) throw fatal;
   }
@@ -162,11 +175,14 @@ export class WorkerRunner {
       acks: this.acks,
       handler: this.handler,
       visibilityS: this.options.visibilityS,
+      timeout: this.options.timeout,
       log: this.log,
     });
     this.inflight.set(task.id, running);
     void running.done.then(() => {
       this.inflight.delete(task.id);
+      if (running.handedBack) this.lastHandBackAt = Date.now();
+      this.endPollWhenDone();
       this.notify();
     });
     return running;
@@ -177,7 +193,25 @@ export class WorkerRunner {
     this.handingBack = true;
     clearTimeout(this.graceTimer);
     const handed = [...this.inflight.values()].filter((t) => t.handBack()).length;
-    if (handed > 0) this.log(`handing back ${handed} unfinished task(s)`);
+    if (handed > 0) {
+      this.log(
+        `handing back ${handed} unfinished task(s) now${this.poll ? "; the lease request stays open to release what it brings" : ""}`,
+      );
+    }
+  }
+
+  /**
+   * Once stopping and nothing runs any more, ends the long poll: at once, or {@link HAND_BACK_SETTLE_MS}
+   * after the last hand-back, so a released task the server hands to this very poll is received (and
+   * released again) rather than lost to an abandoned request.
+   */
+  private endPollWhenDone(): void {
+    if (!this.stopping || this.inflight.size > 0 || this.poll === undefined) return;
+    const poll = this.poll;
+    const wait = this.lastHandBackAt === undefined ? 0 : this.lastHandBackAt + HAND_BACK_SETTLE_MS - Date.now();
+    clearTimeout(this.settleTimer);
+    if (wait <= 0) poll.abort();
+    else this.settleTimer = setTimeout(() => poll.abort(), wait);
   }
 
   private nextChange(): Promise<void> {

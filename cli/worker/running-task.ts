@@ -8,6 +8,7 @@ import {
   type LeasedTask,
   type Log,
   type Outcome,
+  type RunTimeout,
   type StopReason,
   type TaskHandler,
 } from "./types";
@@ -18,6 +19,8 @@ export interface RunDeps {
   acks: AckBatcher;
   handler: TaskHandler;
   visibilityS: number;
+  /** Per-task run-time limit, or null for none. */
+  timeout: RunTimeout | null;
   log: Log;
 }
 
@@ -92,6 +95,12 @@ export class RunningTask {
     });
   }
 
+  /** Whether the task was stopped for a shutdown and handed back (released) rather than acked. */
+  get handedBack(): boolean {
+    const reason: unknown = this.controller.signal.reason;
+    return this.phase === "running" && reason instanceof TaskStopped && reason.reason === "shutdown";
+  }
+
   /** Stops the task and releases it, if its handler has not finished yet. Returns whether it did. */
   handBack(): boolean {
     if (this.phase !== "running") return false;
@@ -126,20 +135,45 @@ export class RunningTask {
     const signal = this.controller.signal;
     const keeper = new LeaseKeeper(this.deps.api, task, this.deps.visibilityS, (r) => this.stop(r), log);
     keeper.start();
+    const { timeout } = this.deps;
+    const timer = timeout === null ? undefined : setTimeout(() => this.stop("timeout"), timeout.seconds * 1000);
 
     const handled: Promise<Outcome> = handler
       .run(task, this.context(keeper))
-      .catch((error: unknown): Outcome => ({ kind: "fail", error: (error as Error).message, retryable: true }))
+      .catch((error: unknown): Outcome => ({
+        kind: "fail",
+        // A handler that stopped because it was told to has nothing to add to the reason it was told.
+        error: error instanceof TaskStopped ? "" : (error as Error).message,
+        retryable: true,
+      }))
       .then((outcome) => {
         if (!signal.aborted) this.phase = "acking";
         return outcome;
       });
     const stopped = new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
     await Promise.race([handled, stopped]);
-    keeper.stop();
+    clearTimeout(timer);
 
     if (this.phase === "running") {
       const reason = signal.reason instanceof TaskStopped ? signal.reason.reason : "lease_lost";
+      if (reason === "timeout" && timeout !== null) {
+        // The handler's processes are being killed; the lease is kept until they are gone, then the task
+        // fails (retryable) with the reason and whatever the handler reported as it died.
+        const outcome = await handled;
+        keeper.stop();
+        const detail = outcome.kind === "fail" ? outcome.error.trim() : "";
+        const error = `timed out after ${timeout.seconds}s (${timeout.source})${detail ? `; ${detail}` : ""}`;
+        const item: AckItem = {
+          kind: "fail",
+          id: task.id,
+          lease_token: task.lease_token,
+          error: errorText(error),
+          retryable: true,
+        };
+        log(line(task.id, started, describe(item, await acks.send(item))));
+        return;
+      }
+      keeper.stop();
       if (reason === "shutdown") {
         // Release while the handler's child process is being killed: the server knows at once.
         const item: AckItem = { kind: "release", id: task.id, lease_token: task.lease_token };
@@ -152,6 +186,7 @@ export class RunningTask {
       return;
     }
 
+    keeper.stop();
     const outcome = await handled;
     const base = { id: task.id, lease_token: task.lease_token };
     let item: AckItem =

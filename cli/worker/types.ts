@@ -22,7 +22,16 @@ export type StopReason =
   /** A heartbeat was answered `task_cancelled`: the task is cancelled on the server. */
   | "cancelled"
   /** A heartbeat was answered `lease_lost` (or the task is gone): someone else may hold it now. */
-  | "lease_lost";
+  | "lease_lost"
+  /** The task ran past its time limit ({@link RunTimeout}): it is failed, retryable. */
+  | "timeout";
+
+/** A per-task run-time limit: `--timeout`, else the queue's `max_run_s`. */
+export interface RunTimeout {
+  seconds: number;
+  /** Where the limit came from, named in the failure: "--timeout" or "the queue's max_run_s". */
+  source: string;
+}
 
 /** Thrown by handler-context calls after the task was stopped; carries the reason. */
 export class TaskStopped extends Error {

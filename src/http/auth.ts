@@ -1,11 +1,12 @@
 import { createMiddleware } from "hono/factory";
 import { EdgeqError } from "../engine/errors";
+import { DEV_TOKEN } from "../engine/limits";
 import { readSettings } from "../env";
 import type { AppEnv } from "./app-env";
 import { errorResponse } from "./error-handler";
 
 /** The token `npm start` uses when EDGEQ_TOKEN is not set (development only; printed at start). */
-export const DEV_TOKEN = "edgeq-dev-token";
+export { DEV_TOKEN };
 
 const encoder = new TextEncoder();
 

@@ -20,8 +20,7 @@ it("worker stop <queue> stops a background worker through its default pid file",
   const queue = uniqueQueue("stop");
   // TMPDIR: the default pid file lives in the OS temporary directory; keep this test's there.
   const env = { TMPDIR: tmp.dir };
-  // --wait 1: a stopping worker lets its long poll answer first (see runner.ts), so keep it short.
-  const worker = startCli(["worker", queue, "--exec", "true", "--wait", "1"], env);
+  const worker = startCli(["worker", queue, "--exec", "true"], env);
   const pidFile = join(tmp.dir, `edgeq-worker-${queue}.pid`);
   expect(await recorded(pidFile)).toBe(worker.child.pid);
 
@@ -37,10 +36,30 @@ it("worker stop <queue> stops a background worker through its default pid file",
   expect(again.stderr).toBe(`edgeq: no worker is running (no pid file ${pidFile})\n`);
 });
 
+// Issue 8.9: an idle worker waited out its 20 s long poll before exiting, and `worker stop` said nothing.
+it("worker stop of an idle worker long-polling with the default 20 s wait takes under 2 s and says what it does", async () => {
+  const queue = uniqueQueue("stop-idle");
+  const env = { TMPDIR: tmp.dir };
+  const worker = startCli(["worker", queue, "--exec", "true"], env);
+  await recorded(join(tmp.dir, `edgeq-worker-${queue}.pid`));
+  // Let the first lease request reach the server and wait there (an empty queue: it waits 20 s).
+  await new Promise((r) => setTimeout(r, 1_000));
+
+  const started = Date.now();
+  const stop = await runCli(["worker", "stop", queue], env);
+  const took = Date.now() - started;
+  expect(stop.code, stop.stderr).toBe(0);
+  expect(took, `${stop.stderr}${worker.stderr}`).toBeLessThan(2_000);
+  expect(stop.stderr).toMatch(new RegExp(`sent SIGTERM to worker ${worker.child.pid}; waiting up to 60s`));
+  expect(await exitWithin(worker, 2_000), worker.stderr).toBe(0);
+  expect(worker.stderr).toContain("stopping: no task is running; ending the lease request");
+  expect(worker.stderr).toMatch(/: stopped\n$/);
+});
+
 it("one pid file, one worker: a second is refused; --pid-file works for stop too", async () => {
   const queue = uniqueQueue("stop-pidfile");
   const pidFile = join(tmp.dir, "custom.pid");
-  const worker = startCli(["worker", queue, "--exec", "true", "--wait", "1", "--pid-file", pidFile]);
+  const worker = startCli(["worker", queue, "--exec", "true", "--pid-file", pidFile]);
   await recorded(pidFile);
 
   const second = await runCli(["worker", queue, "--exec", "true", "--pid-file", pidFile]);

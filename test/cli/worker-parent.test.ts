@@ -1,0 +1,84 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, inject, it } from "vitest";
+import { alive, edgeqUrl, enqueue, getTask, tempDir, uniqueQueue, waitFor } from "./worker-support";
+
+let tmp: ReturnType<typeof tempDir>;
+let launcher: ChildProcess | undefined;
+let workerPid: number | undefined;
+beforeEach(() => {
+  tmp = tempDir();
+});
+afterEach(() => {
+  if (launcher?.pid !== undefined && alive(launcher.pid)) launcher.kill("SIGKILL");
+  if (workerPid !== undefined && alive(workerPid)) process.kill(workerPid, "SIGKILL");
+  tmp.cleanup();
+});
+
+/** Starts `npx edgeq <args>` in the repository, as the README says to, capturing what it prints. */
+function npxEdgeq(args: string[], env: Record<string, string>) {
+  const child = spawn("npx", ["edgeq", ...args], {
+    cwd: process.cwd(),
+    env: { ...process.env, EDGEQ_URL: edgeqUrl(), EDGEQ_TOKEN: inject("edgeqToken"), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+  return { child, output: () => output };
+}
+
+// Issue 8.8: npm exits on SIGTERM without passing it on; the orphaned worker kept leasing.
+it("a worker started through `npx edgeq` stops (handing back, pid file removed) when npx is stopped with SIGTERM", async () => {
+  const queue = uniqueQueue("npx");
+  const pidFile = join(tmp.dir, "worker.pid");
+  const marker = join(tmp.dir, "started");
+  const [id] = await enqueue(queue, [{ type: "long" }]);
+  const npx = npxEdgeq(
+    ["worker", queue, "--exec", `echo $$ > ${marker}; exec sleep 60`, "--grace", "1", "--pid-file", pidFile],
+    {},
+  );
+  launcher = npx.child;
+  const pid = await waitFor(
+    "the worker's pid file",
+    () => existsSync(pidFile) && Number(readFileSync(pidFile, "utf8")),
+    30_000,
+  );
+  workerPid = pid;
+  expect(pid).not.toBe(npx.child.pid); // npm runs the worker as a child (through sh), not itself
+  const commandPid = await waitFor(
+    "the task to start",
+    () => existsSync(marker) && Number(readFileSync(marker, "utf8")),
+  );
+
+  npx.child.kill("SIGTERM");
+  await waitFor("npx to exit", () => npx.child.exitCode !== null || npx.child.signalCode !== null, 10_000);
+  await waitFor(`the worker (pid ${pid}) to exit after its launcher`, () => !alive(pid), 10_000);
+
+  expect(npx.output()).toContain("has exited: stopping");
+  expect(existsSync(pidFile)).toBe(false);
+  await waitFor("the task's command to be killed", () => !alive(commandPid), 5_000);
+  expect(await getTask(id!)).toMatchObject({ state: "pending", attempts: 0 });
+});
+
+it("--outlive-parent keeps the worker running after its launcher exits", async () => {
+  const queue = uniqueQueue("npx-outlive");
+  const pidFile = join(tmp.dir, "worker.pid");
+  const npx = npxEdgeq(["worker", queue, "--exec", "true", "--pid-file", pidFile, "--outlive-parent"], {});
+  launcher = npx.child;
+  const pid = await waitFor(
+    "the worker's pid file",
+    () => existsSync(pidFile) && Number(readFileSync(pidFile, "utf8")),
+    30_000,
+  );
+  workerPid = pid;
+  npx.child.kill("SIGTERM");
+  await waitFor("npx to exit", () => npx.child.exitCode !== null || npx.child.signalCode !== null, 10_000);
+  // The parent check runs every second: three of them pass without the worker stopping.
+  await new Promise((r) => setTimeout(r, 3_000));
+  expect(alive(pid)).toBe(true);
+  process.kill(pid, "SIGTERM");
+  await waitFor("the worker to stop on SIGTERM", () => !alive(pid), 5_000);
+  expect(npx.output()).toContain("SIGTERM: stopping");
+});
