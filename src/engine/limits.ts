@@ -57,6 +57,13 @@ export const MAX_JSON_DEPTH = 64;
  * task by heart-beating a 12 h visibility timeout without anyone noticing a hung process for too long. */
 export const MAX_RUN_S_LIMIT = 7 * 24 * 60 * 60;
 
+/** How long a lease handed to a long poll after it waited stays unclaimed before it is void (the task then
+ * goes back with its attempt refunded). The client may have hung up while it waited, and a disconnect is
+ * not reliably seen by the Worker; a live client claims within one round trip (edgeq's worker does so on
+ * receipt, and any ack or heartbeat claims). 10 s covers slow links and pauses while bounding what a gone
+ * client can delay a task to 10 s instead of a whole visibility timeout. */
+export const CLAIM_WINDOW_S = 10;
+
 /** Task priorities run from -MAX_PRIORITY to MAX_PRIORITY (higher runs first). A million levels is more
  * than any scheme of tiers needs, and the bound keeps priorities exact small integers in SQLite and JSON. */
 export const MAX_PRIORITY = 1_000_000;

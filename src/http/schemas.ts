@@ -127,8 +127,15 @@ export const NewTaskSchema = z
       .max(MAX_PRIORITY)
       .optional()
       .openapi({ description: "higher runs first" }),
-    delay_s: z.number().min(0).max(MAX_DELAY_S).optional(),
-    run_at: IsoTime.optional(),
+    delay_s: z
+      .number()
+      .min(0)
+      .max(MAX_DELAY_S)
+      .optional()
+      .openapi({ description: "seconds from now; not with run_at" }),
+    run_at: IsoTime.optional().openapi({
+      description: `at most ${MAX_DELAY_S} s (365 days) from now; not with delay_s`,
+    }),
     max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     dedupe_key: ShortText(256).optional(),
     group: ShortText(128).optional(),
@@ -151,7 +158,8 @@ export const NewTaskSchema = z
     message: `at most ${MAX_DELAY_S} s (365 days) from now, like delay_s`,
     path: ["run_at"],
   })
-  .openapi("NewTask");
+  // The rules that span fields, said in the document too (a generated client must not send both).
+  .openapi("NewTask", { not: { required: ["delay_s", "run_at"] } });
 
 /** A batch. Its size is documented here but enforced by the engine: over the limit is a 413, not a 400. */
 export const EnqueueBatchBody = z.strictObject({
@@ -202,7 +210,13 @@ export const TaskSchema = z
   })
   .openapi("Task");
 
-export const LeasedTaskSchema = TaskSchema.extend({ lease_token: z.string() }).openapi("LeasedTask");
+export const LeasedTaskSchema = TaskSchema.extend({
+  lease_token: z.string(),
+  claim_by: z.string().nullable().openapi({
+    description:
+      "set when the lease was handed to a long poll after it waited: claim it before this time with any fenced call (POST /v1/queues/{queue}/extend on receipt, or a heartbeat, complete, fail or release), else the lease is void and the task goes back with its attempt refunded",
+  }),
+}).openapi("LeasedTask");
 
 export const TaskListQuery = z.object({
   state: State.optional(),
@@ -275,6 +289,13 @@ export const AckBody = z
   .refine((b) => b.complete.length + b.fail.length + b.release.length <= MAX_BATCH, {
     message: `at most ${MAX_BATCH} items per ack`,
     path: ["complete"],
+  })
+  .openapi({
+    description: `at least one item and at most ${MAX_BATCH} in all (complete, fail and release together)`,
+    anyOf: (["complete", "fail", "release"] as const).map((list) => ({
+      required: [list],
+      properties: { [list]: { minItems: 1 } },
+    })),
   });
 
 export const ErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) }).openapi("Error");
@@ -286,6 +307,39 @@ export const AckResponse = z.object({
       ok: z.boolean(),
       state: State.optional(),
       children: z.array(z.string()).optional(),
+      repeated: z.boolean().optional().openapi({ description: "the same ack with the same token was applied before" }),
+      error: ErrorSchema.shape.error.optional(),
+    }),
+  ),
+});
+
+/** Extends (and claims) up to MAX_BATCH leases at once — a worker claims a long poll's batch with it. */
+export const ExtendBody = z.strictObject({
+  leases: z
+    .array(
+      z.strictObject({
+        id: TaskId,
+        lease_token: LeaseToken,
+        visibility_timeout_s: z
+          .number()
+          .int()
+          .min(MIN_VISIBILITY_TIMEOUT_S)
+          .max(MAX_VISIBILITY_TIMEOUT_S)
+          .optional()
+          .openapi({ description: "new lease length from now; default: the body's, else the queue's" }),
+      }),
+    )
+    .min(1)
+    .max(MAX_BATCH),
+  visibility_timeout_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
+});
+
+export const ExtendResponse = z.object({
+  results: z.array(
+    z.object({
+      id: z.string(),
+      ok: z.boolean(),
+      lease_expires_at: z.string().optional(),
       error: ErrorSchema.shape.error.optional(),
     }),
   ),
@@ -296,6 +350,10 @@ export const OutcomeResponse = z.object({
   state: State,
   run_at: z.string().nullable(),
   children: z.array(z.string()).openapi({ description: "ids of the tasks its `then` enqueued" }),
+  repeated: z.boolean().openapi({
+    description:
+      "true when this very ack (same operation, same lease token) had already been applied and its answer was lost: nothing changed now, `state` is the task's state today, `children` is empty",
+  }),
 });
 
 /** Bulk cancel must say what it cancels: one group, or `all: true` — an empty body cancels nothing. */
@@ -304,7 +362,8 @@ export const CancelQueueBody = z
   .refine((b) => (b.group === undefined) !== (b.all === undefined), {
     message: 'give either "group" or "all": true',
     path: ["group"],
-  });
+  })
+  .openapi({ oneOf: [{ required: ["group"] }, { required: ["all"] }] });
 
 export const RedriveBody = z.strictObject({
   state: z.enum(["dead", "cancelled"]).default("dead"),
@@ -322,7 +381,8 @@ export const PurgeBody = z
   .refine((b) => (b.before === undefined) !== (b.older_than_s === undefined), {
     message: "give exactly one of before or older_than_s",
     path: ["before"],
-  });
+  })
+  .openapi({ oneOf: [{ required: ["before"] }, { required: ["older_than_s"] }] });
 
 export const StateCounts = z.record(State, z.number().int());
 
@@ -369,4 +429,11 @@ export const QueueConfigSchema = z
   })
   .openapi("QueueConfig");
 
-export const QueueConfigPatch = QueueConfigSchema.partial().strict();
+/**
+ * The PUT body: any subset of the config. Checked by the route against the stored config too (see
+ * src/http/queue-config-body.ts for the processor names): backoff_cap_s >= backoff_base_s.
+ */
+export const QueueConfigPatch = QueueConfigSchema.partial().strict().openapi({
+  description:
+    "any subset of the configuration; backoff_cap_s must be at least backoff_base_s once merged with the stored values (a rule JSON Schema cannot state)",
+});
