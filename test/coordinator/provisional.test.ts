@@ -1,0 +1,176 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Coordinator } from "../../src/coordinator/coordinator";
+import { completeTasks } from "../../src/engine/complete";
+import { enqueueTasks } from "../../src/engine/enqueue";
+import { extendLeases } from "../../src/engine/extend";
+import { leaseTasks } from "../../src/engine/lease";
+import { CLAIM_WINDOW_S } from "../../src/engine/limits";
+import { reapExpiredLeases } from "../../src/engine/reap";
+import { db, row, uniqueQueue } from "../helpers";
+
+// A long poll answered after it waited may be answering a client that hung up meanwhile (nothing tells
+// the Worker reliably). Its lease is provisional: unclaimed within CLAIM_WINDOW_S, the task goes back with
+// its attempt refunded. These tests drive the coordinator's clock (`now`) instead of sleeping.
+
+const CLAIM_MS = CLAIM_WINDOW_S * 1000;
+
+function coordinator(queue: string) {
+  return env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
+}
+
+/** Sets the coordinator's clock (fake timers reach neither D1 nor alarms). */
+async function setClock(queue: string, at: number): Promise<void> {
+  await runInDurableObject(coordinator(queue), (instance: Coordinator) => {
+    instance.now = () => at;
+  });
+}
+
+function alarmOf(queue: string): Promise<number | null> {
+  return runInDurableObject(coordinator(queue), (_instance, state) => state.storage.getAlarm());
+}
+
+/** Waits (bounded) until the coordinator holds `n` long polls: an event, not a stand-in for time. */
+async function untilWaiting(queue: string, n: number): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if ((await coordinator(queue).waiting()) === n) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`coordinator of ${queue} never had ${n} waiter(s)`);
+}
+
+/** A long poll that waits for one task, as the lease route makes it. */
+function longPoll(queue: string, holder: string) {
+  return coordinator(queue).lease({ queue, max: 1, visibilityTimeoutS: 60, holder, waitMs: 15_000 });
+}
+
+async function enqueueAndNotify(queue: string, now: number, maxAttempts = 2): Promise<string> {
+  const { tasks } = await enqueueTasks(db(), queue, [{ payload: { n: 1 }, maxAttempts }], now);
+  await coordinator(queue).notify({ queue, runAt: now });
+  return tasks[0]!.id;
+}
+
+describe("provisional leases for long polls answered after a wait", () => {
+  it("two clients that hung up while waiting neither make the task dead nor hold it for a visibility timeout", async () => {
+    const queue = uniqueQueue("gone");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+
+    // Client A waits, a task arrives, A is answered — but A had hung up.
+    const a = longPoll(queue, "gone-a");
+    await untilWaiting(queue, 1);
+    const id = await enqueueAndNotify(queue, t0);
+    const [toA] = await a;
+    expect(toA).toMatchObject({ id, attempts: 1, leaseHolder: "gone-a", claimBy: t0 + CLAIM_MS });
+    expect(toA!.leaseExpiresAt).toBe(t0 + 60_000);
+
+    // Client B waits meanwhile; the coordinator's alarm is set for the moment A's claim lapses.
+    const b = longPoll(queue, "gone-b");
+    await untilWaiting(queue, 1);
+    expect(await alarmOf(queue)).toBe(t0 + CLAIM_MS);
+    await setClock(queue, t0 + CLAIM_MS);
+    expect(await runDurableObjectAlarm(coordinator(queue))).toBe(true);
+    const [toB] = await b;
+    // Taken over from A with A's attempt refunded; B (also gone) is provisional too.
+    expect(toB).toMatchObject({ id, attempts: 1, leaseHolder: "gone-b", claimBy: t0 + 2 * CLAIM_MS });
+    expect(JSON.parse(toB!.errors)).toEqual([]);
+
+    // A's late write is refused: its lease was taken over.
+    const [late] = await completeTasks(db(), [{ id, leaseToken: toA!.leaseToken!, result: 1 }], t0 + CLAIM_MS + 1);
+    expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
+
+    // A live worker asks once B's claim lapsed: it gets the task on its first real attempt of two.
+    const [live] = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 60, holder: "live" }, t0 + 2 * CLAIM_MS);
+    expect(live).toMatchObject({ id, attempts: 1, leaseHolder: "live", claimBy: null });
+    const [done] = await completeTasks(
+      db(),
+      [{ id, leaseToken: live!.leaseToken!, result: "ok" }],
+      t0 + 2 * CLAIM_MS + 5,
+    );
+    expect(done).toMatchObject({ ok: true, state: "completed" });
+    expect(await row(id)).toMatchObject({ state: "completed", attempts: 1, errors: "[]" });
+  });
+
+  it("a claimed provisional lease is an ordinary lease: kept past the claim window until its expiry", async () => {
+    const queue = uniqueQueue("claimed");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+    const waiting = longPoll(queue, "alive");
+    await untilWaiting(queue, 1);
+    const id = await enqueueAndNotify(queue, t0);
+    const [task] = await waiting;
+    expect(task!.claimBy).toBe(t0 + CLAIM_MS);
+
+    const [claimed] = await extendLeases(
+      db(),
+      [{ id, leaseToken: task!.leaseToken!, visibilityTimeoutS: 120 }],
+      t0 + 50,
+    );
+    expect(claimed).toMatchObject({ ok: true, state: "processing", lease_expires_at: t0 + 50 + 120_000 });
+    expect(await row(id)).toMatchObject({ claimBy: null, leaseToken: task!.leaseToken, attempts: 1 });
+
+    const later = t0 + CLAIM_MS + 1;
+    expect(await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 60, holder: "thief" }, later)).toEqual([]);
+    expect((await reapExpiredLeases(db(), later)).reaped.filter((r) => r.id === id)).toEqual([]);
+    const [done] = await completeTasks(db(), [{ id, leaseToken: task!.leaseToken!, result: 1 }], later + 1);
+    expect(done).toMatchObject({ ok: true, state: "completed" });
+  });
+
+  it("any holder write within the window claims it; after the window the lease is void even before anyone takes it", async () => {
+    const queue = uniqueQueue("window");
+    const t0 = Date.now();
+    const { tasks } = await enqueueTasks(db(), queue, [{}, {}], t0);
+    const leased = await leaseTasks(
+      db(),
+      { queue, max: 2, visibilityTimeoutS: 60, holder: "w", provisional: true },
+      t0,
+    );
+    const [first, second] = leased;
+    expect(leased.map((t) => t.claimBy)).toEqual([t0 + CLAIM_MS, t0 + CLAIM_MS]);
+
+    // In time: a complete is a claim too.
+    const [ok] = await completeTasks(db(), [{ id: first!.id, leaseToken: first!.leaseToken! }], t0 + CLAIM_MS - 1);
+    expect(ok).toMatchObject({ ok: true, state: "completed" });
+    // Too late: void, though its visibility timeout has 50 s to run.
+    const [lapsed] = await completeTasks(db(), [{ id: second!.id, leaseToken: second!.leaseToken! }], t0 + CLAIM_MS);
+    expect(lapsed).toMatchObject({ ok: false, error: { code: "lease_lost" } });
+
+    // The reaper hands it back due at once, attempt refunded, nothing recorded as an error.
+    const { reaped } = await reapExpiredLeases(db(), t0 + CLAIM_MS);
+    expect(reaped).toEqual([{ id: second!.id, queue, state: "pending", run_at: t0 }]);
+    expect(await row(second!.id)).toMatchObject({ state: "pending", attempts: 0, errors: "[]", claimBy: null });
+    expect(tasks.map((t) => t.id).sort()).toEqual([first!.id, second!.id].sort());
+  });
+
+  it("a long poll answered at once (tasks already due) gets an ordinary lease", async () => {
+    const queue = uniqueQueue("at-once");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+    const { tasks } = await enqueueTasks(db(), queue, [{}], t0 - 1000);
+    const [task] = await longPoll(queue, "w");
+    expect(task).toMatchObject({ id: tasks[0]!.id, claimBy: null });
+  });
+
+  it("a waiter is woken when an expired lease's backoff is due, with no cron tick", async () => {
+    const queue = uniqueQueue("expired");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+    const { tasks } = await enqueueTasks(db(), queue, [{}], t0);
+    const [crashed] = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 5, holder: "crashed" }, t0);
+    expect(crashed!.id).toBe(tasks[0]!.id);
+
+    const waiting = longPoll(queue, "next");
+    await untilWaiting(queue, 1);
+    // Expired at t0 + 5 s; the backoff after a first attempt is the default base, 10 s.
+    const due = t0 + 5_000 + 10_000;
+    expect(await alarmOf(queue)).toBe(due);
+    await setClock(queue, due);
+    expect(await runDurableObjectAlarm(coordinator(queue))).toBe(true);
+    const [task] = await waiting;
+    expect(task).toMatchObject({ id: crashed!.id, attempts: 2, leaseHolder: "next" });
+    expect(JSON.parse(task!.errors)).toEqual([
+      { attempt: 1, at: t0 + 5_000, message: "lease expired", kind: "lease_expired" },
+    ]);
+  });
+});
