@@ -430,8 +430,9 @@ export const QueueConfigSchema = z
   .openapi("QueueConfig");
 
 /**
- * The PUT body: any subset of the config. Checked by the route against the stored config too (see
- * src/http/queue-config-body.ts for the processor names): backoff_cap_s >= backoff_base_s.
+ * A config change: any subset of the config. The PUT route's body narrows `processor` to the registered
+ * names (src/http/queue-config-body.ts); backoff_cap_s >= backoff_base_s is checked once merged with the
+ * stored config, so the document can only say it in words.
  */
 export const QueueConfigPatch = QueueConfigSchema.partial().strict().openapi({
   description:

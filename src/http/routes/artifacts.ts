@@ -1,10 +1,10 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { EdgeqError, NotFoundError } from "../../engine/errors";
 import { assertLeaseHeld } from "../../engine/lease-check";
 import { getTask } from "../../engine/read";
 import { ARTIFACT_NAME, MAX_ARTIFACT_BYTES, artifactKey, listArtifacts, putArtifact } from "../../processors/artifacts";
 import type { AppEnv } from "../app-env";
-import { bearer, errorResponses, jsonResponse } from "../route-helpers";
+import { authRoute, jsonResponse } from "../route-helpers";
 import { TaskId } from "../schemas";
 import { validationHook } from "../validation";
 
@@ -22,41 +22,37 @@ const ArtifactSchema = z
 
 const binary = { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } };
 
-const listRoute = createRoute({
+const listRoute = authRoute({
   method: "get",
   path: "/v1/tasks/{id}/artifacts",
   tags: ["artifacts"],
   summary: "The task's artifacts (rendered audio, ...) with content type and size",
-  security: bearer,
   request: { params: z.object({ id: ArtifactParams.shape.id }) },
-  responses: { 200: jsonResponse(z.object({ artifacts: z.array(ArtifactSchema) })), ...errorResponses },
+  responses: { 200: jsonResponse(z.object({ artifacts: z.array(ArtifactSchema) })) },
 });
 
-const getRoute = createRoute({
+const getRoute = authRoute({
   method: "get",
   path: "/v1/tasks/{id}/artifacts/{name}",
   tags: ["artifacts"],
   summary: "Stream one artifact back, with its stored content type",
-  security: bearer,
   request: { params: ArtifactParams },
   responses: {
     200: { description: "The artifact's bytes, served with the content type it was stored with", content: binary },
-    ...errorResponses,
   },
 });
 
-const putRoute = createRoute({
+const putRoute = authRoute({
   method: "put",
   path: "/v1/tasks/{id}/artifacts/{name}",
   tags: ["artifacts"],
   summary: "Upload an artifact of a leased task (header Edgeq-Lease-Token fences it; Content-Length required)",
-  security: bearer,
   request: {
     params: ArtifactParams,
     headers: z.object({ "edgeq-lease-token": z.string().min(1).max(64) }),
     body: { required: true, content: binary },
   },
-  responses: { 201: jsonResponse(ArtifactSchema, "Stored"), ...errorResponses },
+  responses: { 201: jsonResponse(ArtifactSchema, "Stored") },
 });
 
 /** Artifacts live in R2 under `tasks/{id}/{name}`. */

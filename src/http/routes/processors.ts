@@ -1,7 +1,7 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { defaultRegistry } from "../../processors/registry";
 import type { AppEnv } from "../app-env";
-import { bearer, errorResponses, jsonResponse } from "../route-helpers";
+import { authRoute, jsonResponse } from "../route-helpers";
 import { validationHook } from "../validation";
 
 const ProcessorsResponse = z.object({
@@ -15,13 +15,12 @@ const ProcessorsResponse = z.object({
   ),
 });
 
-const listRoute = createRoute({
+const listRoute = authRoute({
   method: "get",
   path: "/v1/processors",
   tags: ["processors"],
   summary: "The registered processors and which engine each would use with this Worker's bindings",
-  security: bearer,
-  responses: { 200: jsonResponse(ProcessorsResponse), ...errorResponses },
+  responses: { 200: jsonResponse(ProcessorsResponse) },
 });
 
 export const processorRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(listRoute, (c) =>

@@ -28,7 +28,6 @@ import {
   LeaseBody,
   LeaseResponse,
   PurgeBody,
-  QueueConfigPatch,
   QueueConfigSchema,
   QueueListResponse,
   QueueParams,
@@ -39,6 +38,7 @@ import {
   type NewTaskSchema,
 } from "../schemas";
 import { defaultRegistry } from "../../processors/registry";
+import { QueueConfigPutBody } from "../queue-config-body";
 import { enqueueValidationHook, validationHook } from "../validation";
 
 const enqueueRoute = authRoute({
@@ -146,7 +146,7 @@ const putConfigRoute = authRoute({
   path: "/v1/queues/{queue}/config",
   tags: ["queues"],
   summary: "Set some or all of the queue's configuration",
-  request: { params: QueueParams, body: jsonBody(QueueConfigPatch) },
+  request: { params: QueueParams, body: jsonBody(QueueConfigPutBody) },
   responses: { 200: jsonResponse(QueueConfigSchema) },
 });
 

@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import readme from "../../README.md?raw";
+import { ERRORS } from "../../src/engine/errors";
+import { STATUS_BY_CODE } from "../../src/http/error-handler";
+import { call } from "./api";
+
+/** The rows of the first Markdown table under `heading`, each as its trimmed cells. */
+function tableUnder(markdown: string, heading: string): string[][] {
+  const lines = markdown.split("\n");
+  const start = lines.indexOf(heading);
+  expect(start, `${heading} in the README`).toBeGreaterThanOrEqual(0);
+  const rows: string[][] = [];
+  for (const line of lines.slice(start + 1)) {
+    if (line.startsWith("## ")) break;
+    if (!line.startsWith("|")) {
+      if (rows.length > 0) break;
+      continue;
+    }
+    rows.push(
+      line
+        .slice(1, -1)
+        .split(/(?<!\\)\|/)
+        .map((cell) => cell.trim()),
+    );
+  }
+  return rows.slice(2); // the header and the |---| line
+}
+
+interface Operation {
+  responses: Record<string, { description: string }>;
+}
+
+describe("one table of error codes", () => {
+  it("the README's error table is the table in src/engine/errors.ts, row for row", () => {
+    const rows = tableUnder(readme, "## Errors");
+    expect(rows).toEqual(ERRORS.map((e) => [`\`${e.code}\``, String(e.status), e.description]));
+  });
+
+  it("the error handler maps every code to the table's status", () => {
+    expect(STATUS_BY_CODE).toEqual(Object.fromEntries(ERRORS.map((e) => [e.code, e.status])));
+  });
+
+  it("every operation of the OpenAPI document documents each status of the table with its codes", async () => {
+    const doc = (await call<{ paths: Record<string, Record<string, Operation>> }>("GET", "/openapi.json")).body;
+    const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
+    expect(operations.length).toBeGreaterThan(10);
+    for (const op of operations) {
+      for (const error of ERRORS.filter((e) => e.code !== "method_not_allowed")) {
+        const response = op.responses[String(error.status)];
+        expect(response?.description, error.code).toContain(`\`${error.code}\`: ${error.description}`);
+      }
+      expect(op.responses["405"]).toBeUndefined();
+    }
+  });
+});
