@@ -85,6 +85,12 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
       body: { complete: [{ id: l3!.id, lease_token: l3!.lease_token }] },
     },
     {
+      operation: "post /v1/queues/{queue}/extend",
+      method: "POST",
+      path: `${q}/extend`,
+      body: { leases: [{ id: l4!.id, lease_token: l4!.lease_token }] },
+    },
+    {
       operation: "post /v1/tasks/{id}/release",
       method: "POST",
       path: `/v1/tasks/${l5!.id}/release`,

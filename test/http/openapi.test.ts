@@ -37,6 +37,7 @@ const OPERATIONS: Record<string, number> = {
   "get /v1/queues/{queue}/tasks": 200,
   "post /v1/queues/{queue}/lease": 200,
   "post /v1/queues/{queue}/ack": 200,
+  "post /v1/queues/{queue}/extend": 200,
   "post /v1/queues/{queue}/cancel": 200,
   "post /v1/queues/{queue}/redrive": 200,
   "post /v1/queues/{queue}/purge": 200,
