@@ -135,7 +135,7 @@ describe("size limits: 413 payload_too_large naming the limit", () => {
         ok: false,
         error: { code: "payload_too_large", message: expect.stringContaining(`${MAX_PAYLOAD_BYTES} bytes`) },
       },
-      { id: b!.id, ok: true, state: "completed", children: [] },
+      { id: b!.id, ok: true, state: "completed", children: [], repeated: false },
     ]);
     expect(await getTask(a!.id)).toMatchObject({ state: "processing", result: null });
     expect(await getTask(b!.id)).toMatchObject({ state: "completed", result: "small" });
