@@ -32,7 +32,9 @@ describe("the ack route is scoped to its URL's queue", () => {
 
     // The token is still good through the task's own queue.
     const own = await ack(b, { complete: [{ id, lease_token: leased.lease_token, result: "ok" }] });
-    expect(own.body.results).toEqual([{ id, ok: true, state: "completed", children: [expect.any(String)] }]);
+    expect(own.body.results).toEqual([
+      { id, ok: true, state: "completed", children: [expect.any(String)], repeated: false },
+    ]);
     expect(await getTask(id)).toMatchObject({ state: "completed", result: "ok" });
   });
 
@@ -50,7 +52,7 @@ describe("the ack route is scoped to its URL's queue", () => {
       ],
     });
     expect(res.body.results).toEqual([
-      { id: mine, ok: true, state: "completed", children: [] },
+      { id: mine, ok: true, state: "completed", children: [], repeated: false },
       { id: theirs, ok: false, error: expect.objectContaining({ code: "not_found" }) },
     ]);
     expect(await getTask(mine)).toMatchObject({ state: "completed", result: 1 });

@@ -98,7 +98,7 @@ describe("then: children enqueued by a completion", () => {
     const enrich = await leaseOne(other);
     expect(enrich.id).toBe(byType.get("enrich")!.id);
     const enriched = await complete(enrich.id, enrich.lease_token, "ok");
-    expect(enriched.body).toEqual({ id: enrich.id, state: "completed", run_at: null, children: [] });
+    expect(enriched.body).toEqual({ id: enrich.id, state: "completed", run_at: null, children: [], repeated: false });
 
     // Completing the child that has its own `then` enqueues the grandchild, with that child as parent.
     const publish = await leaseOne(queue);
@@ -166,7 +166,7 @@ describe("then: children enqueued by a completion", () => {
     const [ra, rb, rc] = res.body.results;
     expect(ra).toMatchObject({ id: a, ok: true, state: "completed" });
     expect(rb).toMatchObject({ id: b, ok: true, state: "completed" });
-    expect(rc).toEqual({ id: c, ok: true, state: "completed", children: [] });
+    expect(rc).toEqual({ id: c, ok: true, state: "completed", children: [], repeated: false });
     expect([...ra!.children!].sort()).toEqual(await childrenOf(a));
     expect([...rb!.children!].sort()).toEqual(await childrenOf(b));
     expect(ra!.children).toHaveLength(1);
@@ -206,7 +206,7 @@ describe("then: children enqueued by a completion", () => {
     expect([l1.id, l2.id]).toEqual([p1, p2]);
     expect((await complete(p1, l1.lease_token)).body.children).toHaveLength(1);
     const second = await complete(p2, l2.lease_token);
-    expect(second.body).toEqual({ id: p2, state: "completed", run_at: null, children: [] });
+    expect(second.body).toEqual({ id: p2, state: "completed", run_at: null, children: [], repeated: false });
     expect(await childrenOf(p2)).toEqual([]);
     expect(await countTasks(queue)).toBe(3);
   });
@@ -219,10 +219,10 @@ describe("then: no children unless the parent really completed", () => {
     const id = await enqueueOne(queue, { max_attempts: 2, then: [{ type: "x" }, { type: "y", queue: other }] });
     const first = await leaseOne(queue);
     const retry = await fail(id, { lease_token: first.lease_token, error: "boom", retry_after_s: 0 });
-    expect(retry.body).toMatchObject({ id, state: "pending", children: [] });
+    expect(retry.body).toMatchObject({ id, state: "pending", children: [], repeated: false });
     const second = await leaseOne(queue);
     const dead = await fail(id, { lease_token: second.lease_token, error: "boom again" });
-    expect(dead.body).toEqual({ id, state: "dead", run_at: null, children: [] });
+    expect(dead.body).toEqual({ id, state: "dead", run_at: null, children: [], repeated: false });
     expect(await countTasks(queue, other)).toBe(1);
     expect(await childrenOf(id)).toEqual([]);
     // The dead task keeps its chain as stored (GET shows it).
@@ -236,7 +236,7 @@ describe("then: no children unless the parent really completed", () => {
     const res = await call<AckResults>("POST", `/v1/queues/${queue}/ack`, {
       body: { fail: [{ id, lease_token: leased.lease_token, error: "bad", retryable: false }] },
     });
-    expect(res.body.results).toEqual([{ id, ok: true, state: "dead", children: [] }]);
+    expect(res.body.results).toEqual([{ id, ok: true, state: "dead", children: [], repeated: false }]);
     expect(await countTasks(queue)).toBe(1);
   });
 
@@ -249,12 +249,15 @@ describe("then: no children unless the parent really completed", () => {
 
     const done = await complete(id, leased.lease_token, 1);
     expect(done.body.children).toHaveLength(1);
-    // Repeating the completion with the same (now spent) token is lease_lost and adds nothing.
-    expectError(await complete(id, leased.lease_token, 1), 409, "lease_lost");
+    // Repeating the completion with the same (now spent) token is a repeat: told so, and adds nothing.
+    expect((await complete(id, leased.lease_token, 1)).body).toMatchObject({
+      repeated: true,
+      children: [],
+    });
     const batch = await call<AckResults>("POST", `/v1/queues/${queue}/ack`, {
       body: { complete: [{ id, lease_token: leased.lease_token }] },
     });
-    expect(batch.body.results).toEqual([{ id, ok: false, error: expect.objectContaining({ code: "lease_lost" }) }]);
+    expect(batch.body.results).toEqual([{ id, ok: true, state: "completed", children: [], repeated: true }]);
     expect(await childrenOf(id)).toEqual(done.body.children);
     expect(await countTasks(queue)).toBe(2);
 

@@ -52,7 +52,8 @@ describe("lease fencing", () => {
     expectError(await heartbeat(id, { lease_token: first.lease_token }), 409, "lease_lost");
     expect(await snapshot(queue)).toEqual(before);
     expect((await complete(id, second.lease_token, 2)).body).toMatchObject({ state: "completed" });
-    expectError(await complete(id, second.lease_token, 3), 409, "lease_lost");
+    // The same complete again (its answer lost): a repeat, told so; the first result stays.
+    expect((await complete(id, second.lease_token, 3)).body).toMatchObject({ state: "completed", repeated: true });
     expect((await getTask(id)).result).toBe(2);
   });
 
@@ -209,10 +210,10 @@ describe("batch ack", () => {
     });
     expect(res.status).toBe(200);
     expect(res.body.results).toEqual([
-      { id: a!.id, ok: true, state: "completed", children: [] },
+      { id: a!.id, ok: true, state: "completed", children: [], repeated: false },
       { id: b!.id, ok: false, error: { code: "lease_lost", message: expect.stringContaining(b!.id) } },
-      { id: c!.id, ok: true, state: "pending", children: [] },
-      { id: d!.id, ok: true, state: "dead", children: [] },
+      { id: c!.id, ok: true, state: "pending", children: [], repeated: false },
+      { id: d!.id, ok: true, state: "dead", children: [], repeated: false },
       { id: MISSING_ID, ok: false, error: { code: "not_found", message: expect.stringContaining(MISSING_ID) } },
     ]);
     expect(await getTask(a!.id)).toMatchObject({ state: "completed", result: { n: 0 } });

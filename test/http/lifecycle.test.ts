@@ -72,7 +72,10 @@ describe("quick start over HTTP", () => {
     expect(await lease(queue)).toEqual([]);
 
     const done = await complete(id, leased!.lease_token, { sent: true });
-    expect([done.status, done.body]).toEqual([200, { id, state: "completed", run_at: null, children: [] }]);
+    expect([done.status, done.body]).toEqual([
+      200,
+      { id, state: "completed", run_at: null, children: [], repeated: false },
+    ]);
     const finished = await getTask(id);
     expect(finished).toMatchObject({
       state: "completed",
@@ -134,7 +137,7 @@ describe("failures, retries and redrive", () => {
     expect(second).toMatchObject({ id, attempts: 2 });
     expect(second.lease_token).not.toBe(first.lease_token);
     const dead = await fail(id, { lease_token: second.lease_token, error: "boom 2", retry_after_s: 0 });
-    expect([dead.status, dead.body]).toEqual([200, { id, state: "dead", run_at: null, children: [] }]);
+    expect([dead.status, dead.body]).toEqual([200, { id, state: "dead", run_at: null, children: [], repeated: false }]);
     expect(await lease(queue)).toEqual([]);
 
     const task = await getTask(id);
@@ -162,7 +165,7 @@ describe("failures, retries and redrive", () => {
     const id = await enqueueOne(queue, { max_attempts: 5 });
     const leased = await leaseOne(queue);
     const res = await fail(id, { lease_token: leased.lease_token, error: "x".repeat(5000), retryable: false });
-    expect(res.body).toEqual({ id, state: "dead", run_at: null, children: [] });
+    expect(res.body).toEqual({ id, state: "dead", run_at: null, children: [], repeated: false });
     const [entry] = (await getTask(id)).errors;
     expect(entry).toMatchObject({ attempt: 1, kind: "permanent" });
     expect(entry!.message).toHaveLength(2000);
