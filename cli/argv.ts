@@ -7,16 +7,18 @@ const NEGATIVE_NUMBER = /^-(\d+(\.\d*)?|\.\d+)$/;
 /**
  * Splits a command line into the command's name and its arguments. Flags may come before the command as
  * well as after it (`edgeq --url U status` is `edgeq status --url U`): tokens before the first command word
- * must be flags, or the value following a flag. `pair` names the two-word commands ("dlq list").
+ * must be flags, or the value following a flag. `isPair` names the two-word commands ("dlq list");
+ * `takesValue` the global flags that take a value (so `--url U` without a command is no command "U").
  *
  * @example
- * splitCommand(["--json", "status", "q"], (w) => w === "status", () => false);
+ * splitCommand(["--json", "status", "q"], (w) => w === "status", () => false, (f) => f === "--url");
  * // { name: "status", args: ["--json", "q"] }
  */
 export function splitCommand(
   argv: string[],
   isCommand: (word: string) => boolean,
   isPair: (first: string, second: string) => boolean,
+  takesValue: (flag: string) => boolean,
 ): { name: string | undefined; args: string[] } {
   let i = 0;
   while (i < argv.length && !isCommand(argv[i]!)) {
@@ -26,8 +28,9 @@ export function splitCommand(
     i += 1;
   }
   if (i === argv.length) {
-    // No command word: the first word that is not a flag is an unknown command (or there is none).
-    const word = argv.findIndex((token) => !token.startsWith("-"));
+    // No command word: the first word that is neither a flag nor a global flag's value is an unknown
+    // command (or there is none: `edgeq --version`).
+    const word = argv.findIndex((token, j) => !token.startsWith("-") && !(j > 0 && takesValue(argv[j - 1]!)));
     return word < 0 ? { name: undefined, args: argv } : { name: argv[word], args: argv.filter((_, j) => j !== word) };
   }
   const first = argv[i]!;

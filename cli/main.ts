@@ -106,6 +106,7 @@ export async function main(
       argv,
       (word) => COMMAND_WORDS.has(word),
       (first, second) => `${first} ${second}` in COMMANDS,
+      (flag) => flag === "--url" || flag === "--token",
     );
     if (name === undefined || name === "help") {
       if (args.includes("--version") || args.includes("-V")) {

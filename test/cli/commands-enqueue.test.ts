@@ -110,6 +110,37 @@ describe("edgeq enqueue", () => {
     expect(await counts(queue)).toMatchObject({ pending: 0 });
   });
 
+  // Issue 8.12: a bare payload on a line got the schema's complaint and no hint.
+  it('hints at the {"payload": …} wrapper for a line that is a bare payload', async () => {
+    const queue = uniqueQueue();
+    const bare = await edgeq(["enqueue", queue, "-f", "-"], { input: '{"payload":{"n":1}}\n{"n":2,"text":"hi"}\n' });
+    expect(bare.code).toBe(EXIT.input);
+    expect(bare.stderr).toMatch(/^edgeq: stdin: line 2: /);
+    expect(bare.stderr).toContain('(each line is a task, its payload inside: {"payload": {...}}; to enqueue');
+    // A line that is a task with one bad field gets no such hint.
+    const typo = await edgeq(["enqueue", queue, "-f", "-"], { input: '{"payload":{"n":1},"priority":"high"}\n' });
+    expect(typo.code).toBe(EXIT.input);
+    expect(typo.stderr).not.toContain("each line is a task");
+    expect(await counts(queue)).toMatchObject({ pending: 0 });
+  });
+
+  // Issue 8.12: `--priority -5` failed with node:util's "argument is ambiguous" jargon.
+  it("takes negative numbers as flag values", async () => {
+    const queue = uniqueQueue();
+    const run = await edgeq(["enqueue", queue, '{"n":1}', "--priority", "-5", "--json"]);
+    expect(run.code, run.stderr).toBe(EXIT.ok);
+    const [id] = (JSON.parse(run.stdout) as { tasks: Array<{ id: string }> }).tasks.map((t) => t.id);
+    const task = await expectOk(await api().v1.tasks[":id"].$get({ param: { id: id! } }));
+    expect(task.priority).toBe(-5);
+    const low = await edgeq(["enqueue", queue, "--priority", "-1000001"]);
+    expect(low.code).toBe(EXIT.usage);
+    expect(low.stderr).toMatch(/^edgeq: --priority: expected an integer from -1000000 to 1000000, got "-1000001"/);
+    // A missing value is said plainly, naming the flag.
+    const missing = await edgeq(["enqueue", queue, "--priority", "--json"]);
+    expect(missing.code).toBe(EXIT.usage);
+    expect(missing.stderr).toMatch(/^edgeq: --priority needs a value/);
+  });
+
   it("uses flags as defaults for the fields a line lacks", async () => {
     const queue = uniqueQueue();
     const input = [

@@ -35,6 +35,24 @@ describe("errors and exit codes", () => {
     expect(flag.code).toBe(EXIT.auth);
   });
 
+  // Issue 8.12: the 401 did not say which token was sent.
+  it("a 401 says where the token came from: flag, environment, config file or the development default", async () => {
+    const file = tempFile("config.json", JSON.stringify({ token: "from-file" }));
+    // The test server's token is none of these; without EDGEQ_TOKEN the file, then the default, applies.
+    const cases: Array<[string[], { env?: Record<string, string>; unset?: string[] }, string]> = [
+      [["status", "--token", "nope"], {}, "the --token flag"],
+      [["status"], { env: { EDGEQ_TOKEN: "nope" } }, "EDGEQ_TOKEN"],
+      [["status"], { env: { EDGEQ_CONFIG: file }, unset: ["EDGEQ_TOKEN"] }, `the config file ${file}`],
+      [["status"], { unset: ["EDGEQ_TOKEN"] }, "the development default edgeq-dev-token"],
+    ];
+    for (const [args, options, source] of cases) {
+      const run = await edgeq(args, options);
+      expect(run.code, source).toBe(EXIT.auth);
+      expect(run.stderr, source).toMatch(/^edgeq: unauthorized: .+ \(the token sent came from /);
+      expect(run.stderr, source).toContain(`(the token sent came from ${source}`);
+    }
+  });
+
   it("unknown commands, unknown flags and missing arguments are exit 2", async () => {
     for (const args of [
       ["frobnicate"],

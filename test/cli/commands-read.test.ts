@@ -156,4 +156,24 @@ describe("edgeq status", () => {
     expect(text.stdout).toMatch(/^dead\s+1$/m);
     expect(text.stdout).toMatch(/^due now\s+2$/m);
   });
+
+  // Issue 8.12: an unknown queue printed zeros and exited 0, hiding a typo.
+  it("a queue with no task and no stored config is an error; one with only a config is not", async () => {
+    const queue = uniqueQueue("ghost");
+    for (const args of [
+      ["status", queue],
+      ["status", queue, "--json"],
+    ]) {
+      const run = await edgeq(args);
+      expect(run.code, args.join(" ")).toBe(EXIT.api);
+      expect(run.stderr).toBe(
+        `edgeq: queue "${queue}" has no tasks and no stored config (edgeq status lists the queues)\n`,
+      );
+      expect(run.stdout).toBe("");
+    }
+    expect((await edgeq(["config", "set", queue, "max_attempts=5"])).code).toBe(EXIT.ok);
+    const configured = await edgeq(["status", queue]);
+    expect(configured.code, configured.stderr).toBe(EXIT.ok);
+    expect(configured.stdout).toMatch(/^total\s+0$/m);
+  });
 });

@@ -53,18 +53,23 @@ export interface Running {
  * Starts `node bin/edgeq.mjs ...args` with EDGEQ_URL / EDGEQ_TOKEN for the test server (override with
  * `env`), writing `input` to its stdin.
  */
-export function start(args: string[], options: { input?: string; env?: Record<string, string> } = {}): Running {
+export function start(
+  args: string[],
+  options: { input?: string; env?: Record<string, string>; unset?: string[] } = {},
+): Running {
   // A fresh HOME and no EDGEQ_CONFIG: a developer's ~/.config/edgeq/config.json cannot leak into the tests.
   const inherited = { ...process.env };
   delete inherited.EDGEQ_CONFIG;
+  const env: NodeJS.ProcessEnv = {
+    ...inherited,
+    HOME: HOME,
+    EDGEQ_URL: inject("edgeqUrl"),
+    EDGEQ_TOKEN: inject("edgeqToken"),
+    ...options.env,
+  };
+  for (const name of options.unset ?? []) delete env[name];
   const child = spawn(process.execPath, [BIN, ...args], {
-    env: {
-      ...inherited,
-      HOME: HOME,
-      EDGEQ_URL: inject("edgeqUrl"),
-      EDGEQ_TOKEN: inject("edgeqToken"),
-      ...options.env,
-    },
+    env,
     stdio: ["pipe", "pipe", "pipe"],
   });
   let stdout = "";
@@ -108,7 +113,10 @@ export function start(args: string[], options: { input?: string; env?: Record<st
 }
 
 /** Runs `edgeq ...args` to the end. */
-export function edgeq(args: string[], options: { input?: string; env?: Record<string, string> } = {}): Promise<Run> {
+export function edgeq(
+  args: string[],
+  options: { input?: string; env?: Record<string, string>; unset?: string[] } = {},
+): Promise<Run> {
   return start(args, options).done;
 }
 
