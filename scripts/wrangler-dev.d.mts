@@ -1,0 +1,41 @@
+/** How to start the local edgeq server (`wrangler dev --env local`). */
+export interface WranglerDevOptions {
+  /** The edgeq checkout: wrangler.toml, migrations/ and node_modules/.bin/wrangler are read from here. */
+  root: string;
+  /** The server's EDGEQ_TOKEN. */
+  token: string;
+  /** Port on 127.0.0.1 (default: a free one). */
+  port?: number;
+  /** Where local D1, R2 and Durable Object state lives (default: wrangler's, .wrangler/state). */
+  persistTo?: string;
+  /** wrangler's --log-level (default: wrangler's own). */
+  logLevel?: "debug" | "info" | "log" | "warn" | "error" | "none";
+  /** More arguments for `wrangler dev`. */
+  extraArgs?: string[];
+  /** Receives wrangler's output as it comes (the migrations', then the server's), minus the deliberate
+   * `ai` warning (scripts/wrangler-output.mjs). Without it, output is kept only for error messages. */
+  onOutput?: (text: string, stream: "stdout" | "stderr") => void;
+}
+
+/** A running local server. */
+export interface LocalServer {
+  url: string;
+  port: number;
+  /** The process group of `wrangler dev` (wrangler and the workerd it runs). */
+  pid: number;
+  /** The end of what wrangler printed, for error messages. */
+  output(): string;
+  /** Resolves with wrangler's exit code when it exits, on its own or after stop(). */
+  exited: Promise<number | null>;
+  /** SIGTERM to the process group, SIGKILL if it is still there after a grace period. */
+  stop(): Promise<void>;
+}
+
+/** A port on 127.0.0.1 that was free a moment ago. */
+export function freePort(): Promise<number>;
+
+/**
+ * Applies the D1 migrations to the local database, starts `wrangler dev --env local --test-scheduled`
+ * and resolves once GET /health answers 200. Rejects (with wrangler's output) if a step fails.
+ */
+export function startWranglerDev(options: WranglerDevOptions): Promise<LocalServer>;

@@ -1,0 +1,166 @@
+// The one launcher of the local edgeq server, for `npm start` (scripts/start.mjs), the CLI tests
+// (test/cli/server.ts) and the benchmark (bench/local-server.ts): migrations applied to the local D1
+// first, `wrangler dev --env local --test-scheduled` on 127.0.0.1, ready once /health answers, stopped
+// with its whole process group.
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import process from "node:process";
+import { wranglerOutputFilter } from "./wrangler-output.mjs";
+
+/** @typedef {import("./wrangler-dev.d.mts").WranglerDevOptions} WranglerDevOptions */
+/** @typedef {import("./wrangler-dev.d.mts").LocalServer} LocalServer */
+
+/** How long start-up may take: wrangler bundles the Worker and boots workerd in ~10 s on these 2 cores,
+ * and up to ~60 s was seen while the worker test project ran beside it; twice that is a hung start. */
+const START_TIMEOUT_MS = 120_000;
+
+/** How often /health is asked during start-up: a quarter second adds little to a ~10 s start. */
+const HEALTH_POLL_MS = 250;
+
+/** After SIGTERM, wrangler stops workerd and exits in well under a second; five is a busy machine. */
+const STOP_GRACE_MS = 5_000;
+
+/** Characters of wrangler's output kept for error messages: its last error with a stack fits. */
+const OUTPUT_TAIL_CHARS = 20_000;
+
+/**
+ * A port on 127.0.0.1 that was free a moment ago.
+ * @returns {Promise<number>}
+ */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no free port")),
+      );
+    });
+  });
+}
+
+/** @param {number} ms */
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs wrangler with its output passed through the filter to `onOutput` and kept in `tail`.
+ * @param {string} root
+ * @param {string[]} args
+ * @param {{ detached: boolean, env: NodeJS.ProcessEnv, onOutput?: WranglerDevOptions["onOutput"],
+ *   tail: { text: string } }} how
+ */
+function runWrangler(root, args, how) {
+  const child = spawn(join(root, "node_modules", ".bin", "wrangler"), args, {
+    cwd: root,
+    env: how.env,
+    // No stdin: wrangler dev runs in its own process group, and reading the terminal from there would
+    // stop it (SIGTTIN); its interactive keys are turned off below.
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: how.detached,
+  });
+  for (const stream of /** @type {const} */ (["stdout", "stderr"])) {
+    const filter = wranglerOutputFilter((text) => {
+      how.tail.text = (how.tail.text + text).slice(-OUTPUT_TAIL_CHARS);
+      how.onOutput?.(text, stream);
+    });
+    child[stream].setEncoding("utf8");
+    child[stream].on("data", (chunk) => filter.push(chunk));
+    child[stream].on("end", () => filter.end());
+  }
+  /** @type {Promise<number | null>} */
+  const exited = new Promise((resolve) => {
+    child.on("error", () => resolve(null));
+    child.on("exit", (code) => resolve(code));
+  });
+  return { child, exited };
+}
+
+/**
+ * Applies the migrations, starts `wrangler dev --env local`, and resolves once /health answers.
+ * @param {WranglerDevOptions} options
+ * @returns {Promise<LocalServer>}
+ * @example
+ * const server = await startWranglerDev({ root: process.cwd(), token: "t" });
+ * await fetch(`${server.url}/health`);
+ * await server.stop();
+ */
+export async function startWranglerDev(options) {
+  const { root, token, persistTo, logLevel, extraArgs = [], onOutput } = options;
+  const port = options.port ?? (await freePort());
+  const persist = persistTo ? ["--persist-to", persistTo] : [];
+  const env = { ...process.env, WRANGLER_SEND_METRICS: "false" };
+  const tail = { text: "" };
+
+  // CI=true: wrangler applies without asking for confirmation.
+  const migrate = runWrangler(root, ["d1", "migrations", "apply", "DB", "--local", "--env", "local", ...persist], {
+    detached: false,
+    env: { ...env, CI: "true" },
+    onOutput,
+    tail,
+  });
+  if ((await migrate.exited) !== 0) {
+    throw new Error(`applying the migrations to the local D1 failed:\n${tail.text}`);
+  }
+
+  const dev = runWrangler(
+    root,
+    [
+      "dev",
+      "--env",
+      "local",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--test-scheduled",
+      "--show-interactive-dev-session=false",
+      "--var",
+      `EDGEQ_TOKEN:${token}`,
+      ...(logLevel ? ["--log-level", logLevel] : []),
+      ...persist,
+      ...extraArgs,
+    ],
+    { detached: true, env, onOutput, tail },
+  );
+  const pid = dev.child.pid;
+  if (pid === undefined) throw new Error(`wrangler dev did not start:\n${tail.text}`);
+  let exitCode = /** @type {number | null | undefined} */ (undefined);
+  void dev.exited.then((code) => (exitCode = code));
+
+  /** @param {NodeJS.Signals} signal */
+  const signalGroup = (signal) => {
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // the group is gone already
+    }
+  };
+  const stop = async () => {
+    if (exitCode === undefined) {
+      signalGroup("SIGTERM");
+      await Promise.race([dev.exited, sleep(STOP_GRACE_MS)]);
+    }
+    // workerd and anything else wrangler left in its group.
+    signalGroup("SIGKILL");
+    await dev.exited;
+  };
+
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + START_TIMEOUT_MS;
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (exitCode !== undefined || Date.now() > deadline) {
+      await stop();
+      const why = exitCode !== undefined ? `exited (${exitCode})` : `did not answer /health in ${START_TIMEOUT_MS} ms`;
+      throw new Error(`wrangler dev ${why}:\n${tail.text}`);
+    }
+    await sleep(HEALTH_POLL_MS);
+  }
+  return { url, port, pid, output: () => tail.text, exited: dev.exited, stop };
+}

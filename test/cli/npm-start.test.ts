@@ -1,0 +1,77 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../../scripts/wrangler-dev.mjs";
+import { waitFor } from "./worker-support";
+
+/** `npm start` as a person runs it (scripts/start.mjs, what the script runs), on its own port and state.
+ * EDGEQ_LOCAL_CRONS replaces the minute schedule with one that ticks every second, so a tick is seen
+ * in seconds; the driver and the endpoint it calls are the same. */
+const state = mkdtempSync(join(tmpdir(), "edgeq-npm-start-"));
+let port: number;
+let output = "";
+let healthWhenAnnounced: number | string | undefined;
+let exit: Promise<number | null>;
+let pid: number;
+
+beforeAll(async () => {
+  port = await freePort();
+  const child = spawn(process.execPath, ["scripts/start.mjs"], {
+    env: { ...process.env, PORT: String(port), EDGEQ_PERSIST_DIR: state, EDGEQ_LOCAL_CRONS: "* * * * * *" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  pid = child.pid!;
+  exit = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+  const announced = `edgeq: serving on http://127.0.0.1:${port}`;
+  child.stdout.on("data", (chunk: Buffer) => {
+    const before = output;
+    output += chunk.toString();
+    // The moment the address is printed, it must serve: ask /health at once.
+    if (!before.includes(announced) && output.includes(announced)) {
+      healthWhenAnnounced = "pending";
+      fetch(`http://127.0.0.1:${port}/health`).then(
+        (res) => (healthWhenAnnounced = res.status),
+        (error: Error) => (healthWhenAnnounced = `${error.message}: ${String(error.cause)}`),
+      );
+    }
+  });
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  await waitFor("npm start to announce its address", () => output.includes(announced), 110_000);
+  await waitFor("the /health check", () => healthWhenAnnounced !== "pending", 10_000);
+}, 120_000);
+
+afterAll(async () => {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // already stopped by the last test
+  }
+  rmSync(state, { recursive: true, force: true });
+});
+
+describe("npm start", () => {
+  it("prints the address only once it serves", () => {
+    expect(healthWhenAnnounced, output).toBe(200);
+  });
+
+  it("does not show wrangler's warning about the ai binding the local environment leaves out", () => {
+    expect(output).toMatch(/Migrations to be applied|No migrations to apply/); // wrangler's output is shown
+    expect(output).not.toMatch(/"ai" exists at the top level/);
+  });
+
+  it("runs the cron schedule: the driver fires /__scheduled and the Worker's tick runs", async () => {
+    await waitFor("a tick logged by the driver", () =>
+      /edgeq: cron "\* \* \* \* \* \*" tick for \S+ fired/.test(output),
+    );
+    // The Worker's scheduled() logs its tick result (src/index.ts).
+    await waitFor("the Worker's tick", () => /cron tick \{"reaped":\d+/.test(output));
+  });
+
+  it("stops wrangler dev with it on SIGTERM", async () => {
+    process.kill(pid, "SIGTERM");
+    expect(await exit).toBe(0);
+    await expect(fetch(`http://127.0.0.1:${port}/health`)).rejects.toThrow();
+  });
+});
