@@ -8,7 +8,7 @@ export const OPENAPI_INFO = {
     title: "edgeq",
     version: "0.1.0",
     description:
-      'A durable task queue on Cloudflare\'s edge. Every route but /health, /openapi.json and /docs requires `Authorization: Bearer <EDGEQ_TOKEN>`. Errors are `{ "error": { "code", "message" } }`.',
+      'A durable task queue on Cloudflare\'s edge. Every route but /health, /openapi.json and /docs requires `Authorization: Bearer <EDGEQ_TOKEN>`. Errors are `{ "error": { "code", "message" } }`; a method a path does not take is 405 `method_not_allowed` with an `Allow` header.',
   },
 } as const;
 

@@ -244,6 +244,12 @@ describe("bodies must be UTF-8", () => {
     expect((await row(id)).state).toBe("processing");
   });
 
+  it("accepts a U+FFFD the client really sent (EF BF BD) and stores it", async () => {
+    const queue = uniqueQueue("utf8");
+    const id = await enqueueOne(queue, { payload: "a\uFFFDb", group: "\uFFFD" });
+    expect(await getTask(id)).toMatchObject({ payload: "a\uFFFDb", group: "\uFFFD" });
+  });
+
   it("still accepts UTF-8 with a byte order mark and multi-byte characters", async () => {
     const queue = uniqueQueue("utf8");
     const res = await call("POST", enqueuePath(queue), {
