@@ -100,8 +100,7 @@ export const WORKER_FLAGS = {
   once: { type: "boolean", description: "run what is due now (and what that makes due), then exit" },
   "outlive-parent": {
     type: "boolean",
-    description:
-      "keep running when the process that started the worker exits (nohup, or & in a script that ends); by default the worker then stops as on SIGTERM",
+    description: "keep running when the process that started the worker exits (nohup; default: stop)",
   },
 } as const satisfies FlagSpecs;
 
