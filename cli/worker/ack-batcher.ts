@@ -1,11 +1,9 @@
+import { MAX_BATCH } from "../../src/engine/limits";
 import { isTransient, type AckItem, type AckResult, type WorkerApi } from "./api";
 
 /** How long an ack waits for company: tasks leased together tend to finish together, and 20 ms is nothing
  * next to a lease (seconds) while it turns a burst of finishes into one request. */
 const COALESCE_MS = 20;
-
-/** The API's largest ack (MAX_BATCH): a full batch is sent at once. */
-const MAX_ACK_ITEMS = 100;
 
 /** Retries of an ack that failed as a whole (network, 429, 5xx), with these delays: a finished task's
  * result is worth a few seconds of trying before its lease runs out and the work is redone. */
@@ -35,7 +33,8 @@ export class AckBatcher {
   send(item: AckItem): Promise<AckResult> {
     return new Promise((resolve) => {
       this.pending.push({ item, resolve });
-      if (this.pending.length >= MAX_ACK_ITEMS) this.flushNow();
+      // A full batch (the API's largest ack) goes at once.
+      if (this.pending.length >= MAX_BATCH) this.flushNow();
       else this.timer ??= setTimeout(() => this.flushNow(), COALESCE_MS);
     });
   }
@@ -50,7 +49,7 @@ export class AckBatcher {
     clearTimeout(this.timer);
     this.timer = undefined;
     while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, MAX_ACK_ITEMS);
+      const batch = this.pending.splice(0, MAX_BATCH);
       const request = this.deliver(batch).finally(() => this.inFlight.delete(request));
       this.inFlight.add(request);
     }

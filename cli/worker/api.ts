@@ -75,7 +75,7 @@ export class WorkerApi {
     await expectOk(response);
   }
 
-  /** Completes, fails and releases up to 100 tasks in one request; one result per item, in order. */
+  /** Completes, fails and releases up to MAX_BATCH tasks in one request; one result per item, in order. */
   async ack(items: AckItem[]): Promise<AckResult[]> {
     const json = {
       complete: [] as Array<{ id: string; lease_token: string; result: unknown }>,
