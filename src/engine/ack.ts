@@ -1,6 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
-import { EdgeqError, LeaseLostError, NotFoundError } from "./errors";
+import { EdgeqError, LeaseLostError, NotFoundError, TaskCancelledError } from "./errors";
 import type { TaskState } from "./states";
 
 /** The outcome of one item of an ack (complete or fail), in input order. */
@@ -72,6 +72,20 @@ export interface FencedItem {
 export function leaseFenceSql(id: SQL, token: SQL, now: number, scope: AckScope = {}): SQL {
   const queue = scope.queue === undefined ? sql`` : sql` AND tasks.queue = ${scope.queue}`;
   return sql`tasks.id = ${id} AND tasks.lease_token = ${token} AND tasks.state = 'processing' AND tasks.lease_expires_at > ${now} AND (tasks.claim_by IS NULL OR tasks.claim_by > ${now})${queue}`;
+}
+
+/**
+ * Why a fenced write to one task changed nothing: `not_found` when the task does not exist (in `scope`'s
+ * queue), otherwise `lease_lost`. The batch form is inside `applyFencedUpdate`.
+ *
+ * @example
+ * if (!changed) throw await fenceMissError(db, id);
+ */
+export async function fenceMissError(db: Db, id: string, scope: AckScope = {}): Promise<EdgeqError> {
+  const queueFilter = scope.queue === undefined ? sql`` : sql` AND queue = ${scope.queue}`;
+  const exists = await db.get<{ id: string }>(sql`SELECT id FROM tasks WHERE id = ${id}${queueFilter}`);
+  if (exists) return new LeaseLostError(id);
+  return new NotFoundError(scope.queue === undefined ? `task ${id}` : `task ${id} in queue ${scope.queue}`);
 }
 
 /**
@@ -160,7 +174,7 @@ export async function applyFencedUpdate(
       return {
         id: item.id,
         ok: false,
-        error: new EdgeqError("task_cancelled", `task ${item.id}: a cancel was requested; the task is now cancelled`),
+        error: new TaskCancelledError(item.id),
       };
     }
     return {

@@ -3,16 +3,12 @@ import { encodeTime } from "ulid";
 import type { Db } from "../db/client";
 import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
-import { EdgeqError } from "./errors";
-import { jsonValueProblem } from "./json-value";
-import { MAX_PAYLOAD_BYTES } from "./limits";
+import { storedJsonError } from "./json-value";
 
 export interface CompleteItem extends FencedItem {
   /** Any JSON value; stored as the task's result. */
   result?: unknown;
 }
-
-const encoder = new TextEncoder();
 
 /**
  * Enqueues the `then` children of every task this ack just completed — the statement after the fenced
@@ -65,17 +61,7 @@ export async function completeTasks(
   // Ties the children insert below to this very completion: only rows this statement completed carry it.
   const ackNonce = `ack:${crypto.randomUUID()}`;
   // Checked per item, before SQL: one bad result fails its own item only, never the batch's statement.
-  const problems = items.map((i): EdgeqError | null => {
-    const bytes = encoder.encode(JSON.stringify(i.result ?? null)).byteLength;
-    if (bytes > MAX_PAYLOAD_BYTES) {
-      return new EdgeqError(
-        "payload_too_large",
-        `task ${i.id}: the result is ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
-      );
-    }
-    const problem = jsonValueProblem(i.result ?? null, "result");
-    return problem ? new EdgeqError("invalid_request", `task ${i.id}: ${problem}`) : null;
-  });
+  const problems = items.map((i) => storedJsonError(i.result, "result", `task ${i.id}: `));
   const fitting = items.filter((_, k) => problems[k] === null);
   const applied = fitting.length
     ? await applyFencedUpdate(

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { decodeTime, monotonicFactory } from "ulid";
 import { batchAll, type Db } from "../db/client";
 import { EdgeqError } from "./errors";
+import { jsonBytes, storedJsonError } from "./json-value";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "./limits";
 import { getQueueConfig } from "./queue-config";
 import type { TaskState } from "./states";
@@ -63,8 +64,6 @@ interface InsertRow {
   then: ChildTaskSpec[] | null;
 }
 
-const encoder = new TextEncoder();
-
 /** How far ahead of our clock a client's ULID may be: five minutes covers real clock skew. Later ids would
  * sort after tasks created after them and escape retention pruning until their time came. */
 const MAX_CLIENT_ID_SKEW_MS = 5 * 60 * 1000;
@@ -104,18 +103,16 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
   const nextId = monotonicFactory();
   const rows: InsertRow[] = input.map((task, i) => {
     const payload = task.payload ?? null;
-    const bytes = encoder.encode(JSON.stringify(payload)).byteLength;
+    // The HTTP schema refuses these first, naming the field; checked here too for every other caller.
+    const payloadError = storedJsonError(payload, `tasks[${i}].payload`);
+    if (payloadError) throw payloadError;
+    const thenError = task.then ? storedJsonError(task.then, `tasks[${i}].then`) : null;
+    if (thenError) throw thenError;
+    const bytes = jsonBytes(payload) + (task.then ? jsonBytes(task.then) : 0);
     if (bytes > MAX_PAYLOAD_BYTES) {
       throw new EdgeqError(
         "payload_too_large",
-        `tasks[${i}].payload is ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
-      );
-    }
-    const thenBytes = task.then ? encoder.encode(JSON.stringify(task.then)).byteLength : 0;
-    if (bytes + thenBytes > MAX_PAYLOAD_BYTES) {
-      throw new EdgeqError(
-        "payload_too_large",
-        `tasks[${i}]: payload and then together are ${bytes + thenBytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
+        `tasks[${i}]: payload and then together are ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
       );
     }
     if (task.id !== undefined && ulidTime(task.id, i) > now + MAX_CLIENT_ID_SKEW_MS) {
@@ -211,7 +208,7 @@ function chunkBySize(rows: InsertRow[]): InsertRow[][] {
   let current: InsertRow[] = [];
   let size = 2;
   for (const row of rows) {
-    const rowSize = encoder.encode(JSON.stringify(row)).byteLength + 1;
+    const rowSize = jsonBytes(row) + 1;
     if (current.length > 0 && size + rowSize > MAX_ENQUEUE_CHUNK_BYTES) {
       chunks.push(current);
       current = [];

@@ -72,3 +72,10 @@ export class NotFoundError extends EdgeqError {
     super("not_found", `${what} not found`);
   }
 }
+
+/** A holder's write found the task ended `cancelled`: a cancel had been requested, so it must stop. */
+export class TaskCancelledError extends EdgeqError {
+  constructor(taskId: string) {
+    super("task_cancelled", `task ${taskId}: a cancel was requested; the task is now cancelled`);
+  }
+}

@@ -1,10 +1,9 @@
-import { eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { tasks, type TaskRow } from "../db/schema";
-import { leaseFenceSql } from "./ack";
-import { EdgeqError, LeaseLostError, NotFoundError } from "./errors";
-import { jsonValueProblem } from "./json-value";
-import { MAX_PAYLOAD_BYTES } from "./limits";
+import type { TaskRow } from "../db/schema";
+import { fenceMissError, leaseFenceSql } from "./ack";
+import { TaskCancelledError } from "./errors";
+import { storedJsonError } from "./json-value";
 import { rowFromRaw } from "./task-row";
 
 export interface HeartbeatRequest {
@@ -28,15 +27,8 @@ export interface HeartbeatRequest {
  */
 export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: number): Promise<TaskRow> {
   if (request.checkpoint !== undefined) {
-    const problem = jsonValueProblem(request.checkpoint, "checkpoint");
-    if (problem) throw new EdgeqError("invalid_request", problem);
-    const bytes = new TextEncoder().encode(JSON.stringify(request.checkpoint)).byteLength;
-    if (bytes > MAX_PAYLOAD_BYTES) {
-      throw new EdgeqError(
-        "payload_too_large",
-        `checkpoint is ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES}`,
-      );
-    }
+    const error = storedJsonError(request.checkpoint, "checkpoint");
+    if (error) throw error;
   }
   const raw = await db.get<Record<string, unknown>>(sql`UPDATE tasks SET
       state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE state END,
@@ -50,13 +42,10 @@ export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: numb
       updated_at = ${now}
     WHERE ${leaseFenceSql(sql`${request.id}`, sql`${request.leaseToken}`, now)}
     RETURNING *`);
-  if (!raw) {
-    const exists = await db.select({ id: tasks.id }).from(tasks).where(eq(tasks.id, request.id)).get();
-    throw exists ? new LeaseLostError(request.id) : new NotFoundError(`task ${request.id}`);
-  }
+  if (!raw) throw await fenceMissError(db, request.id);
   const row = rowFromRaw(raw);
   if (row.state === "cancelled") {
-    throw new EdgeqError("task_cancelled", `task ${request.id}: a cancel was requested; the task is now cancelled`);
+    throw new TaskCancelledError(request.id);
   }
   return row;
 }

@@ -1,4 +1,5 @@
-import { MAX_JSON_DEPTH } from "./limits";
+import { EdgeqError } from "./errors";
+import { MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES } from "./limits";
 
 /**
  * Why a JSON value cannot be stored exactly as sent, or null when it can. Checked at every boundary that
@@ -33,4 +34,31 @@ export function jsonValueProblem(value: unknown, field: string): string | null {
     }
   }
   return null;
+}
+
+const encoder = new TextEncoder();
+
+/** Bytes of `value` serialised as JSON (UTF-8), as D1 stores it. */
+export function jsonBytes(value: unknown): number {
+  return encoder.encode(JSON.stringify(value ?? null)).byteLength;
+}
+
+/**
+ * Why a caller's JSON (payload, result, checkpoint) cannot be stored as sent, as the error to answer with:
+ * over MAX_PAYLOAD_BYTES is `payload_too_large`; too deep, a non-finite number or a lone surrogate is
+ * `invalid_request`. `field` names it in the message (prefixed by `prefix`, e.g. "task 01H…: ").
+ *
+ * @example
+ * const error = storedJsonError(result, "result", `task ${id}: `); // null when it can be stored
+ */
+export function storedJsonError(value: unknown, field: string, prefix = ""): EdgeqError | null {
+  const bytes = jsonBytes(value);
+  if (bytes > MAX_PAYLOAD_BYTES) {
+    return new EdgeqError(
+      "payload_too_large",
+      `${prefix}${field} is ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
+    );
+  }
+  const problem = jsonValueProblem(value ?? null, field);
+  return problem ? new EdgeqError("invalid_request", `${prefix}${problem}`) : null;
 }

@@ -1,8 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
-import { leaseFenceSql } from "./ack";
-import { LeaseLostError, NotFoundError } from "./errors";
+import { fenceMissError, leaseFenceSql } from "./ack";
 import { rowFromRaw } from "./task-row";
 
 /**
@@ -17,6 +16,5 @@ export async function assertLeaseHeld(db: Db, id: string, leaseToken: string, no
     sql`SELECT * FROM tasks WHERE ${leaseFenceSql(sql`${id}`, sql`${leaseToken}`, now)}`,
   );
   if (raw) return rowFromRaw(raw);
-  const exists = await db.get<{ id: string }>(sql`SELECT id FROM tasks WHERE id = ${id}`);
-  throw exists ? new LeaseLostError(id) : new NotFoundError(`task ${id}`);
+  throw await fenceMissError(db, id);
 }

@@ -3,13 +3,16 @@
  *
  *   pending ──lease──▶ processing ──complete──▶ completed
  *      ▲                   │ fail / lease expired (attempts left) ──▶ pending (after backoff)
+ *      │                   │ release, or a long poll's lease left unclaimed ──▶ pending (attempt refunded)
  *      │                   │ fail permanent / attempts exhausted  ──▶ dead
  *      │                   │ ack or heartbeat after a cancel request ──▶ cancelled
  *      └── redrive/retry ── dead | cancelled          pending ──cancel──▶ cancelled
+ *
+ * An expired (or unclaimed) lease is taken over by the next lease directly, processing ──▶ processing,
+ * once due (src/engine/redelivery.ts); the cron reaper moves whatever nobody took.
  */
 export const TASK_STATES = ["pending", "processing", "completed", "dead", "cancelled"] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 
-/** Live tasks have `finished_at IS NULL`; the others are final until redriven. */
-export const LIVE_STATES = ["pending", "processing"] as const satisfies readonly TaskState[];
+/** Final until redriven (`finished_at` set); pending and processing are live (`finished_at IS NULL`). */
 export const FINAL_STATES = ["completed", "dead", "cancelled"] as const satisfies readonly TaskState[];

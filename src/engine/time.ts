@@ -1,13 +1,10 @@
 /**
- * Time is a parameter: every engine function takes `now` (ms since the epoch) from its caller, so tests
- * move the clock instead of sleeping (Vitest fake timers do not reach D1 or Durable Object alarms).
+ * Renders a stored time (ms since the epoch, UTC) as ISO-8601, or null.
+ *
+ * Time is a parameter throughout: every engine function takes `now` from its caller, and the coordinator
+ * has a replaceable `now`, so tests move the clock instead of sleeping (fake timers reach neither D1 nor
+ * Durable Object alarms).
  */
-export type Clock = () => number;
-
-export const systemClock: Clock = () => Date.now();
-
-export const SECOND_MS = 1000;
-
 export function toIso(ms: number): string;
 export function toIso(ms: number | null | undefined): string | null;
 export function toIso(ms: number | null | undefined): string | null {

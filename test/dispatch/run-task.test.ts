@@ -193,7 +193,7 @@ describe("runTask settles each outcome through the fenced engine calls", () => {
     const result = await runTask(runDeps([big], new Clock(T0 + 1)), task);
 
     expect(result).toMatchObject({ id: task.id, outcome: "dead" });
-    expect(result.error).toMatch(/the result is \d+ bytes of JSON; the limit is 262144 bytes/);
+    expect(result.error).toMatch(/result is \d+ bytes of JSON; the limit is 262144 bytes/);
     const stored = await row(task.id);
     expect(stored).toMatchObject({ state: "dead", result: null, leaseToken: null, finishedAt: T0 + 1 });
     expect(JSON.parse(stored.errors)).toEqual([{ attempt: 1, at: T0 + 1, message: result.error, kind: "permanent" }]);
