@@ -48,6 +48,9 @@ export const worker: Command = {
     }
     options.timeout ??= await queueTimeout(ctx, options.queue);
     const log = (line: string) => ctx.stderr.write(`edgeq worker ${options.queue}: ${line}\n`);
+    // A log nobody reads any more (the launcher and its pipe gone, e.g. `npx edgeq worker … | tee`) must not
+    // crash the worker with EPIPE while it stops and hands its tasks back.
+    ctx.stderr.on("error", () => {});
     claimPidFile(pidFile);
     const runner = new WorkerRunner(new WorkerApi(ctx.client, ctx.config, options.queue), handler, options, log);
     let stopping = false;
