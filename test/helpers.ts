@@ -3,6 +3,7 @@ import { sql } from "drizzle-orm";
 import { openDb, type Db } from "../src/db/client";
 import type { TaskRow } from "../src/db/schema";
 import { getTask } from "../src/engine/read";
+import { defaultRegistry } from "../src/processors/registry";
 
 /** A fixed, readable starting time for tests that move the clock by hand. */
 export const T0 = Date.parse("2026-01-01T00:00:00.000Z");
@@ -27,3 +28,6 @@ export function row(id: string): Promise<TaskRow> {
 export async function snapshot(queue: string): Promise<unknown[]> {
   return db().all(sql`SELECT * FROM tasks WHERE queue = ${queue} ORDER BY id`);
 }
+
+/** The processor types this Worker registers, as the config route passes them to putQueueConfig. */
+export const PROCESSORS = defaultRegistry.list().map((p) => p.type);

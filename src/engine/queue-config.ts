@@ -1,6 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { queues, type QueueRow } from "../db/schema";
+import { EdgeqError } from "./errors";
 
 /** A push queue's rate limit: at most `count` task starts per `per`. */
 export interface RateLimit {
@@ -76,17 +77,39 @@ export async function getQueueConfig(db: Db, queue: string): Promise<QueueConfig
 }
 
 /**
+ * Why a whole config (stored values with a patch over them) is not acceptable, or null. The rules that
+ * span fields live here, once, whoever writes a config: the cap is never below the base, and a processor
+ * is one this Worker has (`processors`: the registry's types, passed in — the engine does not load them).
+ */
+export function queueConfigProblem(config: QueueConfig, processors: readonly string[]): string | null {
+  if (config.processor !== null && !processors.includes(config.processor)) {
+    return `processor: no processor "${config.processor}" (registered: ${processors.join(", ")})`;
+  }
+  if (config.backoff_cap_s < config.backoff_base_s) {
+    return `backoff_cap_s (${config.backoff_cap_s}) must be at least backoff_base_s (${config.backoff_base_s})`;
+  }
+  return null;
+}
+
+/**
  * Stores the given fields of a queue's config; absent fields keep their stored or default values.
- * `processor: null` and `rate_limit: null` clear those settings.
+ * `processor: null` and `rate_limit: null` clear those settings. A result that breaks a rule spanning
+ * fields (`queueConfigProblem`) is `invalid_request` and stores nothing.
+ *
+ * @example
+ * await putQueueConfig(db, "notes", { mode: "push", concurrency: 8 }, Date.now(), ["tag", "tts"]);
  */
 export async function putQueueConfig(
   db: Db,
   queue: string,
   patch: Partial<QueueConfig>,
   now: number,
+  processors: readonly string[],
 ): Promise<QueueConfig> {
   const current = await getQueueConfig(db, queue);
   const next: QueueConfig = { ...current, ...patch };
+  const problem = queueConfigProblem(next, processors);
+  if (problem) throw new EdgeqError("invalid_request", problem);
   const values = {
     maxAttempts: next.max_attempts,
     visibilityTimeoutS: next.visibility_timeout_s,

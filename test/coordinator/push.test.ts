@@ -4,7 +4,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { TaskRow } from "../../src/db/schema";
 import { putQueueConfig } from "../../src/engine/queue-config";
-import { db, row, uniqueQueue } from "../helpers";
+import { db, row, uniqueQueue, PROCESSORS } from "../helpers";
 
 /** End to end: HTTP enqueue -> the queue's coordinator -> its alarm runs the processor. No worker leases. */
 
@@ -62,7 +62,7 @@ async function untilAlarm(queue: string): Promise<number> {
 describe("push mode through the coordinator", () => {
   it("an HTTP-enqueued echo task is run by the coordinator's alarm and completed with its result", async () => {
     const queue = uniqueQueue("push");
-    await putQueueConfig(db(), queue, { mode: "push", processor: "echo" }, Date.now());
+    await putQueueConfig(db(), queue, { mode: "push", processor: "echo" }, Date.now(), PROCESSORS);
 
     const id = await enqueueOverHttp(queue, { type: "anything", payload: { text: "hello, edge" } });
     const done = await alarmUntil(queue, id, "completed");
@@ -80,7 +80,7 @@ describe("push mode through the coordinator", () => {
 
   it("a push queue's delayed task sets the alarm at its run_at and runs only once due", async () => {
     const queue = uniqueQueue("push");
-    await putQueueConfig(db(), queue, { mode: "push", processor: "echo" }, Date.now());
+    await putQueueConfig(db(), queue, { mode: "push", processor: "echo" }, Date.now(), PROCESSORS);
 
     const id = await enqueueOverHttp(queue, { payload: { text: "later" }, delay_s: 3600 });
     const runAt = (await row(id)).runAt;
@@ -98,7 +98,7 @@ describe("push mode through the coordinator", () => {
 
   it("a pull queue's alarm never runs processors, even for a task type that has one", async () => {
     const queue = uniqueQueue("pull");
-    await putQueueConfig(db(), queue, { mode: "pull", processor: "echo" }, Date.now());
+    await putQueueConfig(db(), queue, { mode: "pull", processor: "echo" }, Date.now(), PROCESSORS);
 
     const id = await enqueueOverHttp(queue, {
       type: "echo",

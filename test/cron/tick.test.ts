@@ -11,7 +11,7 @@ import { leaseTasks } from "../../src/engine/lease";
 import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
 import { backoffBoundsMs } from "../../src/engine/retry-policy";
 import worker from "../../src/index";
-import { T0, db, row, snapshot, uniqueQueue } from "../helpers";
+import { T0, db, row, snapshot, uniqueQueue, PROCESSORS } from "../helpers";
 
 const DAY = 86_400_000;
 
@@ -130,7 +130,13 @@ describe("cron tick: reaping expired leases", () => {
   it("repeated expiry backs off further each time, up to backoff_cap_s, and buries the task at max_attempts", async () => {
     const start = await isolatedWindow(4);
     const queue = uniqueQueue("cron");
-    const config = await putQueueConfig(db(), queue, { backoff_base_s: 1, backoff_cap_s: 4, max_attempts: 6 }, start);
+    const config = await putQueueConfig(
+      db(),
+      queue,
+      { backoff_base_s: 1, backoff_cap_s: 4, max_attempts: 6 },
+      start,
+      PROCESSORS,
+    );
     expect(config).toMatchObject({ backoff_base_s: 1, backoff_cap_s: 4, max_attempts: 6 });
     const id = await enqueueOne(queue, start);
     expect(await row(id)).toMatchObject({ maxAttempts: 6 });
@@ -235,7 +241,7 @@ describe("cron tick: pruning by retention", () => {
     const start = await isolatedWindow(10);
     const queue = uniqueQueue("prune");
     const other = uniqueQueue("prune-default");
-    await putQueueConfig(db(), queue, { retention_s: 3600 }, start);
+    await putQueueConfig(db(), queue, { retention_s: 3600 }, start, PROCESSORS);
     const old = start; // ids (ULIDs) and finish times two hours before the tick
     const now = start + 2 * 3600_000;
 

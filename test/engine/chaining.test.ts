@@ -7,7 +7,7 @@ import { completeTasks } from "../../src/engine/complete";
 import type { ChildTaskSpec, NewTask } from "../../src/engine/enqueue";
 import { failTasks } from "../../src/engine/fail";
 import { putQueueConfig } from "../../src/engine/queue-config";
-import { T0, db, row, uniqueQueue } from "../helpers";
+import { T0, db, row, uniqueQueue, PROCESSORS } from "../helpers";
 import { VT_MS, enqueueOne, lease, leaseOne } from "./fixtures";
 
 /** Every task whose payload names `parentId` as its parent, in id order. */
@@ -209,8 +209,8 @@ describe("then: what a child gets", () => {
     const queue = uniqueQueue("chain");
     const configured = uniqueQueue("chain-configured");
     const unconfigured = uniqueQueue("chain-default");
-    await putQueueConfig(db(), queue, { max_attempts: 9 }, T0);
-    await putQueueConfig(db(), configured, { max_attempts: 7 }, T0);
+    await putQueueConfig(db(), queue, { max_attempts: 9 }, T0, PROCESSORS);
+    await putQueueConfig(db(), configured, { max_attempts: 7 }, T0, PROCESSORS);
     const parent = await leasedParent(queue, [
       { type: "same-queue" },
       { type: "configured", queue: configured },

@@ -7,7 +7,7 @@ import { enqueueTasks } from "../../src/engine/enqueue";
 import { leaseTasks } from "../../src/engine/lease";
 import { MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
 import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
-import { T0, db, row, snapshot, uniqueQueue } from "../helpers";
+import { T0, db, row, snapshot, uniqueQueue, PROCESSORS } from "../helpers";
 import { completedTask, deadTask, enqueueOne, expectEdgeqError, leaseOne } from "./fixtures";
 
 async function countTasks(queue: string): Promise<number> {
@@ -223,7 +223,7 @@ describe("enqueueTasks: run time and attempts", () => {
   it("takes max_attempts from the queue config unless the task overrides it", async () => {
     const configured = uniqueQueue();
     const unconfigured = uniqueQueue();
-    await putQueueConfig(db(), configured, { max_attempts: 7 }, T0);
+    await putQueueConfig(db(), configured, { max_attempts: 7 }, T0, PROCESSORS);
     const [byConfig, byTask] = (await enqueueTasks(db(), configured, [{}, { maxAttempts: 2 }], T0)).tasks;
     const byDefault = await enqueueOne(unconfigured);
     expect((await row(byConfig!.id)).maxAttempts).toBe(7);

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { cancelTask } from "../../src/engine/cancel";
 import { idLowerBound, pruneByRetention, purgeTasks } from "../../src/engine/purge";
 import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
-import { T0, db, uniqueQueue } from "../helpers";
+import { T0, db, uniqueQueue, PROCESSORS } from "../helpers";
 import { completedTask, deadTask, enqueueOne, leaseOne } from "./fixtures";
 
 const HOUR_MS = 3_600_000;
@@ -67,7 +67,7 @@ describe("pruneByRetention", () => {
   it("honours each queue's retention_s and the default for unconfigured queues", async () => {
     const short = uniqueQueue();
     const unconfigured = uniqueQueue();
-    await putQueueConfig(db(), short, { retention_s: 3600 }, T0);
+    await putQueueConfig(db(), short, { retention_s: 3600 }, T0, PROCESSORS);
     const shortDone = await completedTask(short); // finished T0 + 1
     const shortLive = await enqueueOne(short, { runAt: T0 + 365 * DAY_MS });
     const defaultDone = await completedTask(unconfigured); // finished T0 + 1
@@ -92,7 +92,7 @@ describe("pruneByRetention", () => {
 
   it("keeps a queue's tasks longer when its retention is longer than the default", async () => {
     const long = uniqueQueue();
-    await putQueueConfig(db(), long, { retention_s: 30 * 24 * 3600 }, T0);
+    await putQueueConfig(db(), long, { retention_s: 30 * 24 * 3600 }, T0, PROCESSORS);
     const done = await completedTask(long);
     await pruneByRetention(db(), T0 + 10 * DAY_MS);
     expect(await exists(done)).toBe(true);

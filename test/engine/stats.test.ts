@@ -3,7 +3,7 @@ import { cancelTask } from "../../src/engine/cancel";
 import { putQueueConfig } from "../../src/engine/queue-config";
 import { listQueues, listTasks, queueStats } from "../../src/engine/read";
 import { TASK_STATES } from "../../src/engine/states";
-import { T0, db, uniqueQueue } from "../helpers";
+import { T0, db, uniqueQueue, PROCESSORS } from "../helpers";
 import { completedTask, deadTask, enqueueMany, enqueueOne, leaseOne } from "./fixtures";
 
 /** One task in every state, plus extra pending ones (due and not yet due), in `queue`. */
@@ -77,7 +77,7 @@ describe("listQueues", () => {
     const withTasks = uniqueQueue("a");
     const configuredOnly = uniqueQueue("b");
     await populate(withTasks);
-    await putQueueConfig(db(), configuredOnly, { max_attempts: 4 }, T0);
+    await putQueueConfig(db(), configuredOnly, { max_attempts: 4 }, T0, PROCESSORS);
     const all = await listQueues(db());
     const names = all.map((q) => q.queue);
     expect(names).toEqual([...names].sort((x, y) => x.localeCompare(y)));

@@ -4,7 +4,6 @@ import { wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import { cancelQueueTasks } from "../../engine/cancel";
 import { completeTasks } from "../../engine/complete";
 import { enqueueTasks, type ChildTaskSpec, type NewTask } from "../../engine/enqueue";
-import { EdgeqError } from "../../engine/errors";
 import { extendLeases } from "../../engine/extend";
 import { failTasks } from "../../engine/fail";
 import { leaseTasks } from "../../engine/lease";
@@ -309,21 +308,6 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(putConfigRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const patch = c.req.valid("json");
-    const merged = { ...(await getQueueConfig(c.var.db, queue)), ...patch };
-    if (merged.processor !== null && !defaultRegistry.get(merged.processor)) {
-      throw new EdgeqError(
-        "invalid_request",
-        `processor: no processor "${merged.processor}" (registered: ${defaultRegistry
-          .list()
-          .map((p) => p.type)
-          .join(", ")})`,
-      );
-    }
-    if (merged.backoff_cap_s < merged.backoff_base_s) {
-      throw new EdgeqError(
-        "invalid_request",
-        `backoff_cap_s (${merged.backoff_cap_s}) must be at least backoff_base_s (${merged.backoff_base_s})`,
-      );
-    }
-    return c.json(await putQueueConfig(c.var.db, queue, patch, c.var.now), 200);
+    const processors = defaultRegistry.list().map((p) => p.type);
+    return c.json(await putQueueConfig(c.var.db, queue, patch, c.var.now, processors), 200);
   });
