@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { MAX_ERROR_MESSAGE_CHARS } from "../../src/engine/limits";
 import { itemName } from "../../src/processors/tts";
 import { runChild } from "./child";
 import { tail } from "./tail-buffer";
@@ -12,9 +13,9 @@ import type { ArtifactInfo, HandlerContext, Outcome, TaskHandler } from "./types
 /** espeak-ng's own default voice, reported in the result when the payload names none. */
 const DEFAULT_VOICE = "en";
 
-/** One item's render may take this long: 2,000 characters (the item limit) render in about a second
- * natively and a few seconds with the WebAssembly build, so a synthesizer still busy after a minute is
- * stuck, and its task should fail and retry, not hold a slot. */
+/** One item's render may take this long: MAX_TTS_TEXT_CHARS (2,000 characters, ~2 minutes of speech)
+ * render in 0.8 s with the WebAssembly build here, less natively, so a synthesizer still busy after a
+ * minute is stuck, and its task should fail and retry, not hold a slot. */
 const RENDER_TIMEOUT_MS = 60_000;
 
 /** A failure no retry can fix (a bad payload, an unknown voice): the task goes dead at once. */
@@ -56,8 +57,8 @@ async function render(
       throw new PermanentFailure(unknownVoiceMessage(voiceField, voice, languages, engine));
     }
     const status = exit.spawnError?.message ?? (exit.timedOut ? "timed out" : `exit ${exit.code ?? exit.signal}`);
-    // Half the API's 2,000-character error: room for the prefix, and espeak-ng's messages are one line.
-    throw new Error(`espeak-ng failed on ${job.field} (${status}): ${tail(stderr, 1_000)}`);
+    // Half the API's error length: room for the prefix, and espeak-ng's messages are one line.
+    throw new Error(`espeak-ng failed on ${job.field} (${status}): ${tail(stderr, MAX_ERROR_MESSAGE_CHARS / 2)}`);
   }
   const bytes = await readFile(file);
   await rm(file, { force: true });

@@ -1,3 +1,4 @@
+import { MAX_ERROR_MESSAGE_CHARS } from "../../src/engine/limits";
 import { runChild } from "./child";
 import type { EspeakEngine } from "./tts-engine";
 
@@ -7,9 +8,10 @@ const VOICES_OUTPUT_LIMIT = 64 * 1024;
 /** Listing voices takes as long as a probe: ten seconds only catches a hung program. */
 const VOICES_TIMEOUT_MS = 10_000;
 
-/** How much of a failure message the language list may take: the API keeps 2,000 characters of an error
- * (MAX_ERROR_MESSAGE_CHARS), and the rest of the message needs about 300. */
-const LANGUAGE_LIST_CHARS = 1_400;
+/** How much of a failure message the language list may take: the API keeps MAX_ERROR_MESSAGE_CHARS of an
+ * error, and the rest of the message (field, voice, and twice the engine's command line, a path) needs
+ * a few hundred. espeak-ng's ~130 languages take about 1,000. */
+const LANGUAGE_LIST_CHARS = MAX_ERROR_MESSAGE_CHARS - 600;
 
 /**
  * The language codes of `espeak-ng --voices` (its second column), in its order. Empty when the listing
