@@ -66,6 +66,25 @@ export class WorkerApi {
     return (await expectOk(response)).tasks;
   }
 
+  /**
+   * Claims (and extends to `visibilityS`) leases a long poll handed out after it waited (`claim_by` set):
+   * unclaimed, the server takes them back within seconds. Returns the ids whose claim succeeded.
+   */
+  async claim(tasks: LeasedTask[], visibilityS: number): Promise<Set<string>> {
+    const response = await this.client.v1.queues[":queue"].extend.$post(
+      {
+        param: { queue: this.queue },
+        json: {
+          leases: tasks.map((t) => ({ id: t.id, lease_token: t.lease_token })),
+          visibility_timeout_s: visibilityS,
+        },
+      },
+      { init: { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) } },
+    );
+    const { results } = await expectOk(response);
+    return new Set(results.filter((r) => r.ok).map((r) => r.id));
+  }
+
   /** Extends a task's lease by `extendS` seconds, recording the update. */
   async heartbeat(task: LeasedTask, extendS: number, update: HeartbeatUpdate): Promise<void> {
     const response = await this.client.v1.tasks[":id"].heartbeat.$post(

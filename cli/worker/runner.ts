@@ -152,7 +152,7 @@ export class WorkerRunner {
         for (const task of tasks) this.releases.push(releaseUnrun(task, this.acks, this.log));
         break;
       }
-      for (const task of tasks) this.start(task);
+      for (const task of await this.claimProvisional(tasks)) this.start(task);
       if (this.options.once && tasks.length < max) {
         // Nothing more is due now. Wait for a task to finish (it may make more due, e.g. chained children);
         // with nothing running, the queue is drained.
@@ -167,6 +167,26 @@ export class WorkerRunner {
     clearTimeout(this.settleTimer);
     await Promise.all([this.acks.flush(), ...this.releases]);
     if (fatal !== undefined) throw fatal;
+  }
+
+  /**
+   * A long poll answered after it waited hands out provisional leases (`claim_by`): claim them before
+   * running anything, so a task is never worked on under a lease the server may take back. A task whose
+   * claim fails (the window passed) is not run; it is already back in the queue, attempt refunded.
+   */
+  private async claimProvisional(tasks: LeasedTask[]): Promise<LeasedTask[]> {
+    const provisional = tasks.filter((t) => t.claim_by !== null);
+    if (provisional.length === 0) return tasks;
+    let claimed: Set<string>;
+    try {
+      claimed = await this.api.claim(provisional, this.options.visibilityS);
+    } catch (error) {
+      this.log(`claiming ${provisional.length} task(s) failed, leaving them to the queue: ${(error as Error).message}`);
+      claimed = new Set();
+    }
+    const lost = provisional.filter((t) => !claimed.has(t.id));
+    if (lost.length > 0) this.log(`${lost.length} task(s) were not claimed in time; the queue has them back`);
+    return tasks.filter((t) => t.claim_by === null || claimed.has(t.id));
   }
 
   private start(task: LeasedTask): RunningTask {

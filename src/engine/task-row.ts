@@ -38,6 +38,8 @@ export interface TaskView {
   run_at: string;
   lease_holder: string | null;
   lease_expires_at: string | null;
+  /** A provisional lease's claim deadline (ISO), or null. */
+  claim_by: string | null;
   cancel_requested: boolean;
   dedupe_key: string | null;
   group: string | null;
@@ -53,8 +55,6 @@ export interface TaskView {
 
 export interface LeasedTaskView extends TaskView {
   lease_token: string;
-  /** A provisional lease's claim deadline (ISO), or null. */
-  claim_by: string | null;
 }
 
 function parseJson(text: string | null): unknown {
@@ -78,6 +78,7 @@ export function toTaskView(row: TaskRow): TaskView {
     run_at: toIso(row.runAt),
     lease_holder: row.leaseHolder,
     lease_expires_at: toIso(row.leaseExpiresAt),
+    claim_by: toIso(row.claimBy),
     cancel_requested: row.cancelRequested === 1,
     dedupe_key: row.dedupeKey,
     group: row.groupKey,
@@ -95,5 +96,5 @@ export function toTaskView(row: TaskRow): TaskView {
 /** Renders a freshly leased row, with the token its holder must present. */
 export function toLeasedTaskView(row: TaskRow): LeasedTaskView {
   if (row.leaseToken == null) throw new Error(`task ${row.id} was returned by a lease without a token`);
-  return { ...toTaskView(row), lease_token: row.leaseToken, claim_by: toIso(row.claimBy) };
+  return { ...toTaskView(row), lease_token: row.leaseToken };
 }

@@ -196,6 +196,10 @@ export const TaskSchema = z
     run_at: z.string(),
     lease_holder: z.string().nullable(),
     lease_expires_at: z.string().nullable(),
+    claim_by: z.string().nullable().openapi({
+      description:
+        "set while a lease handed to a long poll after it waited is unclaimed: unless the holder claims it before this time with any fenced call (POST /v1/queues/{queue}/extend on receipt, or a heartbeat, complete, fail or release), the lease is void and the task goes back with its attempt refunded",
+    }),
     cancel_requested: z.boolean(),
     dedupe_key: z.string().nullable(),
     group: z.string().nullable(),
@@ -210,13 +214,7 @@ export const TaskSchema = z
   })
   .openapi("Task");
 
-export const LeasedTaskSchema = TaskSchema.extend({
-  lease_token: z.string(),
-  claim_by: z.string().nullable().openapi({
-    description:
-      "set when the lease was handed to a long poll after it waited: claim it before this time with any fenced call (POST /v1/queues/{queue}/extend on receipt, or a heartbeat, complete, fail or release), else the lease is void and the task goes back with its attempt refunded",
-  }),
-}).openapi("LeasedTask");
+export const LeasedTaskSchema = TaskSchema.extend({ lease_token: z.string() }).openapi("LeasedTask");
 
 export const TaskListQuery = z.object({
   state: State.optional(),
