@@ -147,12 +147,14 @@ export class WorkerRunner {
       }
       leasedOnce = true;
       failures = 0;
+      // Claimed before anything runs; a stop that began meanwhile (or before) still wins.
+      const ready = this.stopping ? tasks : await this.claimProvisional(tasks);
       if (this.stopping) {
         // Leased after the stop began (perhaps tasks this worker just handed back): release them unrun.
-        for (const task of tasks) this.releases.push(releaseUnrun(task, this.acks, this.log));
+        for (const task of ready) this.releases.push(releaseUnrun(task, this.acks, this.log));
         break;
       }
-      for (const task of await this.claimProvisional(tasks)) this.start(task);
+      for (const task of ready) this.start(task);
       if (this.options.once && tasks.length < max) {
         // Nothing more is due now. Wait for a task to finish (it may make more due, e.g. chained children);
         // with nothing running, the queue is drained.
