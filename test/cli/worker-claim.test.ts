@@ -17,11 +17,11 @@ afterEach(() => {
 it("the worker claims a task its long poll was handed after waiting, before it runs it", async () => {
   const queue = uniqueQueue("claim");
   const marker = join(tmp.dir, "running");
-  const worker = startCli(["worker", queue, "--exec", `touch ${marker}; sleep 3`, "--wait", "20s"]);
+  const worker = startCli(["worker", queue, "--exec", `touch ${marker}; sleep 1`, "--wait", "20s"]);
   await waitFor("the worker to start", () => worker.stderr.includes("started:"));
-  // Due in 3 s: the worker's long poll is parked by then, so the task comes through the coordinator's
+  // Due in 2 s: the worker's long poll is parked by then, so the task comes through the coordinator's
   // alarm to a poll that waited — the provisional path.
-  const [id] = await enqueue(queue, [{ payload: { n: 1 }, delay_s: 3 }]);
+  const [id] = await enqueue(queue, [{ payload: { n: 1 }, delay_s: 2 }]);
   await waitFor("the command to start", () => existsSync(marker));
   const running = (await getTask(id!)) as Awaited<ReturnType<typeof getTask>> & { claim_by: string | null };
   expect(running, worker.stderr).toMatchObject({ state: "processing", claim_by: null, attempts: 1 });
