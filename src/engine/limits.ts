@@ -87,3 +87,12 @@ export const QUEUE_NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting 
  * token when none is configured. Not a secret: outside development the Worker refuses to run without
  * EDGEQ_TOKEN (src/http/auth.ts). */
 export const DEV_TOKEN = "edgeq-dev-token";
+
+/** How long per-minute task counters are kept before the cron tick folds them into each queue's totals:
+ * 24 h is what a dashboard charts and more than the longest window health reads (failure rate over 15
+ * minutes, dead tasks in the last hour); an active (queue, type) keeps at most 1,440 small rows. */
+export const COUNTER_MINUTES_KEPT_S = 24 * 60 * 60;
+
+/** Most minutes of counters one tick folds into the totals: an hour per tick catches up a backlog within
+ * a day of ticks while keeping each fold (one INSERT … SELECT and one DELETE) small. */
+export const MAX_COUNTER_FOLD_MINUTES = 60;

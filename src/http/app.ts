@@ -1,6 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { createMiddleware } from "hono/factory";
 import { openDb } from "../db/client";
 import { EdgeqError } from "../engine/errors";
 import { readSettings } from "../env";
@@ -9,6 +10,7 @@ import { requireBearer } from "./auth";
 import { OPENAPI_INFO, renderDocsPage } from "./docs";
 import { onError } from "./error-handler";
 import { notFound } from "./method-not-allowed";
+import { metricsRoutes } from "./routes/metrics";
 import { queueRoutes } from "./routes/queues";
 import { artifactRoutes } from "./routes/artifacts";
 import { processorRoutes } from "./routes/processors";
@@ -48,13 +50,21 @@ export function buildApp() {
   const isUpload = (c: Context) => c.req.method === "PUT" && c.req.path.includes("/artifacts/");
   app.use("/v1/*", (c, next) => (isUpload(c) ? next() : jsonBodyLimit(c, next)));
   app.use("/v1/*", (c, next) => (isUpload(c) ? next() : requireUtf8Json(c, next)));
-  app.use("/v1/*", async (c, next) => {
+  const dbAndClock = createMiddleware<AppEnv>(async (c, next) => {
     c.set("db", openDb(c.env.DB));
     c.set("now", Date.now());
     await next();
   });
+  app.use("/v1/*", dbAndClock);
+  // Prometheus scrapes /metrics (its conventional path, outside /v1) with the same bearer token.
+  app.use("/metrics", requireBearer, dbAndClock);
 
-  const api = app.route("/", queueRoutes).route("/", taskRoutes).route("/", artifactRoutes).route("/", processorRoutes);
+  const api = app
+    .route("/", queueRoutes)
+    .route("/", taskRoutes)
+    .route("/", artifactRoutes)
+    .route("/", processorRoutes)
+    .route("/", metricsRoutes);
   api.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
   api.doc31("/openapi.json", OPENAPI_INFO);
   api.get("/docs", (c) => c.html(renderDocsPage(api)));
