@@ -119,6 +119,12 @@ export const queues = sqliteTable("queues", {
   /** Longest a task of the queue should run (s): the default per-task time limit of `edgeq worker --exec`;
    * null for none. */
   maxRunS: integer("max_run_s"),
+  /** SQS endpoint only (src/sqs/): the queue's DelaySeconds, the delay of messages sent without their own
+   * (the native API takes delay_s per task instead); null for 0. */
+  sqsDelayS: integer("sqs_delay_s"),
+  /** SQS endpoint only: the queue's ReceiveMessageWaitTimeSeconds, the long-poll wait of a ReceiveMessage
+   * that names none (the native API takes wait_s per lease); null for 0. */
+  sqsReceiveWaitS: integer("sqs_receive_wait_s"),
 });
 
 /** Per-tag score thresholds for a group, computed by the `calibrate` processor and applied by `tag`. */

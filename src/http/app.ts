@@ -17,6 +17,7 @@ import { processorRoutes } from "./routes/processors";
 import { taskRoutes } from "./routes/tasks";
 import { requireUtf8Json } from "./utf8-body";
 import { validationHook } from "./validation";
+import { sqsRoutes } from "../sqs/endpoint";
 
 /** Largest request body: 10,000 tasks at a few KB each. Larger batches should be split. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -38,6 +39,9 @@ export function buildApp() {
     const configured = settings.EDGEQ_TOKEN.length > 0 || settings.ENVIRONMENT !== "production";
     return c.json({ status: configured ? "ok" : "not_configured" }, configured ? 200 : 503);
   });
+
+  // The SQS-compatible endpoint (src/sqs/): SigV4-signed, outside /v1 and its bearer token.
+  app.route("/", sqsRoutes);
 
   app.use("/v1/*", requireBearer);
   const jsonBodyLimit = bodyLimit({
