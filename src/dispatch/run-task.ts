@@ -8,10 +8,9 @@ import { failTasks, type FailItem } from "../engine/fail";
 import { heartbeatTask } from "../engine/heartbeat";
 import type { QueueConfig } from "../engine/queue-config";
 import type { Env } from "../env";
-import { artifactKey, headArtifact, putArtifact } from "../processors/artifacts";
 import { PermanentError, RetryAfterError } from "../processors/errors";
 import type { ProcessorRegistry } from "../processors/registry";
-import type { ProcessorContext } from "../processors/types";
+import { processorContext, type Beat } from "./processor-context";
 
 /** What the coordinator needs to run one leased task. */
 export interface RunTaskDeps {
@@ -71,7 +70,7 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
   }
 
   const abort = new AbortController();
-  const beat = async (fields: { progress?: number; progressMessage?: string; checkpoint?: unknown }) => {
+  const beat: Beat = async (fields) => {
     try {
       await heartbeatTask(db, { id: task.id, leaseToken, extendS, ...fields }, now());
     } catch (error) {
@@ -92,27 +91,7 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
     MAX_TASK_RUN_MS,
   );
 
-  const ctx: ProcessorContext = {
-    taskId: task.id,
-    queue: task.queue,
-    type: task.type,
-    group: task.groupKey,
-    attempt: task.attempts,
-    env,
-    db,
-    now,
-    signal: abort.signal,
-    checkpoint: task.checkpoint == null ? null : JSON.parse(task.checkpoint),
-    progress: (percent, message) => beat({ progress: clampPercent(percent), progressMessage: message }),
-    saveCheckpoint: (value, progress) =>
-      beat({
-        checkpoint: value,
-        progress: progress === undefined ? undefined : clampPercent(progress.percent),
-        progressMessage: progress?.message,
-      }),
-    putArtifact: (name, body, contentType) => putArtifact(env.ARTIFACTS, artifactKey(task.id, name), body, contentType),
-    headArtifact: (name) => headArtifact(env.ARTIFACTS, artifactKey(task.id, name)),
-  };
+  const ctx = processorContext(task, { db, env, now, signal: abort.signal, beat });
 
   try {
     const result = await raceAbort(processor.run(parsed.data, ctx), abort.signal);
@@ -137,10 +116,6 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
     clearInterval(heartbeat);
     clearTimeout(deadline);
   }
-}
-
-function clampPercent(percent: number): number {
-  return Math.max(0, Math.min(100, Math.round(percent)));
 }
 
 /** Rejects as soon as `signal` aborts, so a processor that ignores its signal cannot hold the slot. */

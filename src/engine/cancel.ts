@@ -1,7 +1,6 @@
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { tasks, type TaskRow } from "../db/schema";
-import { recordCounters } from "./counters";
 import { EdgeqError, NotFoundError } from "./errors";
 
 /** The SET clause of a cancel: pending -> cancelled at once; processing -> cancel requested. */
@@ -28,11 +27,7 @@ export async function cancelTask(db: Db, id: string, now: number): Promise<TaskR
     .set(cancelSet(now))
     .where(and(eq(tasks.id, id), isNull(tasks.finishedAt), eq(tasks.cancelRequested, 0)))
     .returning();
-  if (row) {
-    if (row.state === "cancelled")
-      await recordCounters(db, [{ queue: row.queue, type: row.type, counter: "cancelled" }], now);
-    return row;
-  }
+  if (row) return row;
   const existing = await db.select().from(tasks).where(eq(tasks.id, id)).get();
   if (!existing) throw new NotFoundError(`task ${id}`);
   throw new EdgeqError(
@@ -68,12 +63,7 @@ export async function cancelQueueTasks(
         scope.group === undefined ? undefined : eq(tasks.groupKey, scope.group),
       ),
     )
-    .returning({ state: tasks.state, type: tasks.type });
-  await recordCounters(
-    db,
-    rows.filter((r) => r.state === "cancelled").map((r) => ({ queue, type: r.type, counter: "cancelled" as const })),
-    now,
-  );
+    .returning({ state: tasks.state });
   return {
     cancelled: rows.filter((r) => r.state === "cancelled").length,
     cancel_requested: rows.filter((r) => r.state === "processing").length,

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { decodeTime, monotonicFactory } from "ulid";
+import type { ChildTaskSpec } from "../contracts/task";
 import { batchAll, type Db } from "../db/client";
-import { recordCounters } from "./counters";
 import { EdgeqError } from "./errors";
 import { jsonBytes, storedJsonError } from "./json-value";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "./limits";
@@ -19,23 +19,7 @@ export interface NewTask {
   maxAttempts?: number;
   dedupeKey?: string;
   group?: string;
-  /** Tasks to enqueue when this one completes (see ChildTaskSpec). */
-  then?: ChildTaskSpec[];
-}
-
-/**
- * A task to enqueue when its parent completes, in the same D1 batch as the completion. Its payload (an
- * object) receives `parent: { id, type, result }`; `queue`, `group` and `priority` default to the parent's.
- */
-export interface ChildTaskSpec {
-  type: string;
-  queue?: string;
-  payload?: Record<string, unknown>;
-  priority?: number;
-  delay_s?: number;
-  max_attempts?: number;
-  dedupe_key?: string;
-  group?: string;
+  /** Tasks to enqueue when this one completes (see ChildTaskSpec in src/contracts/task.ts). */
   then?: ChildTaskSpec[];
 }
 
@@ -138,7 +122,6 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
 
   const outcomes = new Array<EnqueueOutcome | undefined>(rows.length);
   let earliestRunAt: number | null = null;
-  const created: InsertRow[] = [];
   let remaining = rows;
   for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
     const inserted = await insertRows(db, queue, remaining, now);
@@ -146,7 +129,6 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
       if (!inserted.has(row.id)) continue;
       outcomes[row.i] = { id: row.id, state: "pending", deduplicated: false };
       inserted.delete(row.id); // a repeated id within one call: only its first occurrence was inserted
-      created.push(row);
       earliestRunAt = earliestRunAt == null ? row.run_at : Math.min(earliestRunAt, row.run_at);
     }
     remaining = remaining.filter((row) => outcomes[row.i] === undefined);
@@ -163,11 +145,6 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
       `enqueue: ${remaining.length} task(s) neither inserted nor found after ${MAX_ENQUEUE_ROUNDS} rounds`,
     );
   }
-  await recordCounters(
-    db,
-    created.map((row) => ({ queue, type: row.type, counter: "enqueued" as const })),
-    now,
-  );
   return { tasks: outcomes as EnqueueOutcome[], earliestRunAt };
 }
 

@@ -1,60 +1,19 @@
 import { getTableColumns } from "drizzle-orm";
 import { tasks, type TaskRow } from "../db/schema";
-import type { ChildTaskSpec } from "./enqueue";
+import type { ChildTaskSpec, LeasedTaskView, TaskErrorEntry, TaskView } from "../contracts/task";
 import type { TaskState } from "./states";
 import { toIso } from "./time";
 
 /** snake_case column name -> camelCase key, for rows read with raw SQL (`RETURNING *`). */
 const KEY_BY_COLUMN = new Map(Object.entries(getTableColumns(tasks)).map(([key, column]) => [column.name, key]));
 
+export type { LeasedTaskView, TaskErrorEntry, TaskView };
+
 /** Maps a raw row (column names as keys) to the typed row Drizzle's query builder returns. */
 export function rowFromRaw(raw: Record<string, unknown>): TaskRow {
   const row: Record<string, unknown> = {};
   for (const [column, value] of Object.entries(raw)) row[KEY_BY_COLUMN.get(column) ?? column] = value;
   return row as TaskRow;
-}
-
-/** One entry of a task's error history. */
-export interface TaskErrorEntry {
-  attempt: number;
-  at: string;
-  message: string;
-  /** error: retryable failure; permanent: non-retryable failure; lease_expired: the holder went silent. */
-  kind: "error" | "permanent" | "lease_expired";
-}
-
-/** A task as the API shows it: snake_case fields, ISO-8601 UTC times, JSON parsed. */
-export interface TaskView {
-  id: string;
-  queue: string;
-  type: string;
-  state: TaskState;
-  priority: number;
-  payload: unknown;
-  result: unknown;
-  errors: TaskErrorEntry[];
-  attempts: number;
-  max_attempts: number;
-  run_at: string;
-  lease_holder: string | null;
-  lease_expires_at: string | null;
-  /** A provisional lease's claim deadline (ISO), or null. */
-  claim_by: string | null;
-  cancel_requested: boolean;
-  dedupe_key: string | null;
-  group: string | null;
-  progress: number | null;
-  progress_message: string | null;
-  created_at: string;
-  updated_at: string;
-  started_at: string | null;
-  finished_at: string | null;
-  checkpoint: unknown;
-  then: ChildTaskSpec[] | null;
-}
-
-export interface LeasedTaskView extends TaskView {
-  lease_token: string;
 }
 
 function parseJson(text: string | null): unknown {

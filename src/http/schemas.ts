@@ -9,25 +9,30 @@ import {
   MIN_VISIBILITY_TIMEOUT_S,
   MAX_PUSH_CONCURRENCY,
   MAX_RUN_S_LIMIT,
-  MAX_JSON_DEPTH,
-  MAX_PAYLOAD_BYTES,
   MAX_PRIORITY,
   MAX_REDRIVE_PER_CALL,
   MAX_HOLDER_CHARS,
-  QUEUE_NAME_PATTERN,
-  QUEUE_NAME_RULE,
 } from "../engine/limits";
-import { jsonValueIssue } from "../engine/describe-zod-error";
-import { jsonValueProblem } from "../engine/json-value";
-import { FINAL_STATES, TASK_STATES } from "../engine/states";
+import { FINAL_STATES } from "../engine/states";
+import {
+  QueueName,
+  ShortText,
+  STORED_JSON,
+  storedJson,
+  TaskStateSchema as State,
+  TaskType,
+  Text,
+} from "../contracts/fields";
+import { ChildTaskSpecSchema, checkThen, LeasedTaskSchema, MAX_CHILDREN, TaskSchema } from "../contracts/task";
+
+export { ChildTaskSpecSchema, LeasedTaskSchema, QueueName, TaskSchema };
 
 /**
  * Every request and response shape of the HTTP API, defined once: handlers validate with them, the
- * OpenAPI document is generated from them, and test/http/schemas.test.ts fails if they drift from the
- * engine's types.
+ * OpenAPI document is generated from them. The task itself and its `then` children are the engine's
+ * contract too, so they live in src/contracts/ (the engine takes its types from there) and are
+ * re-exported here.
  */
-
-export const QueueName = z.string().regex(QUEUE_NAME_PATTERN, QUEUE_NAME_RULE).openapi({ example: "emails" });
 
 /** ULIDs: 26 Crockford base32 characters. Ids must be ULIDs so purges can walk them in time order. */
 export const TaskId = z
@@ -37,83 +42,9 @@ export const TaskId = z
   .openapi({ example: "01JD3Z8Q9V6Y4T2N1R0M5K7H8G" });
 
 const IsoTime = z.iso.datetime({ offset: true }).openapi({ example: "2026-11-21T12:00:00.000Z" });
-const State = z.enum(TASK_STATES);
-
-/**
- * A string stored exactly as sent. JSON's `\ud800` escape can carry a lone UTF-16 surrogate, which is not
- * Unicode: D1 would store it as U+FFFD, so it is refused, naming the field.
- */
-const Text = () =>
-  z.string().refine((s) => s.isWellFormed(), "the string contains a lone UTF-16 surrogate (not valid Unicode)");
-const ShortText = (max: number) => Text().min(1).max(max);
-
-/**
- * Caller JSON stored exactly as sent (payload, result, checkpoint, `then` payloads): nested at most
- * MAX_JSON_DEPTH levels, numbers finite, strings and keys well-formed (see `jsonValueProblem`). The issue
- * names the place inside the value, e.g. `tasks[3].payload.items[0]: …`.
- */
-const storedJson = <T extends z.ZodType>(schema: T) =>
-  schema.superRefine((value, ctx) => {
-    const problem = jsonValueProblem(value, "");
-    if (problem !== null) ctx.addIssue(jsonValueIssue(problem));
-  });
-
-/** What a stored JSON value may be, for the document. */
-const STORED_JSON = `any JSON, at most ${MAX_PAYLOAD_BYTES} bytes serialised and ${MAX_JSON_DEPTH} levels deep`;
 
 export const QueueParams = z.object({ queue: QueueName.openapi({ param: { name: "queue", in: "path" } }) });
 export const TaskParams = z.object({ id: TaskId.openapi({ param: { name: "id", in: "path" } }) });
-
-const TaskType = z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, "1-64 letters, digits, '.', '_', ':' or '-'");
-
-/** Most children one task may chain, and how deep chains may nest (scan -> enrich -> publish is 3). */
-const MAX_CHILDREN = 10;
-const MAX_CHAIN_DEPTH = 5;
-
-/**
- * A task to enqueue when its parent completes. Its nested `then` is checked level by level by
- * `checkThen` (a recursive zod schema would make the OpenAPI generator recurse forever).
- */
-export const ChildTaskSpecSchema = z
-  .strictObject({
-    type: TaskType,
-    queue: QueueName.optional().openapi({ description: "default: the parent's queue" }),
-    payload: storedJson(z.record(z.string(), z.unknown()))
-      .optional()
-      .openapi({ description: "an object; it receives `parent: { id, type, result }`" }),
-    priority: z
-      .number()
-      .int()
-      .min(-MAX_PRIORITY)
-      .max(MAX_PRIORITY)
-      .optional()
-      .openapi({ description: "default: the parent's" }),
-    delay_s: z.number().min(0).max(MAX_DELAY_S).optional(),
-    max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
-    dedupe_key: ShortText(256).optional(),
-    group: ShortText(128).optional().openapi({ description: "default: the parent's" }),
-    then: z.array(z.unknown()).max(MAX_CHILDREN).optional().openapi({ description: "children of this child" }),
-  })
-  .openapi("ChildTask");
-
-/** Validates a `then` list and every nested one, adding issues at their full paths. */
-function checkThen(then: unknown[], path: PropertyKey[], depth: number, ctx: z.RefinementCtx): void {
-  if (depth > MAX_CHAIN_DEPTH) {
-    ctx.addIssue({ code: "custom", message: `chains nest at most ${MAX_CHAIN_DEPTH} levels`, path });
-    return;
-  }
-  then.forEach((child, i) => {
-    const parsed = ChildTaskSpecSchema.safeParse(child);
-    if (!parsed.success) {
-      for (const issue of parsed.error.issues) {
-        const params = issue.code === "custom" ? issue.params : undefined;
-        ctx.addIssue({ code: "custom", message: issue.message, params, path: [...path, i, ...issue.path] });
-      }
-      return;
-    }
-    if (parsed.data.then) checkThen(parsed.data.then, [...path, i, "then"], depth + 1, ctx);
-  });
-}
 
 export const NewTaskSchema = z
   .strictObject({
@@ -173,48 +104,6 @@ export const EnqueueResponse = z
     tasks: z.array(z.object({ id: z.string(), state: State, deduplicated: z.boolean() })),
   })
   .openapi("EnqueueResponse");
-
-const ErrorEntry = z.object({
-  attempt: z.number().int(),
-  at: z.string(),
-  message: z.string(),
-  kind: z.enum(["error", "permanent", "lease_expired"]),
-});
-
-export const TaskSchema = z
-  .object({
-    id: z.string(),
-    queue: z.string(),
-    type: z.string(),
-    state: State,
-    priority: z.number().int(),
-    payload: z.unknown(),
-    result: z.unknown(),
-    errors: z.array(ErrorEntry),
-    attempts: z.number().int(),
-    max_attempts: z.number().int(),
-    run_at: z.string(),
-    lease_holder: z.string().nullable(),
-    lease_expires_at: z.string().nullable(),
-    claim_by: z.string().nullable().openapi({
-      description:
-        "set while a lease handed to a long poll after it waited is unclaimed: unless the holder claims it before this time with any fenced call (POST /v1/queues/{queue}/extend on receipt, or a heartbeat, complete, fail or release), the lease is void and the task goes back with its attempt refunded",
-    }),
-    cancel_requested: z.boolean(),
-    dedupe_key: z.string().nullable(),
-    group: z.string().nullable(),
-    progress: z.number().int().nullable(),
-    progress_message: z.string().nullable(),
-    created_at: z.string(),
-    updated_at: z.string(),
-    started_at: z.string().nullable(),
-    finished_at: z.string().nullable(),
-    checkpoint: z.unknown().openapi({ description: "what the holder saved for a retry to resume from" }),
-    then: z.array(ChildTaskSpecSchema).nullable().openapi({ description: "tasks enqueued when it completes" }),
-  })
-  .openapi("Task");
-
-export const LeasedTaskSchema = TaskSchema.extend({ lease_token: z.string() }).openapi("LeasedTask");
 
 export const TaskListQuery = z.object({
   state: State.optional(),

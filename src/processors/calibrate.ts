@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { PermanentError } from "./errors";
-import { putThresholds, readTagSamples, type TagSample } from "./tag-calibrations";
+import type { TagSample } from "./tag-calibrations";
 import type { Processor } from "./types";
 
 /** Longest group name: the same 128 characters the enqueue API accepts for a task's group. */
@@ -97,14 +97,14 @@ export const calibrateProcessor: Processor<CalibratePayload> = {
     if (group === undefined || group === null) {
       throw new PermanentError("calibrate needs a group: give payload.group or enqueue the task with a group");
     }
-    const samples = await readTagSamples(ctx.db, group);
+    const samples = await ctx.calibrations.readSamples(group);
     if (samples.length === 0) {
       // Writing empty thresholds would erase an earlier calibration (e.g. after retention pruned the tasks).
       throw new PermanentError(`group "${group}" has no completed tag tasks to calibrate from`);
     }
     ctx.signal.throwIfAborted();
     const thresholds = computeThresholds(samples, payload.quantile, payload.min_samples);
-    await putThresholds(ctx.db, group, thresholds, samples.length, ctx.now());
+    await ctx.calibrations.putThresholds(group, thresholds, samples.length);
     return { group, samples: samples.length, thresholds };
   },
 };

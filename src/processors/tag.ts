@@ -1,10 +1,8 @@
 import { z } from "zod";
-import type { Env } from "../env";
 import { DEFAULT_TAG_MODEL, aiTags, type TextGenerator } from "./tag-ai";
-import { getThresholds } from "./tag-calibrations";
 import { localTags } from "./tag-local";
 import { applyThresholds, type TagResult } from "./tag-result";
-import type { Processor } from "./types";
+import type { Processor, ProcessorEnv } from "./types";
 
 /** Longest text accepted, in characters. 100,000 characters is a long chapter; the local engine tags it
  * in well under a second of CPU, and the payload stays far below the 256 KiB payload limit. */
@@ -22,7 +20,7 @@ export interface TagPayload {
 }
 
 /** The model a Workers AI deployment tags with. */
-function modelOf(env: Env): string {
+function modelOf(env: ProcessorEnv): string {
   return env.TAG_MODEL?.trim() || DEFAULT_TAG_MODEL;
 }
 
@@ -61,7 +59,7 @@ export const tagProcessor: Processor<TagPayload> = {
     }
     ctx.signal.throwIfAborted();
 
-    const thresholds = ctx.group === null ? null : await getThresholds(ctx.db, ctx.group);
+    const thresholds = ctx.group === null ? null : await ctx.calibrations.getThresholds(ctx.group);
     if (thresholds === null) return { ...result, dropped: [], calibrated: false };
     const { kept, dropped } = applyThresholds(result.tags, thresholds);
     return { ...result, tags: kept, dropped, calibrated: true };

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import type { Env } from "../env";
 import { PermanentError } from "./errors";
 import { adapterFor, audioBytes, CONTENT_TYPES, KNOWN_MODELS, type TtsAdapter, type TtsFormat } from "./tts-models";
-import type { ArtifactInfo, Processor, ProcessorContext } from "./types";
+import type { ArtifactInfo } from "../storage/artifacts";
+import type { Processor, ProcessorContext, ProcessorEnv } from "./types";
 
 /** The model used when TTS_MODEL is unset: multilingual, and priced per audio minute ($0.0002) rather than
  * per 1k characters like aura-1 ($0.015), so long texts cost far less. */
@@ -83,7 +83,7 @@ interface Job {
   voice?: string;
 }
 
-function modelOf(env: Env): string {
+function modelOf(env: ProcessorEnv): string {
   return env.TTS_MODEL?.trim() || DEFAULT_TTS_MODEL;
 }
 
@@ -181,7 +181,7 @@ export const ttsProcessor: Processor<TtsPayload> = {
 
       // Reuse an item an earlier attempt finished, if its artifact is still there as recorded.
       const recorded = earlier.get(artifact);
-      const stored = recorded ? await ctx.headArtifact(artifact) : null;
+      const stored = recorded ? await ctx.artifacts.head(artifact) : null;
       if (recorded && stored && stored.size === recorded.size) {
         artifacts.push(stored);
         resumed += 1;
@@ -191,7 +191,7 @@ export const ttsProcessor: Processor<TtsPayload> = {
       const voice = job.voice ?? payload.voice;
       const inputs = adapter.inputs({ text: job.text, voice, format: payload.format, lang: payload.lang });
       const bytes = await audioBytes(await ai.run(model, inputs, { signal: ctx.signal }));
-      artifacts.push(await ctx.putArtifact(artifact, bytes, CONTENT_TYPES[payload.format]));
+      artifacts.push(await ctx.artifacts.put(artifact, bytes, CONTENT_TYPES[payload.format]));
       await ctx.saveCheckpoint(
         { done: [...artifacts] },
         { percent: Math.round((100 * artifacts.length) / jobs.length), message: `item ${position}` },

@@ -1,17 +1,19 @@
 import type { z } from "zod";
-import type { Db } from "../db/client";
 import type { Env } from "../env";
-
-/** A stored artifact, as a processor's result lists it. */
-export interface ArtifactInfo {
-  name: string;
-  content_type: string;
-  size: number;
-}
+import type { TaskArtifacts } from "../storage/artifacts";
+import type { TagCalibrations } from "./tag-calibrations";
 
 /**
- * What a processor gets besides its payload. Every write it makes goes through the same fenced engine
- * calls an external worker uses (heartbeat, complete, fail), with the task's lease token.
+ * The bindings a processor may read: Workers AI, the models it runs and the webhook key. Not the
+ * database or the bucket: a processor reaches those only through its context's calls.
+ */
+export type ProcessorEnv = Pick<Env, "AI" | "TTS_MODEL" | "TAG_MODEL" | "WEBHOOK_SECRET">;
+
+/**
+ * What a processor gets besides its payload. It has no database handle: its writes on the task go
+ * through the same fenced engine calls an external worker uses (heartbeat, complete, fail), with the
+ * task's lease token, and everything else it may touch is one of the narrow capabilities below.
+ * src/dispatch/processor-context.ts builds it.
  */
 export interface ProcessorContext {
   taskId: string;
@@ -20,9 +22,8 @@ export interface ProcessorContext {
   group: string | null;
   /** 1 on the first attempt. */
   attempt: number;
-  /** The Worker's bindings: AI, ARTIFACTS, DB, secrets. */
-  env: Env;
-  db: Db;
+  /** The bindings a processor may read (see ProcessorEnv). */
+  env: ProcessorEnv;
   /** The injected clock (ms). */
   now: () => number;
   /** Aborted when the task is cancelled or its lease is lost: stop working. */
@@ -36,14 +37,10 @@ export interface ProcessorContext {
    * fenced heartbeat, one D1 row written, however much it carries.
    */
   saveCheckpoint(value: unknown, progress?: { percent: number; message?: string }): Promise<void>;
-  /** Stores an artifact of this task in R2 (`tasks/{id}/{name}`). */
-  putArtifact(
-    name: string,
-    body: ArrayBuffer | Uint8Array | ReadableStream,
-    contentType: string,
-  ): Promise<ArtifactInfo>;
-  /** Whether an artifact of this task already exists (to resume without redoing work). */
-  headArtifact(name: string): Promise<ArtifactInfo | null>;
+  /** This task's artifacts in R2 (`tasks/{id}/{name}`): store one, or see whether one exists. */
+  artifacts: TaskArtifacts;
+  /** Tag calibration: completed `tag` samples of a group, and its thresholds (read and replaced). */
+  calibrations: TagCalibrations;
 }
 
 /**
@@ -55,6 +52,7 @@ export interface ProcessorContext {
  * export const echo: Processor<{ text: string }> = {
  *   type: "echo",
  *   payload: z.object({ text: z.string() }),
+ *   engine: () => ({ name: "built-in", available: true }),
  *   async run(payload) { return { text: payload.text }; },
  * };
  */
@@ -64,6 +62,6 @@ export interface Processor<P = unknown> {
   /** Validates the payload before `run`; an invalid payload is a permanent failure naming the field. */
   payload: z.ZodType<P>;
   /** Which engine this processor would use with these bindings, for `GET /v1/processors` and `npm start`. */
-  engine(env: Env): { name: string; available: boolean; note?: string };
+  engine(env: ProcessorEnv): { name: string; available: boolean; note?: string };
   run(payload: P, ctx: ProcessorContext): Promise<unknown>;
 }

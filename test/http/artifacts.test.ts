@@ -1,6 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { artifactKey, MAX_ARTIFACT_BYTES } from "../../src/processors/artifacts";
+import { MAX_ARTIFACT_BYTES } from "../../src/engine/limits";
+import { artifactKey } from "../../src/storage/artifacts";
 import { uniqueQueue } from "../helpers";
 import {
   call,

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import { artifactKey } from "../../src/processors/artifacts";
+import { artifactKey } from "../../src/storage/artifacts";
 import { uniqueQueue } from "../helpers";
 import { call, complete, deadTask, enqueueOne, lease, leaseOne, type ApiResponse, type CallOptions } from "./api";
 
@@ -124,7 +124,6 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
       },
     },
     { operation: "get /v1/processors", method: "GET", path: "/v1/processors" },
-    { operation: "get /metrics", method: "GET", path: "/metrics" },
   ];
   return { queue, artifactTask: l4!.id, routes };
 }

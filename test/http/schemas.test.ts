@@ -18,12 +18,14 @@ import { row, uniqueQueue } from "../helpers";
 import { call, enqueueOne, fail, leaseOne, MISSING_ID } from "./api";
 
 /**
- * The API's task shape is written twice — the engine's TaskView type (src/engine/task-row.ts) and the
- * zod TaskSchema the OpenAPI document is generated from (src/http/schemas.ts). These tests fail when
- * the two drift apart.
+ * The API's task shape is written once: the engine's TaskView is `z.infer` of the TaskSchema the OpenAPI
+ * document is generated from (src/contracts/task.ts), so their field names and types cannot drift apart
+ * (a missing or extra field in `toTaskView` does not compile). What the compiler cannot see is the values
+ * `toTaskView` builds from a stored row — parsed JSON, ISO times, states read as text: these tests fail
+ * when a rendered task does not parse as exactly TaskSchema.
  */
 
-/** Compile-time half (`npm run typecheck`): the two have the same field names. */
+/** Compile-time half (`npm run typecheck`): true by construction, kept in case TaskView is ever hand-written again. */
 type SameKeys<A, B> = [keyof A] extends [keyof B] ? ([keyof B] extends [keyof A] ? true : false) : false;
 const sameKeys: SameKeys<TaskView, z.infer<typeof TaskSchema>> = true;
 

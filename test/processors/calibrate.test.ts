@@ -1,14 +1,16 @@
 import { describe, expect, it } from "vitest";
+import { tagCalibrations } from "../../src/dispatch/processor-context";
 import { completeTasks } from "../../src/engine/complete";
+import { RESULTS_PAGE_SIZE } from "../../src/engine/completed-results";
 import { enqueueTasks, type NewTask } from "../../src/engine/enqueue";
 import { failTasks } from "../../src/engine/fail";
 import { leaseTasks } from "../../src/engine/lease";
 import { MAX_BATCH } from "../../src/engine/limits";
+import { getThresholds } from "../../src/engine/tag-calibrations";
 import { calibrateProcessor, computeThresholds, quantile, type CalibrateResult } from "../../src/processors/calibrate";
 import { PermanentError } from "../../src/processors/errors";
 import { defaultRegistry } from "../../src/processors/registry";
 import { tagProcessor } from "../../src/processors/tag";
-import { CALIBRATION_PAGE_SIZE, getThresholds, readTagSamples } from "../../src/processors/tag-calibrations";
 import type { TagResult } from "../../src/processors/tag-result";
 import { T0, db, uniqueQueue } from "../helpers";
 import { fakeAi, testContext } from "./context";
@@ -191,12 +193,13 @@ describe("calibrate: from completed tag tasks, end to end", () => {
 
   it("reads results page by page, newest first, up to the limit", async () => {
     const group = newGroup();
-    const count = CALIBRATION_PAGE_SIZE * 2 + 50;
+    const count = RESULTS_PAGE_SIZE * 2 + 50;
     // Result i scores tag "t" at i / count, so the newest results score highest.
     const results = Array.from({ length: count }, (_, i) => tagResult([["t", (i + 1) / count]]));
     await completeTagTasks(group, results);
-    expect(await readTagSamples(db(), group)).toHaveLength(count);
-    const newest = await readTagSamples(db(), group, 120);
+    const calibrations = tagCalibrations(db(), () => T0);
+    expect(await calibrations.readSamples(group)).toHaveLength(count);
+    const newest = await calibrations.readSamples(group, 120);
     expect(newest).toHaveLength(120);
     expect(newest[0]).toEqual([{ tag: "t", score: 1 }]);
     expect(newest[119]).toEqual([{ tag: "t", score: (count - 119) / count }]);

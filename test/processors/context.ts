@@ -1,13 +1,15 @@
 import { env } from "cloudflare:workers";
 import { openDb } from "../../src/db/client";
+import { processorEnv, tagCalibrations } from "../../src/dispatch/processor-context";
 import type { Env } from "../../src/env";
-import type { ArtifactInfo, ProcessorContext } from "../../src/processors/types";
+import type { ProcessorContext } from "../../src/processors/types";
+import { taskArtifacts } from "../../src/storage/artifacts";
 import { T0 } from "../helpers";
 
 /**
- * A ProcessorContext for calling a processor's `run` directly in a test: real D1 (env.DB) and real R2
- * (env.ARTIFACTS, under `tasks/{id}/{name}` as in production), a fixed clock, and progress and
- * checkpoint calls recorded in arrays instead of written as heartbeats.
+ * A ProcessorContext for calling a processor's `run` directly in a test: the production artifacts and
+ * calibrations (src/dispatch/processor-context.ts) on real R2 and D1, the same narrowed bindings, a
+ * fixed clock, and progress and checkpoint calls recorded in arrays instead of written as heartbeats.
  */
 
 export interface TestContext {
@@ -49,16 +51,15 @@ export function testContext(options: TestContextOptions = {}): TestContext {
   const progress: TestContext["progress"] = [];
   const checkpoints: unknown[] = [];
   const abort = new AbortController();
-  const key = (name: string) => `tasks/${taskId}/${name}`;
+  const now = options.now ?? (() => T0);
   const ctx: ProcessorContext = {
     taskId,
     queue: options.queue ?? `test-queue-${counter}`,
     type: options.type ?? "default",
     group: options.group ?? null,
     attempt: options.attempt ?? 1,
-    env: bindings,
-    db: openDb(bindings.DB),
-    now: options.now ?? (() => T0),
+    env: processorEnv(bindings),
+    now,
     signal: abort.signal,
     async progress(percent, message) {
       progress.push(message === undefined ? { percent } : { percent, message });
@@ -71,15 +72,8 @@ export function testContext(options: TestContextOptions = {}): TestContext {
         progress.push(message === undefined ? { percent } : { percent, message });
       }
     },
-    async putArtifact(name, body, contentType): Promise<ArtifactInfo> {
-      const stored = await bindings.ARTIFACTS.put(key(name), body, { httpMetadata: { contentType } });
-      return { name, content_type: contentType, size: stored.size };
-    },
-    async headArtifact(name): Promise<ArtifactInfo | null> {
-      const head = await bindings.ARTIFACTS.head(key(name));
-      if (!head) return null;
-      return { name, content_type: head.httpMetadata?.contentType ?? "application/octet-stream", size: head.size };
-    },
+    artifacts: taskArtifacts(bindings.ARTIFACTS, taskId),
+    calibrations: tagCalibrations(openDb(bindings.DB), now),
   };
   return { ctx, progress, checkpoints, abort };
 }

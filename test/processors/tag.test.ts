@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { PermanentError, RetryAfterError } from "../../src/processors/errors";
 import { defaultRegistry } from "../../src/processors/registry";
 import { DEFAULT_TAG_MODEL, MAX_MODEL_INPUT_CHARS } from "../../src/processors/tag-ai";
-import { putThresholds } from "../../src/processors/tag-calibrations";
+import { putThresholds } from "../../src/engine/tag-calibrations";
 import type { TagResult } from "../../src/processors/tag-result";
 import { MAX_TAG_TEXT_CHARS, tagProcessor } from "../../src/processors/tag";
 import { T0, db } from "../helpers";

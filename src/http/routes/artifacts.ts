@@ -1,8 +1,9 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { EdgeqError, NotFoundError } from "../../engine/errors";
 import { assertLeaseHeld } from "../../engine/lease-check";
+import { MAX_ARTIFACT_BYTES } from "../../engine/limits";
 import { getTask } from "../../engine/read";
-import { ARTIFACT_NAME, MAX_ARTIFACT_BYTES, artifactKey, listArtifacts, putArtifact } from "../../processors/artifacts";
+import { ARTIFACT_NAME, getArtifact, listArtifacts, putArtifact } from "../../storage/artifacts";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonResponse } from "../route-helpers";
 import { TaskId } from "../schemas";
@@ -55,7 +56,7 @@ const putRoute = authRoute({
   responses: { 201: jsonResponse(ArtifactSchema, "Stored") },
 });
 
-/** Artifacts live in R2 under `tasks/{id}/{name}`. */
+/** Artifacts live in R2 under `tasks/{id}/{name}` (src/storage/artifacts.ts). */
 export const artifactRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(listRoute, async (c) => {
     const { id } = c.req.valid("param");
@@ -64,7 +65,7 @@ export const artifactRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
   })
   .openapi(getRoute, async (c) => {
     const { id, name } = c.req.valid("param");
-    const object = await c.env.ARTIFACTS.get(artifactKey(id, name));
+    const object = await getArtifact(c.env.ARTIFACTS, id, name);
     if (!object) throw new NotFoundError(`artifact ${name} of task ${id}`);
     return new Response(object.body, {
       status: 200,
@@ -90,7 +91,7 @@ export const artifactRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
     const sized = body.pipeThrough(new FixedLengthStream(length));
     const contentType = c.req.header("Content-Type") ?? "application/octet-stream";
     try {
-      return c.json(await putArtifact(c.env.ARTIFACTS, artifactKey(id, name), sized, contentType), 201);
+      return c.json(await putArtifact(c.env.ARTIFACTS, id, name, sized, contentType), 201);
     } catch (error) {
       // FixedLengthStream rejects a body shorter or longer than its Content-Length: the client's mistake
       // (or a dropped upload), and R2 keeps nothing of it.

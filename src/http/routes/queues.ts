@@ -3,7 +3,7 @@ import { longPollLease } from "../../coordinator/long-poll";
 import { wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import { cancelQueueTasks } from "../../engine/cancel";
 import { completeTasks } from "../../engine/complete";
-import { enqueueTasks, type ChildTaskSpec, type NewTask } from "../../engine/enqueue";
+import { enqueueTasks, type NewTask } from "../../engine/enqueue";
 import { extendLeases } from "../../engine/extend";
 import { failTasks } from "../../engine/fail";
 import { leaseTasks } from "../../engine/lease";
@@ -165,8 +165,7 @@ function toNewTask(task: z.infer<typeof NewTaskSchema>, now: number): NewTask {
     maxAttempts: task.max_attempts,
     dedupeKey: task.dedupe_key,
     group: task.group,
-    // Nested levels were validated by the schema's checkThen; zod types them as unknown[].
-    then: task.then as ChildTaskSpec[] | undefined,
+    then: task.then,
   };
 }
 

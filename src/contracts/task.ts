@@ -1,0 +1,125 @@
+import { z } from "@hono/zod-openapi";
+import { MAX_ATTEMPTS_LIMIT, MAX_DELAY_S, MAX_PRIORITY } from "../engine/limits";
+import { QueueName, ShortText, storedJson, TaskStateSchema, TaskType } from "./fields";
+
+/**
+ * The task as the API shows it, and the `then` children it carries, defined once: the HTTP layer
+ * validates and documents with these schemas, and the engine's types are `z.infer` of them, so the two
+ * cannot drift apart.
+ */
+
+/** Most children one task may chain, and how deep chains may nest (scan -> enrich -> publish is 3). */
+export const MAX_CHILDREN = 10;
+const MAX_CHAIN_DEPTH = 5;
+
+/**
+ * A task to enqueue when its parent completes. Its nested `then` is checked level by level by
+ * `checkThen` (a recursive zod schema would make the OpenAPI generator recurse forever).
+ */
+export const ChildTaskSpecSchema = z
+  .strictObject({
+    type: TaskType,
+    queue: QueueName.optional().openapi({ description: "default: the parent's queue" }),
+    payload: storedJson(z.record(z.string(), z.unknown()))
+      .optional()
+      .openapi({ description: "an object; it receives `parent: { id, type, result }`" }),
+    priority: z
+      .number()
+      .int()
+      .min(-MAX_PRIORITY)
+      .max(MAX_PRIORITY)
+      .optional()
+      .openapi({ description: "default: the parent's" }),
+    delay_s: z.number().min(0).max(MAX_DELAY_S).optional(),
+    max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
+    dedupe_key: ShortText(256).optional(),
+    group: ShortText(128).optional().openapi({ description: "default: the parent's" }),
+    then: z.array(z.unknown()).max(MAX_CHILDREN).optional().openapi({ description: "children of this child" }),
+  })
+  .openapi("ChildTask");
+
+/**
+ * A task to enqueue when its parent completes, in the same D1 batch as the completion. Its payload (an
+ * object) receives `parent: { id, type, result }`; `queue`, `group` and `priority` default to the
+ * parent's. Its own `then` is typed `unknown[]`, as the schema types it: `checkThen` has checked every
+ * level, and the engine only stores the list as JSON.
+ */
+export type ChildTaskSpec = z.infer<typeof ChildTaskSpecSchema>;
+
+/**
+ * Validates a `then` list and every nested one, adding issues at their full paths.
+ *
+ * @example
+ * NewTask.superRefine((t, ctx) => t.then?.forEach((c, i) => c.then && checkThen(c.then, ["then", i, "then"], 2, ctx)));
+ */
+export function checkThen(then: unknown[], path: PropertyKey[], depth: number, ctx: z.RefinementCtx): void {
+  if (depth > MAX_CHAIN_DEPTH) {
+    ctx.addIssue({ code: "custom", message: `chains nest at most ${MAX_CHAIN_DEPTH} levels`, path });
+    return;
+  }
+  then.forEach((child, i) => {
+    const parsed = ChildTaskSpecSchema.safeParse(child);
+    if (!parsed.success) {
+      for (const issue of parsed.error.issues) {
+        const params = issue.code === "custom" ? issue.params : undefined;
+        ctx.addIssue({ code: "custom", message: issue.message, params, path: [...path, i, ...issue.path] });
+      }
+      return;
+    }
+    if (parsed.data.then) checkThen(parsed.data.then, [...path, i, "then"], depth + 1, ctx);
+  });
+}
+
+const ErrorEntry = z.object({
+  attempt: z.number().int(),
+  at: z.string(),
+  message: z.string(),
+  kind: z.enum(["error", "permanent", "lease_expired"]),
+});
+
+/**
+ * One entry of a task's error history. `kind` — error: retryable failure; permanent: non-retryable
+ * failure; lease_expired: the holder went silent.
+ */
+export type TaskErrorEntry = z.infer<typeof ErrorEntry>;
+
+export const TaskSchema = z
+  .object({
+    id: z.string(),
+    queue: z.string(),
+    type: z.string(),
+    state: TaskStateSchema,
+    priority: z.number().int(),
+    payload: z.unknown(),
+    result: z.unknown(),
+    errors: z.array(ErrorEntry),
+    attempts: z.number().int(),
+    max_attempts: z.number().int(),
+    run_at: z.string(),
+    lease_holder: z.string().nullable(),
+    lease_expires_at: z.string().nullable(),
+    claim_by: z.string().nullable().openapi({
+      description:
+        "set while a lease handed to a long poll after it waited is unclaimed: unless the holder claims it before this time with any fenced call (POST /v1/queues/{queue}/extend on receipt, or a heartbeat, complete, fail or release), the lease is void and the task goes back with its attempt refunded",
+    }),
+    cancel_requested: z.boolean(),
+    dedupe_key: z.string().nullable(),
+    group: z.string().nullable(),
+    progress: z.number().int().nullable(),
+    progress_message: z.string().nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    started_at: z.string().nullable(),
+    finished_at: z.string().nullable(),
+    checkpoint: z.unknown().openapi({ description: "what the holder saved for a retry to resume from" }),
+    then: z.array(ChildTaskSpecSchema).nullable().openapi({ description: "tasks enqueued when it completes" }),
+  })
+  .openapi("Task");
+
+/** A task as the API shows it: snake_case fields, ISO-8601 UTC times, JSON parsed. */
+export type TaskView = z.infer<typeof TaskSchema>;
+
+export const LeasedTaskSchema = TaskSchema.extend({ lease_token: z.string() }).openapi("LeasedTask");
+
+/** A freshly leased task, with the token its holder must present. */
+export type LeasedTaskView = z.infer<typeof LeasedTaskSchema>;
