@@ -158,6 +158,10 @@ function costSection(r: BenchResults, out: string[]) {
   const b1 = costRow(rows, "baseline", "success", 1);
   if (s1 && s100 && b1) {
     const phase = (c: CostRow, name: string) => c.phases[name];
+    out.push(
+      "Each engine call also upserts one `task_counters` row per (queue, type) it touched (the per-minute counters behind /metrics and health, src/engine/counters.ts): one row per call, so 3 rows per successful life at batch 1 and 0.03 at batch 100 — included in the figures here, and asserted by test/engine/cost.test.ts.",
+      "",
+    );
     out.push("Where a successful task's rows go (per task):", "");
     out.push(
       "| step | edgeq written | edgeq read (batch 1 / 100) | baseline written | baseline read |",

@@ -1,5 +1,6 @@
 import { openDb } from "../db/client";
 import { wakeCoordinator } from "../coordinator/wake";
+import { foldOldCounters } from "../engine/counters";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../engine/limits";
 import { pruneByRetention } from "../engine/purge";
 import { queuesWithDueWork } from "../engine/read";
@@ -10,6 +11,8 @@ export interface TickResult {
   reaped: number;
   dead: number;
   pruned: number;
+  /** Per-minute counter rows folded into their totals (src/engine/counters.ts). */
+  folded: number;
   woken: string[];
 }
 
@@ -17,7 +20,8 @@ export interface TickResult {
 const MAX_REAP_ROUNDS = 4;
 
 /**
- * The cron tick (every minute): reaps expired leases, prunes finished tasks past retention, and wakes
+ * The cron tick (every minute): reaps expired leases, prunes finished tasks past retention, folds
+ * old per-minute counters into their totals (src/engine/counters.ts), and wakes
  * the coordinator of every queue with due work — a safety net for a lost alarm or notification.
  *
  * Idempotent and safe when two ticks overlap: every step is a guarded statement (a task is reaped once,
@@ -42,6 +46,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     if (result.reaped.length < MAX_ROWS_PER_TICK_STATEMENT) break;
   }
   const { pruned } = await pruneByRetention(db, now);
+  const { folded } = await foldOldCounters(db, now);
   for (const queue of await queuesWithDueWork(db, now)) wake.set(queue, now);
   const woken = [...wake.keys()].sort();
   const wakeups = await Promise.allSettled([...wake].map(([queue, runAt]) => wakeCoordinator(env, queue, runAt)));
@@ -53,5 +58,5 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
       failed.map((f) => String(f.reason)),
     );
   }
-  return { reaped, dead, pruned, woken };
+  return { reaped, dead, pruned, folded, woken };
 }

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
-import { check, index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { bucketColumn, HISTOGRAM_BOUNDS_S, HISTOGRAMS } from "../engine/histogram-buckets";
 
 /**
  * The one task table, shared by every queue and task type. This file is the source of truth:
@@ -118,6 +119,12 @@ export const queues = sqliteTable("queues", {
   /** Longest a task of the queue should run (s): the default per-task time limit of `edgeq worker --exec`;
    * null for none. */
   maxRunS: integer("max_run_s"),
+  /** SQS endpoint only (src/sqs/): the queue's DelaySeconds, the delay of messages sent without their own
+   * (the native API takes delay_s per task instead); null for 0. */
+  sqsDelayS: integer("sqs_delay_s"),
+  /** SQS endpoint only: the queue's ReceiveMessageWaitTimeSeconds, the long-poll wait of a ReceiveMessage
+   * that names none (the native API takes wait_s per lease); null for 0. */
+  sqsReceiveWaitS: integer("sqs_receive_wait_s"),
 });
 
 /** Per-tag score thresholds for a group, computed by the `calibrate` processor and applied by `tag`. */
@@ -129,6 +136,58 @@ export const tagCalibrations = sqliteTable("tag_calibrations", {
   samples: integer("samples").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
+
+/** The counter columns of `task_counters`, one per transition counted. */
+export const COUNTERS = ["enqueued", "leased", "completed", "failed", "dead", "cancelled"] as const;
+export type CounterName = (typeof COUNTERS)[number];
+
+/** An integer column that starts at 0, for counters and histogram buckets. */
+const zero = (name: string) => integer(name).notNull().default(0);
+
+/** Histogram columns: one per bucket (non-cumulative, the last above every bound), a count and a sum. */
+const histogramColumns: Record<
+  `${(typeof HISTOGRAMS)[number]}_${string}`,
+  ReturnType<typeof zero>
+> = Object.fromEntries(
+  HISTOGRAMS.flatMap((h) => [
+    ...Array.from({ length: HISTOGRAM_BOUNDS_S.length + 1 }, (_, i) => [bucketColumn(h, i), zero(bucketColumn(h, i))]),
+    [`${h}_count`, zero(`${h}_count`)],
+    [`${h}_sum_ms`, zero(`${h}_sum_ms`)],
+  ]),
+);
+
+/**
+ * Task counters per queue, task type and minute, kept incrementally by the engine (src/engine/counters.ts):
+ * every call that changes task states upserts one row per (queue, type) it touched — so a batch of 100
+ * costs one counter row, not 100 — and nothing is ever computed by scanning finished tasks. Rates (failures
+ * in the last 5 minutes, dead in the last hour) read the recent minutes; totals add every row. The cron
+ * tick folds minutes older than COUNTER_MINUTES_KEPT_S into the (queue, type, minute 0) row, so totals
+ * stay exact and the table stays small. WITHOUT ROWID (added to the migration by hand): the primary key is
+ * the table, an upsert writes one row.
+ *
+ * Wait time: from when a task became due (max(created_at, run_at)) to its first lease. Run time: from its
+ * first lease to the end of its life (completed or dead), retries included.
+ */
+export const taskCounters = sqliteTable(
+  "task_counters",
+  {
+    queue: text("queue").notNull(),
+    type: text("type").notNull(),
+    /** Start of the minute (ms since the epoch); 0 holds the totals of every folded minute. */
+    minute: integer("minute").notNull(),
+    enqueued: zero("enqueued"),
+    leased: zero("leased"),
+    /** Completions (one per task). */
+    completed: zero("completed"),
+    /** Failed attempts: every fail, and every expired lease the reaper ends (retried or not). */
+    failed: zero("failed"),
+    /** Tasks that went dead (attempts exhausted or a permanent failure). */
+    dead: zero("dead"),
+    cancelled: zero("cancelled"),
+    ...histogramColumns,
+  },
+  (t) => [primaryKey({ columns: [t.queue, t.type, t.minute] })],
+);
 
 export type TaskRow = typeof tasks.$inferSelect;
 export type QueueRow = typeof queues.$inferSelect;

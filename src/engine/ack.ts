@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
+import { outcomeEvents, recordCounters, type CounterEvent } from "./counters";
 import { EdgeqError, LeaseLostError, NotFoundError, TaskCancelledError } from "./errors";
 import type { TaskState } from "./states";
 
@@ -48,6 +49,10 @@ export interface AckScope {
 export interface AckStatements {
   update: SQL;
   after?: SQL;
+  /** Count the tasks the update changed (src/engine/counters.ts): the update must also return
+   * `tasks.type, tasks.started_at`. `attempt`: a task back to pending or dead counts a failed attempt.
+   * `children`: the `after` rows are tasks enqueued (with `type`). */
+  count?: { now: number; attempt: boolean; children?: boolean };
 }
 
 interface UpdatedRow {
@@ -56,6 +61,8 @@ interface UpdatedRow {
   state: TaskState;
   run_at: number;
   lease_expires_at?: number | null;
+  type?: string;
+  started_at?: number | null;
 }
 
 /** A fenced item: the task and the lease token its holder was given. */
@@ -122,6 +129,7 @@ export async function applyFencedUpdate(
     db,
     statements.after ? [statements.update, statements.after] : [statements.update],
   );
+  if (statements.count) await countChanged(db, changed as UpdatedRow[], after, statements.count);
   const byId = new Map((changed as UpdatedRow[]).map((r) => [r.id, r]));
   const childrenOf = new Map<string, ChildTask[]>();
   for (const child of after as Array<ChildTask & { parent_id: string }>) {
@@ -188,4 +196,26 @@ export async function applyFencedUpdate(
       lease_expires_at: row.lease_expires_at ?? null,
     };
   });
+}
+
+/** Adds what one fenced update changed to the task counters (one upsert; see src/engine/counters.ts). */
+async function countChanged(
+  db: Db,
+  changed: UpdatedRow[],
+  after: unknown[],
+  count: NonNullable<AckStatements["count"]>,
+): Promise<void> {
+  const events: CounterEvent[] = changed.flatMap((r) =>
+    outcomeEvents(
+      { queue: r.queue, type: r.type ?? "default", state: r.state, started_at: r.started_at ?? null },
+      count.now,
+      count.attempt,
+    ),
+  );
+  if (count.children) {
+    for (const child of after as Array<{ queue: string; type: string }>) {
+      events.push({ queue: child.queue, type: child.type, counter: "enqueued" });
+    }
+  }
+  await recordCounters(db, events, count.now);
 }

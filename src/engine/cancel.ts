@@ -1,6 +1,7 @@
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { tasks, type TaskRow } from "../db/schema";
+import { recordCounters } from "./counters";
 import { EdgeqError, NotFoundError } from "./errors";
 
 /** The SET clause of a cancel: pending -> cancelled at once; processing -> cancel requested. */
@@ -27,7 +28,11 @@ export async function cancelTask(db: Db, id: string, now: number): Promise<TaskR
     .set(cancelSet(now))
     .where(and(eq(tasks.id, id), isNull(tasks.finishedAt), eq(tasks.cancelRequested, 0)))
     .returning();
-  if (row) return row;
+  if (row) {
+    if (row.state === "cancelled")
+      await recordCounters(db, [{ queue: row.queue, type: row.type, counter: "cancelled" }], now);
+    return row;
+  }
   const existing = await db.select().from(tasks).where(eq(tasks.id, id)).get();
   if (!existing) throw new NotFoundError(`task ${id}`);
   throw new EdgeqError(
@@ -63,7 +68,12 @@ export async function cancelQueueTasks(
         scope.group === undefined ? undefined : eq(tasks.groupKey, scope.group),
       ),
     )
-    .returning({ state: tasks.state });
+    .returning({ state: tasks.state, type: tasks.type });
+  await recordCounters(
+    db,
+    rows.filter((r) => r.state === "cancelled").map((r) => ({ queue, type: r.type, counter: "cancelled" as const })),
+    now,
+  );
   return {
     cancelled: rows.filter((r) => r.state === "cancelled").length,
     cancel_requested: rows.filter((r) => r.state === "processing").length,

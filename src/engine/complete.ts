@@ -38,7 +38,7 @@ function enqueueChildrenSql(ackNonce: string, idsJson: string, now: number): SQL
     FROM json_each(${idsJson}) AS j JOIN tasks p ON p.id = j.value, json_each(p.then_tasks) AS c
     WHERE p.lease_token = ${ackNonce} AND p.state = 'completed' AND p.then_tasks IS NOT NULL
     ON CONFLICT DO NOTHING
-    RETURNING id, queue, run_at, json_extract(payload, '$.parent.id') AS parent_id`;
+    RETURNING id, queue, type, run_at, json_extract(payload, '$.parent.id') AS parent_id`;
 }
 
 /**
@@ -80,8 +80,9 @@ export async function completeTasks(
         updated_at = ${now}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
-      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
+      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.type, tasks.started_at`,
           after: enqueueChildrenSql(ackNonce, JSON.stringify([...new Set(fitting.map((i) => i.id))]), now),
+          count: { now, attempt: false, children: true },
         }),
         scope,
         "complete",

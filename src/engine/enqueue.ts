@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { decodeTime, monotonicFactory } from "ulid";
 import type { ChildTaskSpec } from "../contracts/task";
 import { batchAll, type Db } from "../db/client";
+import { recordCounters } from "./counters";
 import { EdgeqError } from "./errors";
 import { jsonBytes, storedJsonError } from "./json-value";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "./limits";
@@ -122,6 +123,7 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
 
   const outcomes = new Array<EnqueueOutcome | undefined>(rows.length);
   let earliestRunAt: number | null = null;
+  const created: InsertRow[] = [];
   let remaining = rows;
   for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
     const inserted = await insertRows(db, queue, remaining, now);
@@ -129,6 +131,7 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
       if (!inserted.has(row.id)) continue;
       outcomes[row.i] = { id: row.id, state: "pending", deduplicated: false };
       inserted.delete(row.id); // a repeated id within one call: only its first occurrence was inserted
+      created.push(row);
       earliestRunAt = earliestRunAt == null ? row.run_at : Math.min(earliestRunAt, row.run_at);
     }
     remaining = remaining.filter((row) => outcomes[row.i] === undefined);
@@ -145,6 +148,11 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
       `enqueue: ${remaining.length} task(s) neither inserted nor found after ${MAX_ENQUEUE_ROUNDS} rounds`,
     );
   }
+  await recordCounters(
+    db,
+    created.map((row) => ({ queue, type: row.type, counter: "enqueued" as const })),
+    now,
+  );
   return { tasks: outcomes as EnqueueOutcome[], earliestRunAt };
 }
 

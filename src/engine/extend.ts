@@ -36,7 +36,8 @@ export async function extendLeases(
         updated_at = ${now}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
-      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.lease_expires_at`,
+      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.lease_expires_at, tasks.type, tasks.started_at`,
+      count: { now, attempt: false },
     }),
     scope,
   );

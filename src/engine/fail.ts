@@ -52,7 +52,8 @@ export async function failTasks(db: Db, items: FailItem[], now: number, scope: A
             acked_with = ${ackedWithSql("fail", sql`j.value->>'lease_token'`)}
           FROM json_each(${json}) AS j
           WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
-          RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
+          RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.type, tasks.started_at`,
+          count: { now, attempt: true },
         }),
         scope,
         "fail",

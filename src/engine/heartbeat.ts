@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
 import { fenceMissError, leaseFenceSql } from "./ack";
+import { recordCounters } from "./counters";
 import { TaskCancelledError } from "./errors";
 import { storedJsonError } from "./json-value";
 import { rowFromRaw } from "./task-row";
@@ -45,6 +46,7 @@ export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: numb
   if (!raw) throw await fenceMissError(db, request.id);
   const row = rowFromRaw(raw);
   if (row.state === "cancelled") {
+    await recordCounters(db, [{ queue: row.queue, type: row.type, counter: "cancelled" }], now);
     throw new TaskCancelledError(request.id);
   }
   return row;

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
+import { recordCounters } from "./counters";
 import { EdgeqError } from "./errors";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "./limits";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
@@ -65,7 +66,19 @@ export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Pr
     WHERE id IN (SELECT id FROM picked) AND finished_at IS NULL AND ${leasableSql(now)}
     RETURNING *`);
   // RETURNING order is unspecified in SQLite: restore the lease order.
-  return raw.map(rowFromRaw).sort(leaseOrder);
+  const leased = raw.map(rowFromRaw).sort(leaseOrder);
+  // A first lease (started_at set just now) observes the wait since the task became due.
+  await recordCounters(
+    db,
+    leased.map((t) => ({
+      queue: t.queue,
+      type: t.type,
+      counter: "leased" as const,
+      wait: t.startedAt === now ? now - Math.max(t.createdAt, t.runAt) : undefined,
+    })),
+    now,
+  );
+  return leased;
 }
 
 /** Priority descending, then run_at, then id — the order tasks are leased in. */

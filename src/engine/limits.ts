@@ -88,5 +88,41 @@ export const QUEUE_NAME_RULE = "1-64 letters, digits, '.', '_' or '-', starting 
  * EDGEQ_TOKEN (src/http/auth.ts). */
 export const DEV_TOKEN = "edgeq-dev-token";
 
+/** How long per-minute task counters are kept before the cron tick folds them into each queue's totals:
+ * 24 h is what a dashboard charts and more than the longest window health reads (failure rate over 15
+ * minutes, dead tasks in the last hour); an active (queue, type) keeps at most 1,440 small rows. */
+export const COUNTER_MINUTES_KEPT_S = 24 * 60 * 60;
+
+/** Most minutes of counters one tick folds into the totals: an hour per tick catches up a backlog within
+ * a day of ticks while keeping each fold (one INSERT … SELECT and one DELETE) small. */
+export const MAX_COUNTER_FOLD_MINUTES = 60;
+
+/** SQS-compatible endpoint (src/sqs/): SQS's own published limits, mirrored so SDKs meet the errors they
+ * expect. Entries per batch call and messages per ReceiveMessage: 10, as SQS (the SDKs' batch helpers
+ * split at 10). */
+export const SQS_MAX_BATCH_ENTRIES = 10;
+
+/** Longest per-message and per-queue DelaySeconds: 15 minutes, as SQS (edgeq's own delay_s reaches
+ * MAX_DELAY_S; an SQS caller asking for more gets SQS's InvalidParameterValue). */
+export const SQS_MAX_DELAY_S = 15 * 60;
+
+/** Largest SQS message, body plus attributes: 256 KiB, SQS's MaximumMessageSize default. The stored
+ * payload (`{ body, attributes }` as JSON) must also fit MAX_PAYLOAD_BYTES, which a body full of
+ * characters JSON escapes can exceed first; such a message is refused naming both limits. */
+export const SQS_MAX_MESSAGE_BYTES = 256 * 1024;
+
+/** Largest SQS request body: ten messages at SQS_MAX_MESSAGE_BYTES plus their JSON framing. Anything larger
+ * cannot be a valid SQS call and is refused before its signature is computed (hashing is the costly part). */
+export const SQS_MAX_REQUEST_BYTES = SQS_MAX_BATCH_ENTRIES * SQS_MAX_MESSAGE_BYTES + 64 * 1024;
+
+/** How far a SigV4 request's X-Amz-Date may be from the Worker's clock: 15 minutes, AWS's own window
+ * (RequestExpired / "Signature expired" past it), so a captured request cannot be replayed later. */
+export const SQS_MAX_CLOCK_SKEW_S = 15 * 60;
+
+/** The access key pair a development server accepts when SQS_CREDENTIALS is not set (`npm start`, the
+ * tests). Not a secret: in production the SQS endpoint refuses to serve without SQS_CREDENTIALS. */
+export const SQS_DEV_ACCESS_KEY_ID = "EDGEQDEVACCESSKEY";
+export const SQS_DEV_SECRET_ACCESS_KEY = "edgeq-dev-secret-access-key";
+
 /** Largest artifact uploaded through the API: 100 MiB, the request body limit of Workers on most plans. */
 export const MAX_ARTIFACT_BYTES = 100 * 1024 * 1024;

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { outcomeEvents, recordCounters } from "./counters";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "./limits";
 import { expiredClaimedSql, unclaimedSql } from "./redelivery";
 import { expiryBackoffMsSql, failureSetSql } from "./retry-policy";
@@ -27,7 +28,8 @@ export interface ReapResult {
  * const { reaped } = await reapExpiredLeases(db, Date.now());
  */
 export async function reapExpiredLeases(db: Db, now: number, limit = MAX_ROWS_PER_TICK_STATEMENT): Promise<ReapResult> {
-  const refunded = await db.all<ReapResult["reaped"][number]>(sql`UPDATE tasks SET
+  type Ended = ReapResult["reaped"][number] & { type: string; started_at: number | null };
+  const refunded = await db.all<Ended>(sql`UPDATE tasks SET
       state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'pending' END,
       finished_at = CASE WHEN cancel_requested = 1 THEN ${now} ELSE NULL END,
       attempts = max(attempts - 1, 0),
@@ -38,8 +40,8 @@ export async function reapExpiredLeases(db: Db, now: number, limit = MAX_ROWS_PE
     WHERE id IN (
       SELECT id FROM tasks WHERE finished_at IS NULL AND ${unclaimedSql(now)} LIMIT ${limit}
     ) AND ${unclaimedSql(now)}
-    RETURNING id, queue, state, run_at`);
-  const expired = await db.all<ReapResult["reaped"][number]>(sql`UPDATE tasks SET
+    RETURNING id, queue, state, run_at, type, started_at`);
+  const expired = await db.all<Ended>(sql`UPDATE tasks SET
       ${failureSetSql({
         permanent: sql`0`,
         from: sql`tasks.lease_expires_at`,
@@ -52,6 +54,11 @@ export async function reapExpiredLeases(db: Db, now: number, limit = MAX_ROWS_PE
     WHERE id IN (
       SELECT id FROM tasks WHERE finished_at IS NULL AND ${expiredClaimedSql(now)} LIMIT ${limit}
     ) AND ${expiredClaimedSql(now)}
-    RETURNING id, queue, state, run_at`);
-  return { reaped: [...refunded, ...expired] };
+    RETURNING id, queue, state, run_at, type, started_at`);
+  await recordCounters(
+    db,
+    [...refunded.flatMap((t) => outcomeEvents(t, now, false)), ...expired.flatMap((t) => outcomeEvents(t, now, true))],
+    now,
+  );
+  return { reaped: [...refunded, ...expired].map(({ id, queue, state, run_at }) => ({ id, queue, state, run_at })) };
 }

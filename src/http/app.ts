@@ -1,6 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
+import { createMiddleware } from "hono/factory";
 import { openDb } from "../db/client";
 import { EdgeqError } from "../engine/errors";
 import { readSettings } from "../env";
@@ -9,12 +10,14 @@ import { requireBearer } from "./auth";
 import { OPENAPI_INFO, renderDocsPage } from "./docs";
 import { onError } from "./error-handler";
 import { notFound } from "./method-not-allowed";
+import { metricsRoutes } from "./routes/metrics";
 import { queueRoutes } from "./routes/queues";
 import { artifactRoutes } from "./routes/artifacts";
 import { processorRoutes } from "./routes/processors";
 import { taskRoutes } from "./routes/tasks";
 import { requireUtf8Json } from "./utf8-body";
 import { validationHook } from "./validation";
+import { sqsRoutes } from "../sqs/endpoint";
 
 /** Largest request body: 10,000 tasks at a few KB each. Larger batches should be split. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -37,6 +40,9 @@ export function buildApp() {
     return c.json({ status: configured ? "ok" : "not_configured" }, configured ? 200 : 503);
   });
 
+  // The SQS-compatible endpoint (src/sqs/): SigV4-signed, outside /v1 and its bearer token.
+  app.route("/", sqsRoutes);
+
   app.use("/v1/*", requireBearer);
   const jsonBodyLimit = bodyLimit({
     maxSize: MAX_BODY_BYTES,
@@ -48,13 +54,21 @@ export function buildApp() {
   const isUpload = (c: Context) => c.req.method === "PUT" && c.req.path.includes("/artifacts/");
   app.use("/v1/*", (c, next) => (isUpload(c) ? next() : jsonBodyLimit(c, next)));
   app.use("/v1/*", (c, next) => (isUpload(c) ? next() : requireUtf8Json(c, next)));
-  app.use("/v1/*", async (c, next) => {
+  const dbAndClock = createMiddleware<AppEnv>(async (c, next) => {
     c.set("db", openDb(c.env.DB));
     c.set("now", Date.now());
     await next();
   });
+  app.use("/v1/*", dbAndClock);
+  // Prometheus scrapes /metrics (its conventional path, outside /v1) with the same bearer token.
+  app.use("/metrics", requireBearer, dbAndClock);
 
-  const api = app.route("/", queueRoutes).route("/", taskRoutes).route("/", artifactRoutes).route("/", processorRoutes);
+  const api = app
+    .route("/", queueRoutes)
+    .route("/", taskRoutes)
+    .route("/", artifactRoutes)
+    .route("/", processorRoutes)
+    .route("/", metricsRoutes);
   api.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
   api.doc31("/openapi.json", OPENAPI_INFO);
   api.get("/docs", (c) => c.html(renderDocsPage(api)));

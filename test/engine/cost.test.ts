@@ -8,9 +8,11 @@ import { db, T0, uniqueQueue } from "../helpers";
 import { meteredD1 } from "../support/metered-d1";
 
 // The cost design (src/db/schema.ts) promises 4 rows written for a task's successful life, measured
-// with D1's own `meta.rows_written`. This fails if an index or a statement is added that breaks it.
+// with D1's own `meta.rows_written`, plus what the task counters add (src/engine/counters.ts): one row per
+// call per (queue, type) touched — 3 rows per batch for enqueue, lease and complete. This fails if an index
+// or a statement is added that breaks it.
 describe("D1 rows written per task", () => {
-  it("is 4 for enqueue -> lease -> complete (2 + 1 + 1)", async () => {
+  it("is 4 for enqueue -> lease -> complete (2 + 1 + 1), plus 1 counter row per call: 4.03 at batch 100", async () => {
     const meter = meteredD1(env.DB);
     const db = openDb(meter.db);
     const queue = uniqueQueue();
@@ -36,10 +38,31 @@ describe("D1 rows written per task", () => {
     expect(outcomes.every((o) => o.ok)).toBe(true);
     const completeWritten = meter.usage.rowsWritten;
 
-    expect({ enqueue: enqueueWritten / n, lease: leaseWritten / n, complete: completeWritten / n }).toEqual({
-      enqueue: 2,
-      lease: 1,
-      complete: 1,
+    // The task's own writes (2n, n, n) and one counter row per call.
+    expect({ enqueue: enqueueWritten, lease: leaseWritten, complete: completeWritten }).toEqual({
+      enqueue: 2 * n + 1,
+      lease: n + 1,
+      complete: n + 1,
+    });
+    expect((enqueueWritten + leaseWritten + completeWritten) / n).toBe(4.03);
+  });
+
+  it("is 4 + 3 counter rows = 7 at batch 1 (each call upserts its own counter row)", async () => {
+    const meter = meteredD1(env.DB);
+    const db = openDb(meter.db);
+    const queue = uniqueQueue();
+    await enqueueTasks(db, queue, [{ payload: { i: 0 } }], T0);
+    const enqueueWritten = meter.usage.rowsWritten;
+    meter.reset();
+    const [task] = await leaseTasks(db, { queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
+    const leaseWritten = meter.usage.rowsWritten;
+    meter.reset();
+    await completeTasks(db, [{ id: task!.id, leaseToken: task!.leaseToken! }], T0 + 2);
+    const completeWritten = meter.usage.rowsWritten;
+    expect({ enqueue: enqueueWritten, lease: leaseWritten, complete: completeWritten }).toEqual({
+      enqueue: 3,
+      lease: 2,
+      complete: 2,
     });
   });
 
@@ -70,7 +93,7 @@ describe("D1 rows written per task", () => {
     expect(meter.usage.rowsRead).toBeLessThan(200);
   });
 
-  it("costs one more row at enqueue for a dedupe key (its unique-index entry)", async () => {
+  it("costs one more row at enqueue for a dedupe key (its unique-index entry), plus the call's counter row", async () => {
     const meter = meteredD1(env.DB);
     const db = openDb(meter.db);
     const queue = uniqueQueue();
@@ -80,6 +103,6 @@ describe("D1 rows written per task", () => {
       Array.from({ length: 10 }, (_, i) => ({ dedupeKey: `k${i}` })),
       T0,
     );
-    expect(meter.usage.rowsWritten).toBe(30);
+    expect(meter.usage.rowsWritten).toBe(30 + 1);
   });
 });

@@ -124,6 +124,7 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
       },
     },
     { operation: "get /v1/processors", method: "GET", path: "/v1/processors" },
+    { operation: "get /metrics", method: "GET", path: "/metrics" },
   ];
   return { queue, artifactTask: l4!.id, routes };
 }

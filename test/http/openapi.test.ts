@@ -56,12 +56,16 @@ const OPERATIONS: Record<string, number> = {
   "get /v1/tasks/{id}/artifacts/{name}": 200,
   "put /v1/tasks/{id}/artifacts/{name}": 201,
   "get /v1/processors": 200,
+  "get /metrics": 200,
 };
 
 /** Operations whose success response or request body is raw bytes rather than JSON. */
 const BINARY_RESPONSE = new Set(["get /v1/tasks/{id}/artifacts/{name}"]);
 const BINARY_BODY = new Set(["put /v1/tasks/{id}/artifacts/{name}"]);
 const BINARY_CONTENT = "application/octet-stream";
+/** Operations whose success response is text (the Prometheus exposition format). */
+const TEXT_RESPONSE = new Set(["get /metrics"]);
+const TEXT_CONTENT = "text/plain";
 
 async function openapi(): Promise<Document> {
   const res = await call<Document>("GET", "/openapi.json", { token: null });
@@ -124,7 +128,11 @@ describe("the OpenAPI document", () => {
       expect(op.summary?.length, name).toBeGreaterThan(10);
       expect(op.tags?.length, name).toBeGreaterThan(0);
       const success = op.responses[String(OPERATIONS[name])];
-      const successType = BINARY_RESPONSE.has(name) ? BINARY_CONTENT : "application/json";
+      const successType = BINARY_RESPONSE.has(name)
+        ? BINARY_CONTENT
+        : TEXT_RESPONSE.has(name)
+          ? TEXT_CONTENT
+          : "application/json";
       expect(Object.keys(success?.content ?? {}), name).toEqual([successType]);
       expect(success?.content?.[successType]?.schema, name).toBeDefined();
       for (const status of ["400", "401", "404"]) {
@@ -183,6 +191,11 @@ describe("the OpenAPI document", () => {
         expect(res.headers.get("Content-Type"), route.operation).toBe(BINARY_CONTENT);
         expect(op.responses[String(res.status)]!.content![BINARY_CONTENT], route.operation).toBeDefined();
         expect(res.body, route.operation).toBeNull();
+        continue;
+      }
+      if (TEXT_RESPONSE.has(route.operation)) {
+        expect(res.headers.get("Content-Type"), route.operation).toMatch(/^text\/plain/);
+        expect(op.responses[String(res.status)]!.content![TEXT_CONTENT], route.operation).toBeDefined();
         continue;
       }
       const schema = op.responses[String(res.status)]!.content!["application/json"]!.schema;

@@ -1,0 +1,170 @@
+import { sql } from "drizzle-orm";
+import { batchAll, type Db } from "../db/client";
+import { COUNTERS, type CounterName } from "../db/schema";
+import { bucketColumn, bucketIndex, HISTOGRAM_BOUNDS_S, HISTOGRAMS, type HistogramName } from "./histogram-buckets";
+import { COUNTER_MINUTES_KEPT_S, MAX_COUNTER_FOLD_MINUTES } from "./limits";
+
+/** One task's transition, as the engine function that made it reports it to the counters. */
+export interface CounterEvent {
+  queue: string;
+  type: string;
+  counter: CounterName;
+  /** Milliseconds to add to the histograms (wait: due -> first lease; run: first lease -> end). */
+  wait?: number;
+  run?: number;
+}
+
+const MINUTE_MS = 60_000;
+
+/** The start of the minute `now` falls in: the counters' time bucket. */
+export function minuteOf(now: number): number {
+  return Math.floor(now / MINUTE_MS) * MINUTE_MS;
+}
+
+const BUCKETS = HISTOGRAM_BOUNDS_S.length + 1;
+/** Every column an upsert adds to: the counters, then each histogram's buckets, count and sum. */
+const ADDED_COLUMNS = [
+  ...COUNTERS,
+  ...HISTOGRAMS.flatMap((h) => [
+    ...Array.from({ length: BUCKETS }, (_, i) => bucketColumn(h, i)),
+    `${h}_count`,
+    `${h}_sum_ms`,
+  ]),
+];
+
+/** Adds up events into one row of column -> amount per (queue, type). */
+function aggregate(events: CounterEvent[]): Array<Record<string, string | number>> {
+  const rows = new Map<string, Record<string, string | number>>();
+  const add = (row: Record<string, string | number>, column: string, by: number) => {
+    row[column] = ((row[column] as number | undefined) ?? 0) + by;
+  };
+  const observe = (row: Record<string, string | number>, h: HistogramName, ms: number | undefined) => {
+    if (ms === undefined) return;
+    const clamped = Math.max(0, Math.round(ms));
+    add(row, bucketColumn(h, bucketIndex(clamped)), 1);
+    add(row, `${h}_count`, 1);
+    add(row, `${h}_sum_ms`, clamped);
+  };
+  for (const e of events) {
+    const key = `${e.queue}\u0000${e.type}`;
+    let row = rows.get(key);
+    if (!row) rows.set(key, (row = { queue: e.queue, type: e.type }));
+    add(row, e.counter, 1);
+    observe(row, "wait", e.wait);
+    observe(row, "run", e.run);
+  }
+  return [...rows.values()];
+}
+
+/**
+ * Adds a batch of transitions to the per-minute counters: ONE upsert statement, one row written per
+ * (queue, type) the batch touched — a lease of 100 tasks of one type costs one counter row, i.e. 0.01 of a
+ * row per task; a lease of one task costs one. Called by each engine function right after the guarded
+ * statement whose RETURNING rows say what changed (only they tell which tasks moved, and D1 has no
+ * interactive transaction to hold the two together). So counters never count a transition that did not
+ * happen; a Worker that dies between the two statements loses that batch's counts — acceptable for
+ * monitoring figures, never used for task state.
+ *
+ * @example
+ * await recordCounters(db, [{ queue: "emails", type: "send", counter: "completed", run: 1200 }], Date.now());
+ */
+export async function recordCounters(db: Db, events: CounterEvent[], now: number): Promise<void> {
+  if (events.length === 0) return;
+  const rows = aggregate(events);
+  const columns = sql.raw(ADDED_COLUMNS.join(", "));
+  const values = sql.raw(ADDED_COLUMNS.map((c) => `coalesce(j.value->>'${c}', 0)`).join(", "));
+  const updates = sql.raw(ADDED_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(", "));
+  await db.run(sql`INSERT INTO task_counters (queue, type, minute, ${columns})
+    SELECT j.value->>'queue', j.value->>'type', ${minuteOf(now)}, ${values}
+    FROM json_each(${JSON.stringify(rows)}) AS j
+    WHERE true
+    ON CONFLICT (queue, type, minute) DO UPDATE SET ${updates}`);
+}
+
+/**
+ * Folds per-minute counters older than COUNTER_MINUTES_KEPT_S into each (queue, type)'s totals row
+ * (minute 0), at most MAX_COUNTER_FOLD_MINUTES minutes per call, in one batch (one transaction: a minute is
+ * never both added to the totals and kept, nor deleted without being added). Idempotent: a second run
+ * finds nothing left to fold. Called by the cron tick.
+ *
+ * @example
+ * const { folded } = await foldOldCounters(db, Date.now());
+ */
+export async function foldOldCounters(db: Db, now: number): Promise<{ folded: number }> {
+  const oldest = await db.get<{ m: number | null }>(sql`SELECT min(minute) AS m FROM task_counters WHERE minute > 0`);
+  if (oldest?.m == null) return { folded: 0 };
+  const cutoff = Math.min(
+    minuteOf(now - COUNTER_MINUTES_KEPT_S * 1000),
+    oldest.m + MAX_COUNTER_FOLD_MINUTES * MINUTE_MS,
+  );
+  if (oldest.m >= cutoff) return { folded: 0 };
+  const columns = sql.raw(ADDED_COLUMNS.join(", "));
+  const sums = sql.raw(ADDED_COLUMNS.map((c) => `sum(${c})`).join(", "));
+  const updates = sql.raw(ADDED_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(", "));
+  const [, deleted = []] = await batchAll(db, [
+    sql`INSERT INTO task_counters (queue, type, minute, ${columns})
+      SELECT queue, type, 0, ${sums} FROM task_counters WHERE minute > 0 AND minute < ${cutoff}
+      GROUP BY queue, type
+      ON CONFLICT (queue, type, minute) DO UPDATE SET ${updates}`,
+    sql`DELETE FROM task_counters WHERE minute > 0 AND minute < ${cutoff} RETURNING minute`,
+  ]);
+  return { folded: deleted.length };
+}
+
+/** One (queue, type)'s counter sums over some minutes. */
+export type CounterSums = { queue: string; type: string } & Record<string, number>;
+
+/**
+ * The counters summed per queue and type over the minutes from `since` (ms; 0 for all time, totals row
+ * included). Reads counter rows only, never tasks.
+ *
+ * @example
+ * const lastHour = await sumCounters(db, { since: Date.now() - 3_600_000 });
+ */
+export async function sumCounters(db: Db, opts: { since?: number; queue?: string } = {}): Promise<CounterSums[]> {
+  const since = opts.since === undefined ? sql`` : sql` AND minute >= ${minuteOf(opts.since)}`;
+  const queue = opts.queue === undefined ? sql`` : sql` AND queue = ${opts.queue}`;
+  const sums = sql.raw(ADDED_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(", "));
+  return db.all<CounterSums>(
+    sql`SELECT queue, type, ${sums} FROM task_counters WHERE true${since}${queue} GROUP BY queue, type ORDER BY queue, type`,
+  );
+}
+
+/** A task as an ending statement returns it: enough to count what happened to it. */
+export interface EndedTask {
+  queue: string;
+  type: string;
+  state: string;
+  started_at: number | null;
+}
+
+/**
+ * What one task's new state counts for, after a statement that ended or handed back its attempt:
+ * completed (with its run time), dead (a failed attempt too when `attempt`, and its run time), cancelled,
+ * or — back to pending — a failed attempt when `attempt` (fail, expired lease), nothing for a hand-back
+ * (release, an unclaimed lease refunded). A task still processing (extend, heartbeat) counts nothing.
+ *
+ * @example
+ * const events = rows.flatMap((r) => outcomeEvents(r, now, true));
+ */
+export function outcomeEvents(task: EndedTask, now: number, attempt: boolean): CounterEvent[] {
+  const base = { queue: task.queue, type: task.type };
+  const run = task.started_at == null ? undefined : now - task.started_at;
+  switch (task.state) {
+    case "completed":
+      return [{ ...base, counter: "completed", run }];
+    case "dead":
+      return attempt
+        ? [
+            { ...base, counter: "failed" },
+            { ...base, counter: "dead", run },
+          ]
+        : [{ ...base, counter: "dead", run }];
+    case "cancelled":
+      return [{ ...base, counter: "cancelled" }];
+    case "pending":
+      return attempt ? [{ ...base, counter: "failed" }] : [];
+    default:
+      return [];
+  }
+}

@@ -1,0 +1,79 @@
+import type { Db } from "../db/client";
+import { COUNTERS } from "../db/schema";
+import { sumCounters } from "../engine/counters";
+import { bucketColumn, HISTOGRAM_BOUNDS_S } from "../engine/histogram-buckets";
+import { liveFigures } from "../engine/live-figures";
+import { Exposition } from "./exposition";
+
+const COUNTER_HELP: Record<(typeof COUNTERS)[number], string> = {
+  enqueued: "Tasks created (enqueue and then-children), by queue and type.",
+  leased: "Leases handed out (every attempt), by queue and type.",
+  completed: "Tasks completed, by queue and type.",
+  failed: "Failed attempts (fail calls and expired leases the reaper ended), by queue and type.",
+  dead: "Tasks that went dead (attempts exhausted or a permanent failure), by queue and type.",
+  cancelled: "Tasks cancelled, by queue and type.",
+};
+
+/**
+ * Everything /metrics exposes, in the Prometheus text format: live gauges per queue (tasks by live state,
+ * due depth, oldest due age, expired leases, overruns) read through the live index, and the counters and
+ * histograms per queue and type summed from the task counters — never from finished tasks. `extra`
+ * appends further families (health, schedules).
+ *
+ * @example
+ * const text = await renderMetrics(db, Date.now());
+ */
+export async function renderMetrics(db: Db, now: number, extra?: (out: Exposition) => void): Promise<string> {
+  const [live, sums] = await Promise.all([liveFigures(db, now), sumCounters(db)]);
+  const out = new Exposition();
+
+  const tasks = out.family("edgeq_tasks", "gauge", "Live tasks by state (pending, processing).");
+  for (const f of live) {
+    tasks.sample({ queue: f.queue, state: "pending" }, f.pending);
+    tasks.sample({ queue: f.queue, state: "processing" }, f.processing);
+  }
+  const due = out.family("edgeq_tasks_due", "gauge", "Pending tasks whose run time has passed.");
+  for (const f of live) due.sample({ queue: f.queue }, f.due);
+  const age = out.family(
+    "edgeq_oldest_due_age_seconds",
+    "gauge",
+    "Age of the oldest due pending task (0 when none is due): how far behind the workers are.",
+  );
+  for (const f of live) age.sample({ queue: f.queue }, f.oldest_due_at == null ? 0 : (now - f.oldest_due_at) / 1000);
+  const expired = out.family(
+    "edgeq_tasks_lease_expired",
+    "gauge",
+    "Processing tasks past their lease (no heartbeat), not yet redelivered.",
+  );
+  for (const f of live) expired.sample({ queue: f.queue }, f.lease_expired);
+  const overrun = out.family(
+    "edgeq_tasks_overrun",
+    "gauge",
+    "Processing tasks running longer than the queue's max_run_s.",
+  );
+  for (const f of live) overrun.sample({ queue: f.queue }, f.overrun);
+
+  for (const counter of COUNTERS) {
+    const family = out.family(`edgeq_tasks_${counter}_total`, "counter", COUNTER_HELP[counter]);
+    for (const s of sums) family.sample({ queue: s.queue, type: s.type }, s[counter] ?? 0);
+  }
+  const histograms = [
+    ["wait", "edgeq_task_wait_seconds", "Time from a task becoming due to its first lease."],
+    ["run", "edgeq_task_run_seconds", "Time from a task's first lease to its end (completed or dead)."],
+  ] as const;
+  for (const [h, name, help] of histograms) {
+    for (const s of sums) {
+      const buckets = Array.from({ length: HISTOGRAM_BOUNDS_S.length + 1 }, (_, i) => s[bucketColumn(h, i)] ?? 0);
+      out.histogram(
+        name,
+        help,
+        { queue: s.queue, type: s.type },
+        HISTOGRAM_BOUNDS_S,
+        buckets,
+        (s[`${h}_sum_ms`] ?? 0) / 1000,
+      );
+    }
+  }
+  extra?.(out);
+  return out.render();
+}

@@ -1,0 +1,24 @@
+import type { Db } from "../db/client";
+import type { SqsEnv } from "./credentials";
+
+/** What every SQS operation runs with: one request's view of the world. */
+export interface SqsContext {
+  db: Db;
+  env: SqsEnv;
+  /** The request's clock reading (ms), taken once. */
+  now: number;
+  /** A fresh clock, for waits (long polls) that outlive `now`. */
+  clock: () => number;
+  /** scheme://host of the request: queue URLs are built on it. */
+  origin: string;
+  /** The region the caller signed for (ARNs carry it). */
+  region: string;
+  /** The access key that signed the request (recorded as the lease holder). */
+  accessKeyId: string;
+  /** The client's disconnect, when the runtime reports it (long polls withdraw on it). */
+  signal: AbortSignal;
+  waitUntil(promise: Promise<unknown>): void;
+}
+
+/** One SQS operation: the parsed JSON input in, the JSON output out. */
+export type SqsOperation = (input: unknown, ctx: SqsContext) => Promise<Record<string, unknown>>;

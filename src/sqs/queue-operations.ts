@@ -1,0 +1,133 @@
+import { z } from "zod";
+import { cancelQueueTasks } from "../engine/cancel";
+import { MAX_ATTEMPTS_LIMIT } from "../engine/limits";
+import type { SqsContext } from "./context";
+import { SqsError } from "./errors";
+import { intIn, parseInput } from "./input";
+import { isFifo, parseQueueAttributes, renderQueueAttributes, sameAttributes } from "./queue-attributes";
+import { countSqsMessages, deleteSqsQueue, findSqsQueue, listSqsQueueNames, saveSqsQueue } from "./queue-registry";
+import { checkQueueName, queueUrl } from "./queue-url";
+import { requireQueue } from "./require-queue";
+
+/**
+ * Config a queue created over SQS starts with, where SQS behaves differently from edgeq's defaults:
+ * - max_attempts MAX_ATTEMPTS_LIMIT: an SQS queue without a redrive policy redelivers indefinitely; edgeq
+ *   bounds attempts, so it gets the most there are (a RedrivePolicy sets fewer);
+ * - backoff 1 s (base and cap): SQS makes a message visible again when its visibility timeout ends, with
+ *   no backoff; 1 s is the smallest backoff edgeq's config takes, so an expired receive is redelivered
+ *   1 s after its timeout rather than after edgeq's growing 10 s .. 1 h backoff.
+ */
+const SQS_CREATED_CONFIG = { max_attempts: MAX_ATTEMPTS_LIMIT, backoff_base_s: 1, backoff_cap_s: 1 };
+
+/** Most queue URLs in one ListQueues page, as SQS. */
+const MAX_LIST_RESULTS = 1000;
+
+const Attributes = z.record(z.string(), z.string());
+const CreateQueueInput = z.object({ QueueName: z.string(), Attributes: Attributes.optional() }).loose();
+const GetQueueUrlInput = z.object({ QueueName: z.string() }).loose();
+const QueueUrlInput = z.object({ QueueUrl: z.string() });
+const ListQueuesInput = z.object({
+  QueueNamePrefix: z.string().optional(),
+  MaxResults: intIn(1, MAX_LIST_RESULTS).optional(),
+  NextToken: z.string().optional(),
+});
+const GetAttributesInput = z.object({ QueueUrl: z.string(), AttributeNames: z.array(z.string()).optional() });
+const SetAttributesInput = z.object({ QueueUrl: z.string(), Attributes });
+
+/**
+ * CreateQueue: writes the queue's config (SQS_CREATED_CONFIG under the attributes given). Creating a
+ * queue that exists — created before, or used natively — answers its URL when the attributes given match
+ * what it has, and QueueNameExists when they differ, as SQS. A name ending in `.fifo` must say
+ * FifoQueue=true and vice versa.
+ */
+export async function createQueue(input: unknown, ctx: SqsContext) {
+  const request = parseInput(CreateQueueInput, input);
+  const name = checkQueueName(request.QueueName);
+  const attributes = request.Attributes ?? {};
+  if (isFifo(name) && attributes.FifoQueue !== "true") {
+    throw new SqsError(
+      "InvalidParameterValue",
+      "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length (a .fifo name needs FifoQueue=true)",
+    );
+  }
+  const patch = parseQueueAttributes(name, attributes);
+  const existing = await findSqsQueue(ctx.db, name);
+  if (existing) {
+    if (!sameAttributes(existing, patch)) {
+      throw new SqsError(
+        "QueueNameExists",
+        `A queue already exists with the same name and a different value for attribute(s) given: ${name}`,
+      );
+    }
+  } else {
+    await saveSqsQueue(ctx.db, name, { ...patch, config: { ...SQS_CREATED_CONFIG, ...patch.config } }, ctx.now);
+  }
+  return { QueueUrl: queueUrl(ctx.origin, name) };
+}
+
+/** GetQueueUrl: the URL of a queue that exists, else QueueDoesNotExist. */
+export async function getQueueUrl(input: unknown, ctx: SqsContext) {
+  const name = checkQueueName(parseInput(GetQueueUrlInput, input).QueueName);
+  if (!(await findSqsQueue(ctx.db, name))) {
+    throw new SqsError("QueueDoesNotExist", `The specified queue does not exist: ${name}`);
+  }
+  return { QueueUrl: queueUrl(ctx.origin, name) };
+}
+
+/** ListQueues: every queue that exists, by name, paged with MaxResults / NextToken (the last name seen). */
+export async function listQueues(input: unknown, ctx: SqsContext) {
+  const request = parseInput(ListQueuesInput, input);
+  let names = await listSqsQueueNames(ctx.db, request.QueueNamePrefix);
+  if (request.NextToken !== undefined) {
+    let after: string;
+    try {
+      after = atob(request.NextToken);
+    } catch {
+      throw new SqsError("InvalidParameterValue", "Value for parameter NextToken is invalid.");
+    }
+    names = names.filter((n) => n > after);
+  }
+  const limit = request.MaxResults ?? MAX_LIST_RESULTS;
+  const page = names.slice(0, limit);
+  const more = request.MaxResults !== undefined && names.length > limit;
+  return {
+    QueueUrls: page.map((n) => queueUrl(ctx.origin, n)),
+    ...(more ? { NextToken: btoa(page.at(-1)!) } : {}),
+  };
+}
+
+/** DeleteQueue: config gone, live tasks cancelled, finished tasks deleted (src/sqs/queue-registry.ts). */
+export async function deleteQueue(input: unknown, ctx: SqsContext) {
+  const queue = await requireQueue(ctx, parseInput(QueueUrlInput, input).QueueUrl);
+  await deleteSqsQueue(ctx.db, queue.name, ctx.now);
+  return {};
+}
+
+/**
+ * PurgeQueue -> cancelQueueTasks: pending messages are cancelled at once, in-flight ones by cancel request
+ * (their holder's DeleteMessage still succeeds; a ChangeMessageVisibility ends them). The tasks stay
+ * inspectable as `cancelled` until retention prunes them.
+ */
+export async function purgeQueue(input: unknown, ctx: SqsContext) {
+  const queue = await requireQueue(ctx, parseInput(QueueUrlInput, input).QueueUrl);
+  await cancelQueueTasks(ctx.db, queue.name, {}, ctx.now);
+  return {};
+}
+
+/** GetQueueAttributes (see src/sqs/queue-attributes.ts); no AttributeNames answers none, as SQS. */
+export async function getQueueAttributes(input: unknown, ctx: SqsContext) {
+  const request = parseInput(GetAttributesInput, input);
+  const queue = await requireQueue(ctx, request.QueueUrl);
+  const wanted = request.AttributeNames ?? [];
+  if (wanted.length === 0) return {};
+  const counts = await countSqsMessages(ctx.db, queue.name, ctx.now);
+  return { Attributes: renderQueueAttributes(queue, counts, ctx.region, wanted) };
+}
+
+/** SetQueueAttributes: the queue's config through the engine's putQueueConfig. */
+export async function setQueueAttributes(input: unknown, ctx: SqsContext) {
+  const request = parseInput(SetAttributesInput, input);
+  const queue = await requireQueue(ctx, request.QueueUrl);
+  await saveSqsQueue(ctx.db, queue.name, parseQueueAttributes(queue.name, request.Attributes), ctx.now);
+  return {};
+}

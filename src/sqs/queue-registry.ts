@@ -1,0 +1,136 @@
+import { eq, sql } from "drizzle-orm";
+import { batchAll, type Db } from "../db/client";
+import { queues } from "../db/schema";
+import { cancelQueueTasks } from "../engine/cancel";
+import { purgeTasks } from "../engine/purge";
+import { getQueueConfig, putQueueConfig, type QueueConfig } from "../engine/queue-config";
+import { defaultRegistry } from "../processors/registry";
+
+/**
+ * Queues as the SQS endpoint sees them. edgeq queues exist by name: a queue *exists* for SQS when it has
+ * a stored config (CreateQueue writes one; so does `PUT /v1/queues/{q}/config`) or live tasks that no
+ * cancel is pending for (a queue used only through the native API). SQS-only settings — DelaySeconds and
+ * ReceiveMessageWaitTimeSeconds, which the native API takes per call instead — are two columns of the
+ * config row.
+ */
+
+/** What the SQS endpoint needs to know about one queue. */
+export interface SqsQueue {
+  name: string;
+  config: QueueConfig;
+  /** Default DelaySeconds of messages sent over SQS. */
+  delayS: number;
+  /** Default WaitTimeSeconds of ReceiveMessage. */
+  receiveWaitS: number;
+  /** When its config was last written (ms), or null for a queue without one. */
+  updatedAt: number | null;
+}
+
+/** The SQS-only settings of a queue with a stored config. */
+interface SqsColumns {
+  sqs_delay_s: number | null;
+  sqs_receive_wait_s: number | null;
+  updated_at: number;
+}
+
+/**
+ * The queue, or null when it does not exist (see the module comment). One read by primary key; a queue
+ * without a config row costs a second read on the live-task index.
+ *
+ * @example
+ * const queue = await findSqsQueue(db, "emails");
+ */
+export async function findSqsQueue(db: Db, name: string): Promise<SqsQueue | null> {
+  const row = await db.get<SqsColumns>(
+    sql`SELECT sqs_delay_s, sqs_receive_wait_s, updated_at FROM queues WHERE name = ${name}`,
+  );
+  if (!row) {
+    const live = await db.get<{ id: string }>(
+      sql`SELECT id FROM tasks WHERE queue = ${name} AND finished_at IS NULL AND cancel_requested = 0 LIMIT 1`,
+    );
+    if (!live) return null;
+  }
+  return {
+    name,
+    config: await getQueueConfig(db, name),
+    delayS: row?.sqs_delay_s ?? 0,
+    receiveWaitS: row?.sqs_receive_wait_s ?? 0,
+    updatedAt: row?.updated_at ?? null,
+  };
+}
+
+/** A change to a queue's settings: edgeq config fields and the two SQS-only ones. */
+export interface SqsQueuePatch {
+  config: Partial<QueueConfig>;
+  delayS?: number;
+  receiveWaitS?: number;
+}
+
+/**
+ * Writes a queue's config (creating it) and its SQS-only settings. The config goes through the engine's
+ * putQueueConfig (its rules apply); the SQS columns are written after it, on the row it just upserted.
+ *
+ * @example
+ * await saveSqsQueue(db, "emails", { config: { visibility_timeout_s: 60 }, delayS: 5 }, Date.now());
+ */
+export async function saveSqsQueue(db: Db, name: string, patch: SqsQueuePatch, now: number): Promise<void> {
+  const processors = defaultRegistry.list().map((p) => p.type);
+  await putQueueConfig(db, name, patch.config, now, processors);
+  if (patch.delayS !== undefined || patch.receiveWaitS !== undefined) {
+    await db.run(sql`UPDATE queues SET
+        sqs_delay_s = coalesce(${patch.delayS ?? null}, sqs_delay_s),
+        sqs_receive_wait_s = coalesce(${patch.receiveWaitS ?? null}, sqs_receive_wait_s)
+      WHERE name = ${name}`);
+  }
+}
+
+/**
+ * DeleteQueue: the queue's config goes, its live tasks are cancelled (pending ones at once, leased ones
+ * by cancel request: their holder's next write ends them) and its finished tasks are deleted, up to
+ * MAX_ROWS_PER_TICK_STATEMENT of them (any more are pruned by retention). Sending to the name afterwards
+ * is QueueDoesNotExist until it is created again.
+ *
+ * @example
+ * await deleteSqsQueue(db, "emails", Date.now());
+ */
+export async function deleteSqsQueue(db: Db, name: string, now: number): Promise<void> {
+  await db.delete(queues).where(eq(queues.name, name));
+  await cancelQueueTasks(db, name, {}, now);
+  await purgeTasks(db, name, { before: now + 1 });
+}
+
+/**
+ * Names of every queue that exists (see the module comment), sorted, optionally by prefix. Reads the
+ * config table and the live-task index only, never finished tasks.
+ *
+ * @example
+ * const names = await listSqsQueueNames(db, "prod-");
+ */
+export async function listSqsQueueNames(db: Db, prefix: string | undefined): Promise<string[]> {
+  const [configured = [], live = []] = await batchAll<{ name: string }>(db, [
+    sql`SELECT name FROM queues`,
+    sql`SELECT DISTINCT queue AS name FROM tasks WHERE finished_at IS NULL AND cancel_requested = 0`,
+  ]);
+  const names = new Set([...configured, ...live].map((r) => r.name));
+  return [...names].filter((n) => prefix === undefined || n.startsWith(prefix)).sort();
+}
+
+/** Message counts of a queue, as GetQueueAttributes reports them. */
+export interface SqsQueueCounts {
+  /** Pending and due: ApproximateNumberOfMessages. */
+  visible: number;
+  /** Leased: ApproximateNumberOfMessagesNotVisible. */
+  inFlight: number;
+  /** Pending, not yet due: ApproximateNumberOfMessagesDelayed. */
+  delayed: number;
+}
+
+/** Counts of the queue's live tasks (the live index only). */
+export async function countSqsMessages(db: Db, name: string, now: number): Promise<SqsQueueCounts> {
+  const row = await db.get<{ visible: number | null; in_flight: number | null; delayed: number | null }>(sql`SELECT
+      sum(state = 'pending' AND run_at <= ${now}) AS visible,
+      sum(state = 'processing') AS in_flight,
+      sum(state = 'pending' AND run_at > ${now}) AS delayed
+    FROM tasks WHERE queue = ${name} AND finished_at IS NULL`);
+  return { visible: row?.visible ?? 0, inFlight: row?.in_flight ?? 0, delayed: row?.delayed ?? 0 };
+}

@@ -1,0 +1,17 @@
+import { SqsError } from "./errors";
+import type { SqsContext } from "./context";
+import { findSqsQueue, type SqsQueue } from "./queue-registry";
+import { queueFromUrl } from "./queue-url";
+
+/**
+ * The queue a QueueUrl names, or QueueDoesNotExist — what every operation on a queue starts with.
+ *
+ * @example
+ * const queue = await requireQueue(ctx, input.QueueUrl);
+ */
+export async function requireQueue(ctx: SqsContext, url: unknown): Promise<SqsQueue> {
+  const name = queueFromUrl(url);
+  const queue = await findSqsQueue(ctx.db, name);
+  if (!queue) throw new SqsError("QueueDoesNotExist", `The specified queue does not exist: ${name}`);
+  return queue;
+}

@@ -1,0 +1,104 @@
+import { sql } from "drizzle-orm";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { runTick } from "../../src/cron/tick";
+import { cancelTask } from "../../src/engine/cancel";
+import { completeTasks } from "../../src/engine/complete";
+import { foldOldCounters, minuteOf, sumCounters } from "../../src/engine/counters";
+import { enqueueTasks } from "../../src/engine/enqueue";
+import { failTasks } from "../../src/engine/fail";
+import { bucketIndex } from "../../src/engine/histogram-buckets";
+import { leaseTasks } from "../../src/engine/lease";
+import { COUNTER_MINUTES_KEPT_S } from "../../src/engine/limits";
+import { putQueueConfig } from "../../src/engine/queue-config";
+import { reapExpiredLeases } from "../../src/engine/reap";
+import { db, PROCESSORS, T0, uniqueQueue } from "../helpers";
+
+/** The one (queue, type) row of sums, all time. */
+async function sums(queue: string, type = "default") {
+  const rows = await sumCounters(db(), { queue });
+  return rows.find((r) => r.type === type);
+}
+
+describe("task counters", () => {
+  it("count each transition once, per queue and type, with wait and run times", async () => {
+    const queue = uniqueQueue();
+    await enqueueTasks(db(), queue, [{ type: "a" }, { type: "a" }, { type: "a" }, { type: "b" }], T0);
+    // A repeated id creates nothing and counts nothing.
+    const [first] = (await enqueueTasks(db(), queue, [{ type: "a" }], T0)).tasks;
+    await enqueueTasks(db(), queue, [{ id: first!.id, type: "a" }], T0);
+    // Wait 2 s, then lease all five.
+    const leased = await leaseTasks(db(), { queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, T0 + 2000);
+    expect(leased).toHaveLength(5);
+    const [a1, a2, a3, a4] = leased.filter((t) => t.type === "a");
+    const b = leased.find((t) => t.type === "b")!;
+    // Run 10 s: two complete, one fails permanently (dead), one fails and retries, b is released by a cancel.
+    const t = T0 + 12_000;
+    await completeTasks(
+      db(),
+      [a1!, a2!].map((x) => ({ id: x.id, leaseToken: x.leaseToken! })),
+      t,
+    );
+    // Repeating an applied complete changes nothing and counts nothing.
+    await completeTasks(db(), [{ id: a1!.id, leaseToken: a1!.leaseToken! }], t);
+    await failTasks(db(), [{ id: a3!.id, leaseToken: a3!.leaseToken!, message: "bad", retryable: false }], t);
+    await failTasks(db(), [{ id: a4!.id, leaseToken: a4!.leaseToken!, message: "flaky" }], t);
+    await cancelTask(db(), b.id, t); // processing: cancel requested, not yet cancelled
+    await completeTasks(db(), [{ id: b.id, leaseToken: b.leaseToken! }], t); // ends cancelled
+
+    const a = await sums(queue, "a");
+    expect(a).toMatchObject({ enqueued: 4, leased: 4, completed: 2, failed: 2, dead: 1, cancelled: 0 });
+    expect(await sums(queue, "b")).toMatchObject({ enqueued: 1, leased: 1, completed: 0, cancelled: 1 });
+    // Four first leases of type a, each waited 2 s; three ended (2 completed, 1 dead) after 10 s.
+    expect(a).toMatchObject({ wait_count: 4, wait_sum_ms: 8000, run_count: 3, run_sum_ms: 30_000 });
+    expect(a![`wait_b${bucketIndex(2000)}`]).toBe(4);
+    expect(a![`run_b${bucketIndex(10_000)}`]).toBe(3);
+
+    // The retried task's second lease is not a first lease: no second wait observation.
+    await leaseTasks(db(), { queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, t + 3_600_000);
+    expect(await sums(queue, "a")).toMatchObject({ leased: 5, wait_count: 4 });
+  });
+
+  it("count an expired lease the reaper ends as a failed attempt, and dead when attempts are exhausted", async () => {
+    const queue = uniqueQueue();
+    await putQueueConfig(db(), queue, { max_attempts: 1 }, T0, PROCESSORS);
+    await enqueueTasks(db(), queue, [{}], T0);
+    await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 1, holder: "w" }, T0);
+    const { reaped } = await reapExpiredLeases(db(), T0 + 5000);
+    expect(reaped.filter((r) => r.queue === queue)).toEqual([expect.objectContaining({ state: "dead" })]);
+    expect(await sums(queue)).toMatchObject({ leased: 1, failed: 1, dead: 1, run_count: 1, run_sum_ms: 5000 });
+  });
+
+  it("fold minutes past COUNTER_MINUTES_KEPT_S into the totals row without changing any total", async () => {
+    const queue = uniqueQueue();
+    // A month before T0: a fold here reaches only rows this test wrote (the tests share one D1).
+    const base = T0 - 30 * 86_400_000;
+    for (let m = 0; m < 3; m++) await enqueueTasks(db(), queue, [{}, {}], base + m * 60_000);
+    const before = await sums(queue);
+    expect(before).toMatchObject({ enqueued: 6 });
+    const later = base + COUNTER_MINUTES_KEPT_S * 1000 + 10 * 60_000;
+    while ((await foldOldCounters(db(), later)).folded > 0);
+    const rows = await db().all<{ minute: number; enqueued: number }>(
+      sql`SELECT minute, enqueued FROM task_counters WHERE queue = ${queue}`,
+    );
+    expect(rows).toEqual([{ minute: 0, enqueued: 6 }]);
+    expect(await sums(queue)).toEqual(before);
+    // Recent minutes are kept as they are.
+    await enqueueTasks(db(), queue, [{}], later);
+    await foldOldCounters(db(), later);
+    const recent = await sumCounters(db(), { queue, since: later });
+    expect(recent).toEqual([expect.objectContaining({ enqueued: 1 })]);
+    expect(minuteOf(later)).toBeGreaterThan(0);
+  });
+
+  it("are folded by the cron tick", async () => {
+    const queue = uniqueQueue();
+    // Two months before T0, apart from every other test's rows (the tests share one D1).
+    const base = T0 - 60 * 86_400_000;
+    await enqueueTasks(db(), queue, [{}], base);
+    const result = await runTick(env, base + COUNTER_MINUTES_KEPT_S * 1000 + 120_000);
+    expect(result.folded).toBeGreaterThanOrEqual(1);
+    const rows = await db().all(sql`SELECT minute, enqueued FROM task_counters WHERE queue = ${queue}`);
+    expect(rows).toEqual([{ minute: 0, enqueued: 1 }]);
+  });
+});

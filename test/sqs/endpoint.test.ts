@@ -1,0 +1,121 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../../src/engine/limits";
+import { buildApp } from "../../src/http/app";
+import { signRequest } from "../../src/sqs/sigv4";
+import { row, uniqueQueue } from "../helpers";
+
+const ORIGIN = "http://edgeq.test";
+
+/** 20150830T123600Z from a time. */
+function amzDate(ms: number): string {
+  return new Date(ms)
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d{3}/, "");
+}
+
+/** An SQS JSON-protocol request signed with SigV4 (the algorithm test/sqs/sigv4.test.ts checks against AWS). */
+async function sqsRequest(
+  operation: string,
+  input: unknown,
+  key = { id: SQS_DEV_ACCESS_KEY_ID, secret: SQS_DEV_SECRET_ACCESS_KEY },
+): Promise<Request> {
+  const date = amzDate(Date.now());
+  const body = new TextEncoder().encode(JSON.stringify(input));
+  const headers = new Headers({
+    Host: "edgeq.test",
+    "X-Amz-Date": date,
+    "X-Amz-Target": `AmazonSQS.${operation}`,
+    "Content-Type": "application/x-amz-json-1.0",
+  });
+  const scope = {
+    scopeDate: date.slice(0, 8),
+    region: "eu-west-1",
+    service: "sqs",
+    signedHeaders: ["content-type", "host", "x-amz-date", "x-amz-target"],
+  };
+  const signature = await signRequest({ method: "POST", path: "/", query: "", headers, body }, scope, date, key.secret);
+  headers.set(
+    "Authorization",
+    `AWS4-HMAC-SHA256 Credential=${key.id}/${scope.scopeDate}/eu-west-1/sqs/aws4_request, SignedHeaders=${scope.signedHeaders.join(";")}, Signature=${signature}`,
+  );
+  return new Request(`${ORIGIN}/`, { method: "POST", headers, body });
+}
+
+async function call(request: Request, overrides: Record<string, string | undefined> = {}) {
+  const ctx = createExecutionContext();
+  const res = await buildApp().fetch(request, { ...env, ...overrides }, ctx);
+  await waitOnExecutionContext(ctx);
+  return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe("SQS endpoint: deployment settings", () => {
+  it("refuses to serve in production without SQS_CREDENTIALS (503), even to the development pair", async () => {
+    const res = await call(await sqsRequest("ListQueues", {}), {
+      ENVIRONMENT: "production",
+      SQS_CREDENTIALS: undefined,
+    });
+    expect(res.status).toBe(503);
+    expect(res.body.__type).toBe("com.amazonaws.sqs#ServiceUnavailable");
+    expect(res.headers.get("x-amzn-query-error")).toBe("ServiceUnavailable;Receiver");
+  });
+
+  it("with SQS_CREDENTIALS, accepts each listed pair and no longer the development pair", async () => {
+    const configured = { ENVIRONMENT: "production", SQS_CREDENTIALS: "AKIDONE:secret-one, AKIDTWO:secret-two" };
+    for (const key of [
+      { id: "AKIDONE", secret: "secret-one" },
+      { id: "AKIDTWO", secret: "secret-two" },
+    ]) {
+      expect((await call(await sqsRequest("ListQueues", {}, key), configured)).status).toBe(200);
+    }
+    const dev = await call(await sqsRequest("ListQueues", {}), configured);
+    expect([dev.status, dev.body.__type]).toEqual([403, "com.amazonaws.sqs#InvalidClientTokenId"]);
+  });
+
+  it("builds ARNs in the region the caller signed for, and queue URLs on the request's host", async () => {
+    const name = uniqueQueue("sqs-arn");
+    const created = await call(await sqsRequest("CreateQueue", { QueueName: name }));
+    expect(created.body.QueueUrl).toBe(`${ORIGIN}/sqs/000000000000/${name}`);
+    const attrs = await call(
+      await sqsRequest("GetQueueAttributes", { QueueUrl: created.body.QueueUrl, AttributeNames: ["QueueArn"] }),
+    );
+    expect(attrs.body).toEqual({ Attributes: { QueueArn: `arn:aws:sqs:eu-west-1:000000000000:${name}` } });
+  });
+});
+
+describe("SQS endpoint: receives are engine leases", () => {
+  it("ChangeMessageVisibility 0 makes the message visible at once and keeps its receive counted (no refund)", async () => {
+    const name = uniqueQueue("sqs-vis0");
+    const { body: created } = await call(await sqsRequest("CreateQueue", { QueueName: name }));
+    const url = created.QueueUrl;
+    const { body: sent } = await call(await sqsRequest("SendMessage", { QueueUrl: url, MessageBody: "m" }));
+    const { body: received } = await call(await sqsRequest("ReceiveMessage", { QueueUrl: url }));
+    const [message] = received.Messages as Array<{ ReceiptHandle: string }>;
+    const changed = await call(
+      await sqsRequest("ChangeMessageVisibility", {
+        QueueUrl: url,
+        ReceiptHandle: message!.ReceiptHandle,
+        VisibilityTimeout: 0,
+      }),
+    );
+    expect(changed.status).toBe(200);
+    const task = await row(sent.MessageId as string);
+    expect([task.state, task.attempts, task.leaseToken]).toEqual(["pending", 1, null]);
+    expect(task.runAt).toBeLessThanOrEqual(Date.now());
+    const { body: again } = await call(
+      await sqsRequest("ReceiveMessage", { QueueUrl: url, AttributeNames: ["ApproximateReceiveCount"] }),
+    );
+    expect((again.Messages as Array<{ Attributes: unknown }>)[0]!.Attributes).toEqual({ ApproximateReceiveCount: "2" });
+  });
+
+  it("an unknown operation and a malformed body are SQS errors, and change nothing", async () => {
+    const unknown = await call(await sqsRequest("TagQueue", { QueueUrl: "x" }));
+    expect([unknown.status, unknown.body.__type]).toEqual([400, "com.amazonaws.sqs#InvalidAction"]);
+    const request = await sqsRequest("SendMessage", { QueueUrl: "q", MessageBody: 5 });
+    const badType = await call(request);
+    expect([badType.status, badType.body.__type]).toEqual([400, "com.amazonaws.sqs#InvalidParameterValue"]);
+    expect(String(badType.body.message)).toMatch(/MessageBody/);
+  });
+});
