@@ -7,25 +7,39 @@
  * const markdown = renderApiReference(await (await fetch(`${url}/openapi.json`)).json());
  */
 
-/** Follows a local `$ref` ("#/components/schemas/Task") to its schema. */
+/** @typedef {Record<string, any>} Json An OpenAPI document or a part of it, as parsed JSON. */
+
+/**
+ * Follows a local `$ref` ("#/components/schemas/Task") to its schema.
+ * @param {Json} doc
+ * @param {Json | undefined} schema
+ * @returns {Json}
+ */
 function resolve(doc, schema) {
   if (!schema || typeof schema !== "object" || !schema.$ref) return schema ?? {};
   const path = schema.$ref.replace(/^#\//, "").split("/");
   return resolve(
     doc,
-    path.reduce((node, key) => node?.[key], doc),
+    path.reduce((/** @type {Json | undefined} */ node, /** @type {string} */ key) => node?.[key], doc),
   );
 }
 
-/** A schema's type in a few words: `integer 1-100`, `string`, `Task[]`, `"pull" | "push"`. */
+/**
+ * A schema's type in a few words: `integer 1–100`, `string`, `Task[]`, `"pull" | "push"`.
+ * @param {Json} doc
+ * @param {Json | undefined} schema
+ * @returns {string}
+ */
 function typeOf(doc, schema) {
   if (schema?.$ref) return schema.$ref.split("/").pop();
   const s = schema ?? {};
-  if (s.enum) return s.enum.map((v) => JSON.stringify(v)).join(" \\| ");
+  if (s.enum) return s.enum.map((/** @type {unknown} */ v) => JSON.stringify(v)).join(" \\| ");
   if (s.const !== undefined) return JSON.stringify(s.const);
   const variants = s.anyOf ?? s.oneOf;
-  if (variants) return variants.map((v) => typeOf(doc, v)).join(" \\| ");
-  let type = Array.isArray(s.type) ? s.type.filter((t) => t !== "null").join(" \\| ") : (s.type ?? "any");
+  if (variants) return variants.map((/** @type {Json} */ v) => typeOf(doc, v)).join(" \\| ");
+  let type = Array.isArray(s.type)
+    ? s.type.filter((/** @type {string} */ t) => t !== "null").join(" \\| ")
+    : (s.type ?? "any");
   if (type === "array") type = `${typeOf(doc, s.items)}[]`;
   const min = s.minimum ?? s.minLength ?? s.minItems;
   const max = s.maximum ?? s.maxLength ?? s.maxItems;
@@ -36,7 +50,12 @@ function typeOf(doc, schema) {
   return type;
 }
 
-/** One table row per property of an object schema (merging the object arms of a union). */
+/**
+ * One table row per property of an object schema (merging the object arms of a union).
+ * @param {Json} doc
+ * @param {Json} schema
+ * @returns {string[]}
+ */
 function fieldRows(doc, schema) {
   const s = resolve(doc, schema);
   const arms = [s, ...(s.anyOf ?? []), ...(s.oneOf ?? [])].map((arm) => resolve(doc, arm));
@@ -54,12 +73,17 @@ function fieldRows(doc, schema) {
   return [...rows.values()];
 }
 
+/** @param {string[]} rows */
 function table(rows) {
   if (rows.length === 0) return [];
   return ["| Field | Type | Required | Description |", "| --- | --- | --- | --- |", ...rows, ""];
 }
 
-/** The reference: every operation with its parameters, body fields, success and error statuses. */
+/**
+ * The reference: every operation with its parameters, body fields, success and error statuses.
+ * @param {Json} doc
+ * @returns {string}
+ */
 export function renderApiReference(doc) {
   const out = [];
   for (const [path, item] of Object.entries(doc.paths ?? {})) {
@@ -67,7 +91,7 @@ export function renderApiReference(doc) {
       out.push(`### \`${method.toUpperCase()} ${path}\``, "");
       if (op.summary) out.push(`${op.summary}.`, "");
       if (op.description) out.push(op.description.trim(), "");
-      const params = (op.parameters ?? []).map((p) => {
+      const params = (op.parameters ?? []).map((/** @type {Json} */ p) => {
         const s = resolve(doc, p.schema);
         const description = (p.description ?? s.description ?? "").replace(/\|/g, "\\|");
         return `| \`${p.name}\` (${p.in}) | ${typeOf(doc, p.schema)} | ${p.required ? "yes" : ""} | ${description} |`;
