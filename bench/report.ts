@@ -519,9 +519,20 @@ function notes(r: BenchResults, out: string[]) {
 export function renderReport(r: BenchResults): string {
   const m = r.machine;
   const d = r.durations;
+  const smoke =
+    r.plan.mode === "quick"
+      ? [
+          "> **Smoke run — do not quote these figures.** `--quick` checks that every section runs; its task",
+          "> counts are too small to get past warm-up (its ratios were off by up to 2× against the default run on",
+          "> the same machine). It is written to node_modules/.cache/edgeq-bench/, never over docs/benchmarks.md;",
+          "> the figures to quote come from `npm run bench`.",
+          "",
+        ]
+      : [];
   const out: string[] = [
-    "# edgeq benchmarks",
+    r.plan.mode === "quick" ? "# edgeq benchmarks (smoke run)" : "# edgeq benchmarks",
     "",
+    ...smoke,
     `Written by \`${r.plan.command}\` on ${m.date}; the run took ${((d.total ?? 0) / 60).toFixed(1)} minutes. Every figure in this file comes`,
     "from that one run; run the command again to reproduce it on your machine (it rewrites this file and",
     "`docs/benchmarks-throughput.svg`). Nothing here is a test: `npm test` has no timings.",
