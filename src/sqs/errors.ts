@@ -16,8 +16,6 @@ export const SQS_ERRORS = {
   EmptyBatchRequest: { status: 400, query: "AWS.SimpleQueueService.EmptyBatchRequest" },
   TooManyEntriesInBatchRequest: { status: 400, query: "AWS.SimpleQueueService.TooManyEntriesInBatchRequest" },
   InvalidBatchEntryId: { status: 400, query: "AWS.SimpleQueueService.InvalidBatchEntryId" },
-  BatchRequestTooLong: { status: 400, query: "AWS.SimpleQueueService.BatchRequestTooLong" },
-  UnsupportedOperation: { status: 400, query: "AWS.SimpleQueueService.UnsupportedOperation" },
   InvalidAttributeName: { status: 400, query: "InvalidAttributeName" },
   InvalidAttributeValue: { status: 400, query: "InvalidAttributeValue" },
   InvalidMessageContents: { status: 400, query: "InvalidMessageContents" },
