@@ -5,7 +5,8 @@ import { MAX_BATCH, MAX_VISIBILITY_TIMEOUT_S, MAX_WAIT_S, MIN_VISIBILITY_TIMEOUT
 export const coordinatorLeaseSchema = z.object({
   queue: z.string().min(1),
   max: z.number().int().min(1).max(MAX_BATCH),
-  visibilityTimeoutS: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S),
+  /** null: the queue's configured visibility timeout. */
+  visibilityTimeoutS: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).nullable(),
   holder: z.string().nullable(),
   waitMs: z
     .number()

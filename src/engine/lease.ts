@@ -4,6 +4,7 @@ import type { TaskRow } from "../db/schema";
 import { recordCounters } from "./counters";
 import { EdgeqError } from "./errors";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "./limits";
+import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
 import { rowFromRaw } from "./task-row";
 
@@ -11,7 +12,9 @@ export interface LeaseRequest {
   queue: string;
   /** 1..MAX_BATCH tasks. */
   max: number;
-  visibilityTimeoutS: number;
+  /** The lease length; null: the queue's configured visibility timeout, read inside the lease statement
+   * (one D1 query per lease instead of two: each is a network hop on Cloudflare). */
+  visibilityTimeoutS: number | null;
   /** Who holds the lease (for inspection). */
   holder: string | null;
   /** The lease is provisional: void unless claimed within CLAIM_WINDOW_S (a long poll answered after it
@@ -42,8 +45,13 @@ export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Pr
     // SQLite reads LIMIT -1 as "no limit": never let a bad max through to SQL.
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
-  const expiresAt = now + request.visibilityTimeoutS * 1000;
-  const claimBy = request.provisional ? Math.min(now + CLAIM_WINDOW_S * 1000, expiresAt) : null;
+  const vtMs =
+    request.visibilityTimeoutS !== null
+      ? sql`${request.visibilityTimeoutS * 1000}`
+      : sql`coalesce((SELECT q.visibility_timeout_s FROM queues q WHERE q.name = ${request.queue}),
+          ${DEFAULT_QUEUE_CONFIG.visibility_timeout_s}) * 1000`;
+  const expiresAt = sql`(${now} + ${vtMs})`;
+  const claimBy = request.provisional ? sql`min(${now + CLAIM_WINDOW_S * 1000}, ${expiresAt})` : sql`NULL`;
   const raw = await db.all<Record<string, unknown>>(sql`WITH picked AS (
       SELECT id FROM tasks
       WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { NewTask } from "../../src/engine/enqueue";
 import { cancelTask } from "../../src/engine/cancel";
-import { leaseOrder, nextRunAt } from "../../src/engine/lease";
-import { T0, db, row, uniqueQueue } from "../helpers";
+import { leaseOrder, leaseTasks, nextRunAt } from "../../src/engine/lease";
+import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
+import { PROCESSORS, T0, db, row, uniqueQueue } from "../helpers";
 import { VT_MS, enqueueMany, enqueueOne, lease } from "./fixtures";
 
 /**
@@ -152,5 +153,19 @@ describe("lease selection", () => {
         updatedAt: T0 + 7,
       });
     }
+  });
+});
+
+describe("lease length", () => {
+  it("without a visibility timeout, the lease statement uses the queue's configured one, else the default", async () => {
+    const configured = uniqueQueue();
+    const unconfigured = uniqueQueue();
+    await putQueueConfig(db(), configured, { visibility_timeout_s: 120 }, T0, PROCESSORS);
+    await enqueueMany(configured, [{}]);
+    await enqueueMany(unconfigured, [{}]);
+    const [a] = await leaseTasks(db(), { queue: configured, max: 1, visibilityTimeoutS: null, holder: null }, T0);
+    const [b] = await leaseTasks(db(), { queue: unconfigured, max: 1, visibilityTimeoutS: null, holder: null }, T0);
+    expect(a!.leaseExpiresAt).toBe(T0 + 120_000);
+    expect(b!.leaseExpiresAt).toBe(T0 + DEFAULT_QUEUE_CONFIG.visibility_timeout_s * 1000);
   });
 });

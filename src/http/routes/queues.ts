@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { longPollLease } from "../../coordinator/long-poll";
-import { wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
+import { publishEvents, wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import { cancelQueueTasks } from "../../engine/cancel";
 import { completeTasks } from "../../engine/complete";
 import { enqueueTasks, type NewTask } from "../../engine/enqueue";
@@ -182,7 +182,10 @@ const enqueueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: enqueueValidationHo
       input.map((t) => toNewTask(t, c.var.now)),
       c.var.now,
     );
-    if (result.earliestRunAt != null) c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, result.earliestRunAt));
+    if (result.earliestRunAt != null) {
+      const events = result.tasks.filter((t) => !t.deduplicated).map((t) => ({ kind: "enqueued" as const, id: t.id }));
+      c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, result.earliestRunAt, events));
+    }
     return c.json({ tasks: result.tasks }, 201);
   },
 );
@@ -199,13 +202,23 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(leaseRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
-    const visibilityTimeoutS =
-      body.visibility_timeout_s ?? (await getQueueConfig(c.var.db, queue)).visibility_timeout_s;
+    // No visibility timeout given: the lease statement reads the queue's (no extra D1 query).
+    const visibilityTimeoutS = body.visibility_timeout_s ?? null;
     const request = { queue, max: body.max, visibilityTimeoutS, holder: body.holder ?? null };
     const waitMs = Math.round(body.wait_s * 1000);
     // No wait: lease directly. A wait goes through the queue's coordinator, which holds the request.
     if (waitMs === 0) {
-      return c.json({ tasks: (await leaseTasks(c.var.db, request, c.var.now)).map(toLeasedTaskView) }, 200);
+      const leased = await leaseTasks(c.var.db, request, c.var.now);
+      if (leased.length > 0) {
+        c.executionCtx.waitUntil(
+          publishEvents(
+            c.env,
+            queue,
+            leased.map((t) => ({ kind: "leased", id: t.id })),
+          ),
+        );
+      }
+      return c.json({ tasks: leased.map(toLeasedTaskView) }, 200);
     }
     const leased = await longPollLease(c.env, request, waitMs, c.req.raw.signal, c.executionCtx, () => Date.now());
     return c.json({ tasks: leased.map(toLeasedTaskView) }, 200);
@@ -247,7 +260,12 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
         : [],
     ]);
     const outcomes = [...completed, ...failed, ...released];
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, outcomes));
+    const kinds = [
+      ...completed.map(() => "complete" as const),
+      ...failed.map(() => "fail" as const),
+      ...released.map(() => "release" as const),
+    ];
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, outcomes, kinds));
     const results = outcomes.map((o) =>
       o.ok
         ? { id: o.id, ok: true, state: o.state, children: o.children.map((child) => child.id), repeated: o.repeated }
