@@ -6,7 +6,6 @@ import type { AltService } from "./section-alternatives";
 import type { BurnRow, CostRow } from "./section-engine";
 import type { GrowthRow } from "./section-growth";
 import type { HttpSection } from "./section-http";
-import { sqsReportSection, type SqsSection } from "./section-sqs";
 import { fmt, fmtSpread, spread, type Spread } from "./stats";
 
 export interface Plan {
@@ -45,7 +44,6 @@ export interface BenchResults {
   http?: Outcome<HttpSection>;
   alternatives?: Outcome<AltService[]>;
   growth?: Outcome<GrowthRow[]>;
-  sqs?: Outcome<SqsSection>;
 }
 
 /** D1's published prices (Workers Paid, beyond the included amounts). */
@@ -498,7 +496,6 @@ function notes(r: BenchResults, out: string[]) {
       ["3. HTTP", r.http],
       ["4. alternatives", r.alternatives],
       ["5. growth", r.growth],
-      ["6. SQS endpoint", r.sqs],
     ] as Array<[string, Outcome<unknown> | undefined]>
   ).filter(([, o]) => !o || o.skipped);
   out.push("## Left out, and what these figures are not", "");
@@ -585,7 +582,6 @@ export function renderReport(r: BenchResults): string {
   httpSection(r, out);
   altSection(r, out);
   growthSection(r, out);
-  sqsReportSection(r.sqs, out);
   notes(r, out);
   return out.join("\n").replace(/\n{3,}/g, "\n\n");
 }

@@ -64,6 +64,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   list: () => import("./commands/list").then((m) => m.list),
   show: () => import("./commands/show").then((m) => m.show),
   status: () => import("./commands/status").then((m) => m.status),
+  health: () => import("./commands/health").then((m) => m.health),
   watch: () => import("./commands/watch").then((m) => m.watch),
   cancel: () => import("./commands/cancel").then((m) => m.cancel),
   retry: () => import("./commands/retry").then((m) => m.retry),

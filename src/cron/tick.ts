@@ -1,6 +1,8 @@
 import { openDb } from "../db/client";
 import { wakeCoordinator } from "../coordinator/wake";
 import { foldOldCounters } from "../engine/counters";
+import { evaluateHealth } from "../health/check-health";
+import { deliverAlerts } from "../health/deliver-alerts";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../engine/limits";
 import { pruneByRetention } from "../engine/purge";
 import { queuesWithDueWork } from "../engine/read";
@@ -13,6 +15,9 @@ export interface TickResult {
   pruned: number;
   /** Per-minute counter rows folded into their totals (src/engine/counters.ts). */
   folded: number;
+  /** Queues not ok after this tick's health evaluation, and alerts delivered / failed. */
+  unhealthy: string[];
+  alerts: { delivered: number; failed: number };
   woken: string[];
 }
 
@@ -21,7 +26,8 @@ const MAX_REAP_ROUNDS = 4;
 
 /**
  * The cron tick (every minute): reaps expired leases, prunes finished tasks past retention, folds
- * old per-minute counters into their totals (src/engine/counters.ts), and wakes
+ * old per-minute counters into their totals (src/engine/counters.ts), evaluates every queue's health and
+ * delivers the alerts owed (src/health/), and wakes
  * the coordinator of every queue with due work — a safety net for a lost alarm or notification.
  *
  * Idempotent and safe when two ticks overlap: every step is a guarded statement (a task is reaped once,
@@ -58,5 +64,18 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
       failed.map((f) => String(f.reason)),
     );
   }
-  return { reaped, dead, pruned, folded, woken };
+  // Health last: it reads the states this tick made true. An alert receiver that is down costs the tick at
+  // most ALERT_TIMEOUT_S (deliveries run side by side) and is retried by later ticks.
+  const health = await evaluateHealth(db, now);
+  const alerts = await deliverAlerts(db, env.WEBHOOK_SECRET, now);
+  const unhealthy = health.filter((h) => h.status !== "ok").map((h) => h.queue);
+  return {
+    reaped,
+    dead,
+    pruned,
+    folded,
+    unhealthy,
+    alerts: { delivered: alerts.delivered.length, failed: alerts.failed.length },
+    woken,
+  };
 }

@@ -189,5 +189,38 @@ export const taskCounters = sqliteTable(
   (t) => [primaryKey({ columns: [t.queue, t.type, t.minute] })],
 );
 
+/**
+ * Health per queue (src/health/): its thresholds and alert URL (the row `*` holds the defaults for every
+ * queue), and the status last evaluated with the alert that announces a change. A queue has a row only once
+ * it is configured or leaves `ok`, and an evaluation writes only when a status changes — evaluating is
+ * almost free on D1's bill.
+ */
+export const queueHealth = sqliteTable("queue_health", {
+  /** A queue name, or `*` for the defaults. */
+  queue: text("queue").primaryKey(),
+  /** JSON object of threshold overrides (src/health/thresholds.ts); null for none. */
+  thresholds: text("thresholds"),
+  /** Where status changes are POSTed (signed like the http processor's webhooks); null for none here. */
+  alertUrl: text("alert_url"),
+  /** ok | warn | critical, as last evaluated. */
+  status: text("status").notNull().default("ok"),
+  /** When the queue entered `status`. */
+  statusSince: integer("status_since"),
+  /** JSON array of the reasons for `status` at the last change. */
+  reasons: text("reasons").notNull().default("[]"),
+  /** The alert to deliver (JSON, with its id), null when none is owed. A newer change replaces it. */
+  alertPending: text("alert_pending"),
+  /** Delivery attempts of the pending alert so far. */
+  alertAttempts: integer("alert_attempts").notNull().default(0),
+  /** The pending alert is not tried before this time (backoff; a claim while one delivery is in flight). */
+  alertNextAt: integer("alert_next_at"),
+  /** The last alert delivered: when, and the status it announced. */
+  lastAlertAt: integer("last_alert_at"),
+  lastAlertStatus: text("last_alert_status"),
+  /** Why the last delivery attempt failed (null after a success). */
+  lastAlertError: text("last_alert_error"),
+  updatedAt: integer("updated_at").notNull(),
+});
+
 export type TaskRow = typeof tasks.$inferSelect;
 export type QueueRow = typeof queues.$inferSelect;

@@ -168,3 +168,36 @@ export function outcomeEvents(task: EndedTask, now: number, attempt: boolean): C
       return [];
   }
 }
+
+/** A queue's recent counts, from the per-minute counters: what health's rate checks read. */
+export interface RecentCounts {
+  queue: string;
+  failed_5m: number;
+  outcomes_5m: number;
+  failed_15m: number;
+  outcomes_15m: number;
+  dead_1h: number;
+}
+
+/**
+ * Failures and outcomes (completions + failed attempts) over the last 5 and 15 minutes and dead tasks over
+ * the last hour, per queue, from the counters (whole minutes: a window starts at the minute `now - window`
+ * falls in). Reads at most an hour of counter rows, never tasks.
+ *
+ * @example
+ * const recent = await recentCounts(db, Date.now(), "emails");
+ */
+export async function recentCounts(db: Db, now: number, queue?: string): Promise<RecentCounts[]> {
+  const m5 = minuteOf(now - 5 * MINUTE_MS);
+  const m15 = minuteOf(now - 15 * MINUTE_MS);
+  const m60 = minuteOf(now - 60 * MINUTE_MS);
+  const only = queue === undefined ? sql`` : sql` AND queue = ${queue}`;
+  return db.all<RecentCounts>(sql`SELECT queue,
+      coalesce(sum(CASE WHEN minute >= ${m5} THEN failed END), 0) AS failed_5m,
+      coalesce(sum(CASE WHEN minute >= ${m5} THEN failed + completed END), 0) AS outcomes_5m,
+      coalesce(sum(CASE WHEN minute >= ${m15} THEN failed END), 0) AS failed_15m,
+      coalesce(sum(CASE WHEN minute >= ${m15} THEN failed + completed END), 0) AS outcomes_15m,
+      coalesce(sum(dead), 0) AS dead_1h
+    FROM task_counters WHERE minute >= ${m60} AND minute <= ${now}${only}
+    GROUP BY queue ORDER BY queue`);
+}

@@ -10,12 +10,12 @@ import { requireBearer } from "./auth";
 import { OPENAPI_INFO, renderDocsPage } from "./docs";
 import { onError } from "./error-handler";
 import { notFound } from "./method-not-allowed";
+import { healthRoutes, readinessRoutes } from "./routes/health";
 import { metricsRoutes } from "./routes/metrics";
 import { queueRoutes } from "./routes/queues";
 import { artifactRoutes } from "./routes/artifacts";
 import { processorRoutes } from "./routes/processors";
 import { taskRoutes } from "./routes/tasks";
-import { eventStreamRoutes, ticketRoutes } from "./routes/events";
 import { requireUtf8Json } from "./utf8-body";
 import { validationHook } from "./validation";
 import { sqsRoutes } from "../sqs/endpoint";
@@ -44,8 +44,7 @@ export function buildApp() {
   // The SQS-compatible endpoint (src/sqs/): SigV4-signed, outside /v1 and its bearer token.
   app.route("/", sqsRoutes);
 
-  // Event streams authorise by ticket themselves (a browser's WebSocket cannot send Authorization).
-  app.route("/", eventStreamRoutes);
+  app.route("/", readinessRoutes);
 
   app.use("/v1/*", requireBearer);
   const jsonBodyLimit = bodyLimit({
@@ -70,10 +69,10 @@ export function buildApp() {
   const api = app
     .route("/", queueRoutes)
     .route("/", taskRoutes)
-    .route("/", ticketRoutes)
     .route("/", artifactRoutes)
     .route("/", processorRoutes)
-    .route("/", metricsRoutes);
+    .route("/", metricsRoutes)
+    .route("/", healthRoutes);
   api.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
   api.doc31("/openapi.json", OPENAPI_INFO);
   api.get("/docs", (c) => c.html(renderDocsPage(api)));

@@ -3,6 +3,8 @@ import { COUNTERS } from "../db/schema";
 import { sumCounters } from "../engine/counters";
 import { bucketColumn, HISTOGRAM_BOUNDS_S } from "../engine/histogram-buckets";
 import { liveFigures } from "../engine/live-figures";
+import { HEALTH_STATUSES } from "../health/evaluate";
+import { DEFAULTS_KEY, readHealthRows } from "../health/health-store";
 import { Exposition } from "./exposition";
 
 const COUNTER_HELP: Record<(typeof COUNTERS)[number], string> = {
@@ -24,7 +26,7 @@ const COUNTER_HELP: Record<(typeof COUNTERS)[number], string> = {
  * const text = await renderMetrics(db, Date.now());
  */
 export async function renderMetrics(db: Db, now: number, extra?: (out: Exposition) => void): Promise<string> {
-  const [live, sums] = await Promise.all([liveFigures(db, now), sumCounters(db)]);
+  const [live, sums, health] = await Promise.all([liveFigures(db, now), sumCounters(db), readHealthRows(db)]);
   const out = new Exposition();
 
   const tasks = out.family("edgeq_tasks", "gauge", "Live tasks by state (pending, processing).");
@@ -74,6 +76,19 @@ export async function renderMetrics(db: Db, now: number, extra?: (out: Expositio
       );
     }
   }
+  const rows = [...health.values()].filter((r) => r.queue !== DEFAULTS_KEY);
+  const status = out.family(
+    "edgeq_queue_health_status",
+    "gauge",
+    "A queue's health as last evaluated (cron tick or a health request): 0 ok, 1 warn, 2 critical.",
+  );
+  for (const r of rows) status.sample({ queue: r.queue }, HEALTH_STATUSES.indexOf(r.status));
+  const pending = out.family(
+    "edgeq_alert_pending",
+    "gauge",
+    "1 while a queue's last status change is still owed to its alert webhook (being retried).",
+  );
+  for (const r of rows) pending.sample({ queue: r.queue }, r.alert_pending ? 1 : 0);
   extra?.(out);
   return out.render();
 }

@@ -19,6 +19,7 @@ it("docs/cli.md shows each command's --help as the CLI prints it", async () => {
     "show",
     "status",
     "watch",
+    "health",
     "cancel",
     "retry",
     "purge",

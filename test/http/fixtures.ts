@@ -125,6 +125,18 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
     },
     { operation: "get /v1/processors", method: "GET", path: "/v1/processors" },
     { operation: "get /metrics", method: "GET", path: "/metrics" },
+    { operation: "get /v1/queues/{queue}/health", method: "GET", path: `${q}/health` },
+    { operation: "get /v1/health/queues", method: "GET", path: "/v1/health/queues" },
+    { operation: "get /v1/queues/{queue}/health/config", method: "GET", path: `${q}/health/config` },
+    {
+      operation: "put /v1/queues/{queue}/health/config",
+      method: "PUT",
+      path: `${q}/health/config`,
+      body: { thresholds: { due_depth: { warn: 5000 } } },
+    },
+    { operation: "get /v1/health/config", method: "GET", path: "/v1/health/config" },
+    // Sets the defaults' thresholds to what they are: changes nothing any other test sees.
+    { operation: "put /v1/health/config", method: "PUT", path: "/v1/health/config", body: { thresholds: {} } },
   ];
   return { queue, artifactTask: l4!.id, routes };
 }

@@ -57,6 +57,12 @@ const OPERATIONS: Record<string, number> = {
   "put /v1/tasks/{id}/artifacts/{name}": 201,
   "get /v1/processors": 200,
   "get /metrics": 200,
+  "get /v1/queues/{queue}/health": 200,
+  "get /v1/health/queues": 200,
+  "get /v1/queues/{queue}/health/config": 200,
+  "put /v1/queues/{queue}/health/config": 200,
+  "get /v1/health/config": 200,
+  "put /v1/health/config": 200,
 };
 
 /** Operations whose success response or request body is raw bytes rather than JSON. */

@@ -1,0 +1,169 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { recentCounts } from "../engine/counters";
+import { EdgeqError } from "../engine/errors";
+import { liveFigures } from "../engine/live-figures";
+import { healthFigures, judgeHealth, type HealthFigures, type HealthReason, type HealthStatus } from "./evaluate";
+import { DEFAULTS_KEY, readHealthRows, recordTransition, writeHealthConfig, type HealthRow } from "./health-store";
+import {
+  DEFAULT_THRESHOLDS,
+  mergeThresholds,
+  thresholdsProblem,
+  type Thresholds,
+  type ThresholdsPatchInput,
+} from "./thresholds";
+
+/** One queue's health as evaluated now, with its alerting state. */
+export interface QueueHealth {
+  queue: string;
+  status: HealthStatus;
+  /** When the queue entered this status (null: ok since it was first seen). */
+  since: number | null;
+  reasons: HealthReason[];
+  figures: HealthFigures;
+  thresholds: Thresholds;
+  alert: {
+    /** The URL status changes go to (the queue's, else the defaults'), or null. */
+    url: string | null;
+    last_alert_at: number | null;
+    last_alert_status: HealthStatus | null;
+    /** The status of an alert still owed (being retried), or null. */
+    pending_status: HealthStatus | null;
+    attempts: number;
+    next_attempt_at: number | null;
+    last_error: string | null;
+  };
+}
+
+function parseThresholds(json: string | null | undefined): ThresholdsPatchInput | null {
+  return json ? (JSON.parse(json) as ThresholdsPatchInput) : null;
+}
+
+/** The thresholds a queue runs with: its own over the stored defaults over DEFAULT_THRESHOLDS. */
+function effectiveThresholds(rows: Map<string, HealthRow>, queue: string): Thresholds {
+  const defaults = mergeThresholds(DEFAULT_THRESHOLDS, parseThresholds(rows.get(DEFAULTS_KEY)?.thresholds));
+  return queue === DEFAULTS_KEY ? defaults : mergeThresholds(defaults, parseThresholds(rows.get(queue)?.thresholds));
+}
+
+/**
+ * Evaluates the health of one queue, or of every queue (with live tasks, recent counters, a stored config
+ * or a stored status). Reads live tasks through the live index and the last hour of counters, never
+ * finished tasks. A status that changed is recorded (compare and set: exactly once however many evaluations
+ * race) and, when the queue or the defaults have an alert URL, an alert is queued for `deliverAlerts`.
+ * Writes nothing while statuses stay the same.
+ *
+ * @example
+ * const [emails] = await evaluateHealth(db, Date.now(), { queue: "emails" });
+ */
+export async function evaluateHealth(db: Db, now: number, opts: { queue?: string } = {}): Promise<QueueHealth[]> {
+  const [live, recent, rows, configured] = await Promise.all([
+    liveFigures(db, now, opts.queue),
+    recentCounts(db, now, opts.queue),
+    readHealthRows(db, opts.queue === undefined ? undefined : [opts.queue]),
+    opts.queue === undefined ? db.all<{ name: string }>(sql`SELECT name FROM queues`) : Promise.resolve([]),
+  ]);
+  const names =
+    opts.queue !== undefined
+      ? [opts.queue]
+      : [
+          ...new Set([
+            ...live.map((f) => f.queue),
+            ...recent.map((r) => r.queue),
+            ...[...rows.keys()].filter((q) => q !== DEFAULTS_KEY),
+            ...configured.map((c) => c.name),
+          ]),
+        ].sort();
+  const liveBy = new Map(live.map((f) => [f.queue, f]));
+  const recentBy = new Map(recent.map((r) => [r.queue, r]));
+  const defaultsUrl = rows.get(DEFAULTS_KEY)?.alert_url ?? null;
+  const results: QueueHealth[] = [];
+  for (const queue of names) {
+    const thresholds = effectiveThresholds(rows, queue);
+    const figures = healthFigures(liveBy.get(queue), recentBy.get(queue), now, thresholds.failure_rate_min_outcomes);
+    const { status, reasons } = judgeHealth(figures, thresholds);
+    let row = rows.get(queue);
+    const stored: HealthStatus = row?.status ?? "ok";
+    const url = row?.alert_url ?? defaultsUrl;
+    if (status !== stored) {
+      const alert = url
+        ? { id: crypto.randomUUID(), url, queue, status, previous: stored, at: now, reasons, figures }
+        : null;
+      if (await recordTransition(db, queue, stored, status, reasons, alert, now)) {
+        row = (await readHealthRows(db, [queue])).get(queue);
+      }
+    }
+    const pending = row?.alert_pending ? (JSON.parse(row.alert_pending) as { status: HealthStatus }) : null;
+    results.push({
+      queue,
+      status,
+      since: row?.status === status ? (row.status_since ?? null) : null,
+      reasons,
+      figures,
+      thresholds,
+      alert: {
+        url,
+        last_alert_at: row?.last_alert_at ?? null,
+        last_alert_status: row?.last_alert_status ?? null,
+        pending_status: pending?.status ?? null,
+        attempts: row?.alert_attempts ?? 0,
+        next_attempt_at: pending ? (row?.alert_next_at ?? null) : null,
+        last_error: row?.last_alert_error ?? null,
+      },
+    });
+  }
+  return results;
+}
+
+/** A queue's (or the defaults') stored health config: its own thresholds overrides and alert URL. */
+export interface HealthConfig {
+  thresholds: ThresholdsPatchInput;
+  alert_url: string | null;
+}
+
+/**
+ * Reads the stored health config of a queue, or of the defaults (`*`).
+ *
+ * @example
+ * const { alert_url } = await getHealthConfig(db, "*");
+ */
+export async function getHealthConfig(db: Db, queue: string): Promise<HealthConfig> {
+  const row = (await readHealthRows(db, [queue])).get(queue);
+  return { thresholds: parseThresholds(row?.thresholds) ?? {}, alert_url: row?.alert_url ?? null };
+}
+
+/**
+ * Changes a queue's (or the defaults') health config: `thresholds` is merged into the stored overrides
+ * level by level, `alert_url` replaces (null clears). Refused, with nothing stored, when the thresholds the
+ * queue would run with put a warn above its critical.
+ *
+ * @example
+ * await putHealthConfig(db, "emails", { thresholds: { due_depth: { warn: 50 } } }, Date.now());
+ */
+export async function putHealthConfig(
+  db: Db,
+  queue: string,
+  patch: { thresholds?: ThresholdsPatchInput; alert_url?: string | null },
+  now: number,
+): Promise<HealthConfig> {
+  const rows = await readHealthRows(db, queue === DEFAULTS_KEY ? [] : [queue]);
+  const current = parseThresholds(rows.get(queue)?.thresholds) ?? {};
+  const merged: ThresholdsPatchInput = { ...current };
+  for (const [key, value] of Object.entries(patch.thresholds ?? {})) {
+    const before = (current as Record<string, unknown>)[key];
+    (merged as Record<string, unknown>)[key] =
+      typeof value === "object" && value !== null ? { ...(before as object), ...value } : value;
+  }
+  const base =
+    queue === DEFAULTS_KEY
+      ? DEFAULT_THRESHOLDS
+      : mergeThresholds(DEFAULT_THRESHOLDS, parseThresholds(rows.get(DEFAULTS_KEY)?.thresholds));
+  const problem = thresholdsProblem(mergeThresholds(base, merged));
+  if (problem) throw new EdgeqError("invalid_request", problem);
+  await writeHealthConfig(
+    db,
+    queue,
+    { thresholds: patch.thresholds === undefined ? undefined : JSON.stringify(merged), alert_url: patch.alert_url },
+    now,
+  );
+  return getHealthConfig(db, queue);
+}
