@@ -21,6 +21,7 @@ import {
 } from "./section-engine";
 import { runGrowthSection } from "./section-growth";
 import { runHttpSection } from "./section-http";
+import { runSqsSection } from "./section-sqs";
 import { startWorkerdBench } from "./workerd-host";
 
 const quick = process.argv.includes("--quick");
@@ -170,6 +171,12 @@ const growth = await section("5. growth", () =>
 );
 results.growth = growth;
 results.durations.growth = growth.seconds;
+
+const sqs = await section("6. SQS endpoint", () =>
+  runSqsSection(root, { messages: quick ? 500 : 2_000, consumers: 4, reps: quick ? 1 : 3, log }),
+);
+results.sqs = sqs;
+results.durations.sqs = sqs.seconds;
 
 results.durations.total = (performance.now() - started) / 1000;
 results.load.end = loadavg();

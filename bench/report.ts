@@ -6,6 +6,7 @@ import type { AltService } from "./section-alternatives";
 import type { BurnRow, CostRow } from "./section-engine";
 import type { GrowthRow } from "./section-growth";
 import type { HttpSection } from "./section-http";
+import { sqsReportSection, type SqsSection } from "./section-sqs";
 import { fmt, fmtSpread, spread, type Spread } from "./stats";
 
 export interface Plan {
@@ -44,6 +45,7 @@ export interface BenchResults {
   http?: Outcome<HttpSection>;
   alternatives?: Outcome<AltService[]>;
   growth?: Outcome<GrowthRow[]>;
+  sqs?: Outcome<SqsSection>;
 }
 
 /** D1's published prices (Workers Paid, beyond the included amounts). */
@@ -496,6 +498,7 @@ function notes(r: BenchResults, out: string[]) {
       ["3. HTTP", r.http],
       ["4. alternatives", r.alternatives],
       ["5. growth", r.growth],
+      ["6. SQS endpoint", r.sqs],
     ] as Array<[string, Outcome<unknown> | undefined]>
   ).filter(([, o]) => !o || o.skipped);
   out.push("## Left out, and what these figures are not", "");
@@ -582,6 +585,7 @@ export function renderReport(r: BenchResults): string {
   httpSection(r, out);
   altSection(r, out);
   growthSection(r, out);
+  sqsReportSection(r.sqs, out);
   notes(r, out);
   return out.join("\n").replace(/\n{3,}/g, "\n\n");
 }

@@ -7,6 +7,8 @@ import { leaseTasks, nextRunAt } from "../engine/lease";
 import { getQueueConfig } from "../engine/queue-config";
 import { defaultRegistry } from "../processors/registry";
 import { wakeCoordinator } from "./wake";
+import { EventHub } from "../events/event-hub";
+import { coordinatorPublishSchema, type CoordinatorPublish } from "../events/event-types";
 import type { Env } from "../env";
 import {
   coordinatorForgetSchema,
@@ -56,6 +58,8 @@ export class Coordinator extends DurableObject<Env> {
   /** The time every decision here is made at. Tests replace it (`runInDurableObject`) to move the clock:
    * fake timers reach neither D1 nor alarms. */
   now: () => number = () => Date.now();
+  /** The queue's event stream (src/events/): hibernatable WebSockets, seq, resume buffer. */
+  private readonly events = new EventHub(this.ctx, this.env, () => this.now());
 
   /**
    * Leases for a worker, waiting up to `waitMs` for tasks when none is due.
@@ -71,6 +75,7 @@ export class Coordinator extends DurableObject<Env> {
     // Earlier waiters come first: only lease at once when nobody is queued ahead.
     if (this.waiters.length === 0) {
       const leased = await leaseTasks(db, request, this.now());
+      await this.events.publishRows(request.queue, "leased", leased);
       if (leased.length > 0 || request.waitMs === 0) return leased;
     }
     const answer = new Promise<TaskRow[]>((resolve, reject) => {
@@ -107,6 +112,37 @@ export class Coordinator extends DurableObject<Env> {
       return;
     }
     await this.alarmNoLaterThan(runAt);
+  }
+
+  /**
+   * Publishes task events after their D1 write committed (src/events/) and, with `runAt`, wakes the
+   * coordinator the same as `notify` — one Durable Object request for both.
+   */
+  async publish(input: CoordinatorPublish): Promise<void> {
+    const { queue, events, runAt } = coordinatorPublishSchema.parse(input);
+    await this.remember(queue);
+    await this.events.publish(queue, events);
+    if (runAt !== undefined) await this.notify({ queue, runAt });
+  }
+
+  /** WebSocket upgrades for the queue's events, forwarded by src/http/routes/events.ts once authorised. */
+  override async fetch(request: Request): Promise<Response> {
+    const queue = new URL(request.url).searchParams.get("queue");
+    if (request.headers.get("Upgrade") !== "websocket" || !queue) return new Response(null, { status: 426 });
+    await this.remember(queue);
+    return this.events.accept(request, queue);
+  }
+
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
+    this.events.message(ws, message);
+  }
+
+  override webSocketClose(ws: WebSocket, code: number, reason: string): void {
+    try {
+      ws.close(code, reason);
+    } catch {
+      // already closed (the runtime may have answered the close itself)
+    }
   }
 
   /**
@@ -214,6 +250,7 @@ export class Coordinator extends DurableObject<Env> {
         this.drop(waiter);
         waiter.resolve(leased);
       }
+      await this.events.publishRows(waiter.request.queue, "leased", leased);
       if (leased.length === 0) return;
     }
   }

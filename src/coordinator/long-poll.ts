@@ -36,6 +36,6 @@ export async function longPollLease(
     leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
     now(),
   );
-  ctx.waitUntil(wakeAfterAck(env, outcomes));
+  ctx.waitUntil(wakeAfterAck(env, outcomes, "release"));
   return [];
 }

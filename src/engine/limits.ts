@@ -127,6 +127,19 @@ export const SQS_DEV_SECRET_ACCESS_KEY = "edgeq-dev-secret-access-key";
 /** Largest artifact uploaded through the API: 100 MiB, the request body limit of Workers on most plans. */
 export const MAX_ARTIFACT_BYTES = 100 * 1024 * 1024;
 
+/** Task events a queue's coordinator keeps for `?after=SEQ` resumes. A client that reconnects within
+ * seconds misses at most a few hundred events even on a busy queue (~1,000 requests/s per object); at
+ * ~300 bytes each 1,000 events stay near 300 KB of the object's 128 MB. Older gaps get a "resync". */
+export const EVENT_BUFFER_SIZE = 1_000;
+
+/** Lifetime of an events ticket (POST /v1/events/tickets). It only has to live from the POST to the
+ * WebSocket upgrade that follows it; a ticket in a URL may be logged, so a minute makes a leak stale. */
+export const EVENT_TICKET_TTL_S = 60;
+
+/** Counts snapshots go out at most once a second per queue (the issue's bound): each one is a D1 read,
+ * and a dashboard cannot show more often than that usefully. */
+export const EVENT_COUNTS_INTERVAL_MS = 1_000;
+
 /** Longest alert webhook URL: 2,048 characters, what browsers and most proxies accept in a URL; a longer one
  * is almost surely a pasted mistake. */
 export const MAX_ALERT_URL_CHARS = 2048;

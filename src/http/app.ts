@@ -16,6 +16,7 @@ import { queueRoutes } from "./routes/queues";
 import { artifactRoutes } from "./routes/artifacts";
 import { processorRoutes } from "./routes/processors";
 import { taskRoutes } from "./routes/tasks";
+import { eventStreamRoutes, ticketRoutes } from "./routes/events";
 import { requireUtf8Json } from "./utf8-body";
 import { validationHook } from "./validation";
 import { sqsRoutes } from "../sqs/endpoint";
@@ -44,6 +45,9 @@ export function buildApp() {
   // The SQS-compatible endpoint (src/sqs/): SigV4-signed, outside /v1 and its bearer token.
   app.route("/", sqsRoutes);
 
+  // Event streams authorise by ticket themselves (a browser's WebSocket cannot send Authorization).
+  app.route("/", eventStreamRoutes);
+
   app.route("/", readinessRoutes);
 
   app.use("/v1/*", requireBearer);
@@ -69,6 +73,7 @@ export function buildApp() {
   const api = app
     .route("/", queueRoutes)
     .route("/", taskRoutes)
+    .route("/", ticketRoutes)
     .route("/", artifactRoutes)
     .route("/", processorRoutes)
     .route("/", metricsRoutes)

@@ -10,7 +10,7 @@ import { releaseTasks } from "../../engine/release";
 import { toIso } from "../../engine/time";
 import { toTaskView } from "../../engine/task-row";
 import type { AckOutcome } from "../../engine/ack";
-import { wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
+import { publishEvents, wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import type { AppEnv } from "../app-env";
 import { validationHook } from "../validation";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
@@ -125,7 +125,7 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
       c.var.now,
     );
     const result = single(outcome);
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!]));
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!], "complete"));
     return c.json(result, 200);
   })
   .openapi(failRoute, async (c) => {
@@ -145,7 +145,7 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
       c.var.now,
     );
     const result = single(outcome);
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!]));
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!], "fail"));
     return c.json(result, 200);
   })
   .openapi(heartbeatRoute, async (c) => {
@@ -168,6 +168,9 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
       },
       c.var.now,
     );
+    if (body.progress !== undefined || body.message !== undefined) {
+      c.executionCtx.waitUntil(publishEvents(c.env, row.queue, [{ kind: "progress", id: row.id }]));
+    }
     return c.json(
       {
         id: row.id,
@@ -182,16 +185,20 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
     const { id } = c.req.valid("param");
     const [outcome] = await releaseTasks(c.var.db, [{ id, leaseToken: c.req.valid("json").lease_token }], c.var.now);
     const result = single(outcome);
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!]));
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!], "release"));
     return c.json(result, 200);
   })
   .openapi(cancelRoute, async (c) => {
     const { id } = c.req.valid("param");
-    return c.json(toTaskView(await cancelTask(c.var.db, id, c.var.now)), 200);
+    const row = await cancelTask(c.var.db, id, c.var.now);
+    if (row.state === "cancelled") {
+      c.executionCtx.waitUntil(publishEvents(c.env, row.queue, [{ kind: "cancelled", id: row.id }]));
+    }
+    return c.json(toTaskView(row), 200);
   })
   .openapi(retryRoute, async (c) => {
     const { id } = c.req.valid("param");
     const row = await retryTask(c.var.db, id, c.var.now);
-    c.executionCtx.waitUntil(wakeCoordinator(c.env, row.queue, c.var.now));
+    c.executionCtx.waitUntil(wakeCoordinator(c.env, row.queue, c.var.now, [{ kind: "redriven", id: row.id }]));
     return c.json(toTaskView(row), 200);
   });

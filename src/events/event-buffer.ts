@@ -1,0 +1,35 @@
+import { EVENT_BUFFER_SIZE } from "../engine/limits";
+import type { TaskEvent } from "./event-types";
+
+/** What a client resuming after `after` gets: the events it missed, or "resync" when they are gone. */
+export type Missed = { events: TaskEvent[] } | { resync: true };
+
+/**
+ * The last EVENT_BUFFER_SIZE task events of one queue, in seq order, kept in the coordinator's memory.
+ * An evicted coordinator starts empty: a resume across the eviction that missed anything gets "resync"
+ * (the seq itself is stored, so it never goes back).
+ *
+ * @example
+ * const buffer = new EventBuffer();
+ * buffer.append(event);
+ * const missed = buffer.since(41, currentSeq);
+ */
+export class EventBuffer {
+  private readonly events: TaskEvent[] = [];
+
+  constructor(private readonly size = EVENT_BUFFER_SIZE) {}
+
+  append(event: TaskEvent): void {
+    this.events.push(event);
+    if (this.events.length > this.size) this.events.splice(0, this.events.length - this.size);
+  }
+
+  /** The events after `after`, given the queue's latest seq `current`. */
+  since(after: number, current: number): Missed {
+    if (after >= current) return { events: [] };
+    const first = this.events[0];
+    // Every seq in (after, current] must still be here.
+    if (first === undefined || first.seq > after + 1) return { resync: true };
+    return { events: this.events.filter((e) => e.seq > after) };
+  }
+}

@@ -1,0 +1,218 @@
+import { sql } from "drizzle-orm";
+import { openDb } from "../db/client";
+import type { TaskRow } from "../db/schema";
+import { EVENT_COUNTS_INTERVAL_MS } from "../engine/limits";
+import { queueStats } from "../engine/read";
+import type { TaskState } from "../engine/states";
+import { toIso } from "../engine/time";
+import type { Env } from "../env";
+import { EventBuffer } from "./event-buffer";
+import type { CountsEvent, PublishedEvent, StreamMessage, TaskEvent, TaskEventKind } from "./event-types";
+
+/** Storage key of the queue's last event seq: stored so an evicted coordinator never reuses one. */
+const SEQ_KEY = "events:seq";
+/** The WebSocket subprotocol a browser offers next to its ticket; the server answers with it. */
+export const EVENTS_PROTOCOL = "edgeq.events.v1";
+
+/** What each socket remembers across hibernation (serializeAttachment, at most 2 KB). */
+interface SocketAttachment {
+  /** Only this task's events (GET /v1/tasks/{id}/events); absent: the whole queue. */
+  task?: string;
+}
+
+/** The columns an event reads from its task. */
+interface EventRow {
+  id: string;
+  type: string;
+  group_key: string | null;
+  state: TaskState;
+  attempts: number;
+  run_at: number;
+  errors: string;
+  progress: number | null;
+  progress_message: string | null;
+}
+
+function lastError(errors: string): string | null {
+  const list = JSON.parse(errors) as Array<{ message: string }>;
+  return list.at(-1)?.message ?? null;
+}
+
+/**
+ * The event side of a queue's coordinator: the WebSockets (held by the runtime through the hibernation
+ * API, so an idle socket costs no duration), the per-queue seq, the resume buffer and the counts
+ * snapshots. Every publish comes after the D1 write it reports committed.
+ *
+ * @example
+ * const hub = new EventHub(ctx, env, () => Date.now());
+ * await hub.publish("emails", [{ kind: "enqueued", id }]);
+ */
+export class EventHub {
+  private seq: number | undefined;
+  private readonly buffer = new EventBuffer();
+  /** Serialises publishes so seqs follow the order the coordinator was told. */
+  private publishing: Promise<void> = Promise.resolve();
+  private lastCountsAt = -Infinity;
+  private countsTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly ctx: DurableObjectState,
+    private readonly env: Env,
+    private readonly now: () => number,
+  ) {}
+
+  /**
+   * Answers an upgrade: accepts the socket for hibernation, says where the stream stands, then replays
+   * what a resuming client missed (`?after=SEQ`) or tells it to resync.
+   */
+  async accept(request: Request, queue: string): Promise<Response> {
+    const url = new URL(request.url);
+    const task = url.searchParams.get("task") ?? undefined;
+    const afterParam = url.searchParams.get("after");
+    const pair = new WebSocketPair();
+    const [client, server] = [pair[0], pair[1]];
+    this.ctx.acceptWebSocket(server, [task === undefined ? "queue" : "task"]);
+    server.serializeAttachment({ task } satisfies SocketAttachment);
+    const current = await this.currentSeq();
+    server.send(JSON.stringify({ event: "hello", queue, seq: current } satisfies StreamMessage));
+    if (afterParam !== null) {
+      const after = Number(afterParam);
+      const missed = this.buffer.since(after, current);
+      if ("resync" in missed) {
+        server.send(JSON.stringify({ event: "resync", queue, after, seq: current } satisfies StreamMessage));
+      } else {
+        for (const e of missed.events) if (task === undefined || e.task_id === task) server.send(JSON.stringify(e));
+      }
+    }
+    const offered = (request.headers.get("Sec-WebSocket-Protocol") ?? "").split(",").map((p) => p.trim());
+    const headers = offered.includes(EVENTS_PROTOCOL) ? { "Sec-WebSocket-Protocol": EVENTS_PROTOCOL } : undefined;
+    return new Response(null, { status: 101, webSocket: client, headers });
+  }
+
+  /** Publishes events the routes reported: one D1 read fills in each task as it is now. */
+  publish(queue: string, events: PublishedEvent[]): Promise<void> {
+    if (events.length === 0) return this.publishing;
+    return this.enqueue(async () => {
+      const ids = [...new Set(events.map((e) => e.id))];
+      const rows = await openDb(this.env.DB).all<EventRow>(sql`SELECT id, type, group_key, state, attempts, run_at,
+        errors, progress, progress_message FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      await this.emit(
+        queue,
+        events.flatMap((e) => {
+          const row = byId.get(e.id);
+          return row ? [{ kind: e.kind, row }] : []; // purged meanwhile: nothing left to describe
+        }),
+      );
+    });
+  }
+
+  /**
+   * Publishes events for rows the coordinator itself just wrote (its own leases): no read needed. Never
+   * rejects: the lease already happened, a lost event must not fail it (a client resyncs over HTTP).
+   */
+  publishRows(queue: string, kind: TaskEventKind, rows: TaskRow[]): Promise<void> {
+    if (rows.length === 0) return Promise.resolve();
+    const published = this.enqueue(() =>
+      this.emit(
+        queue,
+        rows.map((r) => ({
+          kind,
+          row: {
+            id: r.id,
+            type: r.type,
+            group_key: r.groupKey,
+            state: r.state as TaskState,
+            attempts: r.attempts,
+            run_at: r.runAt,
+            errors: r.errors,
+            progress: r.progress,
+            progress_message: r.progressMessage,
+          },
+        })),
+      ),
+    );
+    return published.catch((error: unknown) => console.error("events: publishing leases failed", error));
+  }
+
+  /** A client message: "ping" is answered, anything else ignored (the stream is server-push only). */
+  message(ws: WebSocket, message: string | ArrayBuffer): void {
+    if (message === "ping") ws.send("pong");
+  }
+
+  private enqueue(work: () => Promise<void>): Promise<void> {
+    const next = this.publishing.then(work);
+    // The chain goes on after a failure; the caller still sees its own error.
+    this.publishing = next.catch(() => undefined);
+    return next;
+  }
+
+  private async currentSeq(): Promise<number> {
+    this.seq ??= (await this.ctx.storage.get<number>(SEQ_KEY)) ?? 0;
+    return this.seq;
+  }
+
+  private async emit(queue: string, items: Array<{ kind: TaskEventKind; row: EventRow }>): Promise<void> {
+    if (items.length === 0) return;
+    let seq = await this.currentSeq();
+    const at = toIso(this.now());
+    const events: TaskEvent[] = items.map(({ kind, row }) => ({
+      event: kind,
+      seq: ++seq,
+      queue,
+      task_id: row.id,
+      type: row.type,
+      group: row.group_key,
+      state: row.state,
+      attempt: row.attempts,
+      at,
+      progress: row.progress,
+      message: row.progress_message,
+      error: kind === "failed" || kind === "dead" ? lastError(row.errors) : null,
+      retry_at: kind === "failed" && row.state === "pending" ? toIso(row.run_at) : null,
+    }));
+    this.seq = seq;
+    // One storage row per publish call, however many events it carries.
+    await this.ctx.storage.put(SEQ_KEY, seq);
+    for (const e of events) this.buffer.append(e);
+    for (const ws of this.ctx.getWebSockets()) {
+      const { task } = (ws.deserializeAttachment() ?? {}) as SocketAttachment;
+      for (const e of events) if (task === undefined || e.task_id === task) send(ws, e);
+    }
+    this.scheduleCounts(queue);
+  }
+
+  /** Sends a counts snapshot now, or once EVENT_COUNTS_INTERVAL_MS has passed since the last one. */
+  private scheduleCounts(queue: string): void {
+    if (this.ctx.getWebSockets("queue").length === 0 || this.countsTimer !== undefined) return;
+    const wait = Math.max(0, this.lastCountsAt + EVENT_COUNTS_INTERVAL_MS - this.now());
+    this.countsTimer = setTimeout(() => {
+      this.countsTimer = undefined;
+      this.lastCountsAt = this.now();
+      this.sendCounts(queue).catch((error: unknown) => console.error("events: counts snapshot failed", error));
+    }, wait);
+  }
+
+  private async sendCounts(queue: string): Promise<void> {
+    const stats = await queueStats(openDb(this.env.DB), queue, {}, this.now());
+    const message: CountsEvent = {
+      event: "counts",
+      queue,
+      seq: await this.currentSeq(),
+      counts: stats.counts,
+      due: stats.due,
+      oldest_due_at: toIso(stats.oldest_due_at),
+      at: toIso(this.now()),
+    };
+    for (const ws of this.ctx.getWebSockets("queue")) send(ws, message);
+  }
+}
+
+/** Sends, ignoring a socket that closed meanwhile (its close event cleans up). */
+function send(ws: WebSocket, message: StreamMessage): void {
+  try {
+    ws.send(JSON.stringify(message));
+  } catch {
+    // closed or closing: nothing to deliver to
+  }
+}

@@ -1,0 +1,137 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { openDb } from "../../db/client";
+import { EdgeqError } from "../../engine/errors";
+import { DEV_TOKEN } from "../../engine/limits";
+import { getTask } from "../../engine/read";
+import { readSettings } from "../../env";
+import { EVENTS_PROTOCOL } from "../../events/event-hub";
+import { issueTicket, ticketProblem } from "../../events/tickets";
+import type { AppEnv } from "../app-env";
+import { authRoute, errorResponses, jsonResponse } from "../route-helpers";
+import { QueueParams, TaskParams } from "../schemas";
+import { validationHook } from "../validation";
+
+/** A browser offers its ticket as a WebSocket subprotocol `edgeq.ticket.<ticket>` (next to EVENTS_PROTOCOL). */
+const TICKET_PROTOCOL_PREFIX = "edgeq.ticket.";
+
+const StreamQuery = z.object({
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .openapi({ description: "Resume: replay the events after this seq (or get a `resync` event)" }),
+  ticket: z.string().optional().openapi({ description: "A ticket from POST /v1/events/tickets" }),
+});
+
+const upgradeResponses = {
+  101: { description: "Switching Protocols: a WebSocket of JSON events (hello, task events, counts, resync)" },
+  400: errorResponses[400],
+  401: errorResponses[401],
+  404: errorResponses[404],
+  503: errorResponses[503],
+};
+
+// The three events routes are left out of /openapi.json (`hide`) for now: a WebSocket upgrade is not an
+// operation the spec's contract tests (bearer-only, 2xx with the token, JSON body on writes) describe.
+// They are documented in docs/dashboard.md.
+const queueEventsRoute = createRoute({
+  method: "get",
+  path: "/v1/queues/{queue}/events",
+  tags: ["events"],
+  summary: "A WebSocket of the queue's task events and counts (auth: ?ticket=, subprotocol or bearer)",
+  request: { params: QueueParams, query: StreamQuery },
+  responses: upgradeResponses,
+  hide: true,
+});
+
+const taskEventsRoute = createRoute({
+  method: "get",
+  path: "/v1/tasks/{id}/events",
+  tags: ["events"],
+  summary: "A WebSocket of one task's events (served by its queue's coordinator)",
+  request: { params: TaskParams, query: StreamQuery },
+  responses: upgradeResponses,
+  hide: true,
+});
+
+const ticketRoute = authRoute({
+  method: "post",
+  path: "/v1/events/tickets",
+  tags: ["events"],
+  summary: "A short-lived signed ticket for the events WebSocket (browsers cannot send Authorization there)",
+  responses: { 200: jsonResponse(z.object({ ticket: z.string(), expires_at: z.string() })) },
+  hide: true,
+});
+
+/** The tokens this Worker accepts (the same rule as requireBearer), or the error to refuse with. */
+function acceptedTokens(c: Context<AppEnv>): string[] {
+  const settings = readSettings(c.env);
+  if (settings.EDGEQ_TOKEN.length > 0) return settings.EDGEQ_TOKEN;
+  if (settings.ENVIRONMENT === "production") {
+    throw new EdgeqError("not_configured", "EDGEQ_TOKEN is not set; refusing to serve without authentication");
+  }
+  return [DEV_TOKEN];
+}
+
+/** Refuses the upgrade (before it happens) unless a good ticket or bearer token came with it. */
+async function authorize(c: Context<AppEnv>, queryTicket: string | undefined): Promise<void> {
+  const tokens = acceptedTokens(c);
+  const bearer = /^Bearer\s+(.+)$/i.exec(c.req.header("Authorization") ?? "")?.[1]?.trim();
+  if (bearer !== undefined && tokens.includes(bearer)) return;
+  const offered = (c.req.header("Sec-WebSocket-Protocol") ?? "").split(",").map((p) => p.trim());
+  const ticket =
+    queryTicket ?? offered.find((p) => p.startsWith(TICKET_PROTOCOL_PREFIX))?.slice(TICKET_PROTOCOL_PREFIX.length);
+  if (ticket === undefined) {
+    throw new EdgeqError(
+      "unauthorized",
+      `ticket: send ?ticket=<ticket> or the subprotocol ${TICKET_PROTOCOL_PREFIX}<ticket> (POST /v1/events/tickets)`,
+    );
+  }
+  const problem = await ticketProblem(ticket, tokens, Date.now());
+  if (problem !== null) throw new EdgeqError("unauthorized", `ticket: ${problem}`);
+}
+
+/** Hands an authorised upgrade to the queue's coordinator, which accepts the socket. */
+function forward(c: Context<AppEnv>, queue: string, task: string | undefined, after: number | undefined) {
+  if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
+    throw new EdgeqError("invalid_request", "this endpoint is a WebSocket: send Upgrade: websocket");
+  }
+  const url = new URL("https://coordinator/events");
+  url.searchParams.set("queue", queue);
+  if (task !== undefined) url.searchParams.set("task", task);
+  if (after !== undefined) url.searchParams.set("after", String(after));
+  const headers = new Headers({ Upgrade: "websocket" });
+  const offered = c.req.header("Sec-WebSocket-Protocol");
+  if (offered?.split(",").some((p) => p.trim() === EVENTS_PROTOCOL))
+    headers.set("Sec-WebSocket-Protocol", EVENTS_PROTOCOL);
+  const stub = c.env.COORDINATOR.get(c.env.COORDINATOR.idFromName(queue));
+  return stub.fetch(new Request(url, { headers }));
+}
+
+/**
+ * The event streams. Mounted ahead of /v1's bearer middleware: a browser's WebSocket cannot send
+ * Authorization, so these authorise by ticket themselves (and still accept a bearer token).
+ */
+export const eventStreamRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(queueEventsRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    const { after, ticket } = c.req.valid("query");
+    await authorize(c, ticket);
+    return forward(c, queue, undefined, after);
+  })
+  .openapi(taskEventsRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const { after, ticket } = c.req.valid("query");
+    await authorize(c, ticket);
+    const task = await getTask(openDb(c.env.DB), id);
+    return forward(c, task.queue, task.id, after);
+  });
+
+/** Tickets, behind the bearer token like the rest of /v1. */
+export const ticketRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(ticketRoute, async (c) => {
+  const presented = /^Bearer\s+(.+)$/i.exec(c.req.header("Authorization") ?? "")?.[1]?.trim() ?? "";
+  const { ticket, expiresAt } = await issueTicket(presented, c.var.now);
+  return c.json({ ticket, expires_at: new Date(expiresAt).toISOString() }, 200);
+});
