@@ -7,7 +7,7 @@ import type { SqsContext } from "./context";
 import { sqsCredentials, type SqsEnv } from "./credentials";
 import { SqsError, sqsErrorResponse } from "./errors";
 import { SQS_OPERATIONS } from "./operations";
-import { parseAuthorization, verifySigV4 } from "./sigv4";
+import { verifySigV4 } from "./sigv4";
 
 const TARGET_PREFIX = "AmazonSQS.";
 
@@ -60,7 +60,7 @@ async function handleSqs(c: Context<AppEnv>): Promise<Response> {
     }
     const url = new URL(c.req.url);
     const now = Date.now();
-    const accessKeyId = await verifySigV4(
+    const { accessKeyId, region } = await verifySigV4(
       { method: c.req.method, path: url.pathname, query: url.search.slice(1), headers: c.req.raw.headers, body },
       (id) => credentials.get(id),
       now,
@@ -89,7 +89,7 @@ async function handleSqs(c: Context<AppEnv>): Promise<Response> {
       now,
       clock: () => Date.now(),
       origin: url.origin,
-      region: parseAuthorization(c.req.header("authorization")!).region,
+      region,
       accessKeyId,
       signal: c.req.raw.signal,
       waitUntil: (promise) => c.executionCtx.waitUntil(promise),

@@ -200,16 +200,16 @@ function timingSafeEqualHex(a: string, b: string): boolean {
  * Verifies a request's SigV4 signature against the secret of its access key (`secretFor`), and that it
  * was signed within SQS_MAX_CLOCK_SKEW_S of `now`. Throws the SqsError AWS would answer:
  * MissingAuthenticationToken, IncompleteSignature, InvalidClientTokenId (unknown key), RequestExpired,
- * SignatureDoesNotMatch. Returns the access key id.
+ * SignatureDoesNotMatch. Returns who signed: the access key id, and the region of the credential scope.
  *
  * @example
- * const accessKeyId = await verifySigV4(request, (id) => secrets.get(id), Date.now());
+ * const { accessKeyId, region } = await verifySigV4(request, (id) => secrets.get(id), Date.now());
  */
 export async function verifySigV4(
   request: SignedRequest,
   secretFor: (accessKeyId: string) => string | undefined,
   now: number,
-): Promise<string> {
+): Promise<{ accessKeyId: string; region: string }> {
   const header = request.headers.get("authorization");
   if (!header) {
     throw new SqsError(
@@ -258,5 +258,5 @@ export async function verifySigV4(
       "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.",
     );
   }
-  return auth.accessKeyId;
+  return { accessKeyId: auth.accessKeyId, region: auth.region };
 }

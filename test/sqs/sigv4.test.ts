@@ -87,9 +87,18 @@ describe("SigV4 verification", () => {
   }
 
   it("accepts a correct signature within 15 minutes either side", async () => {
-    expect(await verifySigV4(await signed(), secretFor, T)).toBe(SUITE.accessKeyId);
-    expect(await verifySigV4(await signed(), secretFor, T + 15 * 60_000)).toBe(SUITE.accessKeyId);
-    expect(await verifySigV4(await signed(), secretFor, T - 15 * 60_000)).toBe(SUITE.accessKeyId);
+    expect(await verifySigV4(await signed(), secretFor, T)).toEqual({
+      accessKeyId: SUITE.accessKeyId,
+      region: "us-east-1",
+    });
+    expect(await verifySigV4(await signed(), secretFor, T + 15 * 60_000)).toEqual({
+      accessKeyId: SUITE.accessKeyId,
+      region: "us-east-1",
+    });
+    expect(await verifySigV4(await signed(), secretFor, T - 15 * 60_000)).toEqual({
+      accessKeyId: SUITE.accessKeyId,
+      region: "us-east-1",
+    });
   });
 
   it("refuses an old request, a wrong secret, an unknown key, a changed body, a missing header", async () => {
