@@ -7,6 +7,7 @@ import type { SqsContext } from "./context";
 import { sqsCredentials, type SqsEnv } from "./credentials";
 import { SqsError, sqsErrorResponse } from "./errors";
 import { SQS_OPERATIONS } from "./operations";
+import { queryErrorResponse, queryRequest, queryResponse } from "./query-protocol";
 import { verifySigV4 } from "./sigv4";
 
 const TARGET_PREFIX = "AmazonSQS.";
@@ -38,15 +39,37 @@ function toSqsError(error: unknown, operation: string): SqsError {
   return new SqsError("InternalError", "internal error");
 }
 
+/** The operation and its input, from a JSON-protocol request (X-Amz-Target and a JSON object body). */
+function jsonRequest(target: string, body: Uint8Array): { action: string; input: Record<string, unknown> } {
+  if (!target.startsWith(TARGET_PREFIX)) {
+    throw new SqsError(
+      "InvalidAction",
+      "send X-Amz-Target: AmazonSQS.<Operation> with a JSON body, or a form-encoded Action=<Operation>",
+    );
+  }
+  let input: unknown;
+  try {
+    input = body.byteLength === 0 ? {} : JSON.parse(new TextDecoder().decode(body));
+  } catch {
+    throw new SqsError("SerializationException", "the request body is not valid JSON");
+  }
+  if (input === null || typeof input !== "object" || Array.isArray(input)) {
+    throw new SqsError("SerializationException", "the request body must be a JSON object");
+  }
+  return { action: target.slice(TARGET_PREFIX.length), input: input as Record<string, unknown> };
+}
+
 /**
- * One SQS request over the AWS JSON 1.0 protocol: `POST` with `X-Amz-Target: AmazonSQS.<Operation>` and a
- * JSON body, signed with SigV4 (verified against SQS_CREDENTIALS before the body is parsed; the bearer
- * token plays no part here). Answers the operation's JSON output, or SQS's error shape.
+ * One SQS request, signed with SigV4 (verified against SQS_CREDENTIALS before the body is parsed; the
+ * bearer token plays no part here): the AWS JSON 1.0 protocol (`X-Amz-Target: AmazonSQS.<Operation>`, a
+ * JSON body, JSON answers) or, for a form-encoded body without X-Amz-Target, the query protocol
+ * (`Action=<Operation>`, XML answers; src/sqs/query-protocol.ts). Both run the same operations.
  */
 async function handleSqs(c: Context<AppEnv>): Promise<Response> {
   const requestId = crypto.randomUUID();
   const target = c.req.header("x-amz-target") ?? "";
-  const operationName = target.startsWith(TARGET_PREFIX) ? target.slice(TARGET_PREFIX.length) : target;
+  const query = target === "" && (c.req.header("content-type") ?? "").startsWith("application/x-www-form-urlencoded");
+  let action = target.slice(TARGET_PREFIX.length);
   try {
     const env = c.env as SqsEnv;
     const credentials = sqsCredentials(env);
@@ -65,24 +88,12 @@ async function handleSqs(c: Context<AppEnv>): Promise<Response> {
       (id) => credentials.get(id),
       now,
     );
-    const operation = target.startsWith(TARGET_PREFIX) ? SQS_OPERATIONS[operationName] : undefined;
-    if (!operation) {
-      throw new SqsError(
-        "InvalidAction",
-        target === ""
-          ? "send X-Amz-Target: AmazonSQS.<Operation> with Content-Type: application/x-amz-json-1.0 (the query protocol is not served)"
-          : `The action ${operationName} is not valid for this endpoint.`,
-      );
-    }
-    let input: unknown;
-    try {
-      input = body.byteLength === 0 ? {} : JSON.parse(new TextDecoder().decode(body));
-    } catch {
-      throw new SqsError("SerializationException", "the request body is not valid JSON");
-    }
-    if (input === null || typeof input !== "object" || Array.isArray(input)) {
-      throw new SqsError("SerializationException", "the request body must be a JSON object");
-    }
+    const request = query ? queryRequest(new TextDecoder().decode(body)) : jsonRequest(target, body);
+    action = request.action;
+    // Query-protocol clients post to the queue URL itself and leave QueueUrl out of the body.
+    if (request.input.QueueUrl === undefined && c.req.param("queue") !== undefined) request.input.QueueUrl = url.href;
+    const operation = Object.hasOwn(SQS_OPERATIONS, action) ? SQS_OPERATIONS[action] : undefined;
+    if (!operation) throw new SqsError("InvalidAction", `The action ${action} is not valid for this endpoint.`);
     const ctx: SqsContext = {
       db: openDb(env.DB),
       env,
@@ -94,13 +105,15 @@ async function handleSqs(c: Context<AppEnv>): Promise<Response> {
       signal: c.req.raw.signal,
       waitUntil: (promise) => c.executionCtx.waitUntil(promise),
     };
-    const output = await operation(input, ctx);
+    const output = await operation(request.input, ctx);
+    if (query) return queryResponse(action, output, requestId);
     return new Response(JSON.stringify(output), {
       status: 200,
       headers: { "Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": requestId },
     });
   } catch (error) {
-    return sqsErrorResponse(toSqsError(error, operationName), requestId);
+    const sqsError = toSqsError(error, action);
+    return query ? queryErrorResponse(sqsError, requestId) : sqsErrorResponse(sqsError, requestId);
   }
 }
 

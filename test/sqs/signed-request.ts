@@ -52,3 +52,39 @@ export async function call(request: Request, overrides: Record<string, unknown> 
   await waitOnExecutionContext(ctx);
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }
+
+/** A query-protocol request (form-encoded `Action=…`, XML answers), signed with SigV4, to `path`. */
+export async function sqsQueryRequest(params: Record<string, string>, path = "/"): Promise<Request> {
+  const date = amzDate(Date.now());
+  const body = new TextEncoder().encode(new URLSearchParams({ Version: "2012-11-05", ...params }).toString());
+  const headers = new Headers({
+    Host: "edgeq.test",
+    "X-Amz-Date": date,
+    "Content-Type": "application/x-www-form-urlencoded",
+  });
+  const scope = {
+    scopeDate: date.slice(0, 8),
+    region: "us-east-1",
+    service: "sqs",
+    signedHeaders: ["content-type", "host", "x-amz-date"],
+  };
+  const signature = await signRequest(
+    { method: "POST", path, query: "", headers, body },
+    scope,
+    date,
+    SQS_DEV_SECRET_ACCESS_KEY,
+  );
+  headers.set(
+    "Authorization",
+    `AWS4-HMAC-SHA256 Credential=${SQS_DEV_ACCESS_KEY_ID}/${scope.scopeDate}/us-east-1/sqs/aws4_request, SignedHeaders=${scope.signedHeaders.join(";")}, Signature=${signature}`,
+  );
+  return new Request(`${ORIGIN}${path}`, { method: "POST", headers, body });
+}
+
+/** Sends a request through the app and reads its text (XML answers). */
+export async function callText(request: Request): Promise<{ status: number; text: string }> {
+  const ctx = createExecutionContext();
+  const res = await buildApp().fetch(request, env, ctx);
+  await waitOnExecutionContext(ctx);
+  return { status: res.status, text: await res.text() };
+}
