@@ -124,6 +124,17 @@ export const SQS_MAX_CLOCK_SKEW_S = 15 * 60;
 export const SQS_DEV_ACCESS_KEY_ID = "EDGEQDEVACCESSKEY";
 export const SQS_DEV_SECRET_ACCESS_KEY = "edgeq-dev-secret-access-key";
 
+/** Most queue URLs one ListQueues answers: 1,000, as SQS (MaxResults 1-1000; without MaxResults SQS answers
+ * at most 1,000 and no NextToken). */
+export const SQS_MAX_LIST_RESULTS = 1000;
+
+/** MessageRetentionPeriod bounds, as SQS: 60 s to 14 days. edgeq applies it to finished tasks (retention_s). */
+export const SQS_MIN_RETENTION_S = 60;
+export const SQS_MAX_RETENTION_S = 14 * 24 * 60 * 60;
+
+/** Most message attributes per message: 10, as SQS (its MD5OfMessageAttributes covers at most ten). */
+export const SQS_MAX_MESSAGE_ATTRIBUTES = 10;
+
 /** Largest artifact uploaded through the API: 100 MiB, the request body limit of Workers on most plans. */
 export const MAX_ARTIFACT_BYTES = 100 * 1024 * 1024;
 

@@ -1,6 +1,6 @@
 import type { TaskRow } from "../db/schema";
 import { jsonBytes } from "../engine/json-value";
-import { MAX_PAYLOAD_BYTES, SQS_MAX_MESSAGE_BYTES } from "../engine/limits";
+import { MAX_PAYLOAD_BYTES, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES } from "../engine/limits";
 import { invalidParameter, SqsError } from "./errors";
 import { base64Bytes, isBinaryType, type MessageAttributeValue } from "./md5";
 
@@ -42,9 +42,6 @@ const INVALID_BODY_CHAR = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF
 const ATTRIBUTE_NAME =
   /^(?!\.)(?!.*\.\.)(?!.*\.$)(?![Aa][Ww][Ss]\.)(?![Aa][Mm][Aa][Zz][Oo][Nn]\.)[A-Za-z0-9_.-]{1,256}$/;
 
-/** Most message attributes per message, as SQS. */
-const MAX_MESSAGE_ATTRIBUTES = 10;
-
 const encoder = new TextEncoder();
 
 /**
@@ -65,8 +62,8 @@ export function sqsPayload(body: string, attributes: MessageAttributes | undefin
   }
   let size = encoder.encode(body).byteLength;
   const names = Object.keys(attributes ?? {});
-  if (names.length > MAX_MESSAGE_ATTRIBUTES) {
-    throw invalidParameter("MessageAttributes", `at most ${MAX_MESSAGE_ATTRIBUTES} message attributes per message`);
+  if (names.length > SQS_MAX_MESSAGE_ATTRIBUTES) {
+    throw invalidParameter("MessageAttributes", `at most ${SQS_MAX_MESSAGE_ATTRIBUTES} message attributes per message`);
   }
   for (const name of names) {
     const value = attributes![name]!;

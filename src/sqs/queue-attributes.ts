@@ -4,6 +4,8 @@ import {
   MIN_VISIBILITY_TIMEOUT_S,
   SQS_MAX_DELAY_S,
   SQS_MAX_MESSAGE_BYTES,
+  SQS_MAX_RETENTION_S,
+  SQS_MIN_RETENTION_S,
   MAX_WAIT_S,
 } from "../engine/limits";
 import { SqsError } from "./errors";
@@ -40,10 +42,6 @@ export const QUEUE_ATTRIBUTE_NAMES = [
   "FifoQueue",
   "ContentBasedDeduplication",
 ] as const;
-
-/** SQS's bounds for MessageRetentionPeriod: 60 s to 14 days. */
-const MIN_RETENTION_S = 60;
-const MAX_RETENTION_S = 14 * 24 * 60 * 60;
 
 /** Whether the queue is FIFO: SQS requires the `.fifo` suffix on exactly those. */
 export function isFifo(name: string): boolean {
@@ -82,7 +80,7 @@ export function parseQueueAttributes(queue: string, attributes: Record<string, s
         );
         break;
       case "MessageRetentionPeriod":
-        patch.config.retention_s = integerIn(name, value, MIN_RETENTION_S, MAX_RETENTION_S);
+        patch.config.retention_s = integerIn(name, value, SQS_MIN_RETENTION_S, SQS_MAX_RETENTION_S);
         break;
       case "DelaySeconds":
         patch.delayS = integerIn(name, value, 0, SQS_MAX_DELAY_S);

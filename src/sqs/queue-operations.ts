@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { cancelQueueTasks } from "../engine/cancel";
-import { MAX_ATTEMPTS_LIMIT } from "../engine/limits";
+import { MAX_ATTEMPTS_LIMIT, SQS_MAX_LIST_RESULTS } from "../engine/limits";
 import type { SqsContext } from "./context";
-import { SqsError } from "./errors";
+import { invalidParameter, SqsError } from "./errors";
 import { intIn, parseInput } from "./input";
 import { isFifo, parseQueueAttributes, renderQueueAttributes, sameAttributes } from "./queue-attributes";
 import { countSqsMessages, deleteSqsQueue, findSqsQueue, listSqsQueueNames, saveSqsQueue } from "./queue-registry";
@@ -19,16 +19,13 @@ import { requireQueue } from "./require-queue";
  */
 const SQS_CREATED_CONFIG = { max_attempts: MAX_ATTEMPTS_LIMIT, backoff_base_s: 1, backoff_cap_s: 1 };
 
-/** Most queue URLs in one ListQueues page, as SQS. */
-const MAX_LIST_RESULTS = 1000;
-
 const Attributes = z.record(z.string(), z.string());
 const CreateQueueInput = z.object({ QueueName: z.string(), Attributes: Attributes.optional() }).loose();
 const GetQueueUrlInput = z.object({ QueueName: z.string() }).loose();
 const QueueUrlInput = z.object({ QueueUrl: z.string() });
 const ListQueuesInput = z.object({
   QueueNamePrefix: z.string().optional(),
-  MaxResults: intIn(1, MAX_LIST_RESULTS).optional(),
+  MaxResults: intIn(1, SQS_MAX_LIST_RESULTS).optional(),
   NextToken: z.string().optional(),
 });
 const GetAttributesInput = z.object({ QueueUrl: z.string(), AttributeNames: z.array(z.string()).optional() });
@@ -45,10 +42,7 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
   const name = checkQueueName(request.QueueName);
   const attributes = request.Attributes ?? {};
   if (isFifo(name) && attributes.FifoQueue !== "true") {
-    throw new SqsError(
-      "InvalidParameterValue",
-      "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length (a .fifo name needs FifoQueue=true)",
-    );
+    throw invalidParameter("FifoQueue", "a queue whose name ends in .fifo must be created with FifoQueue=true");
   }
   const patch = parseQueueAttributes(name, attributes);
   const existing = await findSqsQueue(ctx.db, name);
@@ -87,7 +81,7 @@ export async function listQueues(input: unknown, ctx: SqsContext) {
     }
     names = names.filter((n) => n > after);
   }
-  const limit = request.MaxResults ?? MAX_LIST_RESULTS;
+  const limit = request.MaxResults ?? SQS_MAX_LIST_RESULTS;
   const page = names.slice(0, limit);
   const more = request.MaxResults !== undefined && names.length > limit;
   return {

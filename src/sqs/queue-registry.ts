@@ -88,7 +88,8 @@ export async function saveSqsQueue(db: Db, name: string, patch: SqsQueuePatch, n
  * DeleteQueue: the queue's config goes, its live tasks are cancelled (pending ones at once, leased ones
  * by cancel request: their holder's next write ends them) and its finished tasks are deleted, up to
  * MAX_ROWS_PER_TICK_STATEMENT of them (any more are pruned by retention). Sending to the name afterwards
- * is QueueDoesNotExist until it is created again.
+ * is QueueDoesNotExist until it is created again. Three statements, not one batch (the cancel and purge are
+ * the engine's own calls): each is idempotent, and a DeleteQueue that failed half-way finishes when repeated.
  *
  * @example
  * await deleteSqsQueue(db, "emails", Date.now());

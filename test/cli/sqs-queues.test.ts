@@ -123,6 +123,11 @@ describe("SQS queues through @aws-sdk/client-sqs", () => {
     expect([missing.name, missing.$metadata?.httpStatusCode]).toEqual(["QueueDoesNotExist", 400]);
     const badName = await rejection(sqs.send(new CreateQueueCommand({ QueueName: "no spaces allowed" })));
     expect(badName.name).toBe("InvalidParameterValue");
+    const fifoName = await rejection(sqs.send(new CreateQueueCommand({ QueueName: `${uniqueQueue("f")}.fifo` })));
+    expect([fifoName.name, fifoName.message]).toEqual([
+      "InvalidParameterValue",
+      "Value for parameter FifoQueue is invalid. Reason: a queue whose name ends in .fifo must be created with FifoQueue=true",
+    ]);
     const name = uniqueQueue("sqs-bad");
     const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name }));
     const tooMany = await rejection(sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 11 })));
