@@ -6,6 +6,7 @@ import { RateLimiter } from "../dispatch/rate-limiter";
 import { leaseTasks, nextRunAt } from "../engine/lease";
 import { getQueueConfig } from "../engine/queue-config";
 import { defaultRegistry } from "../processors/registry";
+import { fireDueSchedules } from "../schedules/fire-schedules";
 import { wakeCoordinator } from "./wake";
 import { EventHub } from "../events/event-hub";
 import { coordinatorPublishSchema, type CoordinatorPublish } from "../events/event-types";
@@ -14,6 +15,7 @@ import {
   coordinatorForgetSchema,
   coordinatorLeaseSchema,
   coordinatorNotifySchema,
+  scheduleArmSchema,
   type CoordinatorForget,
   type CoordinatorLease,
   type CoordinatorNotify,
@@ -29,6 +31,9 @@ interface Waiter {
   /** The wait ran out while a lease was in flight. */
   expired: boolean;
 }
+
+/** Storage key marking the one object that fires schedules (src/schedules/schedules-coordinator.ts). */
+const SCHEDULES_KEY = "schedules";
 
 /** Storage key of the queue name (a Durable Object id does not carry it back). */
 const QUEUE_KEY = "queue";
@@ -168,6 +173,7 @@ export class Coordinator extends DurableObject<Env> {
    * the earliest of the queue's next due run_at and what the drain asked for (rate limit, budget, retry).
    */
   override async alarm(): Promise<void> {
+    if (await this.ctx.storage.get<boolean>(SCHEDULES_KEY)) return this.fireSchedules();
     await this.serve();
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
@@ -193,6 +199,26 @@ export class Coordinator extends DurableObject<Env> {
     const next = await nextRunAt(db, queue, this.now(), { leases });
     const at = Math.min(next ?? Infinity, drainNextAt ?? Infinity);
     if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
+  }
+
+  /**
+   * Makes this the schedules' object and its alarm fire by `at` (src/schedules/schedules-coordinator.ts).
+   *
+   * @example
+   * await env.COORDINATOR.get(env.COORDINATOR.idFromName(SCHEDULES_OBJECT)).armSchedules({ at });
+   */
+  async armSchedules(input: { at: number }): Promise<void> {
+    const { at } = scheduleArmSchema.parse(input);
+    if (!(await this.ctx.storage.get<boolean>(SCHEDULES_KEY))) await this.ctx.storage.put(SCHEDULES_KEY, true);
+    await this.alarmNoLaterThan(at);
+  }
+
+  /** The schedules' alarm: fires every due slot, wakes the queues that got tasks, re-arms at the next slot. */
+  private async fireSchedules(): Promise<void> {
+    const { nextAt } = await fireDueSchedules(openDb(this.env.DB), this.now(), (queue, runAt) =>
+      wakeCoordinator(this.env, queue, runAt),
+    );
+    if (nextAt !== null) await this.alarmNoLaterThan(nextAt);
   }
 
   /**

@@ -28,3 +28,6 @@ export const coordinatorNotifySchema = z.object({
   runAt: z.number().int(),
 });
 export type CoordinatorNotify = z.infer<typeof coordinatorNotifySchema>;
+
+/** armSchedules: the time (ms) the schedules' alarm must fire by. */
+export const scheduleArmSchema = z.object({ at: z.number().int().nonnegative() });

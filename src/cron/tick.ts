@@ -3,6 +3,8 @@ import { wakeCoordinator } from "../coordinator/wake";
 import { foldOldCounters } from "../engine/counters";
 import { evaluateHealth } from "../health/check-health";
 import { deliverAlerts } from "../health/deliver-alerts";
+import { fireDueSchedules } from "../schedules/fire-schedules";
+import { armSchedules } from "../schedules/schedules-coordinator";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../engine/limits";
 import { pruneByRetention } from "../engine/purge";
 import { queuesWithDueWork } from "../engine/read";
@@ -18,6 +20,8 @@ export interface TickResult {
   /** Queues not ok after this tick's health evaluation, and alerts delivered / failed. */
   unhealthy: string[];
   alerts: { delivered: number; failed: number };
+  /** Schedule slots this tick enqueued itself (the schedules' alarm normally has; see below). */
+  scheduled: number;
   woken: string[];
 }
 
@@ -27,7 +31,8 @@ const MAX_REAP_ROUNDS = 4;
 /**
  * The cron tick (every minute): reaps expired leases, prunes finished tasks past retention, folds
  * old per-minute counters into their totals (src/engine/counters.ts), evaluates every queue's health and
- * delivers the alerts owed (src/health/), and wakes
+ * delivers the alerts owed (src/health/), fires due schedules and re-arms their alarm (src/schedules/), and
+ * wakes
  * the coordinator of every queue with due work — a safety net for a lost alarm or notification.
  *
  * Idempotent and safe when two ticks overlap: every step is a guarded statement (a task is reaped once,
@@ -64,6 +69,11 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
       failed.map((f) => String(f.reason)),
     );
   }
+  // Schedules: fire what is due (a lost alarm's slots; a slot the alarm already fired is the same task id,
+  // so nothing twice), then re-arm the schedules' alarm at the next slot — what an eviction lost.
+  const fired = await fireDueSchedules(db, now, (queue, runAt) => wakeCoordinator(env, queue, runAt));
+  if (fired.nextAt !== null) await armSchedules(env, fired.nextAt);
+  const scheduled = fired.reports.reduce((n, r) => n + r.enqueued.length, 0);
   // Health last: it reads the states this tick made true. An alert receiver that is down costs the tick at
   // most ALERT_TIMEOUT_S (deliveries run side by side) and is retried by later ticks.
   const health = await evaluateHealth(db, now);
@@ -76,6 +86,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     folded,
     unhealthy,
     alerts: { delivered: alerts.delivered.length, failed: alerts.failed.length },
+    scheduled,
     woken,
   };
 }

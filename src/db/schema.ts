@@ -222,5 +222,38 @@ export const queueHealth = sqliteTable("queue_health", {
   updatedAt: integer("updated_at").notNull(),
 });
 
+/**
+ * Recurring schedules (src/schedules/): each enqueues a task into its queue at every slot of its cron
+ * expression (or `@every` interval), fired by the schedules coordinator's alarm. No secondary index: there
+ * are few schedules, and every firing moves `next_run_at`, which an index would bill as another row.
+ */
+export const schedules = sqliteTable("schedules", {
+  /** Unique name; also what every slot's task id is derived from. */
+  name: text("name").primaryKey(),
+  queue: text("queue").notNull(),
+  /** A 5- or 6-field cron expression (seconds first when 6), or `@every <n>s|m|h|d`. */
+  cron: text("cron").notNull(),
+  /** IANA time zone the cron expression is read in. */
+  timezone: text("timezone").notNull().default("UTC"),
+  /** JSON: the task each slot enqueues (type, payload, priority, group, max_attempts, dedupe_key). */
+  task: text("task").notNull(),
+  /** skip: no task while the previous slot's task is pending or processing; allow: always. */
+  overlap: text("overlap").notNull().default("skip"),
+  /** After downtime: none (missed slots are skipped), last (the latest missed one), all (bounded). */
+  catchUp: text("catch_up").notNull().default("none"),
+  paused: integer("paused").notNull().default(0),
+  /** The next slot to fire (ms); slots up to `now` are due. */
+  nextRunAt: integer("next_run_at").notNull(),
+  /** The last slot fired, its task, and what happened. */
+  lastSlotAt: integer("last_slot_at"),
+  lastTaskId: text("last_task_id"),
+  /** enqueued | skipped_overlap (the previous task still live) | skipped_missed (catch_up) | error */
+  lastOutcome: text("last_outcome"),
+  /** Why the last firing failed (bad queue, task refused); null after a success. */
+  lastError: text("last_error"),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
 export type TaskRow = typeof tasks.$inferSelect;
 export type QueueRow = typeof queues.$inferSelect;

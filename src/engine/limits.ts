@@ -169,3 +169,31 @@ export const ALERT_BACKOFF_CAP_S = 60 * 60;
 /** Most delivery attempts of one alert: 12 tries with the backoff above span about 8 hours — a night's
  * outage of the receiver — after which the alert is dropped, its last error kept in the health response. */
 export const ALERT_MAX_ATTEMPTS = 12;
+
+/** How late a schedule's slot may fire and still count as on time (not missed): 90 s covers a Durable Object
+ * alarm that fired late or was lost to an eviction and re-armed by the next cron tick (one minute), so such
+ * slots fire — no gap — whatever `catch_up` says. Slots later than this were missed in downtime, and
+ * `catch_up` decides. */
+export const SCHEDULE_MISFIRE_GRACE_S = 90;
+
+/** Most missed slots one schedule enqueues when it catches up with `catch_up: "all"` (the latest ones): a
+ * schedule firing every 5 seconds, down for a day, would otherwise enqueue 17,280 tasks at once. 100 is one
+ * batch. */
+export const MAX_CATCH_UP_SLOTS = 100;
+
+/** Shortest and longest `@every` interval: 1 s, the finest cron resolution too; 366 days, beyond which a
+ * yearly cron expression says it better. */
+export const MIN_EVERY_S = 1;
+export const MAX_EVERY_S = 366 * 24 * 60 * 60;
+
+/** Longest cron expression accepted: far above any real one (six fields of lists), short enough to keep a
+ * pathological expression from costing the parser much. */
+export const MAX_CRON_CHARS = 256;
+
+/** Most schedules one firing pass handles: bounded work per alarm; if more are due, the alarm re-arms at
+ * once and the next pass takes them. */
+export const MAX_SCHEDULES_PER_FIRE = 100;
+
+/** Most slots a catching-up schedule walks one by one: a day-long gap of an every-second schedule is 86,400
+ * steps of croner's arithmetic (tens of ms each at worst); past 10,000 the walk jumps to the recent past. */
+export const MAX_SLOT_WALK = 10_000;

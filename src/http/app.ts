@@ -12,6 +12,7 @@ import { onError } from "./error-handler";
 import { notFound } from "./method-not-allowed";
 import { healthRoutes, readinessRoutes } from "./routes/health";
 import { metricsRoutes } from "./routes/metrics";
+import { scheduleRoutes } from "./routes/schedules";
 import { queueRoutes } from "./routes/queues";
 import { artifactRoutes } from "./routes/artifacts";
 import { processorRoutes } from "./routes/processors";
@@ -77,7 +78,8 @@ export function buildApp() {
     .route("/", artifactRoutes)
     .route("/", processorRoutes)
     .route("/", metricsRoutes)
-    .route("/", healthRoutes);
+    .route("/", healthRoutes)
+    .route("/", scheduleRoutes);
   api.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
   api.doc31("/openapi.json", OPENAPI_INFO);
   api.get("/docs", (c) => c.html(renderDocsPage(api)));

@@ -137,6 +137,18 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
     { operation: "get /v1/health/config", method: "GET", path: "/v1/health/config" },
     // Sets the defaults' thresholds to what they are: changes nothing any other test sees.
     { operation: "put /v1/health/config", method: "PUT", path: "/v1/health/config", body: { thresholds: {} } },
+    {
+      operation: "put /v1/schedules/{name}",
+      method: "PUT",
+      path: `/v1/schedules/${queue}`,
+      body: { queue, cron: "0 0 1 1 *", paused: true },
+    },
+    { operation: "get /v1/schedules/{name}", method: "GET", path: `/v1/schedules/${queue}` },
+    { operation: "get /v1/schedules", method: "GET", path: "/v1/schedules" },
+    { operation: "post /v1/schedules/{name}/resume", method: "POST", path: `/v1/schedules/${queue}/resume` },
+    { operation: "post /v1/schedules/{name}/pause", method: "POST", path: `/v1/schedules/${queue}/pause` },
+    { operation: "post /v1/schedules/{name}/trigger", method: "POST", path: `/v1/schedules/${queue}/trigger` },
+    { operation: "delete /v1/schedules/{name}", method: "DELETE", path: `/v1/schedules/${queue}` },
   ];
   return { queue, artifactTask: l4!.id, routes };
 }

@@ -63,6 +63,13 @@ const OPERATIONS: Record<string, number> = {
   "put /v1/queues/{queue}/health/config": 200,
   "get /v1/health/config": 200,
   "put /v1/health/config": 200,
+  "put /v1/schedules/{name}": 200,
+  "get /v1/schedules/{name}": 200,
+  "get /v1/schedules": 200,
+  "delete /v1/schedules/{name}": 200,
+  "post /v1/schedules/{name}/pause": 200,
+  "post /v1/schedules/{name}/resume": 200,
+  "post /v1/schedules/{name}/trigger": 200,
 };
 
 /** Operations whose success response or request body is raw bytes rather than JSON. */
@@ -157,7 +164,14 @@ describe("the OpenAPI document", () => {
 
   it("documents a required JSON body for every write that takes one, rejecting unknown fields", async () => {
     const doc = await openapi();
-    const bodyless = ["post /v1/tasks/{id}/cancel", "post /v1/tasks/{id}/retry"];
+    const bodyless = [
+      "post /v1/tasks/{id}/cancel",
+      "post /v1/tasks/{id}/retry",
+      "delete /v1/schedules/{name}",
+      "post /v1/schedules/{name}/pause",
+      "post /v1/schedules/{name}/resume",
+      "post /v1/schedules/{name}/trigger",
+    ];
     for (const [name, op] of operations(doc)) {
       if (name.startsWith("get ") || bodyless.includes(name)) {
         expect(op.requestBody, name).toBeUndefined();

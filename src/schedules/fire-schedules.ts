@@ -1,0 +1,162 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { enqueueTasks } from "../engine/enqueue";
+import { EdgeqError } from "../engine/errors";
+import { MAX_CATCH_UP_SLOTS, MAX_SCHEDULES_PER_FIRE, MAX_SLOT_WALK, SCHEDULE_MISFIRE_GRACE_S } from "../engine/limits";
+import { parseCronSpec, type CronSpec } from "./cron-spec";
+import {
+  NEVER,
+  advanceSchedule,
+  dueSchedules,
+  earliestNextRun,
+  type ScheduledTask,
+  type ScheduleRow,
+} from "./schedule-store";
+import { slotTaskId } from "./slot-id";
+
+/** What one pass did, per schedule: the slots it enqueued (task ids), skipped or failed. */
+export interface FireReport {
+  name: string;
+  queue: string;
+  enqueued: Array<{ slot: number; id: string }>;
+  skipped: number[];
+  error: string | null;
+}
+
+/**
+ * The due slots of a schedule at `now` that its catch-up policy fires, oldest first. Slots at most
+ * SCHEDULE_MISFIRE_GRACE_S late are on time (a late or lost-and-re-armed alarm) and always fire; older
+ * ones were missed: `none` fires none of them, `last` the latest, `all` up to MAX_CATCH_UP_SLOTS latest.
+ */
+export function slotsToFire(row: Pick<ScheduleRow, "next_run_at" | "catch_up">, spec: CronSpec, now: number): number[] {
+  const due: number[] = [];
+  let slot: number | null = row.next_run_at;
+  const graceStart = now - SCHEDULE_MISFIRE_GRACE_S * 1000;
+  let steps = 0;
+  while (slot !== null && slot <= now) {
+    due.push(slot);
+    // Bounded memory: only the latest slots can fire.
+    if (due.length > MAX_CATCH_UP_SLOTS * 2) due.splice(0, due.length - MAX_CATCH_UP_SLOTS);
+    // Bounded time: after a long downtime (an @every 1s schedule down for a month), jump to the recent past
+    // — far enough back for MAX_CATCH_UP_SLOTS slots at the interval seen so far — instead of walking it all.
+    if (++steps === MAX_SLOT_WALK && slot < graceStart) {
+      const interval = Math.max(1, (slot - row.next_run_at) / steps);
+      const restart = Math.max(slot, now - SCHEDULE_MISFIRE_GRACE_S * 1000 - (MAX_CATCH_UP_SLOTS + 1) * interval);
+      due.length = 0;
+      slot = spec.next(restart - 1);
+      continue;
+    }
+    slot = spec.next(slot);
+  }
+  const onTime = due.filter((s) => s >= graceStart);
+  const missed = due.filter((s) => s < graceStart);
+  const caughtUp =
+    row.catch_up === "all" ? missed.slice(-MAX_CATCH_UP_SLOTS) : row.catch_up === "last" ? missed.slice(-1) : [];
+  return [...caughtUp, ...onTime];
+}
+
+/** Whether the schedule's last task is still pending or processing (overlap: skip). */
+async function lastStillLive(db: Db, row: ScheduleRow): Promise<boolean> {
+  if (!row.last_task_id) return false;
+  const task = await db.get<{ state: string }>(sql`SELECT state FROM tasks WHERE id = ${row.last_task_id}`);
+  return task?.state === "pending" || task?.state === "processing";
+}
+
+/**
+ * Fires every schedule due at `now` (at most MAX_SCHEDULES_PER_FIRE per call): enqueues one task per slot
+ * its catch-up policy fires, with the id derived from (schedule, slot) — so a pass that is repeated, raced
+ * by the cron tick or replayed after an eviction enqueues each slot once. With `overlap: "skip"` a slot is
+ * skipped while the previous slot's task is still pending or processing. A task that cannot be enqueued
+ * (its queue's rules refuse it) records the error on the schedule and the schedule moves on; it never
+ * retries in a loop. Then each schedule advances to its first slot after `now`.
+ *
+ * `onEnqueued` is told the queue and earliest run time of what was enqueued (the caller wakes the queue's
+ * coordinator). Returns what was done and when the next slot of any schedule is due.
+ *
+ * @example
+ * const { nextAt } = await fireDueSchedules(db, Date.now());
+ */
+export async function fireDueSchedules(
+  db: Db,
+  now: number,
+  onEnqueued: (queue: string, runAt: number) => Promise<void> = async () => {},
+): Promise<{ reports: FireReport[]; nextAt: number | null }> {
+  const rows = await dueSchedules(db, now, MAX_SCHEDULES_PER_FIRE);
+  const reports: FireReport[] = [];
+  for (const row of rows) reports.push(await fireOne(db, row, now, onEnqueued));
+  const nextAt = rows.length === MAX_SCHEDULES_PER_FIRE ? now : await earliestNextRun(db);
+  return { reports, nextAt };
+}
+
+async function fireOne(
+  db: Db,
+  row: ScheduleRow,
+  now: number,
+  onEnqueued: (queue: string, runAt: number) => Promise<void>,
+): Promise<FireReport> {
+  const report: FireReport = { name: row.name, queue: row.queue, enqueued: [], skipped: [], error: null };
+  let spec: CronSpec;
+  try {
+    spec = parseCronSpec(row.cron, row.timezone);
+  } catch (error) {
+    // Stored specs were validated; a runtime that lost a time zone must not make the schedule spin.
+    report.error = (error as Error).message;
+    await advanceSchedule(
+      db,
+      row,
+      { slot: row.next_run_at, taskId: null, outcome: "error", error: report.error },
+      now + 3_600_000,
+      now,
+    );
+    return report;
+  }
+  const slots = slotsToFire(row, spec, now);
+  const task = JSON.parse(row.task) as ScheduledTask;
+  let lastTaskId: string | null = null;
+  let outcome: "enqueued" | "skipped_overlap" | "skipped_missed" | "error" =
+    slots.length > 0 ? "enqueued" : "skipped_missed";
+  const live = row.overlap === "skip" && (await lastStillLive(db, row));
+  if (live) {
+    report.skipped = slots;
+    outcome = "skipped_overlap";
+  } else if (slots.length > 0) {
+    // With overlap: skip, a catch-up enqueues only its latest slot: the earlier ones would overlap it.
+    const firing = row.overlap === "skip" ? slots.slice(-1) : slots;
+    report.skipped = slots.slice(0, slots.length - firing.length);
+    try {
+      const ids = await Promise.all(firing.map((slot) => slotTaskId(row.name, slot)));
+      const { tasks, earliestRunAt } = await enqueueTasks(
+        db,
+        row.queue,
+        firing.map((slot, i) => ({
+          id: ids[i],
+          type: task.type,
+          payload: task.payload,
+          priority: task.priority,
+          group: task.group,
+          maxAttempts: task.max_attempts,
+          dedupeKey: task.dedupe_key,
+          runAt: now,
+        })),
+        now,
+      );
+      report.enqueued = firing.map((slot, i) => ({ slot, id: tasks[i]!.id }));
+      lastTaskId = ids.at(-1) ?? null;
+      if (earliestRunAt !== null) await onEnqueued(row.queue, earliestRunAt);
+    } catch (error) {
+      if (!(error instanceof EdgeqError)) throw error;
+      report.error = error.message;
+      outcome = "error";
+    }
+  }
+  const next = spec.next(now);
+  await advanceSchedule(
+    db,
+    row,
+    { slot: slots.at(-1) ?? row.next_run_at, taskId: lastTaskId, outcome, error: report.error },
+    // An expression with no slot left parks the schedule far ahead rather than firing again.
+    next ?? NEVER,
+    now,
+  );
+  return report;
+}

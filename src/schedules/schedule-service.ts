@@ -1,0 +1,122 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { enqueueTasks } from "../engine/enqueue";
+import { toIso } from "../engine/time";
+import { nextSlots, parseCronSpec } from "./cron-spec";
+import { NEVER, getSchedule, setPaused, upsertSchedule, type ScheduledTask, type ScheduleRow } from "./schedule-store";
+import { slotTaskId } from "./slot-id";
+
+export interface ScheduleRequest {
+  queue: string;
+  cron: string;
+  timezone?: string;
+  task?: ScheduledTask;
+  overlap?: "allow" | "skip";
+  catch_up?: "none" | "last" | "all";
+  paused?: boolean;
+}
+
+/**
+ * Creates or replaces a schedule. A bad expression or time zone is `invalid_request` naming `cron` or
+ * `timezone`, and nothing is stored. The first slot is the first after `now`: a new or changed schedule
+ * does not fire for the past.
+ *
+ * @example
+ * await putSchedule(db, "notes-pass", { queue: "notes", cron: "@every 30s" }, Date.now());
+ */
+export async function putSchedule(db: Db, name: string, request: ScheduleRequest, now: number): Promise<ScheduleRow> {
+  const timezone = request.timezone ?? "UTC";
+  const spec = parseCronSpec(request.cron, timezone);
+  const next = spec.next(now) ?? NEVER;
+  return upsertSchedule(
+    db,
+    name,
+    {
+      queue: request.queue,
+      cron: request.cron.trim(),
+      timezone,
+      task: request.task ?? {},
+      overlap: request.overlap ?? "skip",
+      catch_up: request.catch_up ?? "none",
+      paused: request.paused ?? false,
+    },
+    next,
+    now,
+  );
+}
+
+/** Pauses a schedule (no slot fires) or resumes it from the first slot after `now`. */
+export async function pauseSchedule(db: Db, name: string, paused: boolean, now: number): Promise<ScheduleRow> {
+  if (paused) return setPaused(db, name, true, null, now);
+  const row = await getSchedule(db, name);
+  const next = parseCronSpec(row.cron, row.timezone).next(now) ?? NEVER;
+  return setPaused(db, name, false, next, now);
+}
+
+/**
+ * Runs a schedule now, outside its slots: enqueues its task with the id derived from (schedule, now) — a
+ * repeated trigger in the same millisecond is one task. Overlap does not apply: a trigger is asked for.
+ *
+ * @example
+ * const { id } = await triggerSchedule(db, "nightly-scan", Date.now());
+ */
+export async function triggerSchedule(
+  db: Db,
+  name: string,
+  now: number,
+): Promise<{ id: string; deduplicated: boolean; queue: string }> {
+  const row = await getSchedule(db, name);
+  const task = JSON.parse(row.task) as ScheduledTask;
+  const id = await slotTaskId(name, now);
+  const { tasks } = await enqueueTasks(
+    db,
+    row.queue,
+    [
+      {
+        id,
+        type: task.type,
+        payload: task.payload,
+        priority: task.priority,
+        group: task.group,
+        maxAttempts: task.max_attempts,
+        dedupeKey: task.dedupe_key,
+      },
+    ],
+    now,
+  );
+  await db.run(sql`UPDATE schedules SET last_slot_at = ${now}, last_task_id = ${tasks[0]!.id},
+      last_outcome = 'enqueued', last_error = NULL, updated_at = ${now} WHERE name = ${name}`);
+  return { id: tasks[0]!.id, deduplicated: tasks[0]!.deduplicated, queue: row.queue };
+}
+
+/** The wire form of a schedule: its next 5 slots and its last run's task with that task's state now. */
+export async function scheduleView(db: Db, row: ScheduleRow, now: number) {
+  const spec = parseCronSpec(row.cron, row.timezone);
+  const lastState = row.last_task_id
+    ? ((await db.get<{ state: string }>(sql`SELECT state FROM tasks WHERE id = ${row.last_task_id}`))?.state ?? null)
+    : null;
+  return {
+    name: row.name,
+    queue: row.queue,
+    cron: row.cron,
+    timezone: row.timezone,
+    task: JSON.parse(row.task) as Record<string, unknown>,
+    overlap: row.overlap,
+    catch_up: row.catch_up,
+    paused: row.paused === 1,
+    next_run_at: row.paused === 1 ? null : toIso(row.next_run_at),
+    next_runs: row.paused === 1 ? [] : nextSlots(spec, Math.max(now, row.next_run_at - 1), 5).map((t) => toIso(t)),
+    last_run:
+      row.last_slot_at === null
+        ? null
+        : {
+            slot: toIso(row.last_slot_at),
+            outcome: row.last_outcome,
+            task_id: row.last_task_id,
+            task_state: lastState,
+            error: row.last_error,
+          },
+    created_at: toIso(row.created_at),
+    updated_at: toIso(row.updated_at),
+  };
+}

@@ -1,0 +1,32 @@
+import { sql } from "drizzle-orm";
+import { fireDueSchedules, type FireReport } from "../../src/schedules/fire-schedules";
+import { deleteSchedule, getSchedule } from "../../src/schedules/schedule-store";
+import { db } from "../helpers";
+
+/** The tasks of a queue, oldest id first. */
+export function tasksOf(queue: string): Promise<Array<{ id: string; state: string }>> {
+  return db().all(sql`SELECT id, state FROM tasks WHERE queue = ${queue} ORDER BY id`);
+}
+
+/** Fires at `now` and returns what happened to schedule `name` (other tests' schedules may fire too: the
+ * tests share one D1, so only this schedule's report is looked at). */
+export async function fireAt(name: string, now: number): Promise<FireReport | undefined> {
+  const { reports } = await fireDueSchedules(db(), now);
+  return reports.find((r) => r.name === name);
+}
+
+/** Fires schedule `name` at each of its slots in turn, `count` times; the slots fired. */
+export async function fireEachSlot(name: string, count: number): Promise<number[]> {
+  const fired: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const { next_run_at } = await getSchedule(db(), name);
+    const report = await fireAt(name, next_run_at);
+    fired.push(...(report?.enqueued.map((e) => e.slot) ?? []));
+  }
+  return fired;
+}
+
+/** Deletes a test's schedule so later passes of other tests do not fire it. */
+export async function dropSchedule(name: string): Promise<void> {
+  await deleteSchedule(db(), name);
+}
