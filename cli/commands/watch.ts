@@ -3,10 +3,19 @@ import { expectOk, type Client } from "../client";
 import { CliError, EXIT } from "../errors";
 import { durationFlag, isTaskId, positionals, queueArg, usageError } from "../flags";
 import type { Command, CommandContext } from "../main";
-import { bar, StatusLine, truncate } from "../output";
+import { bar, shortDuration, StatusLine, truncate } from "../output";
+import { EventSignal } from "./watch-stream";
 
 /** Shortest polling interval: a watch should not become a load test. */
 const MIN_INTERVAL_S = 0.2;
+/** With the event stream up, a watch re-reads on events only, plus this safety re-read for changes that
+ * publish no event (e.g. the cron reaper): the dashboard's bound too — nothing polls faster than 10 s. */
+const STREAM_REFRESH_MS = 10_000;
+/** Fewest milliseconds between two re-reads on events: a busy queue's events are drawn 5 times a second,
+ * not once per event. */
+const MIN_REDRAW_MS = 200;
+/** The width a watch line fits in (a standard terminal). */
+const LINE_COLUMNS = 80;
 
 /**
  * Stops a watch on SIGINT (Ctrl-C) between polls instead of killing the process mid-line, so the last line
@@ -22,12 +31,14 @@ class Interrupt {
   constructor() {
     process.on("SIGINT", this.onSignal);
   }
-  /** Waits `ms`, or less if interrupted. */
+  /** Waits `ms`, or less if interrupted (or woken by the next call: one sleep at a time). */
   sleep(ms: number): Promise<void> {
+    this.wake?.();
     return new Promise((resolve) => {
       if (this.stopped) return resolve();
       const timer = setTimeout(resolve, ms);
       this.wake = () => {
+        this.wake = undefined;
         clearTimeout(timer);
         resolve();
       };
@@ -35,6 +46,7 @@ class Interrupt {
   }
   dispose(): void {
     process.off("SIGINT", this.onSignal);
+    this.wake?.(); // no timer left to keep the process alive
   }
 }
 
@@ -55,12 +67,14 @@ async function poll<T>(
   read: () => Promise<T>,
   render: (value: T) => { text: string; exit?: number },
   onInterrupt: number,
+  signal: EventSignal | null,
 ): Promise<number> {
   const line = new StatusLine(ctx.stdout, { logChanges: true });
   const interrupt = new Interrupt();
   let last = "";
   try {
     for (let first = true; ; first = false) {
+      const readAt = Date.now();
       try {
         const view = render(await read());
         last = view.text;
@@ -76,7 +90,13 @@ async function poll<T>(
         }
         line.update(`${last}  (retrying: ${(error as Error).message})`);
       }
-      await interrupt.sleep(intervalMs);
+      if (signal?.live) {
+        // Woken by an event (or the safety re-read), never more often than MIN_REDRAW_MS.
+        await Promise.race([interrupt.sleep(STREAM_REFRESH_MS), signal.next(STREAM_REFRESH_MS)]);
+        await interrupt.sleep(Math.max(0, readAt + MIN_REDRAW_MS - Date.now()));
+      } else {
+        await interrupt.sleep(intervalMs);
+      }
       if (interrupt.stopped) {
         line.done(last);
         return onInterrupt;
@@ -84,11 +104,32 @@ async function poll<T>(
     }
   } finally {
     interrupt.dispose();
+    signal?.close();
   }
 }
 
+/** Cuts a line to LINE_COLUMNS characters (ending in "…"), keeping its spacing. */
+function fit(text: string): string {
+  const chars = [...text];
+  return chars.length <= LINE_COLUMNS ? text : chars.slice(0, LINE_COLUMNS - 1).join("") + "…";
+}
+
+/** " 2.5/s  ETA 40s" for `left` units at `rate` per second; empty before a rate is known. */
+function rateAndEta(rate: number, left: number, unit = "/s"): string {
+  if (!(rate > 0)) return "";
+  const shown = rate >= 10 ? String(Math.round(rate)) : rate.toFixed(1);
+  return `  ${shown}${unit}` + (left > 0 ? `  ETA ${shortDuration((left / rate) * 1000)}` : "");
+}
+
 /** `edgeq watch <id>`: one line of progress; exits 0 when the task completes, 1 when dead or cancelled. */
-function watchTask(ctx: CommandContext, client: Client, id: string, intervalMs: number): Promise<number> {
+function watchTask(
+  ctx: CommandContext,
+  client: Client,
+  id: string,
+  intervalMs: number,
+  signal: EventSignal | null,
+): Promise<number> {
+  let firstSample: { at: number; percent: number } | undefined;
   return poll(
     ctx,
     intervalMs,
@@ -97,8 +138,21 @@ function watchTask(ctx: CommandContext, client: Client, id: string, intervalMs: 
       const state = task.state === "processing" && task.cancel_requested ? "processing (cancelling)" : task.state;
       const percent = task.state === "completed" ? 100 : (task.progress ?? 0);
       const attempt = task.state === "processing" ? ` attempt ${task.attempts}/${task.max_attempts}` : "";
-      const message = task.progress_message ? `  ${task.progress_message}` : "";
-      const text = `${task.id}  ${bar(percent / 100)} ${String(percent).padStart(3)}%  ${state}${attempt}${message}`;
+      // Rate and ETA from the progress seen since this watch began (percent per second).
+      let rate = "";
+      if (task.state === "processing" && task.progress !== null) {
+        firstSample ??= { at: Date.now(), percent };
+        const elapsed = (Date.now() - firstSample.at) / 1000;
+        if (elapsed >= 1) rate = rateAndEta((percent - firstSample.percent) / elapsed, 100 - percent, "%/s");
+      }
+      // The message gives way to the rate and ETA when the line is full.
+      // The bar (10 cells) gives way to the rate and ETA, the message to both, within LINE_COLUMNS.
+      const rest = `${String(percent).padStart(3)}%  ${state}${attempt}`;
+      const spare = LINE_COLUMNS - task.id.length - [...rest].length - [...rate].length - 4;
+      const head = spare >= 6 ? `${task.id} ${bar(percent / 100, Math.min(10, spare))} ${rest}` : `${task.id} ${rest}`;
+      const room = LINE_COLUMNS - [...head].length - [...rate].length;
+      const note = task.progress_message && room >= 8 ? `  ${truncate(task.progress_message, room - 2)}` : "";
+      const text = fit(`${head}${note}${rate}`);
       if (task.state === "completed") return { text, exit: EXIT.ok };
       if (task.state === "dead" || task.state === "cancelled") {
         const error = task.errors.at(-1);
@@ -107,6 +161,7 @@ function watchTask(ctx: CommandContext, client: Client, id: string, intervalMs: 
       return { text };
     },
     130,
+    signal,
   );
 }
 
@@ -117,6 +172,7 @@ function watchQueue(
   queue: string,
   intervalMs: number,
   untilDone: boolean,
+  signal: EventSignal | null,
 ): Promise<number> {
   const started = Date.now();
   let finishedAtStart: number | undefined;
@@ -131,14 +187,19 @@ function watchQueue(
       finishedAtStart ??= finished;
       const elapsed = (Date.now() - started) / 1000;
       const rate = elapsed >= 1 ? Math.max(0, finished - finishedAtStart) / elapsed : 0;
-      const counts = TASK_STATES.map((s) => `${s} ${c[s] ?? 0}`).join("  ");
-      const text =
-        `${queue}  ${bar(total === 0 ? 1 : finished / total, 16)} ${finished}/${total} finished  ${counts}` +
-        (rate > 0 ? `  ${rate >= 10 ? Math.round(rate) : rate.toFixed(1)}/s` : "");
+      // dead and cancelled only when there are any: the line fits in LINE_COLUMNS.
+      const shown = TASK_STATES.filter((s) => (s !== "dead" && s !== "cancelled") || (c[s] ?? 0) > 0);
+      const counts = shown.map((s) => `${s} ${c[s] ?? 0}`).join("  ");
+      const tail = `${finished}/${total} finished  ${counts}${rateAndEta(rate, c.pending + c.processing)}`;
+      // The bar gives way first (down to 4 cells), then the queue's name is cut.
+      const width = Math.max(4, Math.min(16, LINE_COLUMNS - queue.length - tail.length - 4));
+      const name = truncate(queue, Math.max(8, LINE_COLUMNS - tail.length - width - 4));
+      const text = fit(`${name} ${bar(total === 0 ? 1 : finished / total, width)} ${tail}`);
       const idle = c.pending === 0 && c.processing === 0;
       return untilDone && idle ? { text, exit: EXIT.ok } : { text };
     },
     EXIT.ok,
+    signal,
   );
 }
 
@@ -159,14 +220,23 @@ export const watch: Command = {
       default: "1",
     },
     "until-done": { type: "boolean", description: "a queue: exit once nothing is pending or processing" },
+    poll: { type: "boolean", description: "poll every --interval instead of following the event stream" },
   },
   async run(ctx) {
     const [target] = positionals(ctx, watch, ["id|queue"]);
     const interval = durationFlag(ctx, watch, "interval") ?? 1;
     if (interval < MIN_INTERVAL_S) throw usageError(watch, `--interval: at least ${MIN_INTERVAL_S} s`);
     const ms = interval * 1000;
+    // Follow the event stream (re-reading on each event) unless told to poll or it cannot be opened.
+    const follow = (path: string) =>
+      ctx.flags.poll === true ? Promise.resolve(null) : EventSignal.open(ctx.config, ctx.client, path);
     // A task watch always ends when the task does; --until-done changes nothing there.
-    if (isTaskId(target!)) return watchTask(ctx, ctx.client, target!.toUpperCase(), ms);
-    return watchQueue(ctx, ctx.client, queueArg(watch, target), ms, ctx.flags["until-done"] === true);
+    if (isTaskId(target!)) {
+      const id = target!.toUpperCase();
+      return watchTask(ctx, ctx.client, id, ms, await follow(`/v1/tasks/${id}/events`));
+    }
+    const queue = queueArg(watch, target);
+    const signal = await follow(`/v1/queues/${encodeURIComponent(queue)}/events`);
+    return watchQueue(ctx, ctx.client, queue, ms, ctx.flags["until-done"] === true, signal);
   },
 };

@@ -18,6 +18,7 @@ import { artifactRoutes } from "./routes/artifacts";
 import { processorRoutes } from "./routes/processors";
 import { taskRoutes } from "./routes/tasks";
 import { eventStreamRoutes, ticketRoutes } from "./routes/events";
+import { dashboardPages, throughputRoutes } from "../dashboard/routes";
 import { requireUtf8Json } from "./utf8-body";
 import { validationHook } from "./validation";
 import { sqsRoutes } from "../sqs/endpoint";
@@ -42,6 +43,9 @@ export function buildApp() {
     const configured = settings.EDGEQ_TOKEN.length > 0 || settings.ENVIRONMENT !== "production";
     return c.json({ status: configured ? "ok" : "not_configured" }, configured ? 200 : 503);
   });
+
+  // The dashboard (src/dashboard/): a page that signs in with the token and reads /v1; `/` redirects to it.
+  app.route("/", dashboardPages);
 
   // The SQS-compatible endpoint (src/sqs/): SigV4-signed, outside /v1 and its bearer token.
   app.route("/", sqsRoutes);
@@ -75,6 +79,7 @@ export function buildApp() {
     .route("/", queueRoutes)
     .route("/", taskRoutes)
     .route("/", ticketRoutes)
+    .route("/", throughputRoutes)
     .route("/", artifactRoutes)
     .route("/", processorRoutes)
     .route("/", metricsRoutes)

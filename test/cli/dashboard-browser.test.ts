@@ -1,0 +1,132 @@
+import chromium from "@sparticuz/chromium";
+import { chromium as playwright, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { expectOk } from "../../cli/client";
+import { api, enqueueTasks, leaseOne, uniqueQueue } from "./commands-support";
+
+/** How long the page may take to show a live change (events arrive in well under a second; the overview's
+ * list of queues refreshes every 10 s). */
+const LIVE_MS = 5_000;
+const LIST_REFRESH_MS = 12_000;
+/** `EDGEQ_SCREENSHOTS=1 npx vitest run --project cli test/cli/dashboard-browser.test.ts` rewrites docs/. */
+const SCREENSHOTS = process.env.EDGEQ_SCREENSHOTS === "1";
+
+let browser: Browser;
+let page: Page;
+const url = () => inject("edgeqUrl");
+
+async function shot(name: string): Promise<void> {
+  if (SCREENSHOTS) await page.screenshot({ path: `docs/dashboard-${name}.png`, fullPage: true });
+}
+
+beforeAll(async () => {
+  browser = await playwright.launch({
+    executablePath: await chromium.executablePath(),
+    headless: true,
+    // Headless on a CI box as root: no sandbox, no GPU, nothing fetched in the background.
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+      "--disable-sync",
+      "--disable-dev-shm-usage",
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+  // Every destructive action asks first; the test answers yes.
+  page.on("dialog", (dialog) => void dialog.accept());
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe("the dashboard in a real Chromium", () => {
+  it("redirects / to the dashboard, signs in with the token, and shows a queue once tasks are enqueued", async () => {
+    await page.goto(url());
+    expect(new URL(page.url()).pathname).toBe("/dashboard");
+    await page.getByLabel("API token").fill("wrong-token");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await expect.poll(() => page.locator("#notice").textContent()).toMatch(/Sign-in refused: unauthorized/);
+    await page.getByLabel("API token").fill(inject("edgeqToken"));
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { name: "Queues" }).waitFor();
+    // The token never reaches the URL.
+    expect(page.url()).not.toContain(inject("edgeqToken"));
+
+    const queue = uniqueQueue("dash");
+    await enqueueTasks(queue, [{}, {}, {}]);
+    await page.getByRole("link", { name: queue }).waitFor({ timeout: LIST_REFRESH_MS });
+    expect(await page.locator(`[id="queue-${queue}"] [data-state="pending"]`).textContent()).toBe("3");
+    await shot("overview");
+  });
+
+  it("moves a queue's counts and a task's progress bar live as a worker heartbeats", async () => {
+    const queue = uniqueQueue("dash-live");
+    const [id] = await enqueueTasks(queue, [{ payload: { text: "hello" } }, {}]);
+    await page.goto(`${url()}/dashboard#/queue/${queue}`);
+    await expect.poll(() => page.locator("#count-pending").textContent()).toBe("2");
+    await page.locator("body[data-live]").waitFor(); // the events socket is open
+    const lease = await leaseOne(queue);
+    expect(lease.id).toBe(id);
+    await expect.poll(() => page.locator("#count-processing").textContent(), { timeout: LIVE_MS }).toBe("1");
+    await shot("queue");
+
+    await page.getByRole("link", { name: id! }).click();
+    await expect.poll(() => page.locator("#task-state").textContent()).toBe("processing");
+    await page.locator("body[data-live]").waitFor();
+    for (const progress of [25, 70]) {
+      await expectOk(
+        await api().v1.tasks[":id"].heartbeat.$post({
+          param: { id: id! },
+          json: { lease_token: lease.lease_token, progress, message: `step ${progress}` },
+        }),
+      );
+      await expect
+        .poll(() => page.getByLabel("Progress").getAttribute("value"), { timeout: LIVE_MS })
+        .toBe(String(progress));
+    }
+    await shot("task");
+  });
+
+  it("shows a dead task's error history and redrives it after confirmation", async () => {
+    const queue = uniqueQueue("dash-dead");
+    const [id] = await enqueueTasks(queue, [{ max_attempts: 1 }]);
+    const lease = await leaseOne(queue);
+    await expectOk(
+      await api().v1.tasks[":id"].fail.$post({
+        param: { id: id! },
+        json: { lease_token: lease.lease_token, error: "upstream 503: try later" },
+      }),
+    );
+    await page.goto(`${url()}/dashboard#/task/${id}`);
+    await expect.poll(() => page.locator("#task-state").textContent()).toBe("dead");
+    const errors = page.getByRole("table", { name: "Error history" });
+    await expect.poll(() => errors.textContent()).toContain("upstream 503: try later");
+    await page.getByRole("button", { name: "Retry now" }).click();
+    await expect.poll(() => page.locator("#task-state").textContent(), { timeout: LIVE_MS }).toBe("pending");
+    const task = await expectOk(await api().v1.tasks[":id"].$get({ param: { id: id! } }));
+    expect(task.state).toBe("pending");
+  });
+
+  it("edits a config value, and shows a refused one on its field", async () => {
+    const queue = uniqueQueue("dash-config");
+    await enqueueTasks(queue, [{}]);
+    await page.goto(`${url()}/dashboard#/queue/${queue}`);
+    const field = page.getByLabel("max_attempts", { exact: true });
+    await field.fill("1000");
+    await page.getByRole("button", { name: "Save configuration" }).click();
+    await expect.poll(() => page.locator("#err-max_attempts").textContent()).toMatch(/max_attempts|100/);
+    expect(await field.getAttribute("aria-invalid")).toBe("true");
+    const unchanged = await expectOk(await api().v1.queues[":queue"].config.$get({ param: { queue } }));
+    expect(unchanged.max_attempts).not.toBe(1000);
+
+    await field.fill("7");
+    await page.getByRole("button", { name: "Save configuration" }).click();
+    await expect.poll(() => page.locator("#notice").textContent()).toBe("Configuration saved.");
+    const saved = await expectOk(await api().v1.queues[":queue"].config.$get({ param: { queue } }));
+    expect(saved.max_attempts).toBe(7);
+  });
+});
