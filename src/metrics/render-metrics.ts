@@ -5,6 +5,7 @@ import { bucketColumn, HISTOGRAM_BOUNDS_S } from "../engine/histogram-buckets";
 import { liveFigures } from "../engine/live-figures";
 import { HEALTH_STATUSES } from "../health/evaluate";
 import { DEFAULTS_KEY, readHealthRows } from "../health/health-store";
+import { listSchedules, NEVER } from "../schedules/schedule-store";
 import { Exposition } from "./exposition";
 
 const COUNTER_HELP: Record<(typeof COUNTERS)[number], string> = {
@@ -19,14 +20,20 @@ const COUNTER_HELP: Record<(typeof COUNTERS)[number], string> = {
 /**
  * Everything /metrics exposes, in the Prometheus text format: live gauges per queue (tasks by live state,
  * due depth, oldest due age, expired leases, overruns) read through the live index, and the counters and
- * histograms per queue and type summed from the task counters — never from finished tasks. `extra`
- * appends further families (health, schedules).
+ * histograms per queue and type summed from the task counters — never from finished tasks; each queue's
+ * last evaluated health and owed alert; each schedule's next and last slot and whether it is failing.
+ * `extra` appends further families.
  *
  * @example
  * const text = await renderMetrics(db, Date.now());
  */
 export async function renderMetrics(db: Db, now: number, extra?: (out: Exposition) => void): Promise<string> {
-  const [live, sums, health] = await Promise.all([liveFigures(db, now), sumCounters(db), readHealthRows(db)]);
+  const [live, sums, health, schedules] = await Promise.all([
+    liveFigures(db, now),
+    sumCounters(db),
+    readHealthRows(db),
+    listSchedules(db),
+  ]);
   const out = new Exposition();
 
   const tasks = out.family("edgeq_tasks", "gauge", "Live tasks by state (pending, processing).");
@@ -89,6 +96,29 @@ export async function renderMetrics(db: Db, now: number, extra?: (out: Expositio
     "1 while a queue's last status change is still owed to its alert webhook (being retried).",
   );
   for (const r of rows) pending.sample({ queue: r.queue }, r.alert_pending ? 1 : 0);
+  const nextRun = out.family(
+    "edgeq_schedule_next_run_timestamp_seconds",
+    "gauge",
+    "When a schedule's next slot fires (Unix seconds); absent while paused.",
+  );
+  for (const s of schedules) {
+    if (s.paused === 0 && s.next_run_at < NEVER)
+      nextRun.sample({ schedule: s.name, queue: s.queue }, s.next_run_at / 1000);
+  }
+  const lastRun = out.family(
+    "edgeq_schedule_last_run_timestamp_seconds",
+    "gauge",
+    "The last slot a schedule fired or skipped (Unix seconds).",
+  );
+  for (const s of schedules) {
+    if (s.last_slot_at !== null) lastRun.sample({ schedule: s.name, queue: s.queue }, s.last_slot_at / 1000);
+  }
+  const failing = out.family(
+    "edgeq_schedule_failing",
+    "gauge",
+    "1 when a schedule's last firing could not enqueue its task (the error is on the schedule), else 0.",
+  );
+  for (const s of schedules) failing.sample({ schedule: s.name, queue: s.queue }, s.last_outcome === "error" ? 1 : 0);
   extra?.(out);
   return out.render();
 }

@@ -1,8 +1,11 @@
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { describe, expect, it } from "vitest";
 import { HISTOGRAM_BOUNDS_S } from "../../src/engine/histogram-buckets";
+import { fireDueSchedules } from "../../src/schedules/fire-schedules";
+import { putSchedule } from "../../src/schedules/schedule-service";
+import { deleteSchedule } from "../../src/schedules/schedule-store";
+import { db, T0, uniqueQueue } from "../helpers";
 import { call, complete, enqueue, expectError, fail, lease } from "../http/api";
-import { uniqueQueue } from "../helpers";
 
 interface Sample {
   value?: string;
@@ -114,5 +117,28 @@ describe("GET /metrics", () => {
     const { families } = await scrape();
     expect(Number(valueOf(families, "edgeq_tasks_due", { queue })?.value)).toBe(2);
     expect(Number(valueOf(families, "edgeq_oldest_due_age_seconds", { queue })?.value)).toBeGreaterThanOrEqual(120);
+  });
+
+  it("shows each schedule's next and last slot, and whether its last firing failed", async () => {
+    const ok = uniqueQueue("sched");
+    const failing = uniqueQueue("sched");
+    const queue = uniqueQueue("metrics");
+    // Two months before T0: the passes here fire no other test's schedules.
+    const base = T0 - 60 * 86_400_000;
+    await putSchedule(db(), ok, { queue, cron: "@every 60s" }, base);
+    await putSchedule(db(), failing, { queue, cron: "@every 60s", task: { payload: "x".repeat(300 * 1024) } }, base);
+    await fireDueSchedules(db(), base + 60_000);
+    const { families } = await scrape();
+    const labels = (schedule: string) => ({ schedule, queue });
+    expect(Number(valueOf(families, "edgeq_schedule_next_run_timestamp_seconds", labels(ok))?.value)).toBe(
+      (base + 120_000) / 1000,
+    );
+    expect(Number(valueOf(families, "edgeq_schedule_last_run_timestamp_seconds", labels(ok))?.value)).toBe(
+      (base + 60_000) / 1000,
+    );
+    expect(Number(valueOf(families, "edgeq_schedule_failing", labels(ok))?.value)).toBe(0);
+    expect(Number(valueOf(families, "edgeq_schedule_failing", labels(failing))?.value)).toBe(1);
+    await deleteSchedule(db(), ok);
+    await deleteSchedule(db(), failing);
   });
 });
