@@ -56,12 +56,17 @@ function effectiveThresholds(rows: Map<string, HealthRow>, queue: string): Thres
  * const [emails] = await evaluateHealth(db, Date.now(), { queue: "emails" });
  */
 export async function evaluateHealth(db: Db, now: number, opts: { queue?: string } = {}): Promise<QueueHealth[]> {
-  const [live, recent, rows, configured] = await Promise.all([
+  const only = opts.queue === undefined ? sql`` : sql` AND queue = ${opts.queue}`;
+  const [live, recent, rows, configured, failing] = await Promise.all([
     liveFigures(db, now, opts.queue),
     recentCounts(db, now, opts.queue),
     readHealthRows(db, opts.queue === undefined ? undefined : [opts.queue]),
     opts.queue === undefined ? db.all<{ name: string }>(sql`SELECT name FROM queues`) : Promise.resolve([]),
+    db.all<{ queue: string; n: number }>(
+      sql`SELECT queue, count(*) AS n FROM schedules WHERE last_outcome = 'error'${only} GROUP BY queue`,
+    ),
   ]);
+  const failingBy = new Map(failing.map((f) => [f.queue, f.n]));
   const names =
     opts.queue !== undefined
       ? [opts.queue]
@@ -71,6 +76,7 @@ export async function evaluateHealth(db: Db, now: number, opts: { queue?: string
             ...recent.map((r) => r.queue),
             ...[...rows.keys()].filter((q) => q !== DEFAULTS_KEY),
             ...configured.map((c) => c.name),
+            ...failing.map((f) => f.queue),
           ]),
         ].sort();
   const liveBy = new Map(live.map((f) => [f.queue, f]));
@@ -79,7 +85,13 @@ export async function evaluateHealth(db: Db, now: number, opts: { queue?: string
   const results: QueueHealth[] = [];
   for (const queue of names) {
     const thresholds = effectiveThresholds(rows, queue);
-    const figures = healthFigures(liveBy.get(queue), recentBy.get(queue), now, thresholds.failure_rate_min_outcomes);
+    const figures = healthFigures(
+      liveBy.get(queue),
+      recentBy.get(queue),
+      now,
+      thresholds.failure_rate_min_outcomes,
+      failingBy.get(queue) ?? 0,
+    );
     const { status, reasons } = judgeHealth(figures, thresholds);
     let row = rows.get(queue);
     const stored: HealthStatus = row?.status ?? "ok";

@@ -17,6 +17,8 @@ export interface HealthFigures {
   outcomes_5m: number;
   outcomes_15m: number;
   dead_1h: number;
+  /** Schedules into this queue whose last firing failed to enqueue (src/schedules/). */
+  schedule_errors: number;
 }
 
 /** One check past a level. */
@@ -36,6 +38,7 @@ const DESCRIBE: Record<Check, (v: number) => string> = {
   failure_rate_5m: (v) => `${Math.round(v * 100)} % of attempts failed in the last 5 minutes`,
   failure_rate_15m: (v) => `${Math.round(v * 100)} % of attempts failed in the last 15 minutes`,
   dead_1h: (v) => `${v} tasks went dead in the last hour`,
+  schedule_errors: (v) => `${v} schedules could not enqueue their task (see GET /v1/schedules)`,
 };
 
 /** The figures of one queue from its live tasks and recent counters (either may be absent: none). */
@@ -44,6 +47,7 @@ export function healthFigures(
   recent: RecentCounts | undefined,
   now: number,
   minOutcomes: number,
+  scheduleErrors = 0,
 ): HealthFigures {
   const rate = (failed: number, outcomes: number) =>
     outcomes >= minOutcomes && outcomes > 0 ? failed / outcomes : null;
@@ -57,6 +61,7 @@ export function healthFigures(
     outcomes_5m: recent?.outcomes_5m ?? 0,
     outcomes_15m: recent?.outcomes_15m ?? 0,
     dead_1h: recent?.dead_1h ?? 0,
+    schedule_errors: scheduleErrors,
   };
 }
 

@@ -63,6 +63,7 @@ export const QueueHealthView = z
       outcomes_5m: z.number(),
       outcomes_15m: z.number(),
       dead_1h: z.number(),
+      schedule_errors: z.number(),
     }),
     thresholds: z.object({
       ...(Object.fromEntries(CHECKS.map((c) => [c, Levels])) as Record<(typeof CHECKS)[number], typeof Levels>),

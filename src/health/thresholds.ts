@@ -9,6 +9,7 @@ export const CHECKS = [
   "failure_rate_5m",
   "failure_rate_15m",
   "dead_1h",
+  "schedule_errors",
 ] as const;
 export type Check = (typeof CHECKS)[number];
 
@@ -36,6 +37,8 @@ export type Thresholds = Record<Check, Levels> & {
  * - overrun 1 / 25: tasks running past the queue's max_run_s (only for queues that set one).
  * - failure rates 10 % / 50 % over 5 min, 5 % / 25 % over 15 min, counted from 10 outcomes.
  * - dead_1h 1 / 100: any task giving up is worth a look; a hundred is an incident.
+ * - schedule_errors 1 / off: a schedule of the queue whose last firing could not enqueue its task (the error
+ *   is on the schedule) — worth a warning, and the alert that comes with it; it clears on the next success.
  */
 export const DEFAULT_THRESHOLDS: Thresholds = {
   due_depth: { warn: 1000, critical: 10_000 },
@@ -45,6 +48,7 @@ export const DEFAULT_THRESHOLDS: Thresholds = {
   failure_rate_5m: { warn: 0.1, critical: 0.5 },
   failure_rate_15m: { warn: 0.05, critical: 0.25 },
   dead_1h: { warn: 1, critical: 100 },
+  schedule_errors: { warn: 1, critical: null },
   failure_rate_min_outcomes: 10,
 };
 

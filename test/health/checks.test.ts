@@ -6,6 +6,9 @@ import { leaseTasks } from "../../src/engine/lease";
 import { putQueueConfig } from "../../src/engine/queue-config";
 import { evaluateHealth, getHealthConfig, putHealthConfig } from "../../src/health/check-health";
 import { DEFAULT_THRESHOLDS } from "../../src/health/thresholds";
+import { fireDueSchedules } from "../../src/schedules/fire-schedules";
+import { putSchedule } from "../../src/schedules/schedule-service";
+import { deleteSchedule } from "../../src/schedules/schedule-store";
 import { db, PROCESSORS, T0, uniqueQueue } from "../helpers";
 
 async function health(queue: string, now: number) {
@@ -96,5 +99,20 @@ describe("health checks", () => {
       putHealthConfig(db(), queue, { thresholds: { due_depth: { critical: 3 } }, alert_url: "https://x.example" }, T0),
     ).rejects.toMatchObject({ code: "invalid_request", message: expect.stringMatching(/^thresholds\.due_depth: /) });
     expect(await getHealthConfig(db(), queue)).toEqual({ thresholds: { due_depth: { warn: 5 } }, alert_url: null });
+  });
+
+  it("warns of a schedule into the queue whose task was refused, until a firing succeeds", async () => {
+    const queue = uniqueQueue("health");
+    const name = uniqueQueue("sched");
+    // Two months before T0: these passes fire no other test's schedules.
+    const base = T0 - 60 * 86_400_000;
+    await putSchedule(db(), name, { queue, cron: "@every 60s", task: { payload: "x".repeat(300 * 1024) } }, base);
+    await fireDueSchedules(db(), base + 60_000);
+    const h = await health(queue, base + 61_000);
+    expect(h.reasons).toEqual([expect.objectContaining({ check: "schedule_errors", status: "warn", value: 1 })]);
+    await putSchedule(db(), name, { queue, cron: "@every 60s", overlap: "allow" }, base + 61_000);
+    await fireDueSchedules(db(), base + 120_000);
+    expect((await health(queue, base + 121_000)).status).toBe("ok");
+    await deleteSchedule(db(), name);
   });
 });
