@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { runTick } from "../../src/cron/tick";
+import { buildApp } from "../../src/http/app";
 import { putHealthConfig } from "../../src/health/check-health";
 import { call, enqueue, expectError } from "../http/api";
 import { receivedAt, receiverUrl } from "../processors/http-context";
@@ -58,6 +59,17 @@ describe("health over HTTP", () => {
     const res = await call("GET", "/health/ready", { token: null });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: "ready", checks: { d1: "ok" } });
+  });
+
+  it("GET /health/ready answers 503 when D1 does not answer", async () => {
+    const broken = {
+      prepare() {
+        throw new Error("D1 is down");
+      },
+    } as unknown as D1Database;
+    const res = await buildApp().fetch(new Request("http://edgeq.test/health/ready"), { ...env, DB: broken });
+    expect(res.status).toBe(503);
+    expect(await res.json()).toEqual({ status: "unavailable", checks: { d1: "unavailable" } });
   });
 
   it("the cron tick evaluates health and delivers the alert", async () => {
