@@ -114,22 +114,27 @@ function signIn() {
 async function overview() {
   view.innerHTML = '<h1>Queues</h1><table aria-label="Queues"><thead><tr><th scope="col">Queue</th>' +
     STATES.map(function (s) { return '<th scope="col">' + s + "</th>"; }).join("") +
-    '<th scope="col">Completed/min (1 h)</th><th scope="col">Failures (1 h)</th><th scope="col">Oldest due</th></tr></thead><tbody id="queues"></tbody></table>';
+    '<th scope="col">Completed/min (1 h)</th><th scope="col">Failures (1 h)</th><th scope="col">Oldest due</th><th scope="col">Health</th></tr></thead><tbody id="queues"></tbody></table>';
   var followed = {};
   async function load() {
     var list = (await must(api("GET", "/v1/queues"))).queues;
+    var health = {};
+    var h = await api("GET", "/v1/health/queues");
+    if (h.ok) h.body.queues.forEach(function (q) { health[q.queue] = q; });
     var rows = await Promise.all(list.map(async function (q) {
       var path = "/v1/queues/" + encodeURIComponent(q.queue);
       var both = await Promise.all([api("GET", path + "/stats"), api("GET", path + "/throughput?hours=1")]);
       var stats = both[0].body || {}, minutes = (both[1].body || { minutes: [] }).minutes;
       var completed = series(minutes, 1, "completed"), failed = series(minutes, 1, "failed");
       var failures = failed.reduce(function (a, b) { return a + b; }, 0);
-      var trouble = (q.counts.dead || 0) > 0 || failures > 0;
+      var status = health[q.queue] ? health[q.queue].status : "ok";
+      var reasons = health[q.queue] ? health[q.queue].reasons.map(function (r) { return r.message; }).join("; ") : "";
+      var trouble = status !== "ok" || (q.counts.dead || 0) > 0 || failures > 0;
       return '<tr id="queue-' + esc(q.queue) + '"' + (trouble ? ' class="trouble"' : "") + '><th scope="row"><a href="#/queue/' + encodeURIComponent(q.queue) + '">' + esc(q.queue) + "</a>" +
         (trouble ? ' <span class="badge">in trouble</span>' : "") + "</th>" + countsCells(q.counts) +
-        "<td>" + sparkline(completed, "completed per minute, last hour", "#1b6e3a") + "</td><td>" + sparkline(failed, failures + " failed attempts in the last hour", "#b3261e") + " " + failures + "</td><td>" + ago(stats.oldest_due_at) + "</td></tr>";
+        "<td class=\"spark\">" + sparkline(completed, "completed per minute, last hour", "#1b6e3a") + "</td><td class=\"spark\">" + sparkline(failed, failures + " failed attempts in the last hour", "#b3261e") + " " + failures + "</td><td>" + ago(stats.oldest_due_at) + "</td><td>" + esc(status) + (reasons ? '<br><small>' + esc(reasons) + "</small>" : "") + "</td></tr>";
     }));
-    document.getElementById("queues").innerHTML = rows.join("") || '<tr><td colspan="9">No queues yet: enqueue a task.</td></tr>';
+    document.getElementById("queues").innerHTML = rows.join("") || '<tr><td colspan="10">No queues yet: enqueue a task.</td></tr>';
     list.forEach(function (q) {
       if (followed[q.queue]) return;
       followed[q.queue] = follow("/v1/queues/" + encodeURIComponent(q.queue) + "/events", function (e) {
@@ -149,7 +154,7 @@ async function queuePage(queue) {
   var filters = { state: "", type: "", group: "" }, cursor = null, hours = 1;
   view.innerHTML = '<p><a href="#/">All queues</a></p><h1>Queue ' + esc(queue) + '</h1><dl class="counts" id="counts"></dl>' +
     '<section aria-labelledby="chart-h"><h2 id="chart-h">Throughput per minute</h2><div role="group" aria-label="Time range"><button data-hours="1" aria-pressed="true">1 h</button> <button data-hours="24" aria-pressed="false">24 h</button></div>' +
-    '<svg class="chart" id="chart" viewBox="0 0 600 160" preserveAspectRatio="none" role="img" aria-label="enqueued, completed and failed per minute"></svg>' +
+    '<svg class="chart" id="chart" viewBox="0 0 600 160" preserveAspectRatio="none" role="img" aria-label="enqueued, completed and failed per minute"></svg><p id="chart-max"></p>' +
     '<p class="legend"><span><i class="swatch" style="background:#13233a"></i>enqueued</span><span><i class="swatch" style="background:#1b6e3a"></i>completed</span><span><i class="swatch" style="background:#b3261e"></i>failed</span></p></section>' +
     '<section aria-labelledby="tasks-h"><h2 id="tasks-h">Tasks</h2><form id="filters"><label>State <select name="state"><option value="">any</option>' +
     STATES.map(function (s) { return "<option>" + s + "</option>"; }).join("") + '</select></label><label>Type <input name="type" size="10"></label><label>Group <input name="group" size="10"></label><button>Filter</button></form>' +
@@ -171,7 +176,8 @@ async function queuePage(queue) {
     document.getElementById("chart").innerHTML = all.map(function (s, j) {
       var pts = s.map(function (v, i) { return (i * 600 / (s.length - 1)).toFixed(1) + "," + (155 - v * 145 / max).toFixed(1); }).join(" ");
       return '<polyline fill="none" stroke-width="2" stroke="' + keys[j][1] + '" points="' + pts + '"><title>' + keys[j][0] + "</title></polyline>";
-    }).join("") + '<text x="4" y="12" font-size="11">max ' + max + "/min</text>";
+    }).join("");
+    document.getElementById("chart-max").textContent = "Scale: 0 to " + max + " per minute, last " + hours + " h.";
   }
   async function loadTasks(reset) {
     if (reset) cursor = null;

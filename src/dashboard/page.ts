@@ -2,7 +2,7 @@ import { DASHBOARD_JS } from "./client-script";
 import { DASHBOARD_CSS } from "./style";
 
 /**
- * The whole dashboard: one HTML document with its style and script inline (about 8 KB gzipped), served
+ * The whole dashboard: one HTML document with its style and script inline (about 8 KB gzipped; docs/dashboard.md says how it is measured), served
  * by the Worker itself at /dashboard. It holds no data and no token; see client-script.ts.
  */
 export const DASHBOARD_HTML = `<!doctype html>

@@ -8,7 +8,7 @@ main{padding:1rem;max-width:1200px;margin:auto}a{color:#0645ad}
 :focus-visible{outline:3px solid #f5a623;outline-offset:2px}
 table{border-collapse:collapse;width:100%;margin:.5rem 0}th,td{padding:.3rem .5rem;border-bottom:1px solid #ccc;text-align:left;vertical-align:top}
 th{background:#f2f4f7}td.n{text-align:right;font-variant-numeric:tabular-nums}
-tr.trouble{background:#fdecea}.badge{display:inline-block;padding:0 .4rem;border-radius:3px;background:#b3261e;color:#fff;font-size:.8rem}
+td.spark{white-space:nowrap}td.spark svg{vertical-align:middle}tr.trouble{background:#fdecea}.badge{display:inline-block;padding:0 .4rem;border-radius:3px;background:#b3261e;color:#fff;font-size:.8rem}
 button{font:inherit;padding:.3rem .7rem;border:1px solid #13233a;background:#fff;color:#13233a;border-radius:4px;cursor:pointer}
 button.danger{border-color:#b3261e;color:#b3261e}button.primary{background:#13233a;color:#fff}
 input,select{font:inherit;padding:.25rem .4rem;border:1px solid #767676;border-radius:3px}

@@ -60,7 +60,6 @@ describe("the dashboard in a real Chromium", () => {
     await enqueueTasks(queue, [{}, {}, {}]);
     await page.getByRole("link", { name: queue }).waitFor({ timeout: LIST_REFRESH_MS });
     expect(await page.locator(`[id="queue-${queue}"] [data-state="pending"]`).textContent()).toBe("3");
-    await shot("overview");
   });
 
   it("moves a queue's counts and a task's progress bar live as a worker heartbeats", async () => {
@@ -128,5 +127,11 @@ describe("the dashboard in a real Chromium", () => {
     await expect.poll(() => page.locator("#notice").textContent()).toBe("Configuration saved.");
     const saved = await expectOk(await api().v1.queues[":queue"].config.$get({ param: { queue } }));
     expect(saved.max_attempts).toBe(7);
+  });
+
+  it.runIf(SCREENSHOTS)("screenshots the overview with every queue above (one of them in trouble)", async () => {
+    await page.goto(`${url()}/dashboard#/`);
+    await page.locator(".trouble").first().waitFor();
+    await shot("overview");
   });
 });
