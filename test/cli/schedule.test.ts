@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../../cli/errors";
-import { edgeq, getTask, uniqueQueue } from "./commands-support";
+import { counts, edgeq, getTask, uniqueQueue } from "./commands-support";
 
 describe("edgeq schedule", () => {
   it("sets, lists, shows, triggers, pauses, resumes and removes a schedule", async () => {
@@ -50,5 +50,21 @@ describe("edgeq schedule", () => {
     const missing = await edgeq(["schedule", "set", uniqueQueue("sched"), "--queue", "q"]);
     expect(missing.code).toBe(EXIT.usage);
     expect(missing.stderr).toMatch(/missing --cron/);
+  });
+
+  it("fires to the second on a real server: the schedules' alarm, not the minute cron", async () => {
+    const name = uniqueQueue("sched");
+    const queue = uniqueQueue();
+    const set = await edgeq(["schedule", "set", name, "--queue", queue, "--cron", "@every 1s", "--overlap", "allow"]);
+    expect(set.code, set.stderr).toBe(0);
+    // Real time here (wrangler dev's alarms run on its clock): wait for three slots, bounded at 15 s.
+    const deadline = Date.now() + 15_000;
+    let pending = 0;
+    while (Date.now() < deadline && pending < 3) {
+      pending = (await counts(queue)).pending ?? 0;
+      if (pending < 3) await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(pending).toBeGreaterThanOrEqual(3);
+    expect((await edgeq(["schedule", "rm", name])).code).toBe(0);
   });
 });
