@@ -65,6 +65,38 @@ describe("queue event stream", () => {
     stream.close();
   });
 
+  it("publishes the leases the coordinator makes for a long poll, hand-backs and redrives", async () => {
+    const queue = uniqueQueue("ev-poll");
+    const stream = await openStream(`/v1/queues/${queue}/events`);
+    const polling = call<{ tasks: Array<{ id: string; lease_token: string }> }>("POST", `/v1/queues/${queue}/lease`, {
+      body: { max: 1, wait_s: 10 },
+    });
+    const id = await enqueueOne(queue, { max_attempts: 1 });
+    const leased = await polling;
+    expect(leased.body.tasks.map((t) => t.id)).toEqual([id]);
+    const token = leased.body.tasks[0]!.lease_token;
+    await stream.taskEvents(2);
+    await call("POST", `/v1/tasks/${id}/release`, { body: { lease_token: token } });
+    await stream.taskEvents(3);
+    const again = await leaseOne(queue);
+    await call("POST", `/v1/tasks/${id}/fail`, {
+      body: { lease_token: again.lease_token, error: "no", retryable: false },
+    });
+    await stream.taskEvents(5);
+    expect((await call("POST", `/v1/tasks/${id}/retry`)).status).toBe(200);
+    const events = await stream.taskEvents(6);
+    expect(summary(events).map(([kind]) => kind)).toEqual([
+      "enqueued",
+      "leased",
+      "released",
+      "leased",
+      "dead",
+      "redriven",
+    ]);
+    expect(events[5]).toMatchObject({ state: "pending", attempt: 0 });
+    stream.close();
+  });
+
   it("a task's stream carries only that task's events", async () => {
     const queue = uniqueQueue("ev-task");
     const [a, b] = await enqueue(queue, { tasks: [{}, {}] });
