@@ -207,11 +207,12 @@ function watchQueue(
  * `edgeq watch <id|queue>`: a task's live progress (bar, percent, state, message) until it finishes, or a
  * queue's counts per state until SIGINT (or, with --until-done, until nothing is pending or processing).
  * A 26-character ULID is a task id; anything else is a queue. On a terminal the line is redrawn in place;
- * piped, each change is a new line.
+ * piped, each change is a new line. It follows the events WebSocket (re-reading on each event) and polls
+ * every --interval only when no stream can be opened, or with --poll (docs/dashboard.md).
  */
 export const watch: Command = {
   summary: "Follow a task's progress until it finishes, or a queue's counts live",
-  usage: "edgeq watch <id|queue> [--interval S] [--until-done]",
+  usage: "edgeq watch <id|queue> [--interval S] [--until-done] [--poll]",
   options: {
     interval: {
       type: "string",
