@@ -85,14 +85,11 @@ describe("queue event stream", () => {
     await stream.taskEvents(5);
     expect((await call("POST", `/v1/tasks/${id}/retry`)).status).toBe(200);
     const events = await stream.taskEvents(6);
-    expect(summary(events).map(([kind]) => kind)).toEqual([
-      "enqueued",
-      "leased",
-      "released",
-      "leased",
-      "dead",
-      "redriven",
-    ]);
+    const kinds = summary(events).map(([kind]) => kind);
+    // The long poll may lease the task the moment its insert commits, before the enqueue's own call
+    // reaches the coordinator: concurrent requests' events are in arrival order (docs/dashboard.md).
+    expect(kinds.slice(0, 2).sort()).toEqual(["enqueued", "leased"]);
+    expect(kinds.slice(2)).toEqual(["released", "leased", "dead", "redriven"]);
     expect(events[5]).toMatchObject({ state: "pending", attempt: 0 });
     stream.close();
   });
