@@ -11,6 +11,9 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url)));
   return {
     test: {
+      // Three at a time: the worker project beside two cli files. Vitest's default on 2 cores is one, which
+      // ran everything end to end (about 190 s); the cli tests mostly wait on processes and the network.
+      maxWorkers: 3,
       projects: [
         {
           plugins: [
@@ -44,8 +47,9 @@ export default defineConfig(async () => {
             // Real processes against a real server: a worker run takes seconds, not milliseconds.
             testTimeout: 60_000,
             hookTimeout: 120_000,
-            // One server for the whole project; files run one at a time so timings stay predictable.
-            fileParallelism: false,
+            // One server for the whole project. Its tests mostly wait on processes and the network (about
+            // half a core busy), so files run in parallel (maxWorkers above); every test uses queues of its own.
+            fileParallelism: true,
           },
         },
       ],

@@ -45,7 +45,8 @@ function follow(path, onEvent, onResync) {
   async function connect() {
     if (state.closed) return;
     var t = await api("POST", "/v1/events/tickets", {});
-    if (!t.ok) return;
+    // The page may have moved on while the ticket was asked for: a closed stream opens no socket.
+    if (!t.ok || state.closed) return;
     var url = new URL(path, location.href);
     url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
     if (state.seq !== null) url.searchParams.set("after", String(state.seq));
@@ -322,7 +323,11 @@ async function taskPage(id) {
   if (t) follow("/v1/tasks/" + encodeURIComponent(id) + "/events", function () { load(); }, load);
 }
 
-async function route() {
+// One page render at a time, in order: a render still waiting on the API when the hash changes would
+// otherwise finish after the next one and paint the old page (or its live stream) over it.
+var routing = Promise.resolve();
+function route() { routing = routing.then(routeNow, routeNow); return routing; }
+async function routeNow() {
   teardown();
   if (!token()) return signIn();
   document.getElementById("signout").hidden = false;
