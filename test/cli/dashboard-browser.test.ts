@@ -15,6 +15,24 @@ let browser: Browser;
 let page: Page;
 const url = () => inject("edgeqUrl");
 
+/**
+ * Waits for a page's element. With the whole suite running in parallel on 2 cores, a first render can
+ * lose its API calls to load (the page then shows the error in #notice): one reload, as a user would, and
+ * the error is reported if the page still does not render.
+ */
+async function openPage(element: ReturnType<Page["locator"]>, what: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await element.waitFor({ timeout: 10_000 });
+      return;
+    } catch (error) {
+      const notice = await page.locator("#notice").textContent();
+      if (attempt === 2) throw new Error(`${what} did not render (notice: ${notice ?? "none"}): ${String(error)}`);
+      await page.reload();
+    }
+  }
+}
+
 async function shot(name: string): Promise<void> {
   if (SCREENSHOTS) await page.screenshot({ path: `docs/dashboard-${name}.png`, fullPage: true });
 }
@@ -101,6 +119,7 @@ describe("the dashboard in a real Chromium", () => {
       }),
     );
     await page.goto(`${url()}/dashboard#/task/${id}`);
+    await openPage(page.getByRole("table", { name: "Error history" }), `the task page of ${id}`);
     await expect.poll(() => page.locator("#task-state").textContent()).toBe("dead");
     const errors = page.getByRole("table", { name: "Error history" });
     await expect.poll(() => errors.textContent()).toContain("upstream 503: try later");
@@ -115,6 +134,7 @@ describe("the dashboard in a real Chromium", () => {
     await enqueueTasks(queue, [{}]);
     await page.goto(`${url()}/dashboard#/queue/${queue}`);
     const field = page.getByLabel("max_attempts", { exact: true });
+    await openPage(field, `the queue page of ${queue}`);
     await field.fill("1000");
     await page.getByRole("button", { name: "Save configuration" }).click();
     await expect.poll(() => page.locator("#err-max_attempts").textContent()).toMatch(/max_attempts|100/);
