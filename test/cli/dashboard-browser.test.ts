@@ -27,7 +27,7 @@ async function openPage(element: ReturnType<Page["locator"]>, what: string): Pro
       return;
     } catch (error) {
       const notice = await page.locator("#notice").textContent();
-      if (attempt === 2) throw new Error(`${what} did not render (notice: ${notice ?? "none"}): ${String(error)}`);
+      if (attempt === 2) throw new Error(`${what} did not render (notice: ${notice ?? "none"})`, { cause: error });
       await page.reload();
     }
   }
