@@ -42,6 +42,7 @@ export default defineConfig(async () => {
           test: {
             name: "cli",
             include: ["test/cli/**/*.test.ts"],
+            exclude: ["test/cli/dashboard-browser.test.ts"],
             environment: "node",
             globalSetup: ["./test/cli/server.ts"],
             // Real processes against a real server: a worker run takes seconds, not milliseconds.
@@ -50,6 +51,20 @@ export default defineConfig(async () => {
             // One server for the whole project. Its tests mostly wait on processes and the network (about
             // half a core busy), so files run in parallel (maxWorkers above); every test uses queues of its own.
             fileParallelism: true,
+          },
+        },
+        {
+          test: {
+            name: "browser",
+            // The dashboard in a real Chromium, alone and after the other projects (groupOrder 1): pages
+            // render from many API calls, and beside two busy cli files on 2 cores a render could lag
+            // behind its test's waits. Its own wrangler dev, as the cli project's.
+            include: ["test/cli/dashboard-browser.test.ts"],
+            environment: "node",
+            globalSetup: ["./test/cli/server.ts"],
+            testTimeout: 60_000,
+            hookTimeout: 120_000,
+            sequence: { groupOrder: 1 },
           },
         },
       ],
