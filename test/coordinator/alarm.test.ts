@@ -1,28 +1,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { db, row, uniqueQueue } from "../helpers";
-
-function coordinator(queue: string) {
-  return env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
-}
-
-/** The coordinator's scheduled alarm (ms), or null. */
-function alarmOf(queue: string): Promise<number | null> {
-  return runInDurableObject(coordinator(queue), (_instance, state) => state.storage.getAlarm());
-}
-
-/** Bounded event wait for the coordinator to hold `n` long-poll requests. */
-async function untilWaiting(queue: string, n: number): Promise<void> {
-  const stub = coordinator(queue);
-  for (let i = 0; i < 200; i++) {
-    if ((await stub.waiting()) === n) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`coordinator of ${queue} never had ${n} waiter(s)`);
-}
+import { alarmOf, coordinator, untilWaiting } from "../support/coordinator";
 
 async function stillPending<T>(promise: Promise<T>, queue: string): Promise<boolean> {
   const marker = Symbol("pending");

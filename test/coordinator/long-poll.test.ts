@@ -1,29 +1,12 @@
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { TaskRow } from "../../src/db/schema";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { db, row, uniqueQueue } from "../helpers";
-
-/** The queue's coordinator, as the HTTP lease route reaches it. */
-function coordinator(queue: string) {
-  return env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
-}
+import { coordinator, untilWaiting } from "../support/coordinator";
 
 function leaseRequest(queue: string, waitMs: number, holder: string | null = null, max = 1) {
   return { queue, max, visibilityTimeoutS: 30, holder, waitMs };
-}
-
-/**
- * Waits (bounded) until the coordinator holds `n` long-poll requests. An event wait, not a stand-in for
- * time: the lease call is an RPC whose arrival the test cannot otherwise observe.
- */
-async function untilWaiting(queue: string, n: number): Promise<void> {
-  const stub = coordinator(queue);
-  for (let i = 0; i < 200; i++) {
-    if ((await stub.waiting()) === n) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`coordinator of ${queue} never had ${n} waiter(s); it has ${await stub.waiting()}`);
 }
 
 /** Settles to "pending" if the promise has not resolved by the time the coordinator answered a round trip. */

@@ -1,7 +1,5 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { Coordinator } from "../../src/coordinator/coordinator";
 import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { extendLeases } from "../../src/engine/extend";
@@ -9,36 +7,13 @@ import { leaseTasks } from "../../src/engine/lease";
 import { CLAIM_WINDOW_S } from "../../src/engine/limits";
 import { reapExpiredLeases } from "../../src/engine/reap";
 import { db, row, uniqueQueue } from "../helpers";
+import { alarmOf, coordinator, setClock, untilWaiting } from "../support/coordinator";
 
 // A long poll answered after it waited may be answering a client that hung up meanwhile (nothing tells
 // the Worker reliably). Its lease is provisional: unclaimed within CLAIM_WINDOW_S, the task goes back with
 // its attempt refunded. These tests drive the coordinator's clock (`now`) instead of sleeping.
 
 const CLAIM_MS = CLAIM_WINDOW_S * 1000;
-
-function coordinator(queue: string) {
-  return env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
-}
-
-/** Sets the coordinator's clock (fake timers reach neither D1 nor alarms). */
-async function setClock(queue: string, at: number): Promise<void> {
-  await runInDurableObject(coordinator(queue), (instance: Coordinator) => {
-    instance.now = () => at;
-  });
-}
-
-function alarmOf(queue: string): Promise<number | null> {
-  return runInDurableObject(coordinator(queue), (_instance, state) => state.storage.getAlarm());
-}
-
-/** Waits (bounded) until the coordinator holds `n` long polls: an event, not a stand-in for time. */
-async function untilWaiting(queue: string, n: number): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    if ((await coordinator(queue).waiting()) === n) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`coordinator of ${queue} never had ${n} waiter(s)`);
-}
 
 /** A long poll that waits for one task, as the lease route makes it. */
 function longPoll(queue: string, holder: string) {

@@ -1,20 +1,13 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { TaskRow } from "../../src/db/schema";
 import { putQueueConfig } from "../../src/engine/queue-config";
 import { db, row, uniqueQueue, PROCESSORS } from "../helpers";
+import { alarmOf, coordinator } from "../support/coordinator";
 
 /** End to end: HTTP enqueue -> the queue's coordinator -> its alarm runs the processor. No worker leases. */
-
-function coordinator(queue: string) {
-  return env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
-}
-
-function alarmOf(queue: string): Promise<number | null> {
-  return runInDurableObject(coordinator(queue), (_instance, state) => state.storage.getAlarm());
-}
 
 /** Enqueues one task over HTTP, as a client would, and returns its id. */
 async function enqueueOverHttp(queue: string, task: Record<string, unknown>): Promise<string> {

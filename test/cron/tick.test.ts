@@ -12,6 +12,7 @@ import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-con
 import { backoffBoundsMs } from "../../src/engine/retry-policy";
 import worker from "../../src/index";
 import { T0, db, row, snapshot, uniqueQueue, PROCESSORS } from "../helpers";
+import { untilWaiting } from "../support/coordinator";
 
 const DAY = 86_400_000;
 
@@ -53,16 +54,6 @@ async function countRows(ids: string[]): Promise<number> {
     sql`SELECT count(*) AS n FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`,
   );
   return result!.n;
-}
-
-/** Bounded event wait for the queue's coordinator to hold `n` long-poll requests. */
-async function untilWaiting(queue: string, n: number): Promise<void> {
-  const stub = env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
-  for (let i = 0; i < 200; i++) {
-    if ((await stub.waiting()) === n) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`coordinator of ${queue} never had ${n} waiter(s)`);
 }
 
 describe("cron tick: reaping expired leases", () => {

@@ -1,5 +1,4 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { db, row, uniqueQueue } from "../helpers";
@@ -15,15 +14,7 @@ import {
   type AckResults,
   type Outcome,
 } from "./api";
-
-/** Waits (bounded) until the queue's coordinator holds a long poll: an event, not a stand-in for time. */
-async function untilParked(queue: string): Promise<void> {
-  const coordinator = env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
-  for (let i = 0; (await coordinator.waiting()) === 0; i++) {
-    expect(i, "the lease never reached the coordinator").toBeLessThan(1000);
-    await scheduler.wait(5);
-  }
-}
+import { coordinator, untilWaiting } from "../support/coordinator";
 
 /** What CLAIM_WINDOW_S passing does to a provisional lease, without waiting 10 s: its claim_by is past. */
 async function lapseClaim(id: string): Promise<void> {
@@ -33,10 +24,9 @@ async function lapseClaim(id: string): Promise<void> {
 describe("long polls whose client is gone (issue 8.1)", () => {
   it("a task handed to hung-up long polls is leasable again after the claim window, its attempts refunded", async () => {
     const queue = uniqueQueue("hangup");
-    const coordinator = env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
     // Client 1 waits and is answered with the task — but had hung up (nothing tells the Worker).
     const first = lease(queue, { wait_s: 10, holder: "gone-1" });
-    await untilParked(queue);
+    await untilWaiting(queue, 1);
     const id = await enqueueOne(queue, { payload: "work", max_attempts: 2 });
     const [toFirst] = await first;
     expect(toFirst).toMatchObject({ id, attempts: 1, lease_holder: "gone-1" });
@@ -44,9 +34,9 @@ describe("long polls whose client is gone (issue 8.1)", () => {
 
     // Client 2 waits; when client 1's claim lapses the coordinator's alarm hands the task over. Gone too.
     const second = lease(queue, { wait_s: 10, holder: "gone-2" });
-    await untilParked(queue);
+    await untilWaiting(queue, 1);
     await lapseClaim(id);
-    expect(await runDurableObjectAlarm(coordinator)).toBe(true);
+    expect(await runDurableObjectAlarm(coordinator(queue))).toBe(true);
     const [toSecond] = await second;
     expect(toSecond).toMatchObject({ id, attempts: 1, lease_holder: "gone-2", errors: [] });
 
@@ -61,7 +51,7 @@ describe("long polls whose client is gone (issue 8.1)", () => {
   it("a worker claims a long poll's batch with one extend call; then the claim window no longer applies", async () => {
     const queue = uniqueQueue("claim");
     const waiting = lease(queue, { wait_s: 10, max: 5 });
-    await untilParked(queue);
+    await untilWaiting(queue, 1);
     await call("POST", `/v1/queues/${queue}/tasks`, { body: { tasks: [{}, {}, {}] } });
     const tasks = await waiting;
     expect(tasks.length).toBeGreaterThan(0);

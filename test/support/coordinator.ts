@@ -1,0 +1,33 @@
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import type { Coordinator } from "../../src/coordinator/coordinator";
+
+/** The queue's coordinator, as the HTTP routes reach it. */
+export function coordinator(queue: string) {
+  return env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
+}
+
+/** The coordinator's scheduled alarm (ms), or null. */
+export function alarmOf(queue: string): Promise<number | null> {
+  return runInDurableObject(coordinator(queue), (_instance, state) => state.storage.getAlarm());
+}
+
+/**
+ * Waits (bounded) until the coordinator holds `n` long-poll requests. An event wait, not a stand-in for
+ * time: the lease call is an RPC whose arrival the test cannot otherwise observe.
+ */
+export async function untilWaiting(queue: string, n: number): Promise<void> {
+  const stub = coordinator(queue);
+  for (let i = 0; i < 200; i++) {
+    if ((await stub.waiting()) === n) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`coordinator of ${queue} never had ${n} waiter(s); it has ${await stub.waiting()}`);
+}
+
+/** Sets the coordinator's clock (fake timers reach neither D1 nor alarms). */
+export async function setClock(queue: string, at: number): Promise<void> {
+  await runInDurableObject(coordinator(queue), (instance: Coordinator) => {
+    instance.now = () => at;
+  });
+}
