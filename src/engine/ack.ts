@@ -82,6 +82,19 @@ export function leaseFenceSql(id: SQL, token: SQL, now: number, scope: AckScope 
 }
 
 /**
+ * The SET clause of a holder write that keeps the lease (heartbeat, extend): the lease runs to `expiresAt`
+ * and is claimed — or, when a cancel was requested, the task ends cancelled and the lease is over.
+ */
+export function keepLeaseSetSql(expiresAt: SQL, now: number): SQL {
+  return sql`state = CASE WHEN tasks.cancel_requested = 1 THEN 'cancelled' ELSE tasks.state END,
+    finished_at = CASE WHEN tasks.cancel_requested = 1 THEN ${now} ELSE NULL END,
+    lease_token = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE tasks.lease_token END,
+    lease_expires_at = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE ${expiresAt} END,
+    claim_by = NULL,
+    updated_at = ${now}`;
+}
+
+/**
  * Why a fenced write to one task changed nothing: `not_found` when the task does not exist (in `scope`'s
  * queue), otherwise `lease_lost`. The batch form is inside `applyFencedUpdate`.
  *

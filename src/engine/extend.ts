@@ -1,6 +1,13 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
+import {
+  applyFencedUpdate,
+  keepLeaseSetSql,
+  leaseFenceSql,
+  type AckOutcome,
+  type AckScope,
+  type FencedItem,
+} from "./ack";
 
 export interface ExtendItem extends FencedItem {
   /** New lease length from now, in seconds. */
@@ -28,12 +35,7 @@ export async function extendLeases(
     items.map((i) => ({ id: i.id, leaseToken: i.leaseToken, expires_at: now + i.visibilityTimeoutS * 1000 })),
     (json) => ({
       update: sql`UPDATE tasks SET
-        state = CASE WHEN tasks.cancel_requested = 1 THEN 'cancelled' ELSE tasks.state END,
-        finished_at = CASE WHEN tasks.cancel_requested = 1 THEN ${now} ELSE NULL END,
-        lease_token = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE tasks.lease_token END,
-        lease_expires_at = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE j.value->>'expires_at' END,
-        claim_by = NULL,
-        updated_at = ${now}
+        ${keepLeaseSetSql(sql`j.value->>'expires_at'`, now)}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.lease_expires_at, tasks.type, tasks.started_at`,

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
-import { fenceMissError, leaseFenceSql } from "./ack";
+import { fenceMissError, keepLeaseSetSql, leaseFenceSql } from "./ack";
 import { recordCounters } from "./counters";
 import { TaskCancelledError } from "./errors";
 import { storedJsonError } from "./json-value";
@@ -32,15 +32,10 @@ export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: numb
     if (error) throw error;
   }
   const raw = await db.get<Record<string, unknown>>(sql`UPDATE tasks SET
-      state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE state END,
-      finished_at = CASE WHEN cancel_requested = 1 THEN ${now} ELSE NULL END,
-      lease_token = CASE WHEN cancel_requested = 1 THEN NULL ELSE lease_token END,
-      lease_expires_at = CASE WHEN cancel_requested = 1 THEN NULL ELSE ${now + request.extendS * 1000} END,
-      claim_by = NULL,
+      ${keepLeaseSetSql(sql`${now + request.extendS * 1000}`, now)},
       progress = coalesce(${request.progress ?? null}, progress),
       progress_message = coalesce(${request.progressMessage ?? null}, progress_message),
-      checkpoint = coalesce(${request.checkpoint === undefined ? null : JSON.stringify(request.checkpoint)}, checkpoint),
-      updated_at = ${now}
+      checkpoint = coalesce(${request.checkpoint === undefined ? null : JSON.stringify(request.checkpoint)}, checkpoint)
     WHERE ${leaseFenceSql(sql`${request.id}`, sql`${request.leaseToken}`, now)}
     RETURNING *`);
   if (!raw) throw await fenceMissError(db, request.id);
