@@ -257,3 +257,63 @@ export const schedules = sqliteTable("schedules", {
 
 export type TaskRow = typeof tasks.$inferSelect;
 export type QueueRow = typeof queues.$inferSelect;
+
+/**
+ * The shard directory (src/shards/), kept on the first database (binding `DB`) only: where each queue's
+ * partitions live. A row is written on a queue's first use and changes only when the queue is moved on
+ * purpose, so adding a shard never relocates an existing queue.
+ *
+ * `slot` is a small integer unique per (queue, part), written into the ids edgeq generates for that
+ * partition (src/shards/task-slot.ts): a single-task call finds its database from the id alone.
+ */
+export const placements = sqliteTable(
+  "placements",
+  {
+    queue: text("queue").notNull(),
+    /** 0 .. partitions-1; an unpartitioned queue has part 0 only. */
+    part: integer("part").notNull(),
+    slot: integer("slot").notNull(),
+    /** The D1 binding name holding the partition: `DB`, `DB_1`, ... */
+    shard: text("shard").notNull(),
+    /** While a move runs and for a grace period after: the shard the partition is leaving. */
+    movingFrom: text("moving_from"),
+    /** copying (tasks being relayed), settling (all relayed; stale routes may still write), null. */
+    moveState: text("move_state"),
+    moveStartedAt: integer("move_started_at"),
+    /** When the last task was relayed; the old shard stops being consulted a grace period later. */
+    moveCopiedAt: integer("move_copied_at"),
+    /** Tasks relayed so far by the current move. */
+    moveRelayed: integer("move_relayed").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queue, t.part] }), uniqueIndex("placements_slot").on(t.slot)],
+);
+
+/**
+ * Where tasks whose id does not carry its partition's slot live (a client-supplied id, a child of such a
+ * task): id -> slot. Written only when a deployment has more than one shard; on the first database.
+ */
+export const taskAddresses = sqliteTable("task_addresses", {
+  id: text("id").primaryKey(),
+  slot: integer("slot").notNull(),
+  createdAt: integer("created_at").notNull(),
+});
+
+/**
+ * Tasks in transit between shards (a queue being moved, a chained child whose queue lives elsewhere), on
+ * the shard they leave: a task is moved here and deleted from `tasks` in one D1 batch, so it is never
+ * live on two databases at once; then it is inserted on its destination (insert-or-ignore, by id) and
+ * removed from here. A crash in between leaves it here, and the next relay delivers it.
+ */
+export const taskTransit = sqliteTable("task_transit", {
+  id: text("id").primaryKey(),
+  queue: text("queue").notNull(),
+  /** Destination shard (binding name). */
+  dest: text("dest").notNull(),
+  /** Destination slot: the partition the task joins. */
+  slot: integer("slot").notNull(),
+  /** The whole `tasks` row as a JSON object. */
+  row: text("row").notNull(),
+  createdAt: integer("created_at").notNull(),
+});

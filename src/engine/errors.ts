@@ -33,6 +33,7 @@ export const ERRORS = [
     description: "a cancel was requested: the holder's lease is over, the task is cancelled",
   },
   { code: "dedupe_conflict", status: 409, description: "retrying a task whose dedupe key a live task now holds" },
+  { code: "move_conflict", status: 409, description: "the queue is already being moved, or already on that shard" },
   {
     code: "payload_too_large",
     status: 413,
@@ -46,6 +47,16 @@ export const ERRORS = [
     description: "an unexpected error (details go to the Worker's log, never to the client)",
   },
   { code: "not_configured", status: 503, description: "production without `EDGEQ_TOKEN` refuses to serve" },
+  {
+    code: "shard_unavailable",
+    status: 503,
+    description: "the queue's shard is in the directory but not bound to this Worker (wrangler.toml)",
+  },
+  {
+    code: "task_moving",
+    status: 503,
+    description: "the task is between two shards for a moment (a queue move); retry after `Retry-After`",
+  },
 ] as const satisfies ReadonlyArray<{ code: string; status: number; description: string }>;
 
 export type ErrorCode = (typeof ERRORS)[number]["code"];

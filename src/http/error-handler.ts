@@ -29,7 +29,10 @@ function isOverloaded(error: unknown): boolean {
  * media type) are translated; anything else is a 500 whose details go to the log, never to the client.
  */
 export function onError(error: unknown, c: Context): Response {
-  if (error instanceof EdgeqError) return errorResponse(c, error);
+  if (error instanceof EdgeqError) {
+    // A task between shards is back in a moment: tell the client when to retry.
+    return errorResponse(c, error, error.code === "task_moving" ? { "Retry-After": "1" } : undefined);
+  }
   if (error instanceof HTTPException) {
     const status = error.status;
     if (status === 413)
