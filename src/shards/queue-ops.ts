@@ -1,0 +1,142 @@
+import { sql } from "drizzle-orm";
+import type { TaskRow } from "../db/schema";
+import type { Env } from "../env";
+import { cancelQueueTasks } from "../engine/cancel";
+import { enqueueTasks, type EnqueueOutcome, type EnqueueResult, type NewTask } from "../engine/enqueue";
+import { nextRunAt, type LeaseRequest } from "../engine/lease";
+import { purgeTasks } from "../engine/purge";
+import { listTasks, queueStats, type ListFilter, type QueueStats } from "../engine/read";
+import { redriveQueue, type RedriveScope } from "../engine/redrive";
+import { leaseFromPartitions } from "./partitioned-lease";
+import { nextLeaseOffset, pickPart, routeShards, type PartRoute, type QueueRoute } from "./queue-route";
+import { homeShard, shardNames } from "./shard-set";
+import { carriesSlot, slotIdFactory } from "./task-slot";
+
+const slotId = slotIdFactory();
+
+/**
+ * Enqueues onto the queue's partitions: each task joins a part (pickPart) and gets an id carrying that
+ * part's slot; each shard's share is one enqueueTasks call (one D1 batch: atomic on that shard), the
+ * shards in parallel. So an unpartitioned queue's enqueue is atomic as before; a partitioned queue's is
+ * atomic per partition.
+ *
+ * A client's own id carries no slot: on a deployment with several shards its address is recorded first
+ * (task_addresses, one row on the home database). An id recorded before sends the task to that id's
+ * partition, where the engine finds it and answers `deduplicated` as on one database.
+ */
+export async function enqueueToQueue(env: Env, route: QueueRoute, input: NewTask[], now: number): Promise<EnqueueResult> {
+  const parts = input.map((task) => pickPart(route, task));
+  const ids = input.map((task, i) => task.id ?? slotId(parts[i]!.slot, now));
+  if (shardNames(env).length > 1) await recordAddresses(env, route, input, ids, parts, now);
+  const byShard = new Map<string, { part: PartRoute; items: Array<{ i: number; task: NewTask }> }>();
+  input.forEach((task, i) => {
+    const part = parts[i]!;
+    const group = byShard.get(part.shard.name) ?? { part, items: [] };
+    group.items.push({ i, task: { ...task, id: ids[i] } });
+    byShard.set(part.shard.name, group);
+  });
+  const outcomes = new Array<EnqueueOutcome>(input.length);
+  let earliestRunAt: number | null = null;
+  await Promise.all(
+    [...byShard.values()].map(async ({ part, items }) => {
+      const result = await enqueueTasks(
+        part.shard.db,
+        route.queue,
+        items.map((item) => item.task),
+        now,
+      );
+      result.tasks.forEach((outcome, k) => (outcomes[items[k]!.i] = outcome));
+      if (result.earliestRunAt !== null) earliestRunAt = Math.min(earliestRunAt ?? Infinity, result.earliestRunAt);
+    }),
+  );
+  return { tasks: outcomes, earliestRunAt };
+}
+
+/** Records where client-supplied ids live; an id already recorded keeps its partition (so it dedupes). */
+async function recordAddresses(
+  env: Env,
+  route: QueueRoute,
+  input: NewTask[],
+  ids: string[],
+  parts: PartRoute[],
+  now: number,
+): Promise<void> {
+  const foreign = ids.flatMap((id, i) =>
+    input[i]!.id !== undefined && !carriesSlot(id, parts[i]!.slot) ? [{ i, id, slot: parts[i]!.slot }] : [],
+  );
+  if (foreign.length === 0) return;
+  const home = homeShard(env).db;
+  const json = JSON.stringify(foreign.map(({ id, slot }) => ({ id, slot })));
+  await home.run(sql`INSERT INTO task_addresses (id, slot, created_at)
+    SELECT j.value->>'id', j.value->>'slot', ${now} FROM json_each(${json}) AS j WHERE true
+    ON CONFLICT (id) DO NOTHING`);
+  const recorded = await home.all<{ id: string; slot: number }>(sql`SELECT a.id, a.slot
+    FROM json_each(${JSON.stringify(foreign.map((f) => f.id))}) AS j JOIN task_addresses a ON a.id = j.value`);
+  const slotOf = new Map(recorded.map((r) => [r.id, r.slot]));
+  for (const { i, id } of foreign) {
+    const part = route.parts.find((p) => p.slot === slotOf.get(id));
+    if (part) parts[i] = part;
+  }
+}
+
+/** Leases from the queue's partitions (and a shard it is moving from), starting at a rotating offset. */
+export function leaseFromQueue(route: QueueRoute, request: Omit<LeaseRequest, "queue">, now: number): Promise<TaskRow[]> {
+  const dbs = routeShards(route).map((s) => s.db);
+  return leaseFromPartitions(dbs, route.queue, request, nextLeaseOffset(dbs.length), now);
+}
+
+/** Counts and due work over every shard holding the queue. */
+export async function queueStatsOf(route: QueueRoute, scope: { group?: string }, now: number): Promise<QueueStats> {
+  const all = await Promise.all(routeShards(route).map((s) => queueStats(s.db, route.queue, scope, now)));
+  const total = all[0]!;
+  for (const more of all.slice(1)) {
+    for (const state of Object.keys(total.counts) as Array<keyof QueueStats["counts"]>) {
+      total.counts[state] += more.counts[state];
+    }
+    total.due += more.due;
+    if (more.oldest_due_at !== null) total.oldest_due_at = Math.min(total.oldest_due_at ?? Infinity, more.oldest_due_at);
+  }
+  return total;
+}
+
+/** A page of the queue's tasks in id order, merged over its shards (each asked for one page). */
+export async function listTasksOf(
+  route: QueueRoute,
+  filter: ListFilter,
+): Promise<{ tasks: TaskRow[]; next_cursor: string | null }> {
+  const shards = routeShards(route);
+  if (shards.length === 1) return listTasks(shards[0]!.db, route.queue, filter);
+  const pages = await Promise.all(shards.map((s) => listTasks(s.db, route.queue, filter)));
+  const merged = pages.flatMap((p) => p.tasks).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const page = merged.slice(0, filter.limit);
+  const more = merged.length > filter.limit || pages.some((p) => p.next_cursor !== null);
+  return { tasks: page, next_cursor: more && page.length > 0 ? page.at(-1)!.id : null };
+}
+
+/** Sums a per-shard count over the queue's shards. */
+async function sumOver<T extends Record<string, number>>(route: QueueRoute, run: (db: PartRoute["shard"]["db"]) => Promise<T>): Promise<T> {
+  const all = await Promise.all(routeShards(route).map((s) => run(s.db)));
+  const total = { ...all[0]! };
+  for (const more of all.slice(1)) for (const key of Object.keys(total)) (total as Record<string, number>)[key]! += more[key]!;
+  return total;
+}
+
+export function cancelQueueOf(route: QueueRoute, scope: { group?: string }, now: number) {
+  return sumOver(route, (db) => cancelQueueTasks(db, route.queue, scope, now));
+}
+
+export async function redriveQueueOf(route: QueueRoute, scope: RedriveScope, now: number) {
+  const all = await Promise.all(routeShards(route).map((s) => redriveQueue(s.db, route.queue, scope, now)));
+  return { redriven: all.reduce((n, r) => n + r.redriven, 0), ids: all.flatMap((r) => r.ids) };
+}
+
+export function purgeQueueOf(route: QueueRoute, options: Parameters<typeof purgeTasks>[2]) {
+  return sumOver(route, (db) => purgeTasks(db, route.queue, options));
+}
+
+/** The earliest time one of the queue's tasks becomes leasable, over its shards. */
+export async function nextRunAtOf(route: QueueRoute, now: number, opts: { leases?: boolean } = {}): Promise<number | null> {
+  const all = await Promise.all(routeShards(route).map((s) => nextRunAt(s.db, route.queue, now, opts)));
+  const times = all.filter((t): t is number => t !== null);
+  return times.length > 0 ? Math.min(...times) : null;
+}
