@@ -16,10 +16,11 @@ export interface LocalServer {
   stop(): Promise<void>;
 }
 
-export async function startLocalServer(root: string): Promise<LocalServer> {
+/** `extraArgs` go to `wrangler dev` (e.g. `["--var", "EDGEQ_TIMING:1"]` for the profile section). */
+export async function startLocalServer(root: string, extraArgs: string[] = []): Promise<LocalServer> {
   const state = mkdtempSync(join(tmpdir(), "edgeq-bench-http-"));
   try {
-    const server = await startWranglerDev({ root, token: BENCH_TOKEN, persistTo: state, logLevel: "warn" });
+    const server = await startWranglerDev({ root, token: BENCH_TOKEN, persistTo: state, logLevel: "warn", extraArgs });
     return {
       url: server.url,
       stop: async () => {

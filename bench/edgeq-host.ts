@@ -1,0 +1,119 @@
+/**
+ * The real edgeq Worker (src/index.ts: Hono API, D1, coordinators) served by workerd through Miniflare
+ * directly, without `wrangler dev` in front: the profile section (bench/section-http-profile.ts) runs the
+ * same requests against this and against `wrangler dev` to tell the Worker's own time from what wrangler's
+ * local proxy adds.
+ *
+ * Same code, same runtime as `wrangler dev`: the bundle is the one wrangler itself builds for the local
+ * environment (`wrangler deploy --dry-run --env local --outdir`), run by wrangler's own Miniflare and
+ * workerd (node_modules/wrangler/node_modules/miniflare), with wrangler.toml's compatibility date and flags
+ * and [env.local]'s bindings; migrations/ applied to its local D1 first.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parse as parseToml } from "smol-toml";
+import { migrationStatements } from "./workerd-host";
+
+export interface EdgeqHost {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Wrangler's Miniflare 5: the constructor takes its own options, made from Miniflare 4's by a converter. */
+type MiniflareModule = {
+  Miniflare: new (options: unknown) => import("miniflare").Miniflare;
+  convertV4MiniflareOptions(options: import("miniflare").MiniflareOptions): unknown;
+};
+
+/** Runs a command to the end; rejects with its output when it fails. */
+function run(command: string, args: string[], cwd: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (d: Buffer) => (output += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (output += d.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`${command} ${args.join(" ")}: exit ${code}\n${output}`)),
+    );
+  });
+}
+
+/**
+ * Builds the Worker as wrangler does and serves it on a free port of 127.0.0.1.
+ *
+ * @example
+ * const host = await startEdgeqInWorkerd(root, { EDGEQ_TOKEN: "t", EDGEQ_TIMING: "1" });
+ * await fetch(`${host.url}/health`);
+ * await host.stop();
+ */
+export async function startEdgeqInWorkerd(root: string, vars: Record<string, string>): Promise<EdgeqHost> {
+  const dir = mkdtempSync(join(tmpdir(), "edgeq-bench-workerd-"));
+  try {
+    const outdir = join(dir, "bundle");
+    await run(
+      join(root, "node_modules", ".bin", "wrangler"),
+      ["deploy", "--dry-run", "--env", "local", "--outdir", outdir],
+      root,
+    );
+    const toml = parseToml(readFileSync(join(root, "wrangler.toml"), "utf8")) as {
+      compatibility_date: string;
+      compatibility_flags: string[];
+      env: { local: { vars: Record<string, string> } };
+    };
+    const miniflarePath = join(
+      root,
+      "node_modules",
+      "wrangler",
+      "node_modules",
+      "miniflare",
+      "dist",
+      "src",
+      "index.js",
+    );
+    const { Miniflare, convertV4MiniflareOptions } = (await import(
+      pathToFileURL(miniflarePath).href
+    )) as MiniflareModule;
+    const mf = new Miniflare(
+      // Miniflare 5 (wrangler's) converts the Miniflare 4 options wrangler itself passes.
+      convertV4MiniflareOptions({
+        host: "127.0.0.1",
+        port: 0,
+        name: "edgeq",
+        modulesRoot: outdir,
+        modules: [
+          {
+            type: "ESModule",
+            path: join(outdir, "index.js"),
+            contents: readFileSync(join(outdir, "index.js"), "utf8"),
+          },
+        ],
+        compatibilityDate: toml.compatibility_date,
+        compatibilityFlags: toml.compatibility_flags,
+        bindings: { ...toml.env.local.vars, ...vars },
+        d1Databases: { DB: "edgeq" },
+        r2Buckets: ["ARTIFACTS"],
+        durableObjects: { COORDINATOR: "Coordinator" },
+        d1Persist: join(dir, "d1"),
+        r2Persist: join(dir, "r2"),
+        durableObjectsPersist: join(dir, "do"),
+      }),
+    );
+    const url = await mf.ready;
+    const d1 = await mf.getD1Database("DB");
+    for (const statement of migrationStatements(root)) await d1.prepare(statement).run();
+    return {
+      url: url.origin,
+      async stop() {
+        await mf.dispose();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+}

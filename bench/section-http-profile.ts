@@ -1,0 +1,269 @@
+/**
+ * Where the HTTP path's time goes (`npm run bench -- --only http-profile`): the same requests against the
+ * real Worker served by workerd directly (bench/edgeq-host.ts) and through `wrangler dev`, both with
+ * EDGEQ_TIMING=1 so that every response carries the Worker's own per-phase `Server-Timing`
+ * (src/http/request-timing.ts). The client's time minus the Worker's `total` is what lies outside the
+ * Worker: Node's fetch, the loopback socket, workerd's HTTP handling and — with wrangler dev — its proxy.
+ *
+ * Experiments, per target:
+ * - burn-down: `tasks` enqueued (10,000 per request), then 16 pull workers lease 100 and ack 100;
+ * - bulk: three 10,000-task enqueues with 1 KiB payloads land back to back while 4 workers lease and ack
+ *   on another queue: each enqueue's time, and the leases' latency during them against before them;
+ * - long poll with tasks available: `lease {wait_s: 2}` on a queue with work, against `wait_s: 0`.
+ */
+import { BENCH_TOKEN, startLocalServer } from "./local-server";
+import { startEdgeqInWorkerd } from "./edgeq-host";
+import { percentile } from "./stats";
+
+/** The phases of src/http/request-timing.ts, in its order. */
+export const PHASES = ["before", "read", "parse", "validate", "d1", "do", "serialize", "engine", "total"] as const;
+export type Phase = (typeof PHASES)[number];
+
+/** One operation's requests: the mean of each phase, the mean client time, and the D1 calls per request. */
+export interface OpProfile {
+  op: string;
+  requests: number;
+  clientMs: number;
+  clientP50: number;
+  clientP99: number;
+  phases: Record<Phase, number>;
+  d1Calls: number;
+  /** D1's own execution time (`meta.duration`) per request: `d1` minus this is waiting and the hop. */
+  sqlMs: number;
+}
+
+export interface TargetProfile {
+  target: "workerd" | "wrangler dev";
+  burn: { tasks: number; workers: number; tasksPerS: number; ops: OpProfile[] };
+  bulk: {
+    enqueues: number;
+    tasksPerEnqueue: number;
+    payloadBytes: number;
+    enqueue: OpProfile;
+    quietLease: OpProfile;
+    loadedLease: OpProfile;
+  };
+  longPoll: { direct: OpProfile; waiting: OpProfile };
+}
+
+export interface HttpProfileSection {
+  targets: TargetProfile[];
+}
+
+export interface HttpProfileOptions {
+  tasks: number;
+  log: (line: string) => void;
+}
+
+interface Sample {
+  op: string;
+  clientMs: number;
+  timing: Record<string, number>;
+}
+
+/** `before;dur=0.12, read;dur=…` → { before: 0.12, … }. */
+export function parseServerTiming(header: string | null): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const part of (header ?? "").split(",")) {
+    const match = /^\s*([\w-]+);dur=([\d.]+)\s*$/.exec(part);
+    if (match) out[match[1]!] = Number(match[2]);
+  }
+  return out;
+}
+
+class ProfiledApi {
+  readonly samples: Sample[] = [];
+  constructor(private readonly url: string) {}
+
+  async request<T>(op: string, method: string, path: string, body?: unknown): Promise<T> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    for (let attempt = 0; ; attempt++) {
+      const t0 = performance.now();
+      const res = await fetch(`${this.url}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${BENCH_TOKEN}`, "Content-Type": "application/json" },
+        body: payload,
+        // No request may hang the bench: the longest wait asked for is 2 s, the largest body ~11 MB.
+        signal: AbortSignal.timeout(60_000),
+      });
+      const text = await res.text();
+      const clientMs = performance.now() - t0;
+      if (res.status === 429 && attempt < 20) continue;
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 500)}`);
+      const timing = parseServerTiming(res.headers.get("Server-Timing"));
+      if (timing.total === undefined) throw new Error(`${method} ${path}: no Server-Timing (EDGEQ_TIMING not set?)`);
+      this.samples.push({ op, clientMs, timing });
+      return JSON.parse(text) as T;
+    }
+  }
+
+  enqueue(queue: string, tasks: unknown[], op = "enqueue") {
+    return this.request<{ tasks: Array<{ id: string }> }>(op, "POST", `/v1/queues/${queue}/tasks`, { tasks });
+  }
+
+  lease(queue: string, max: number, waitS = 0, op = "lease") {
+    return this.request<{ tasks: Array<{ id: string; lease_token: string }> }>(
+      op,
+      "POST",
+      `/v1/queues/${queue}/lease`,
+      {
+        max,
+        visibility_timeout_s: 300,
+        wait_s: waitS,
+      },
+    );
+  }
+
+  async ack(queue: string, tasks: Array<{ id: string; lease_token: string }>, op = "ack") {
+    const { results } = await this.request<{ results: Array<{ ok: boolean }> }>(op, "POST", `/v1/queues/${queue}/ack`, {
+      complete: tasks.map((t) => ({ id: t.id, lease_token: t.lease_token })),
+    });
+    if (results.some((r) => !r.ok)) throw new Error("ack: an item was not ok");
+  }
+
+  /** The samples of `op` since `from`, summarised. */
+  profile(op: string, from = 0): OpProfile {
+    const samples = this.samples.slice(from).filter((s) => s.op === op);
+    if (samples.length === 0) throw new Error(`no ${op} samples`);
+    const mean = (f: (s: Sample) => number) => samples.reduce((sum, s) => sum + f(s), 0) / samples.length;
+    const client = samples.map((s) => s.clientMs);
+    return {
+      op,
+      requests: samples.length,
+      clientMs: mean((s) => s.clientMs),
+      clientP50: percentile(client, 50),
+      clientP99: percentile(client, 99),
+      phases: Object.fromEntries(PHASES.map((p) => [p, mean((s) => s.timing[p] ?? 0)])) as Record<Phase, number>,
+      d1Calls: mean((s) => s.timing.d1n ?? 0),
+      sqlMs: mean((s) => s.timing.sql ?? 0),
+    };
+  }
+}
+
+/** 1 KiB of JSON payload (with its key and braces), distinct per task. */
+const kibPayload = (i: number) => ({ i, pad: "x".repeat(1024 - 20 - String(i).length) });
+
+async function fill(api: ProfiledApi, queue: string, tasks: number, payload: (i: number) => unknown, op = "fill") {
+  for (let first = 0; first < tasks; first += 10_000) {
+    const n = Math.min(10_000, tasks - first);
+    await api.enqueue(
+      queue,
+      Array.from({ length: n }, (_, i) => ({ payload: payload(first + i) })),
+      op,
+    );
+  }
+}
+
+/** Workers that lease `max` and ack until `stop()` says so or the queue is empty. */
+function leaseLoops(api: ProfiledApi, queue: string, workers: number, op: string, until: () => boolean) {
+  return Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (!until()) {
+        const { tasks } = await api.lease(queue, 100, 0, op);
+        if (tasks.length === 0) return;
+        await api.ack(queue, tasks, `${op} ack`);
+      }
+    }),
+  );
+}
+
+async function profileTarget(
+  target: TargetProfile["target"],
+  url: string,
+  opts: HttpProfileOptions,
+): Promise<TargetProfile> {
+  const api = new ProfiledApi(url);
+  const run = Date.now();
+
+  // Warm-up: the first requests compile code and open the database; not counted.
+  await fill(api, `warm-${run}`, 2_000, (i) => ({ i }), "warm");
+  await leaseLoops(api, `warm-${run}`, 4, "warm", () => false);
+
+  // Burn-down.
+  const burnQueue = `burn-${run}`;
+  await fill(api, burnQueue, opts.tasks, (i) => ({ i }), "enqueue");
+  const burnFrom = api.samples.length;
+  const t0 = performance.now();
+  await leaseLoops(api, burnQueue, 16, "lease", () => false);
+  const tasksPerS = (opts.tasks / (performance.now() - t0)) * 1000;
+  const burn = {
+    tasks: opts.tasks,
+    workers: 16,
+    tasksPerS,
+    ops: [api.profile("enqueue"), api.profile("lease", burnFrom), api.profile("lease ack", burnFrom)],
+  };
+  opts.log(`http-profile: ${target}: burn-down ${tasksPerS.toFixed(0)} tasks/s`);
+
+  // Bulk enqueues beside leases.
+  const stock = `stock-${run}`;
+  await fill(api, stock, 20_000, (i) => ({ i }), "fill");
+  const bulkQueue = `bulk-${run}`;
+  let phase: "quiet" | "loaded" | "done" = "quiet";
+  const leasing = Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (phase !== "done") {
+        const { tasks } = await api.lease(stock, 100, 0, `${phase} lease`);
+        if (tasks.length === 0) throw new Error("stock queue ran dry");
+        await api.ack(stock, tasks, `${phase} ack`);
+      }
+    }),
+  );
+  await new Promise((r) => setTimeout(r, 2_000));
+  phase = "loaded";
+  const enqueues = 3;
+  for (let k = 0; k < enqueues; k++) {
+    await api.enqueue(
+      bulkQueue,
+      Array.from({ length: 10_000 }, (_, i) => ({ payload: kibPayload(k * 10_000 + i) })),
+      "bulk enqueue",
+    );
+  }
+  phase = "done";
+  await leasing;
+  const bulk = {
+    enqueues,
+    tasksPerEnqueue: 10_000,
+    payloadBytes: 1024,
+    enqueue: api.profile("bulk enqueue"),
+    quietLease: api.profile("quiet lease"),
+    loadedLease: api.profile("loaded lease"),
+  };
+  opts.log(
+    `http-profile: ${target}: 10,000 x 1 KiB enqueue ${bulk.enqueue.clientMs.toFixed(0)} ms; lease p50/p99 ${bulk.loadedLease.clientP50.toFixed(0)}/${bulk.loadedLease.clientP99.toFixed(0)} ms under it (quiet ${bulk.quietLease.clientP50.toFixed(0)}/${bulk.quietLease.clientP99.toFixed(0)})`,
+  );
+
+  // Long poll when tasks are available: does the wait cost anything when there is no need to wait?
+  const lpQueue = `longpoll-${run}`;
+  await fill(api, lpQueue, 6_000, (i) => ({ i }), "fill");
+  for (let k = 0; k < 30; k++) {
+    for (const [waitS, op] of [
+      [0, "direct lease"],
+      [2, "long-poll lease"],
+    ] as const) {
+      const { tasks } = await api.lease(lpQueue, 100, waitS, op);
+      await api.ack(lpQueue, tasks, "lp ack");
+    }
+  }
+  const longPoll = { direct: api.profile("direct lease"), waiting: api.profile("long-poll lease") };
+  opts.log(
+    `http-profile: ${target}: lease with tasks available: wait_s 0 ${longPoll.direct.clientMs.toFixed(1)} ms, wait_s 2 ${longPoll.waiting.clientMs.toFixed(1)} ms`,
+  );
+  return { target, burn, bulk, longPoll };
+}
+
+export async function runHttpProfileSection(root: string, opts: HttpProfileOptions): Promise<HttpProfileSection> {
+  const targets: TargetProfile[] = [];
+  const direct = await startEdgeqInWorkerd(root, { EDGEQ_TOKEN: BENCH_TOKEN, EDGEQ_TIMING: "1" });
+  try {
+    targets.push(await profileTarget("workerd", direct.url, opts));
+  } finally {
+    await direct.stop();
+  }
+  const dev = await startLocalServer(root, ["--var", "EDGEQ_TIMING:1"]);
+  try {
+    targets.push(await profileTarget("wrangler dev", dev.url, opts));
+  } finally {
+    await dev.stop();
+  }
+  return { targets };
+}
