@@ -43,7 +43,7 @@ export default defineConfig(async () => {
           test: {
             name: "cli",
             include: ["test/cli/**/*.test.ts"],
-            exclude: ["test/cli/dashboard-browser.test.ts"],
+            exclude: ["test/cli/*-browser.test.ts"],
             environment: "node",
             globalSetup: ["./test/cli/server.ts"],
             // Real processes against a real server: a worker run takes seconds, not milliseconds.
@@ -57,15 +57,17 @@ export default defineConfig(async () => {
         {
           test: {
             name: "browser",
-            // The dashboard in a real Chromium, alone and after the other projects (groupOrder 1): pages
+            // The dashboard and the API reference in a real Chromium, alone and after the other projects (groupOrder 1): pages
             // render from many API calls, and beside two busy cli files on 2 cores a render could lag
             // behind its test's waits. Its own wrangler dev, as the cli project's.
-            include: ["test/cli/dashboard-browser.test.ts"],
+            include: ["test/cli/*-browser.test.ts"],
             environment: "node",
             globalSetup: ["./test/cli/server.ts"],
             testTimeout: 60_000,
             hookTimeout: 120_000,
             sequence: { groupOrder: 1 },
+            // One browser at a time, for the same reason.
+            fileParallelism: false,
           },
         },
       ],

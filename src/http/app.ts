@@ -4,13 +4,13 @@ import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import { openDb } from "../db/client";
 import { EdgeqError } from "../engine/errors";
-import { readSettings } from "../env";
 import type { AppEnv } from "./app-env";
 import { requireBearer } from "./auth";
-import { OPENAPI_INFO, renderDocsPage } from "./docs";
+import { DOCS_CSP, OPENAPI_INFO, renderDocsPage } from "./docs";
 import { onError } from "./error-handler";
 import { notFound } from "./method-not-allowed";
 import { healthRoutes, readinessRoutes } from "./routes/health";
+import { livenessRoutes } from "./routes/liveness";
 import { metricsRoutes } from "./routes/metrics";
 import { scheduleRoutes } from "./routes/schedules";
 import { queueRoutes } from "./routes/queues";
@@ -41,11 +41,8 @@ export function buildApp() {
   // Per-phase Server-Timing, only when the bench sets EDGEQ_TIMING (src/http/request-timing.ts).
   app.use("*", requestTiming);
 
-  app.get("/health", (c) => {
-    const settings = readSettings(c.env);
-    const configured = settings.EDGEQ_TOKEN.length > 0 || settings.ENVIRONMENT !== "production";
-    return c.json({ status: configured ? "ok" : "not_configured" }, configured ? 200 : 503);
-  });
+  // Liveness, public and in the OpenAPI document.
+  app.route("/", livenessRoutes);
 
   // The dashboard (src/dashboard/): a page that signs in with the token and reads /v1; `/` redirects to it.
   app.route("/", dashboardPages);
@@ -90,7 +87,7 @@ export function buildApp() {
     .route("/", scheduleRoutes);
   api.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
   api.doc31("/openapi.json", OPENAPI_INFO);
-  api.get("/docs", (c) => c.html(renderDocsPage(api)));
+  api.get("/docs", (c) => c.html(renderDocsPage(api), 200, { "Content-Security-Policy": DOCS_CSP }));
   return api;
 }
 

@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "./app-env";
+import { renderReferencePage, type ReferenceDocument } from "./reference/reference-page";
 
 /** The OpenAPI document's header. */
 export const OPENAPI_INFO = {
@@ -12,30 +13,20 @@ export const OPENAPI_INFO = {
   },
 } as const;
 
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+/**
+ * The API reference at /docs (src/http/reference/), rendered once per isolate from the OpenAPI document:
+ * schemas expanded, examples, try-it. Its only script is inline, so it works offline and under a CSP
+ * that allows nothing but this origin.
+ */
+const rendered = new WeakMap<OpenAPIHono<AppEnv>, string>();
+export function renderDocsPage(app: OpenAPIHono<AppEnv>): string {
+  let page = rendered.get(app);
+  if (page === undefined) {
+    page = renderReferencePage(app.getOpenAPI31Document(OPENAPI_INFO) as ReferenceDocument);
+    rendered.set(app, page);
+  }
+  return page;
 }
 
-/**
- * A self-contained docs page rendered from the OpenAPI document (no external scripts, so it works
- * offline and under a strict CSP): every route with its summary, grouped by tag.
- */
-export function renderDocsPage(app: OpenAPIHono<AppEnv>): string {
-  const doc = app.getOpenAPI31Document(OPENAPI_INFO);
-  const rows: string[] = [];
-  for (const [path, item] of Object.entries(doc.paths ?? {})) {
-    for (const [method, op] of Object.entries(item ?? {})) {
-      if (typeof op !== "object" || op === null || !("responses" in op)) continue;
-      const summary = "summary" in op && typeof op.summary === "string" ? op.summary : "";
-      const tags = "tags" in op && Array.isArray(op.tags) ? op.tags.join(", ") : "";
-      rows.push(
-        `<tr><td>${escapeHtml(tags)}</td><td><code>${method.toUpperCase()}</code></td><td><code>${escapeHtml(path)}</code></td><td>${escapeHtml(summary)}</td></tr>`,
-      );
-    }
-  }
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>edgeq API</title>
-<style>body{font:15px/1.5 system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left;vertical-align:top}code{font-size:13px}</style>
-</head><body><h1>edgeq API</h1><p>${escapeHtml(OPENAPI_INFO.info.description)}</p>
-<p>Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI 3.1).</p>
-<table><thead><tr><th>Tag</th><th>Method</th><th>Path</th><th>What it does</th></tr></thead><tbody>${rows.join("")}</tbody></table></body></html>`;
-}
+/** The reference page's policy: its inline script and style, requests to this origin only. */
+export const DOCS_CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'";

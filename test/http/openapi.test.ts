@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MAX_ENQUEUE_TASKS } from "../../src/engine/limits";
 import { call, MISSING_ID } from "./api";
-import { callRoute, everyRoute } from "./fixtures";
+import { callRoute, everyRoute, PUBLIC_OPERATIONS } from "./fixtures";
 
 /** The JSON Schema subset the generated document uses. */
 interface Schema {
@@ -33,6 +33,7 @@ interface Document {
 
 /** Every operation the route files define, with its success status. */
 const OPERATIONS: Record<string, number> = {
+  "get /health": 200,
   "post /v1/queues/{queue}/tasks": 201,
   "get /v1/queues/{queue}/tasks": 200,
   "post /v1/queues/{queue}/lease": 200,
@@ -71,6 +72,9 @@ const OPERATIONS: Record<string, number> = {
   "post /v1/schedules/{name}/resume": 200,
   "post /v1/schedules/{name}/trigger": 200,
 };
+
+/** Operations without auth (test/http/fixtures.ts lists them apart from the bearer-protected routes). */
+const PUBLIC = new Set(PUBLIC_OPERATIONS);
 
 /** Operations whose success response or request body is raw bytes rather than JSON. */
 const BINARY_RESPONSE = new Set(["get /v1/tasks/{id}/artifacts/{name}"]);
@@ -137,7 +141,7 @@ describe("the OpenAPI document", () => {
     const ops = operations(doc);
     expect(ops.map(([name]) => name).sort()).toEqual(Object.keys(OPERATIONS).sort());
     for (const [name, op] of ops) {
-      expect(op.security, name).toEqual([{ Bearer: [] }]);
+      expect(op.security, name).toEqual(PUBLIC.has(name) ? [] : [{ Bearer: [] }]);
       expect(op.summary?.length, name).toBeGreaterThan(10);
       expect(op.tags?.length, name).toBeGreaterThan(0);
       const success = op.responses[String(OPERATIONS[name])];
@@ -148,7 +152,7 @@ describe("the OpenAPI document", () => {
           : "application/json";
       expect(Object.keys(success?.content ?? {}), name).toEqual([successType]);
       expect(success?.content?.[successType]?.schema, name).toBeDefined();
-      for (const status of ["400", "401", "404"]) {
+      for (const status of PUBLIC.has(name) ? [] : ["400", "401", "404"]) {
         expect(resolve(doc, op.responses[status]!.content!["application/json"]!.schema), `${name} ${status}`).toEqual(
           doc.components.schemas.Error,
         );
@@ -230,14 +234,37 @@ describe("the OpenAPI document", () => {
     expect(mismatches(doc, { $ref: "#/components/schemas/Error" }, { error: { code: "x" } })).not.toEqual([]);
   });
 
-  it("is rendered as a self-contained /docs page listing every route", async () => {
+  it("documents /health, public, with the body it answers", async () => {
+    const doc = await openapi();
+    const res = await call("GET", "/health", { token: null });
+    expect(res.status).toBe(200);
+    const schema = doc.paths["/health"]!.get!.responses["200"]!.content!["application/json"]!.schema;
+    expect(mismatches(doc, schema, res.body)).toEqual([]);
+    expect(mismatches(doc, schema, { status: "not_configured" })).not.toEqual([]);
+  });
+
+  it("is rendered as the /docs reference: every operation with its schemas, examples and a try-it form", async () => {
     const doc = await openapi();
     const page = await call("GET", "/docs", { token: null });
     expect(page.status).toBe(200);
-    expect(page.text).not.toMatch(/<script/i);
+    // Nothing from elsewhere: one inline script and style, requests to this origin only.
+    expect(page.text).not.toMatch(/<script[^>]+src=|<link[^>]+stylesheet|https?:\/\/(?!example\.com)/i);
+    expect(page.headers.get("Content-Security-Policy")).toMatch(/default-src 'none'.*connect-src 'self'/);
     for (const [name] of operations(doc)) {
       const [method, path] = name.split(" ");
-      expect(page.text, name).toContain(`<code>${method!.toUpperCase()}</code></td><td><code>${path}</code>`);
+      const id = `op-${method}-${path!.replace(/[^A-Za-z0-9]+/g, "-").replace(/^-|-$/g, "")}`;
+      expect(page.text, name).toContain(`<section class="op" id="${id}">`);
+      expect(page.text, name).toContain(`data-method="${method!.toUpperCase()}" data-path="${path}"`);
     }
+    // The lease operation: its request body's fields with their bounds, and the example the form starts from.
+    const lease = page.text.slice(page.text.indexOf('id="op-post-v1-queues-queue-lease"'));
+    const request = lease.slice(lease.indexOf('class="request-schema"'), lease.indexOf("<h4>Responses"));
+    expect(request).toMatch(/<code class="prop">max<\/code> <span class="type">integer<\/span>/);
+    expect(request).toContain("default 1");
+    expect(request).toMatch(/<pre>\{\n {2}&#34;max&#34;: 1,\n {2}&#34;wait_s&#34;: 0\n\}<\/pre>/);
+    // Its response: the leased task expanded (a task plus its lease token).
+    expect(lease.slice(lease.indexOf("<h4>Responses"), lease.indexOf("</section>"))).toMatch(
+      /<code class="prop">lease_token<\/code>[\s\S]*<code class="prop">id<\/code>|<code class="prop">id<\/code>[\s\S]*<code class="prop">lease_token<\/code>/,
+    );
   });
 });
