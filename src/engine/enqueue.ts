@@ -4,8 +4,8 @@ import type { ChildTaskSpec } from "../contracts/task";
 import { batchAll, type Db } from "../db/client";
 import { recordCounters } from "./counters";
 import { EdgeqError } from "./errors";
-import { jsonBytes, storedJsonError } from "./json-value";
-import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "./limits";
+import { overBytes, storedJsonError, utf8Bytes } from "./json-value";
+import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_CHUNK_TASKS, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "./limits";
 import { getQueueConfig } from "./queue-config";
 import type { TaskState } from "./states";
 
@@ -41,13 +41,12 @@ interface InsertRow {
   i: number;
   id: string;
   type: string;
-  payload: unknown;
-  priority: number;
   run_at: number;
-  max_attempts: number;
   dedupe_key: string | null;
-  group_key: string | null;
-  then: ChildTaskSpec[] | null;
+  /** The row as the insert statement reads it (`json_each`): serialised once, payload included. */
+  json: string;
+  /** `json`'s size in UTF-8 bytes, for chunking. */
+  bytes: number;
 }
 
 /** How far ahead of our clock a client's ULID may be: five minutes covers real clock skew. Later ids would
@@ -67,9 +66,16 @@ function ulidTime(id: string, index: number): number {
 const MAX_ENQUEUE_ROUNDS = 3;
 
 /**
- * Enqueues any number of tasks (up to MAX_ENQUEUE_TASKS) atomically: all are inserted in one D1 batch,
- * which is one transaction. Each statement binds a single JSON array read with `json_each`, because D1
- * allows only 100 bound parameters per statement; arrays are chunked by size inside the batch.
+ * Enqueues up to MAX_ENQUEUE_TASKS tasks. Each statement binds a single JSON array read with `json_each`,
+ * because D1 allows only 100 bound parameters per statement.
+ *
+ * Atomicity: a call whose tasks fit in one chunk (MAX_ENQUEUE_CHUNK_TASKS tasks and MAX_ENQUEUE_CHUNK_BYTES
+ * of JSON) is one statement, all or nothing. A larger call is inserted chunk after chunk, in input order,
+ * each chunk its own statement — so leases run between them instead of waiting behind one transaction of
+ * 10,000 tasks (D1 runs one statement at a time; measured here, a 10,000 × 1 KiB batch held it ~0.7-0.9 s).
+ * Every check (sizes, ids, JSON) runs before the first insert, so a refused call inserts nothing; only a
+ * failure of D1 itself midway leaves the chunks before it inserted. A client that retries such a call
+ * with the same ids or dedupe keys gets those tasks back `deduplicated` instead of twice.
  *
  * An id that already exists, or a dedupe key held by a live task of the queue, creates nothing: the
  * existing task is returned with `deduplicated: true`. Results are in input order.
@@ -89,16 +95,20 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
   const nextId = monotonicFactory();
   const rows: InsertRow[] = input.map((task, i) => {
     const payload = task.payload ?? null;
+    // Serialised once: checked, sized and inserted as this very text.
+    const payloadJson = JSON.stringify(payload);
     // The HTTP schema refuses these first, naming the field; checked here too for every other caller.
-    const payloadError = storedJsonError(payload, `tasks[${i}].payload`);
+    const payloadError = storedJsonError(payload, `tasks[${i}].payload`, "", payloadJson);
     if (payloadError) throw payloadError;
-    const thenError = task.then ? storedJsonError(task.then, `tasks[${i}].then`) : null;
+    const then = task.then && task.then.length > 0 ? task.then : null;
+    const thenJson = task.then ? JSON.stringify(task.then) : null;
+    const thenError = task.then ? storedJsonError(task.then, `tasks[${i}].then`, "", thenJson!) : null;
     if (thenError) throw thenError;
-    const bytes = jsonBytes(payload) + (task.then ? jsonBytes(task.then) : 0);
-    if (bytes > MAX_PAYLOAD_BYTES) {
+    const together = thenJson === null ? null : overBytes(payloadJson + thenJson, MAX_PAYLOAD_BYTES);
+    if (together !== null) {
       throw new EdgeqError(
         "payload_too_large",
-        `tasks[${i}]: payload and then together are ${bytes} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
+        `tasks[${i}]: payload and then together are ${together} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
       );
     }
     if (task.id !== undefined && ulidTime(task.id, i) > now + MAX_CLIENT_ID_SKEW_MS) {
@@ -107,18 +117,19 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
         `tasks[${i}].id: its ULID time is in the future; ids must be made at enqueue time (purges walk ids in time order)`,
       );
     }
-    return {
-      i,
+    const fields = {
       id: task.id ?? nextId(now),
       type: task.type ?? "default",
-      payload,
       priority: task.priority ?? 0,
       run_at: task.runAt ?? now,
       max_attempts: task.maxAttempts ?? config.max_attempts,
       dedupe_key: task.dedupeKey ?? null,
       group_key: task.group ?? null,
-      then: task.then && task.then.length > 0 ? task.then : null,
     };
+    const head = JSON.stringify(fields);
+    const json = `${head.slice(0, -1)},"payload":${payloadJson}${then ? `,"then":${thenJson}` : ""}}`;
+    const { id, type, run_at, dedupe_key } = fields;
+    return { i, id, type, run_at, dedupe_key, json, bytes: utf8Bytes(json) };
   });
 
   const outcomes = new Array<EnqueueOutcome | undefined>(rows.length);
@@ -156,23 +167,25 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
   return { tasks: outcomes as EnqueueOutcome[], earliestRunAt };
 }
 
-/** Inserts rows in one batch (one transaction); returns the ids actually inserted. */
+/** Inserts rows chunk after chunk, each chunk one statement (see `enqueueTasks`); returns the ids inserted. */
 async function insertRows(db: Db, queue: string, rows: InsertRow[], now: number): Promise<Set<string>> {
-  const statements = chunkBySize(rows).map(
-    (chunk) =>
+  const inserted = new Set<string>();
+  for (const chunk of chunkRows(rows)) {
+    const returned = await db.all<{ id: string }>(
       sql`INSERT INTO tasks
         (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
          created_at, updated_at)
       SELECT j.value->>'id', ${queue}, j.value->>'type', 'pending', j.value->>'priority', j.value->'payload',
         j.value->>'max_attempts', j.value->>'run_at', j.value->>'dedupe_key', j.value->>'group_key',
         CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, ${now}, ${now}
-      FROM json_each(${JSON.stringify(chunk)}) AS j
+      FROM json_each(${`[${chunk.map((r) => r.json).join(",")}]`}) AS j
       WHERE true
       ON CONFLICT DO NOTHING
       RETURNING id`,
-  );
-  const results = await batchAll<{ id: string }>(db, statements);
-  return new Set(results.flat().map((r) => r.id));
+    );
+    for (const r of returned) inserted.add(r.id);
+  }
+  return inserted;
 }
 
 /** For rows that were not inserted: the task that has their id, else the live task holding their dedupe key. */
@@ -195,14 +208,14 @@ async function findExisting(
   return found;
 }
 
-/** Splits rows into JSON arrays of at most MAX_ENQUEUE_CHUNK_BYTES each. */
-function chunkBySize(rows: InsertRow[]): InsertRow[][] {
+/** Splits rows into JSON arrays of at most MAX_ENQUEUE_CHUNK_TASKS rows and MAX_ENQUEUE_CHUNK_BYTES each. */
+function chunkRows(rows: InsertRow[]): InsertRow[][] {
   const chunks: InsertRow[][] = [];
   let current: InsertRow[] = [];
   let size = 2;
   for (const row of rows) {
-    const rowSize = jsonBytes(row) + 1;
-    if (current.length > 0 && size + rowSize > MAX_ENQUEUE_CHUNK_BYTES) {
+    const rowSize = row.bytes + 1;
+    if (current.length > 0 && (size + rowSize > MAX_ENQUEUE_CHUNK_BYTES || current.length >= MAX_ENQUEUE_CHUNK_TASKS)) {
       chunks.push(current);
       current = [];
       size = 2;

@@ -7,12 +7,18 @@
  * Cloudflare Queues' 128 KB message limit and keeps a full lease response under ~26 MB. */
 export const MAX_PAYLOAD_BYTES = 256 * 1024;
 
-/** Most tasks per enqueue call. 10,000 is what the API promises; the whole call is one D1 batch. */
+/** Most tasks per enqueue call: what the API promises. A call is inserted in chunks (below). */
 export const MAX_ENQUEUE_TASKS = 10_000;
 
 /** Largest JSON array bound to one statement while enqueueing. D1 caps a bound string at 2 MB;
  * 1 MiB leaves headroom for JSON escaping and keeps each statement well under D1's 30 s limit. */
 export const MAX_ENQUEUE_CHUNK_BYTES = 1024 * 1024;
+
+/** Most tasks per enqueue statement, and so the most an enqueue keeps atomic (src/engine/enqueue.ts). D1
+ * runs one statement at a time, so a chunk is the longest a lease waits behind a bulk enqueue: 1,000 tasks
+ * of 1 KiB took ~70-90 ms here (docs/benchmarks.md, section 3b), inside the 150 ms a lease should take at
+ * the median under load; with 1 MiB per statement, that is also where 1 KiB payloads fill a chunk. */
+export const MAX_ENQUEUE_CHUNK_TASKS = 1_000;
 
 /** Most tasks in one lease or one batch ack — the same 100 as Cloudflare Queues' batch limit, and small
  * enough that one statement returns quickly while other leasers wait on the single D1 writer. */

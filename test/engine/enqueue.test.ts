@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { decodeTime } from "ulid";
 import { describe, expect, it } from "vitest";
@@ -5,7 +6,8 @@ import { cancelTask } from "../../src/engine/cancel";
 import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { leaseTasks } from "../../src/engine/lease";
-import { MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
+import { openDb } from "../../src/db/client";
+import { MAX_ENQUEUE_CHUNK_TASKS, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
 import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
 import { T0, db, row, snapshot, uniqueQueue, PROCESSORS } from "../helpers";
 import { completedTask, deadTask, enqueueOne, expectEdgeqError, leaseOne } from "./fixtures";
@@ -36,6 +38,54 @@ describe("enqueueTasks: volume and atomicity", () => {
     );
     const indexById = new Map(stored.map((r) => [r.id, Number(r.i)]));
     expect(ids.every((id, i) => indexById.get(id) === i)).toBe(true);
+  });
+
+  it("inserts a large call chunk after chunk: its first chunk is leasable before the call ends", async () => {
+    const queue = uniqueQueue();
+    // The D1 binding, holding the enqueue after its first insert statement until the test lets it go on.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let firstInsertDone!: () => void;
+    const firstInsert = new Promise<void>((resolve) => (firstInsertDone = resolve));
+    let inserts = 0;
+    const holding = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop !== "prepare") return Reflect.get(target, prop, target) as unknown;
+        return (query: string) => {
+          const stmt = target.prepare(query);
+          if (!query.trimStart().startsWith("INSERT INTO tasks")) return stmt;
+          return {
+            bind: (...values: unknown[]) => {
+              const bound = stmt.bind(...values);
+              return {
+                all: async () => {
+                  const result = await bound.all();
+                  if (++inserts === 1) {
+                    firstInsertDone();
+                    await held;
+                  }
+                  return result;
+                },
+              };
+            },
+          };
+        };
+      },
+    });
+    const input = Array.from({ length: 3 * MAX_ENQUEUE_CHUNK_TASKS }, (_, i) => ({ payload: { i } }));
+    const enqueued = enqueueTasks(openDb(holding), queue, input, T0);
+    await firstInsert;
+
+    // The first chunk is committed on its own: a lease sees exactly its tasks, the rest are not there yet.
+    expect(await countTasks(queue)).toBe(MAX_ENQUEUE_CHUNK_TASKS);
+    const leased = await leaseTasks(db(), { queue, max: 100, visibilityTimeoutS: 30, holder: null }, T0);
+    expect(leased.map((t) => JSON.parse(t.payload).i)).toEqual(Array.from({ length: 100 }, (_, i) => i));
+
+    release();
+    const { tasks } = await enqueued;
+    expect(inserts).toBe(3);
+    expect(tasks).toHaveLength(3 * MAX_ENQUEUE_CHUNK_TASKS);
+    expect(await countTasks(queue)).toBe(3 * MAX_ENQUEUE_CHUNK_TASKS);
   });
 
   it("rejects a call with one oversized payload and inserts nothing", async () => {
