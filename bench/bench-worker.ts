@@ -1,6 +1,6 @@
 /**
  * The bench worker: runs inside workerd (Miniflare), bundled by esbuild from this file, with real local
- * D1 bound as DB. Node drives it with one POST per operation (bench/workerd-host.ts); no HTTP API, no
+ * D1 bound as DB (and DB_1, DB_2, … for section 7's shards). Node drives it with one POST per operation (bench/workerd-host.ts); no HTTP API, no
  * coordinator — the engine functions are called directly.
  */
 import {
@@ -13,25 +13,32 @@ import {
   type Scenario,
   type SystemName,
 } from "./engine-ops";
+import { scaleBurn, scaleEnqueue, shardBindings, type ScaleBurnRequest, type ScaleEnqueueRequest } from "./scale-ops";
 
 interface BenchEnv {
   DB: D1Database;
+  [binding: string]: unknown;
 }
 
 export type BenchRequest =
-  | { op: "migrate"; statements: string[] }
+  | { op: "migrate"; statements: string[]; shard?: number }
   | { op: "cost"; system: SystemName; scenario: Scenario; batch: number; tasks: number; queue: string }
   | { op: "enqueue"; system: SystemName; queue: string; count: number; chunk?: number }
   | { op: "burn"; system: SystemName; queue: string; batch: number; maxTasks: number }
   | { op: "probe-lease"; queue: string; batch: number; leases: number }
   | { op: "probe-reap" }
-  | { op: "hold"; queue: string; count: number };
+  | { op: "hold"; queue: string; count: number }
+  | ({ op: "scale-enqueue" } & ScaleEnqueueRequest)
+  | ({ op: "scale-burn" } & ScaleBurnRequest);
 
 async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
   switch (req.op) {
-    case "migrate":
-      for (const s of req.statements) await env.DB.prepare(s).run();
+    case "migrate": {
+      const db = shardBindings(env)[req.shard ?? 0];
+      if (!db) throw new Error(`migrate: no D1 binding for shard ${req.shard}`);
+      for (const s of req.statements) await db.prepare(s).run();
       return { ok: true };
+    }
     case "cost":
       return runCostScenario(env.DB, req.system, req.scenario, req.batch, req.tasks, req.queue);
     case "enqueue":
@@ -44,6 +51,10 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
       return probeLeases(env.DB, req.queue, req.batch, req.leases);
     case "probe-reap":
       return probeReap(env.DB);
+    case "scale-enqueue":
+      return { enqueued: await scaleEnqueue(shardBindings(env), req) };
+    case "scale-burn":
+      return scaleBurn(shardBindings(env), req);
   }
 }
 

@@ -33,7 +33,11 @@ export interface WorkerdBench {
   dispose(): Promise<void>;
 }
 
-export async function startWorkerdBench(root: string): Promise<WorkerdBench> {
+/**
+ * `databases` (default 1): how many local D1 databases to bind — DB, then DB_1, DB_2, … (the shards'
+ * naming) — each migrated with the same files. Section 7 (scale) binds several; the other sections one.
+ */
+export async function startWorkerdBench(root: string, databases = 1): Promise<WorkerdBench> {
   const bundle = await build({
     entryPoints: [join(root, "bench", "bench-worker.ts")],
     bundle: true,
@@ -51,7 +55,9 @@ export async function startWorkerdBench(root: string): Promise<WorkerdBench> {
     modules: [{ type: "ESModule", path: join(root, "bench-worker.mjs"), contents: bundle.outputFiles[0]!.text }],
     compatibilityDate: BENCH_COMPATIBILITY_DATE,
     compatibilityFlags: ["nodejs_compat"],
-    d1Databases: { DB: "edgeq-bench" },
+    d1Databases: Object.fromEntries(
+      Array.from({ length: databases }, (_, i) => (i === 0 ? ["DB", "edgeq-bench"] : [`DB_${i}`, `edgeq-bench-${i}`])),
+    ),
     d1Persist: persist,
   });
   await mf.ready;
@@ -61,7 +67,9 @@ export async function startWorkerdBench(root: string): Promise<WorkerdBench> {
     if (!res.ok || body.error) throw new Error(`bench worker ${req.op}: ${body.error ?? res.status}`);
     return body;
   };
-  await call({ op: "migrate", statements: [...migrationStatements(root), ...BASELINE_SCHEMA] });
+  for (let shard = 0; shard < databases; shard++) {
+    await call({ op: "migrate", statements: [...migrationStatements(root), ...BASELINE_SCHEMA], shard });
+  }
   return {
     call,
     async timed<T>(req: BenchRequest) {
