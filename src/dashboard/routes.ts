@@ -41,8 +41,6 @@ const throughputRoute = createRoute({
     ),
     ...errorResponses,
   },
-  // Kept out of /openapi.json with the events routes until the route-list tests take them (docs/dashboard.md).
-  hide: true,
 });
 
 /** The chart's data, behind the bearer token like the rest of /v1. */

@@ -86,6 +86,8 @@ export function buildApp() {
     .route("/", healthRoutes)
     .route("/", scheduleRoutes);
   api.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
+  // The events WebSocket's alternative to the bearer token (src/http/routes/events.ts).
+  api.openAPIRegistry.registerComponent("securitySchemes", "Ticket", { type: "apiKey", in: "query", name: "ticket" });
   api.doc31("/openapi.json", OPENAPI_INFO);
   api.get("/docs", (c) => c.html(renderDocsPage(api), 200, { "Content-Security-Policy": DOCS_CSP }));
   return api;

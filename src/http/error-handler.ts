@@ -31,6 +31,7 @@ function isOverloaded(error: unknown): boolean {
 export function onError(error: unknown, c: Context): Response {
   if (error instanceof EdgeqError) {
     // A task between shards is back in a moment: tell the client when to retry.
+    if (error.code === "unauthorized") return errorResponse(c, error, { "WWW-Authenticate": 'Bearer realm="edgeq"' });
     return errorResponse(c, error, error.code === "task_moving" ? { "Retry-After": "1" } : undefined);
   }
   if (error instanceof HTTPException) {

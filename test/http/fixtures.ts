@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { artifactKey } from "../../src/storage/artifacts";
 import { uniqueQueue } from "../helpers";
-import { call, complete, deadTask, enqueueOne, lease, leaseOne, type ApiResponse, type CallOptions } from "./api";
+import { complete, deadTask, enqueueOne, lease, leaseOne, read, send, type ApiResponse, type CallOptions } from "./api";
 
 export interface RouteCall {
   /** The operation as the OpenAPI document names it, e.g. "post /v1/queues/{queue}/tasks". */
@@ -20,17 +20,27 @@ export interface RouteCall {
  * @example
  * await callRoute(route, { token: null });
  */
-export function callRoute(route: RouteCall, auth: CallOptions = {}): Promise<ApiResponse<unknown>> {
-  return call(route.method, route.path, {
+export async function callRoute(route: RouteCall, auth: CallOptions = {}): Promise<ApiResponse<unknown>> {
+  const res = await send(route.method, route.path, {
     body: route.body,
     ...route.options,
     ...auth,
     headers: { ...route.options?.headers, ...auth.headers },
   });
+  // An events route's WebSocket: opened, then closed (the response is what the test reads).
+  if (res.webSocket) {
+    res.webSocket.accept();
+    res.webSocket.close(1000);
+  }
+  return read(res);
 }
 
 /** Operations in the OpenAPI document that take no token (everyRoute lists the others). */
 export const PUBLIC_OPERATIONS = ["get /health"];
+
+/** Operations that answer a WebSocket upgrade (101) rather than a 2xx. */
+export const UPGRADE_OPERATIONS = ["get /v1/queues/{queue}/events", "get /v1/tasks/{id}/events"];
+const UPGRADE: CallOptions = { headers: { Upgrade: "websocket" } };
 
 /** The artifact everyRoute stores before its requests, and the one its PUT route uploads. */
 export const SEED_ARTIFACT = "seed.bin";
@@ -127,6 +137,11 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
       },
     },
     { operation: "get /v1/processors", method: "GET", path: "/v1/processors" },
+    { operation: "post /v1/events/tickets", method: "POST", path: "/v1/events/tickets" },
+    { operation: "get /v1/queues/{queue}/throughput", method: "GET", path: `${q}/throughput?hours=24` },
+    // The streams with the bearer token (the ticket's own refusals are in test/events/auth.test.ts).
+    { operation: "get /v1/queues/{queue}/events", method: "GET", path: `${q}/events`, options: UPGRADE },
+    { operation: "get /v1/tasks/{id}/events", method: "GET", path: `/v1/tasks/${pending}/events`, options: UPGRADE },
     { operation: "get /metrics", method: "GET", path: "/metrics" },
     { operation: "get /v1/queues/{queue}/health", method: "GET", path: `${q}/health` },
     { operation: "get /v1/health/queues", method: "GET", path: "/v1/health/queues" },

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { MAX_ENQUEUE_TASKS } from "../../src/engine/limits";
-import { call, MISSING_ID } from "./api";
-import { callRoute, everyRoute, PUBLIC_OPERATIONS } from "./fixtures";
+import { call, complete, enqueueOne, leaseOne, MISSING_ID } from "./api";
+import { openStream } from "../events/socket";
+import { uniqueQueue } from "../helpers";
+import { callRoute, everyRoute, PUBLIC_OPERATIONS, UPGRADE_OPERATIONS } from "./fixtures";
 
 /** The JSON Schema subset the generated document uses. */
 interface Schema {
@@ -57,6 +59,10 @@ const OPERATIONS: Record<string, number> = {
   "get /v1/tasks/{id}/artifacts/{name}": 200,
   "put /v1/tasks/{id}/artifacts/{name}": 201,
   "get /v1/processors": 200,
+  "post /v1/events/tickets": 200,
+  "get /v1/queues/{queue}/throughput": 200,
+  "get /v1/queues/{queue}/events": 101,
+  "get /v1/tasks/{id}/events": 101,
   "get /metrics": 200,
   "get /v1/queues/{queue}/health": 200,
   "get /v1/health/queues": 200,
@@ -75,6 +81,8 @@ const OPERATIONS: Record<string, number> = {
 
 /** Operations without auth (test/http/fixtures.ts lists them apart from the bearer-protected routes). */
 const PUBLIC = new Set(PUBLIC_OPERATIONS);
+/** The events WebSockets: a bearer token or a ticket; a 101 without a body (the messages are a component). */
+const UPGRADE = new Set(UPGRADE_OPERATIONS);
 
 /** Operations whose success response or request body is raw bytes rather than JSON. */
 const BINARY_RESPONSE = new Set(["get /v1/tasks/{id}/artifacts/{name}"]);
@@ -137,14 +145,26 @@ describe("the OpenAPI document", () => {
     const doc = await openapi();
     expect(doc.openapi).toBe("3.1.0");
     expect(doc.info).toMatchObject({ title: "edgeq", version: expect.stringMatching(/^\d+\.\d+\.\d+$/) });
-    expect(doc.components.securitySchemes).toEqual({ Bearer: { type: "http", scheme: "bearer" } });
+    expect(doc.components.securitySchemes).toEqual({
+      Bearer: { type: "http", scheme: "bearer" },
+      Ticket: { type: "apiKey", in: "query", name: "ticket" },
+    });
     const ops = operations(doc);
     expect(ops.map(([name]) => name).sort()).toEqual(Object.keys(OPERATIONS).sort());
     for (const [name, op] of ops) {
-      expect(op.security, name).toEqual(PUBLIC.has(name) ? [] : [{ Bearer: [] }]);
+      expect(op.security, name).toEqual(
+        PUBLIC.has(name) ? [] : UPGRADE.has(name) ? [{ Bearer: [] }, { Ticket: [] }] : [{ Bearer: [] }],
+      );
       expect(op.summary?.length, name).toBeGreaterThan(10);
       expect(op.tags?.length, name).toBeGreaterThan(0);
       const success = op.responses[String(OPERATIONS[name])];
+      if (UPGRADE.has(name)) {
+        expect(success?.content, name).toBeUndefined();
+        expect(success?.description, name).toMatch(/StreamMessage/);
+        expect(op.parameters, name).toContainEqual(expect.objectContaining({ name: "ticket", in: "query" }));
+        expect(op.parameters, name).toContainEqual(expect.objectContaining({ name: "after", in: "query" }));
+        continue;
+      }
       const successType = BINARY_RESPONSE.has(name)
         ? BINARY_CONTENT
         : TEXT_RESPONSE.has(name)
@@ -169,6 +189,7 @@ describe("the OpenAPI document", () => {
   it("documents a required JSON body for every write that takes one, rejecting unknown fields", async () => {
     const doc = await openapi();
     const bodyless = [
+      "post /v1/events/tickets",
       "post /v1/tasks/{id}/cancel",
       "post /v1/tasks/{id}/retry",
       "delete /v1/schedules/{name}",
@@ -210,6 +231,7 @@ describe("the OpenAPI document", () => {
       const res = await callRoute(route);
       expect(res.status, route.operation).toBe(OPERATIONS[route.operation]);
       const op = doc.paths[route.operation.split(" ")[1]!]![route.operation.split(" ")[0]!]!;
+      if (UPGRADE.has(route.operation)) continue; // its messages: "documents the events streams' messages"
       if (BINARY_RESPONSE.has(route.operation)) {
         // Raw bytes, not JSON: the documented content type, and a body that is no JSON document.
         expect(res.headers.get("Content-Type"), route.operation).toBe(BINARY_CONTENT);
@@ -234,6 +256,27 @@ describe("the OpenAPI document", () => {
     expect(mismatches(doc, { $ref: "#/components/schemas/Error" }, { error: { code: "x" } })).not.toEqual([]);
   });
 
+  it("documents the events streams' messages: what a socket really sends matches StreamMessage", async () => {
+    const doc = await openapi();
+    const message = { $ref: "#/components/schemas/StreamMessage" };
+    const queue = uniqueQueue("openapi-events");
+    const stream = await openStream(`/v1/queues/${queue}/events`);
+    try {
+      const id = await enqueueOne(queue);
+      const leased = await leaseOne(queue);
+      expect((await complete(id, leased.lease_token)).status).toBe(200);
+      await stream.taskEvents(3);
+      await stream.next((m) => m.event === "counts");
+      for (const m of stream.messages) expect(mismatches(doc, message, m), JSON.stringify(m)).toEqual([]);
+      expect(new Set(stream.messages.map((m) => m.event))).toEqual(
+        new Set(["hello", "enqueued", "leased", "completed", "counts"]),
+      );
+    } finally {
+      stream.close();
+    }
+    expect(mismatches(doc, message, { event: "completed", seq: 1 })).not.toEqual([]);
+  });
+
   it("documents /health, public, with the body it answers", async () => {
     const doc = await openapi();
     const res = await call("GET", "/health", { token: null });
@@ -254,7 +297,8 @@ describe("the OpenAPI document", () => {
       const [method, path] = name.split(" ");
       const id = `op-${method}-${path!.replace(/[^A-Za-z0-9]+/g, "-").replace(/^-|-$/g, "")}`;
       expect(page.text, name).toContain(`<section class="op" id="${id}">`);
-      expect(page.text, name).toContain(`data-method="${method!.toUpperCase()}" data-path="${path}"`);
+      if (UPGRADE.has(name)) expect(page.text, name).toMatch(new RegExp(`id="${id}">[^]*?WebSocket messages`));
+      else expect(page.text, name).toContain(`data-method="${method!.toUpperCase()}" data-path="${path}"`);
     }
     // The lease operation: its request body's fields with their bounds, and the example the form starts from.
     const lease = page.text.slice(page.text.indexOf('id="op-post-v1-queues-queue-lease"'));

@@ -31,6 +31,8 @@ export interface ReferenceDocument {
 
 const METHODS = ["get", "put", "post", "delete", "patch"];
 const ERROR_REF = "#/components/schemas/Error";
+/** The component that names an events WebSocket's messages (src/http/routes/events.ts). */
+const MESSAGES = "StreamMessage";
 
 /** An operation's anchor: `op-post-v1-queues-queue-lease`. */
 export function operationId(method: string, path: string): string {
@@ -77,18 +79,22 @@ function responsesHtml(components: Components, op: Operation): string {
     const media = Object.entries(response.content ?? {});
     // Every error body is the one Error shape, shown once at the top (#errors) rather than under each status.
     const isError = media.length === 1 && media[0]![1].schema?.$ref === ERROR_REF;
+    // A 101 has no body: what a WebSocket sends is its messages' schema, a named component.
+    const messages = status === "101" && components[MESSAGES] ? { $ref: `#/components/schemas/${MESSAGES}` } : null;
     const body = isError
       ? `<p class="notes">body: <a href="#errors">Error</a></p>`
-      : media
-          .map(
-            ([type, m]) =>
-              `<p class="notes">${escapeHtml(type)}</p>${schemaBlock(components, m.schema ?? {})}${
-                type === "application/json" && m.schema
-                  ? `<h5>Example</h5><pre>${json(m.example ?? exampleOf(components, m.schema, true))}</pre>`
-                  : ""
-              }`,
-          )
-          .join("");
+      : messages
+        ? `<h5>WebSocket messages</h5><div class="messages">${schemaBlock(components, messages)}</div>`
+        : media
+            .map(
+              ([type, m]) =>
+                `<p class="notes">${escapeHtml(type)}</p>${schemaBlock(components, m.schema ?? {})}${
+                  type === "application/json" && m.schema
+                    ? `<h5>Example</h5><pre>${json(m.example ?? exampleOf(components, m.schema, true))}</pre>`
+                    : ""
+                }`,
+            )
+            .join("");
     return `<details class="response"${success ? " open" : ""}><summary><span class="status s${escapeHtml(status[0] ?? "")}">${escapeHtml(status)}</span> ${proseHtml(response.description ?? "")}</summary>${body}</details>`;
   });
   return `<h4>Responses</h4>${items.join("")}`;
@@ -98,7 +104,7 @@ function responsesHtml(components: Components, op: Operation): string {
 function tryItHtml(components: Components, method: string, path: string, op: Operation): string {
   const id = operationId(method, path);
   if (op.responses?.["101"]) {
-    return `<p class="notes">A WebSocket: open it with a ticket from POST /v1/events/tickets (see the description above), e.g. <code>edgeq watch</code>.</p>`;
+    return `<p class="notes websocket">A WebSocket, not a request this form can send: open it with a ticket from POST /v1/events/tickets (see above), or follow it with <code>edgeq watch</code>.</p>`;
   }
   const inputs = (op.parameters ?? [])
     .filter((p) => p.in === "path" || p.in === "query")

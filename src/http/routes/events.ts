@@ -2,11 +2,12 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { openDb } from "../../db/client";
 import { EdgeqError } from "../../engine/errors";
-import { DEV_TOKEN } from "../../engine/limits";
+import { DEV_TOKEN, EVENT_BUFFER_SIZE, EVENT_TICKET_TTL_S } from "../../engine/limits";
 import { getTask } from "../../engine/read";
 import { readSettings } from "../../env";
 import { EVENTS_PROTOCOL } from "../../events/event-hub";
 import { issueTicket, ticketProblem } from "../../events/tickets";
+import { countsEventSchema, helloEventSchema, resyncEventSchema, taskEventSchema } from "../../events/event-types";
 import type { AppEnv } from "../app-env";
 import { authRoute, errorResponses, jsonResponse } from "../route-helpers";
 import { QueueParams, TaskParams } from "../schemas";
@@ -25,25 +26,41 @@ const StreamQuery = z.object({
   ticket: z.string().optional().openapi({ description: "A ticket from POST /v1/events/tickets" }),
 });
 
+/** What the socket sends, named in the OpenAPI document: each WebSocket text message is one of these. */
+const StreamMessages = z
+  .union([
+    taskEventSchema.openapi("TaskEvent"),
+    countsEventSchema.openapi("CountsEvent"),
+    helloEventSchema.openapi("HelloEvent"),
+    resyncEventSchema.openapi("ResyncEvent"),
+  ])
+  .openapi("StreamMessage");
+
 const upgradeResponses = {
-  101: { description: "Switching Protocols: a WebSocket of JSON events (hello, task events, counts, resync)" },
+  101: {
+    description:
+      "Switching Protocols: the WebSocket. Its every text message is a StreamMessage (hello, a TaskEvent, counts or resync; #/components/schemas/StreamMessage)",
+  },
   400: errorResponses[400],
   401: errorResponses[401],
   404: errorResponses[404],
   503: errorResponses[503],
 };
 
-// The three events routes are left out of /openapi.json (`hide`) for now: a WebSocket upgrade is not an
-// operation the spec's contract tests (bearer-only, 2xx with the token, JSON body on writes) describe.
-// They are documented in docs/dashboard.md.
+const STREAM_DESCRIPTION = `A WebSocket upgrade (send \`Upgrade: websocket\`; anything else is 400). Browsers cannot set Authorization on a WebSocket, so besides a bearer token the upgrade takes a ticket from POST /v1/events/tickets (valid ${EVENT_TICKET_TTL_S} s), as \`?ticket=\` or as the subprotocol \`edgeq.ticket.<ticket>\` offered next to \`${EVENTS_PROTOCOL}\` (which the answer then selects); a missing, wrong or expired one is refused with 401 before the upgrade. The socket then carries JSON text messages: first \`hello\` (where the stream stands), then task events (enqueued, leased, progress, completed, failed with the error and \`retry_at\`, dead, cancelled, released, redriven), each with a per-queue \`seq\`, and a \`counts\` snapshot at most once a second while anything changes. Reconnect with \`?after=<last seq>\` to get what was missed from the last ${EVENT_BUFFER_SIZE} events, or a \`resync\` event when the gap is older (re-read over HTTP, then follow from its \`seq\`).`;
+
+/** Bearer or ticket: either one opens a stream. */
+const bearerOrTicket: Array<Record<string, string[]>> = [{ Bearer: [] }, { Ticket: [] }];
+
 const queueEventsRoute = createRoute({
   method: "get",
   path: "/v1/queues/{queue}/events",
   tags: ["events"],
   summary: "A WebSocket of the queue's task events and counts (auth: ?ticket=, subprotocol or bearer)",
+  description: STREAM_DESCRIPTION,
+  security: bearerOrTicket,
   request: { params: QueueParams, query: StreamQuery },
   responses: upgradeResponses,
-  hide: true,
 });
 
 const taskEventsRoute = createRoute({
@@ -51,9 +68,10 @@ const taskEventsRoute = createRoute({
   path: "/v1/tasks/{id}/events",
   tags: ["events"],
   summary: "A WebSocket of one task's events (served by its queue's coordinator)",
+  description: STREAM_DESCRIPTION,
+  security: bearerOrTicket,
   request: { params: TaskParams, query: StreamQuery },
   responses: upgradeResponses,
-  hide: true,
 });
 
 const ticketRoute = authRoute({
@@ -61,8 +79,15 @@ const ticketRoute = authRoute({
   path: "/v1/events/tickets",
   tags: ["events"],
   summary: "A short-lived signed ticket for the events WebSocket (browsers cannot send Authorization there)",
-  responses: { 200: jsonResponse(z.object({ ticket: z.string(), expires_at: z.string() })) },
-  hide: true,
+  description: `Signed with the bearer token this request presents, valid ${EVENT_TICKET_TTL_S} s: open GET /v1/queues/{queue}/events or GET /v1/tasks/{id}/events with \`?ticket=\` or the subprotocol \`edgeq.ticket.<ticket>\`. The token itself never goes into a URL.`,
+  responses: {
+    200: jsonResponse(
+      z.object({
+        ticket: z.string().openapi({ example: "v1.1795000000000.3q2-7wEzq1Xh8Y2u0VJd3eQm6lJp6m0K1yZk9n3WcR0" }),
+        expires_at: z.string().openapi({ example: "2026-11-21T12:01:00.000Z" }),
+      }),
+    ),
+  },
 });
 
 /** The tokens this Worker accepts (the same rule as requireBearer), or the error to refuse with. */
@@ -86,7 +111,7 @@ async function authorize(c: Context<AppEnv>, queryTicket: string | undefined): P
   if (ticket === undefined) {
     throw new EdgeqError(
       "unauthorized",
-      `ticket: send ?ticket=<ticket> or the subprotocol ${TICKET_PROTOCOL_PREFIX}<ticket> (POST /v1/events/tickets)`,
+      `ticket: send ?ticket=<ticket> or the subprotocol ${TICKET_PROTOCOL_PREFIX}<ticket> (POST /v1/events/tickets), or Authorization: Bearer <EDGEQ_TOKEN>`,
     );
   }
   const problem = await ticketProblem(ticket, tokens, Date.now());
@@ -128,6 +153,9 @@ export const eventStreamRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validati
     const task = await getTask(openDb(c.env.DB), id);
     return forward(c, task.queue, task.id, after);
   });
+
+// The messages' shapes, in the document's components (a 101 has no body to hang them on).
+eventStreamRoutes.openAPIRegistry.register("StreamMessage", StreamMessages);
 
 /** Tickets, behind the bearer token like the rest of /v1. */
 export const ticketRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(ticketRoute, async (c) => {
