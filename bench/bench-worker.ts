@@ -13,7 +13,14 @@ import {
   type Scenario,
   type SystemName,
 } from "./engine-ops";
-import { scaleBurn, scaleEnqueue, shardBindings, type ScaleBurnRequest, type ScaleEnqueueRequest } from "./scale-ops";
+import {
+  scaleBurn,
+  scaleEnqueue,
+  scaleProbe,
+  shardBindings,
+  type ScaleBurnRequest,
+  type ScaleEnqueueRequest,
+} from "./scale-ops";
 
 interface BenchEnv {
   DB: D1Database;
@@ -29,7 +36,8 @@ export type BenchRequest =
   | { op: "probe-reap" }
   | { op: "hold"; queue: string; count: number }
   | ({ op: "scale-enqueue" } & ScaleEnqueueRequest)
-  | ({ op: "scale-burn" } & ScaleBurnRequest);
+  | ({ op: "scale-burn" } & ScaleBurnRequest)
+  | { op: "scale-probe"; batch: number; tasks: number; queue: string };
 
 async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
   switch (req.op) {
@@ -55,6 +63,8 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
       return { enqueued: await scaleEnqueue(shardBindings(env), req) };
     case "scale-burn":
       return scaleBurn(shardBindings(env), req);
+    case "scale-probe":
+      return scaleProbe(env.DB, req.batch, req.tasks, req.queue);
   }
 }
 

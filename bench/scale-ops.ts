@@ -23,6 +23,8 @@ import { decodeSlot, encodeSlot } from "../src/shards/task-slot";
 import { ulid } from "ulid";
 import { modelD1, type D1ModelParams, type D1ModelStats } from "./d1-latency-model";
 import { bulkEnqueue } from "./engine-ops";
+import { meteredD1 } from "../test/support/metered-d1";
+import { pruneByRetention } from "../src/engine/purge";
 
 export type ScaleLayout = "shards" | "partitions";
 
@@ -50,7 +52,7 @@ export interface ScaleBurnRequest {
 }
 
 export interface ScaleBurnResult {
-  /** Tasks completed in each bucket of the measured window. */
+  /** Tasks completed in each bucket of the measured window (each cycle's tasks spread over the cycle). */
   buckets: number[];
   /** Tasks completed in the measured window. */
   done: number;
@@ -131,16 +133,25 @@ export async function scaleBurn(raw: D1Database[], req: ScaleBurnRequest): Promi
   const dry = new Set<number>();
   let rotation = 0;
 
-  const record = (n: number) => {
-    const t = now();
-    if (t < measureFrom) return;
-    const b = Math.floor((t - measureFrom) / req.bucketMs);
-    if (b < buckets.length) buckets[b]! += n;
-    lastDone = Math.max(lastDone, Math.min(t, end));
+  /**
+   * Counts a cycle's `n` tasks spread evenly over the cycle (lease sent → complete answered), so the window
+   * and each bucket get the share of it that falls inside them. Counting whole cycles of 100 tasks at their
+   * end made a window's count jump by 100s (a 1-database window holds only a few dozen cycles).
+   */
+  const record = (n: number, from: number) => {
+    const to = now();
+    const span = Math.max(1, to - from);
+    for (let b = 0; b < buckets.length; b++) {
+      const lo = Math.max(from, measureFrom + b * req.bucketMs);
+      const hi = Math.min(to, Math.min(end, measureFrom + (b + 1) * req.bucketMs));
+      if (hi > lo) buckets[b]! += (n * (hi - lo)) / span;
+    }
+    if (to >= measureFrom) lastDone = Math.max(lastDone, Math.min(to, end));
   };
 
   const worker = async (w: number) => {
     while (now() < end) {
+      const cycleFrom = now();
       let groups: Taken[];
       if (req.layout === "shards") {
         const q = w % req.queues;
@@ -183,7 +194,10 @@ export async function scaleBurn(raw: D1Database[], req: ScaleBurnRequest): Promi
           return ok;
         }),
       );
-      record(acked.reduce((a, b) => a + b, 0));
+      record(
+        acked.reduce((a, b) => a + b, 0),
+        cycleFrom,
+      );
     }
   };
 
@@ -231,4 +245,70 @@ export function shardBindings(env: Record<string, unknown>): D1Database[] {
   if (env.DB) out.push(env.DB as D1Database);
   for (let i = 1; env[`DB_${i}`]; i++) out.push(env[`DB_${i}`] as D1Database);
   return out;
+}
+
+/** What one successful task's life and its pruning cost on D1, per call kind (the inputs of docs/scale.md). */
+export interface ScaleProbe {
+  batch: number;
+  tasks: number;
+  /** Per call of `batch` tasks: statements; per task: rows written and read. */
+  calls: Record<
+    "enqueue" | "lease" | "complete" | "prune",
+    { statements: number; rowsWritten: number; rowsRead: number }
+  >;
+}
+
+/**
+ * Runs `tasks` tasks through enqueue → lease → complete in calls of `batch` on a fresh queue, then prunes
+ * them past retention, metering D1's own `meta` per kind of call (test/support/metered-d1.ts).
+ */
+export async function scaleProbe(d1: D1Database, batch: number, tasks: number, queue: string): Promise<ScaleProbe> {
+  const meter = meteredD1(d1);
+  const db = openDb(meter.db);
+  const sums = {
+    enqueue: { statements: 0, rowsWritten: 0, rowsRead: 0, n: 0 },
+    lease: { statements: 0, rowsWritten: 0, rowsRead: 0, n: 0 },
+    complete: { statements: 0, rowsWritten: 0, rowsRead: 0, n: 0 },
+    prune: { statements: 0, rowsWritten: 0, rowsRead: 0, n: 0 },
+  };
+  const metered = async <T>(kind: keyof typeof sums, fn: () => Promise<T>) => {
+    meter.reset();
+    const out = await fn();
+    const s = sums[kind];
+    s.statements += meter.usage.statements;
+    s.rowsWritten += meter.usage.rowsWritten;
+    s.rowsRead += meter.usage.rowsRead;
+    s.n += 1;
+    return out;
+  };
+  const now = Date.now();
+  for (let done = 0; done < tasks; done += batch) {
+    const input = Array.from({ length: batch }, (_, i) => ({ payload: { i: done + i } }));
+    await metered("enqueue", () => enqueueTasks(db, queue, input, now));
+    const rows = await metered("lease", () =>
+      leaseTasks(db, { queue, max: batch, visibilityTimeoutS: 300, holder: "probe" }, now + 1),
+    );
+    await metered("complete", () =>
+      completeTasks(
+        db,
+        rows.map((r) => ({ id: r.id, leaseToken: r.leaseToken! })),
+        now + 2,
+      ),
+    );
+  }
+  // Past the default 7-day retention: every finished task of the probe goes.
+  for (;;) {
+    const { pruned } = await metered("prune", () => pruneByRetention(db, now + 8 * 24 * 3600 * 1000));
+    if (pruned === 0) break;
+  }
+  const per = (kind: keyof typeof sums) => ({
+    statements: sums[kind].statements / Math.max(1, sums[kind].n),
+    rowsWritten: sums[kind].rowsWritten / tasks,
+    rowsRead: sums[kind].rowsRead / tasks,
+  });
+  return {
+    batch,
+    tasks,
+    calls: { enqueue: per("enqueue"), lease: per("lease"), complete: per("complete"), prune: per("prune") },
+  };
 }

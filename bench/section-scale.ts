@@ -5,11 +5,16 @@
  * partitioned over K = 1, 2, 4, 8 databases, the same workers in every run; throughput against linear, each
  * database's busy share, and the CPU the run used (so a reader sees whether the model or the machine bound).
  */
+import { openDb } from "../src/db/client";
+import { completeTasks } from "../src/engine/complete";
+import { enqueueTasks } from "../src/engine/enqueue";
+import { leaseTasks } from "../src/engine/lease";
 import { cpuMark, cpuSince, type CpuUse } from "./cpu-sample";
 import { SCALE_MODEL, type D1ModelParams } from "./d1-latency-model";
-import type { ScaleBurnResult, ScaleLayout } from "./scale-ops";
+import type { ScaleBurnResult, ScaleLayout, ScaleProbe } from "./scale-ops";
+import { sqliteD1 } from "./sqlite-d1";
 import { fmt, fmtSpread, spread, type Spread } from "./stats";
-import { startWorkerdBench } from "./workerd-host";
+import { migrationStatements, startWorkerdBench } from "./workerd-host";
 
 export const SCALE_COUNTS = [1, 2, 4, 8];
 /** Queues of the shard layout: eight, so every shard count up to 8 places them evenly. */
@@ -60,6 +65,48 @@ export interface ScaleSection {
   warmupS: number;
   measureS: number;
   rows: ScaleRow[];
+  /** D1's meta per call kind at batch 1 and 100 (local D1 in workerd). */
+  probes: ScaleProbe[];
+  /** SQLite file bytes per task (edgeq's schema, tiny payloads), pending and finished. */
+  bytesPerTask: { pending: number; finished: number; tasks: number };
+}
+
+/** Bytes a task takes in the SQLite file (node:sqlite, in memory: page_count × page_size before and after). */
+async function bytesPerTask(root: string, tasks: number) {
+  const s = sqliteD1(":memory:");
+  try {
+    for (const q of migrationStatements(root)) s.sqlite.exec(q);
+    const db = openDb(s.d1);
+    const size = () =>
+      (
+        s.sqlite.prepare("SELECT page_count * page_size AS b FROM pragma_page_count(), pragma_page_size()").get() as {
+          b: number;
+        }
+      ).b;
+    const empty = size();
+    const now = Date.now();
+    for (let i = 0; i < tasks; i += 100) {
+      await enqueueTasks(
+        db,
+        "size",
+        Array.from({ length: 100 }, (_, k) => ({ payload: { i: i + k } })),
+        now,
+      );
+    }
+    const pending = size();
+    for (;;) {
+      const rows = await leaseTasks(db, { queue: "size", max: 100, visibilityTimeoutS: 300, holder: "size" }, now);
+      if (rows.length === 0) break;
+      await completeTasks(
+        db,
+        rows.map((r) => ({ id: r.id, leaseToken: r.leaseToken! })),
+        now,
+      );
+    }
+    return { pending: (pending - empty) / tasks, finished: (size() - empty) / tasks, tasks };
+  } finally {
+    s.close();
+  }
 }
 
 /** An upper bound on one modelled database's tasks/s: a cycle is at least 2 statements and 2 rows per task. */
@@ -72,7 +119,12 @@ export async function runScaleSection(root: string, opts: ScaleOptions): Promise
   const model = SCALE_MODEL;
   const bench = await startWorkerdBench(root, Math.max(...SCALE_COUNTS));
   const rows: ScaleRow[] = [];
+  const probes: ScaleProbe[] = [];
   try {
+    // First, on fresh databases: the probe's prune deletes every finished task past retention.
+    for (const batch of [1, 100]) {
+      probes.push(await bench.call<ScaleProbe>({ op: "scale-probe", batch, tasks: 1_000, queue: `probe-${batch}` }));
+    }
     for (const layout of ["shards", "partitions"] as const) {
       for (const n of SCALE_COUNTS) {
         const tag = `scale-${layout}-${n}`;
@@ -122,7 +174,16 @@ export async function runScaleSection(root: string, opts: ScaleOptions): Promise
   } finally {
     await bench.dispose();
   }
-  return { model, batch: BATCH, queues: SHARD_QUEUES, warmupS: opts.warmupS, measureS: opts.measureS, rows };
+  return {
+    model,
+    batch: BATCH,
+    queues: SHARD_QUEUES,
+    warmupS: opts.warmupS,
+    measureS: opts.measureS,
+    rows,
+    probes,
+    bytesPerTask: await bytesPerTask(root, 50_000),
+  };
 }
 
 const pct = (v: number | null, digits = 0) => (v === null ? "—" : `${v.toFixed(digits)} %`);
@@ -192,4 +253,26 @@ export function scaleReportSection(outcome: { value?: ScaleSection; skipped?: st
   table(s, "shards", out);
   out.push("One partitioned queue:", "");
   table(s, "partitions", out);
+  out.push(
+    "**Per-task inputs of docs/scale.md**, measured in this section: 1,000 tasks through enqueue → lease → complete in",
+    "calls of the batch on local D1 in workerd, then pruned past retention (`pruneByRetention`), D1's own `meta`",
+    "summed per kind of call; and the bytes a task takes in the SQLite file (node:sqlite, edgeq's schema,",
+    `payload \`{ i: n }\`, ${fmt(s.bytesPerTask.tasks)} tasks, page_count × page_size).`,
+    "",
+    "| batch | call | statements per call | rows written per task | rows read per task |",
+    "| --: | --- | --: | --: | --: |",
+  );
+  for (const p of s.probes) {
+    for (const kind of ["enqueue", "lease", "complete", "prune"] as const) {
+      const c = p.calls[kind];
+      out.push(
+        `| ${p.batch} | ${kind} | ${c.statements.toFixed(kind === "prune" ? 1 : 0)} | ${c.rowsWritten.toFixed(2)} | ${c.rowsRead.toFixed(2)} |`,
+      );
+    }
+  }
+  out.push(
+    "",
+    `Bytes per task in the SQLite file: ${fmt(s.bytesPerTask.pending)} pending, ${fmt(s.bytesPerTask.finished)} finished (kept until retention prunes it).`,
+    "",
+  );
 }
