@@ -4,6 +4,7 @@
 // with its whole process group.
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import { wranglerOutputFilter } from "./wrangler-output.mjs";
@@ -78,6 +79,17 @@ function runWrangler(root, args, how) {
 }
 
 /**
+ * The D1 bindings of wrangler.toml's [env.local] (the shards `npm start` serves): DB, DB_1, ...
+ * @param {string} root
+ * @returns {Promise<string[]>}
+ */
+async function localShards(root) {
+  const toml = await readFile(join(root, "wrangler.toml"), "utf8");
+  const found = [...toml.matchAll(/^\[\[env\.local\.d1_databases\]\]\s*\nbinding\s*=\s*"([A-Z0-9_]+)"/gm)].map((m) => m[1] ?? "");
+  return found.length > 0 ? found : ["DB"];
+}
+
+/**
  * Applies the migrations, starts `wrangler dev --env local`, and resolves once /health answers.
  * @param {WranglerDevOptions} options
  * @returns {Promise<LocalServer>}
@@ -93,15 +105,17 @@ export async function startWranglerDev(options) {
   const env = { ...process.env, WRANGLER_SEND_METRICS: "false" };
   const tail = { text: "" };
 
-  // CI=true: wrangler applies without asking for confirmation.
-  const migrate = runWrangler(root, ["d1", "migrations", "apply", "DB", "--local", "--env", "local", ...persist], {
-    detached: false,
-    env: { ...env, CI: "true" },
-    onOutput,
-    tail,
-  });
-  if ((await migrate.exited) !== 0) {
-    throw new Error(`applying the migrations to the local D1 failed:\n${tail.text}`);
+  // Every local shard (DB, DB_1, ...) gets the same migrations. CI=true: wrangler applies without asking.
+  for (const binding of await localShards(root)) {
+    const migrate = runWrangler(root, ["d1", "migrations", "apply", binding, "--local", "--env", "local", ...persist], {
+      detached: false,
+      env: { ...env, CI: "true" },
+      onOutput,
+      tail,
+    });
+    if ((await migrate.exited) !== 0) {
+      throw new Error(`applying the migrations to the local D1 ${binding} failed:\n${tail.text}`);
+    }
   }
 
   const dev = runWrangler(

@@ -8,6 +8,8 @@ declare global {
     }
     interface Env extends WorkerEnv {
       TEST_MIGRATIONS: D1Migration[];
+      /** The second local shard (wrangler.toml [env.local]). */
+      DB_1: D1Database;
     }
   }
 }

@@ -1,9 +1,11 @@
 import { env } from "cloudflare:workers";
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { openDb, type Db } from "../src/db/client";
 import type { TaskRow } from "../src/db/schema";
 import { getTask } from "../src/engine/read";
 import { defaultRegistry } from "../src/processors/registry";
+import { allShards } from "../src/shards/shard-set";
+import { queueRoute } from "../src/shards/queue-route";
 
 /** A fixed, readable starting time for tests that move the clock by hand. */
 export const T0 = Date.parse("2026-01-01T00:00:00.000Z");
@@ -19,15 +21,36 @@ export function uniqueQueue(prefix = "q"): string {
   return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
-/** The stored row, for assertions on exactly what changed. */
-export function row(id: string): Promise<TaskRow> {
-  return getTask(db(), id);
+/** The stored row on whichever shard holds it (tests also enqueue through the engine, bypassing the
+ * slot-carrying ids the routes give, so this looks on every shard rather than through the locator). */
+export async function row(id: string): Promise<TaskRow> {
+  return getTask(await taskDb(id), id);
 }
 
-/** Every row of a queue, for before/after comparisons. */
+/** The database holding a task (tests that move a time D1 cannot fake). */
+export async function taskDb(id: string): Promise<Db> {
+  for (const shard of allShards(env)) {
+    if (await shard.db.get(sql`SELECT 1 AS one FROM tasks WHERE id = ${id}`)) return shard.db;
+  }
+  throw new Error(`test: task ${id} is on no shard`);
+}
+
+/** Every row of a queue over every shard, for before/after comparisons. */
 export async function snapshot(queue: string): Promise<unknown[]> {
-  return db().all(sql`SELECT * FROM tasks WHERE queue = ${queue} ORDER BY id`);
+  const all = await Promise.all(allShards(env).map((s) => s.db.all<{ id: string }>(sql`SELECT * FROM tasks WHERE queue = ${queue}`)));
+  return all.flat().sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
 /** The processor types this Worker registers, as the config route passes them to putQueueConfig. */
 export const PROCESSORS = defaultRegistry.list().map((p) => p.type);
+
+/** The database a queue is placed on (placing it now, as its first enqueue would): for tests that drive the
+ * engine directly beside the routes or the coordinator, which route by the directory. */
+export async function queueDb(queue: string): Promise<Db> {
+  return (await queueRoute(env, queue, Date.now())).parts[0]!.shard.db;
+}
+
+/** Runs a read on every shard and concatenates the rows (queue-wide assertions over the routes' writes). */
+export async function allRows<T>(query: SQL): Promise<T[]> {
+  return (await Promise.all(allShards(env).map((s) => s.db.all<T>(query)))).flat();
+}

@@ -1,10 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
-import { openDb } from "../db/client";
 import type { TaskRow } from "../db/schema";
 import { drainQueue } from "../dispatch/drain";
 import { RateLimiter } from "../dispatch/rate-limiter";
-import { leaseTasks, nextRunAt } from "../engine/lease";
-import { getQueueConfig } from "../engine/queue-config";
+import { leaseFromQueue, nextRunAtOf } from "../shards/queue-ops";
+import { queueConfigOf } from "../shards/queue-config-ops";
+import { queueRoute, routeShards } from "../shards/queue-route";
+import { homeShard } from "../shards/shard-set";
+import { shardedTaskStore } from "../shards/task-store";
 import { defaultRegistry } from "../processors/registry";
 import { fireDueSchedules } from "../schedules/fire-schedules";
 import { wakeCoordinator } from "./wake";
@@ -75,11 +77,11 @@ export class Coordinator extends DurableObject<Env> {
   async lease(input: CoordinatorLease): Promise<TaskRow[]> {
     const request = coordinatorLeaseSchema.parse(input);
     await this.remember(request.queue);
-    const db = openDb(this.env.DB);
     const wakeupsBefore = this.wakeups;
     // Earlier waiters come first: only lease at once when nobody is queued ahead.
     if (this.waiters.length === 0) {
-      const leased = await leaseTasks(db, request, this.now());
+      const route = await queueRoute(this.env, request.queue, this.now());
+      const leased = await leaseFromQueue(route, request, this.now());
       await this.events.publishRows(request.queue, "leased", leased);
       if (leased.length > 0 || request.waitMs === 0) return leased;
     }
@@ -112,7 +114,7 @@ export class Coordinator extends DurableObject<Env> {
     if (runAt <= now) {
       await this.serve();
       // Push queues run their tasks in the alarm handler, never inside the enqueue's own request.
-      const config = await getQueueConfig(openDb(this.env.DB), queue);
+      const config = await queueConfigOf(await queueRoute(this.env, queue, now));
       if (config.mode === "push") await this.alarmNoLaterThan(now);
       return;
     }
@@ -177,26 +179,34 @@ export class Coordinator extends DurableObject<Env> {
     await this.serve();
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
-    const db = openDb(this.env.DB);
+    const route = await queueRoute(this.env, queue, this.now());
     let drainNextAt: number | null = null;
-    const config = await getQueueConfig(db, queue);
+    const config = await queueConfigOf(route);
     if (config.mode === "push") {
       if (!this.limiter?.matches(config.rate_limit)) this.limiter = new RateLimiter(config.rate_limit);
-      const drained = await drainQueue({
-        db,
-        env: this.env,
-        registry: defaultRegistry,
-        config,
-        now: this.now,
-        queue,
-        limiter: this.limiter,
-        wake: (other, runAt) => wakeCoordinator(this.env, other, runAt),
-      });
-      drainNextAt = drained.nextAt;
+      // Each shard of the queue in turn (one for an unpartitioned queue), under the one rate limiter.
+      for (const shard of routeShards(route)) {
+        const drained = await drainQueue({
+          db: shard.db,
+          env: this.env,
+          registry: defaultRegistry,
+          config,
+          now: this.now,
+          queue,
+          limiter: this.limiter,
+          wake: (other, runAt) => wakeCoordinator(this.env, other, runAt),
+          // What the drain did, on this queue's stream: its leases, then each task's outcome.
+          events: {
+            leased: (rows) => this.events.publishRows(queue, "leased", rows),
+            settled: (events) => this.events.publish(queue, events),
+          },
+        });
+        if (drained.nextAt !== null) drainNextAt = Math.min(drainNextAt ?? Infinity, drained.nextAt);
+      }
     }
     // Lapsing leases matter only to someone waiting for tasks: long polls, or push mode's own dispatch.
     const leases = this.waiters.length > 0 || config.mode === "push";
-    const next = await nextRunAt(db, queue, this.now(), { leases });
+    const next = await nextRunAtOf(route, this.now(), { leases });
     const at = Math.min(next ?? Infinity, drainNextAt ?? Infinity);
     if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
   }
@@ -215,8 +225,11 @@ export class Coordinator extends DurableObject<Env> {
 
   /** The schedules' alarm: fires every due slot, wakes the queues that got tasks, re-arms at the next slot. */
   private async fireSchedules(): Promise<void> {
-    const { nextAt } = await fireDueSchedules(openDb(this.env.DB), this.now(), (queue, runAt) =>
-      wakeCoordinator(this.env, queue, runAt),
+    const { nextAt } = await fireDueSchedules(
+      homeShard(this.env).db,
+      this.now(),
+      (queue, runAt) => wakeCoordinator(this.env, queue, runAt),
+      shardedTaskStore(this.env),
     );
     if (nextAt !== null) await this.alarmNoLaterThan(nextAt);
   }
@@ -236,7 +249,7 @@ export class Coordinator extends DurableObject<Env> {
     if (this.waiters.length === 0) return;
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
-    const next = await nextRunAt(openDb(this.env.DB), queue, this.now(), { leases: true });
+    const next = await nextRunAtOf(await queueRoute(this.env, queue, this.now()), this.now(), { leases: true });
     if (next !== null) await this.alarmNoLaterThan(next);
   }
 
@@ -257,14 +270,14 @@ export class Coordinator extends DurableObject<Env> {
 
   /** Leases for waiters in arrival order until the queue has nothing due. */
   private async serveWaiters(): Promise<void> {
-    const db = openDb(this.env.DB);
     while (this.waiters.length > 0) {
       const waiter = this.waiters[0]!;
       let leased: TaskRow[];
       waiter.busy = true;
       try {
         // Answered after waiting: provisional, its client may be gone (see the class comment).
-        leased = await leaseTasks(db, { ...waiter.request, provisional: true }, this.now());
+        const route = await queueRoute(this.env, waiter.request.queue, this.now());
+        leased = await leaseFromQueue(route, { ...waiter.request, provisional: true }, this.now());
       } catch (error) {
         this.drop(waiter);
         waiter.reject(error);

@@ -1,7 +1,8 @@
-import { openDb } from "../db/client";
 import type { TaskRow } from "../db/schema";
 import { releaseTasks } from "../engine/release";
 import type { LeaseRequest } from "../engine/lease";
+import { ackOnRoute } from "../shards/ack-routing";
+import { queueRoute } from "../shards/queue-route";
 import type { Env } from "../env";
 import { wakeAfterAck } from "./wake";
 
@@ -31,10 +32,11 @@ export async function longPollLease(
   signal.removeEventListener("abort", withdraw);
   if (!signal.aborted || leased.length === 0) return leased;
   // The client left while a lease for it was in flight: nobody will run these tasks.
-  const outcomes = await releaseTasks(
-    openDb(env.DB),
+  const route = await queueRoute(env, request.queue, now());
+  const outcomes = await ackOnRoute(
+    route,
     leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
-    now(),
+    (db, items) => releaseTasks(db, items, now()),
   );
   ctx.waitUntil(wakeAfterAck(env, outcomes, "release"));
   return [];

@@ -1,4 +1,5 @@
 import type { AckKind, AckOutcome } from "../engine/ack";
+import { relayQueueHome } from "../shards/relay";
 import type { Env } from "../env";
 import type { PublishedEvent, TaskEventKind } from "../events/event-types";
 
@@ -51,6 +52,11 @@ export async function wakeAfterAck(env: Env, outcomes: AckOutcome[], kinds?: Ack
     publish(outcome.queue, { kind: ackEventKind(kind, outcome), id: outcome.id });
     for (const child of outcome.children) publish(child.queue, { kind: "enqueued", id: child.id });
   });
+  // A child of another queue was created on its parent's shard: send it to its own queue's shard first.
+  const foreign = new Set(
+    outcomes.flatMap((o) => (o.ok ? o.children.filter((c) => c.queue !== o.queue).map((c) => c.queue) : [])),
+  );
+  for (const queue of foreign) await relayQueueHome(env, queue, Date.now());
   const queues = new Set([...earliest.keys(), ...events.keys()]);
   await Promise.all([...queues].map((queue) => wakeCoordinator(env, queue, earliest.get(queue), events.get(queue))));
 }

@@ -1,4 +1,3 @@
-import { openDb } from "../db/client";
 import { wakeCoordinator } from "../coordinator/wake";
 import { foldOldCounters } from "../engine/counters";
 import { evaluateHealth } from "../health/check-health";
@@ -9,6 +8,11 @@ import { MAX_ROWS_PER_TICK_STATEMENT } from "../engine/limits";
 import { pruneByRetention } from "../engine/purge";
 import { queuesWithDueWork } from "../engine/read";
 import { reapExpiredLeases } from "../engine/reap";
+import { addReapedEvents } from "../events/reaped-events";
+import type { PublishedEvent } from "../events/event-types";
+import { relayAll } from "../shards/relay";
+import { allShards, homeShard } from "../shards/shard-set";
+import { shardedTaskStore } from "../shards/task-store";
 import type { Env } from "../env";
 
 export interface TickResult {
@@ -42,25 +46,39 @@ const MAX_REAP_ROUNDS = 4;
  * export default { scheduled: (controller, env, ctx) => ctx.waitUntil(runTick(env, controller.scheduledTime)) };
  */
 export async function runTick(env: Env, now: number): Promise<TickResult> {
-  const db = openDb(env.DB);
+  const db = homeShard(env).db;
   let reaped = 0;
   let dead = 0;
+  let pruned = 0;
+  let folded = 0;
   // queue -> when its coordinator should look: now for due work, the retry time for reaped tasks.
   const wake = new Map<string, number>();
-  for (let round = 0; round < MAX_REAP_ROUNDS; round++) {
-    const result = await reapExpiredLeases(db, now);
-    reaped += result.reaped.length;
-    for (const task of result.reaped) {
-      if (task.state === "dead") dead++;
-      if (task.state === "pending") wake.set(task.queue, Math.min(wake.get(task.queue) ?? Infinity, task.run_at));
+  // queue -> the reaper's events (failed with the retry time, dead, cancelled, released), published on that wake-up.
+  const reapEvents = new Map<string, PublishedEvent[]>();
+  // Every shard holds tasks and counters of its own queues: each is reaped, pruned and folded.
+  for (const shard of allShards(env)) {
+    for (let round = 0; round < MAX_REAP_ROUNDS; round++) {
+      const result = await reapExpiredLeases(shard.db, now);
+      addReapedEvents(reapEvents, result);
+      reaped += result.reaped.length;
+      for (const task of result.reaped) {
+        if (task.state === "dead") dead++;
+        if (task.state === "pending") wake.set(task.queue, Math.min(wake.get(task.queue) ?? Infinity, task.run_at));
+      }
+      if (result.reaped.length < MAX_ROWS_PER_TICK_STATEMENT) break;
     }
-    if (result.reaped.length < MAX_ROWS_PER_TICK_STATEMENT) break;
+    pruned += (await pruneByRetention(shard.db, now)).pruned;
+    folded += (await foldOldCounters(shard.db, now)).folded;
+    for (const queue of await queuesWithDueWork(shard.db, now)) wake.set(queue, now);
   }
-  const { pruned } = await pruneByRetention(db, now);
-  const { folded } = await foldOldCounters(db, now);
-  for (const queue of await queuesWithDueWork(db, now)) wake.set(queue, now);
+  // Tasks on a shard their queue is not placed on (a move under way, a chained child): delivered home.
+  const relayed = await relayAll(env, now);
+  for (const queue of relayed.queues) wake.set(queue, now);
   const woken = [...wake.keys()].sort();
-  const wakeups = await Promise.allSettled([...wake].map(([queue, runAt]) => wakeCoordinator(env, queue, runAt)));
+  const told = [...new Set([...wake.keys(), ...reapEvents.keys()])];
+  const wakeups = await Promise.allSettled(
+    told.map((queue) => wakeCoordinator(env, queue, wake.get(queue), reapEvents.get(queue))),
+  );
   const failed = wakeups.filter((w) => w.status === "rejected");
   if (failed.length > 0) {
     // Not fatal: the next tick tries again. Reported so the failure is visible in the logs.
@@ -71,12 +89,22 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   }
   // Schedules: fire what is due (a lost alarm's slots; a slot the alarm already fired is the same task id,
   // so nothing twice), then re-arm the schedules' alarm at the next slot — what an eviction lost.
-  const fired = await fireDueSchedules(db, now, (queue, runAt) => wakeCoordinator(env, queue, runAt));
+  const fired = await fireDueSchedules(
+    db,
+    now,
+    (queue, runAt) => wakeCoordinator(env, queue, runAt),
+    shardedTaskStore(env),
+  );
   if (fired.nextAt !== null) await armSchedules(env, fired.nextAt);
   const scheduled = fired.reports.reduce((n, r) => n + r.enqueued.length, 0);
   // Health last: it reads the states this tick made true. An alert receiver that is down costs the tick at
   // most ALERT_TIMEOUT_S (deliveries run side by side) and is retried by later ticks.
-  const health = await evaluateHealth(db, now);
+  const health = await evaluateHealth(
+    db,
+    now,
+    {},
+    allShards(env).map((s) => s.db),
+  );
   const alerts = await deliverAlerts(db, env.WEBHOOK_SECRET, now);
   const unhealthy = health.filter((h) => h.status !== "ok").map((h) => h.queue);
   return {

@@ -1,5 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { Hono } from "hono";
+import { mergeShardRows } from "../shards/cross-shard";
+import { readRoute, routeShards } from "../shards/queue-route";
 import type { AppEnv } from "../http/app-env";
 import { errorResponses, jsonResponse } from "../http/route-helpers";
 import { QueueParams } from "../http/schemas";
@@ -49,7 +51,11 @@ export const throughputRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validatio
   async (c) => {
     const { queue } = c.req.valid("param");
     const hours = Number(c.req.valid("query").hours);
-    const rows = await throughputSeries(c.var.db, queue, c.var.now - hours * 3_600_000, c.var.now);
+    const route = await readRoute(c.env, queue, { replica: true });
+    const perShard = await Promise.all(
+      routeShards(route).map((s) => throughputSeries(s.db, queue, c.var.now - hours * 3_600_000, c.var.now)),
+    );
+    const rows = mergeShardRows(perShard, ["minute"]);
     return c.json({ minutes: rows.map((r) => ({ ...r, minute: toIso(r.minute) })) }, 200);
   },
 );

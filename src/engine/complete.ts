@@ -15,8 +15,10 @@ export interface CompleteItem extends FencedItem {
  * UPDATE in the same D1 batch, so a parent is never completed without its children and a parent that
  * was not completed (stale token, cancelled, failed) never gets any. Children inherit the parent's
  * queue, group and priority unless their spec overrides them; their payload receives
- * `parent: { id, type, result }`. Ids are ULIDs of `now` (time prefix + 64 random bits), so purges keep
- * walking ids in time order. A child whose dedupe key is live is not enqueued twice (ON CONFLICT).
+ * `parent: { id, type, result }`. Ids are ULIDs of `now` (time prefix, the parent's slot characters, 48
+ * random bits), so purges keep walking ids in time order and a child is found on its parent's shard
+ * (src/shards/task-slot.ts) — where it is created, and from where the relay takes a child of a queue
+ * placed elsewhere. A child whose dedupe key is live is not enqueued twice (ON CONFLICT).
  * Parents are looked up by primary key from the ack's distinct ids, never found by scanning for the
  * nonce: lease_token has no index, and that scan read the whole table (every row billed) on every ack.
  */
@@ -25,7 +27,7 @@ function enqueueChildrenSql(ackNonce: string, idsJson: string, now: number): SQL
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
        created_at, updated_at)
-    SELECT ${encodeTime(now, 10)} || upper(hex(randomblob(8))), ${childQueue}, c.value->>'type', 'pending',
+    SELECT ${encodeTime(now, 10)} || substr(p.id, 11, 4) || upper(hex(randomblob(6))), ${childQueue}, c.value->>'type', 'pending',
       coalesce(c.value->>'priority', p.priority),
       json_set(coalesce(c.value->'payload', '{}'), '$.parent',
         json_object('id', p.id, 'type', p.type, 'result', json(coalesce(p.result, 'null')))),

@@ -50,6 +50,10 @@ export const BACKOFF_JITTER = 0.2;
  * its processor's memory inside one Durable Object (128 MB); 50 leaves room for audio buffers. */
 export const MAX_PUSH_CONCURRENCY = 50;
 
+/** Most partitions a queue may have (src/shards/). Why 32: a lease visits partitions in turn until its batch
+ * is full, so a lease on a nearly empty queue costs up to one D1 round trip per partition. */
+export const MAX_PARTITIONS = 32;
+
 /** Most rows the cron tick reaps or prunes per statement: bounded work per tick (a Worker invocation has
  * 30 s of CPU and D1 30 s per query); what remains is taken by the next tick a minute later. */
 export const MAX_ROWS_PER_TICK_STATEMENT = 5_000;

@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
-import { openDb } from "../db/client";
 import type { TaskRow } from "../db/schema";
 import { EVENT_COUNTS_INTERVAL_MS } from "../engine/limits";
-import { queueStats } from "../engine/read";
 import type { TaskState } from "../engine/states";
 import { toIso } from "../engine/time";
+import { queueStatsOf } from "../shards/queue-ops";
+import { readRoute, routeShards } from "../shards/queue-route";
 import type { Env } from "../env";
 import { EventBuffer } from "./event-buffer";
 import type { CountsEvent, PublishedEvent, StreamMessage, TaskEvent, TaskEventKind } from "./event-types";
@@ -94,8 +94,14 @@ export class EventHub {
     if (events.length === 0) return this.publishing;
     return this.enqueue(async () => {
       const ids = [...new Set(events.map((e) => e.id))];
-      const rows = await openDb(this.env.DB).all<EventRow>(sql`SELECT id, type, group_key, state, attempts, run_at,
-        errors, progress, progress_message FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`);
+      const route = await readRoute(this.env, queue);
+      const perShard = await Promise.all(
+        routeShards(route).map((shard) =>
+          shard.db.all<EventRow>(sql`SELECT id, type, group_key, state, attempts, run_at, errors, progress,
+            progress_message FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`),
+        ),
+      );
+      const rows = perShard.flat();
       const byId = new Map(rows.map((r) => [r.id, r]));
       await this.emit(
         queue,
@@ -194,7 +200,7 @@ export class EventHub {
   }
 
   private async sendCounts(queue: string): Promise<void> {
-    const stats = await queueStats(openDb(this.env.DB), queue, {}, this.now());
+    const stats = await queueStatsOf(await readRoute(this.env, queue, { replica: true }), {}, this.now());
     const message: CountsEvent = {
       event: "counts",
       queue,

@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { recentCounts } from "../engine/counters";
 import { EdgeqError } from "../engine/errors";
 import { liveFigures } from "../engine/live-figures";
+import { mergeShardRows } from "../shards/cross-shard";
 import { healthFigures, judgeHealth, type HealthFigures, type HealthReason, type HealthStatus } from "./evaluate";
 import { DEFAULTS_KEY, readHealthRows, recordTransition, writeHealthConfig, type HealthRow } from "./health-store";
 import {
@@ -46,6 +47,10 @@ function effectiveThresholds(rows: Map<string, HealthRow>, queue: string): Thres
 }
 
 /**
+ * Task figures come from `taskDbs` (every shard; the home database alone by default), health rows and
+ * schedules from `db` (the home database).
+ * Task figures come from `taskDbs` (every shard: the home database alone by default); health rows and
+ * schedules from `db` (the home database).
  * Evaluates the health of one queue, or of every queue (with live tasks, recent counters, a stored config
  * or a stored status). Reads live tasks through the live index and the last hour of counters, never
  * finished tasks. A status that changed is recorded (compare and set: exactly once however many evaluations
@@ -55,13 +60,22 @@ function effectiveThresholds(rows: Map<string, HealthRow>, queue: string): Thres
  * @example
  * const [emails] = await evaluateHealth(db, Date.now(), { queue: "emails" });
  */
-export async function evaluateHealth(db: Db, now: number, opts: { queue?: string } = {}): Promise<QueueHealth[]> {
+export async function evaluateHealth(
+  db: Db,
+  now: number,
+  opts: { queue?: string } = {},
+  taskDbs: Db[] = [db],
+): Promise<QueueHealth[]> {
   const only = opts.queue === undefined ? sql`` : sql` AND queue = ${opts.queue}`;
   const [live, recent, rows, configured, failing] = await Promise.all([
-    liveFigures(db, now, opts.queue),
-    recentCounts(db, now, opts.queue),
+    Promise.all(taskDbs.map((d) => liveFigures(d, now, opts.queue))).then((all) =>
+      mergeShardRows(all, ["queue"], ["oldest_due_at"]),
+    ),
+    Promise.all(taskDbs.map((d) => recentCounts(d, now, opts.queue))).then((all) => mergeShardRows(all, ["queue"])),
     readHealthRows(db, opts.queue === undefined ? undefined : [opts.queue]),
-    opts.queue === undefined ? db.all<{ name: string }>(sql`SELECT name FROM queues`) : Promise.resolve([]),
+    opts.queue === undefined
+      ? Promise.all(taskDbs.map((d) => d.all<{ name: string }>(sql`SELECT name FROM queues`))).then((all) => all.flat())
+      : Promise.resolve([]),
     db.all<{ queue: string; n: number }>(
       sql`SELECT queue, count(*) AS n FROM schedules WHERE last_outcome = 'error'${only} GROUP BY queue`,
     ),

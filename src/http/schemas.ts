@@ -9,6 +9,7 @@ import {
   MIN_VISIBILITY_TIMEOUT_S,
   MAX_PUSH_CONCURRENCY,
   MAX_RUN_S_LIMIT,
+  MAX_PARTITIONS,
   MAX_PRIORITY,
   MAX_REDRIVE_PER_CALL,
   MAX_HOLDER_CHARS,
@@ -312,6 +313,10 @@ export const QueueConfigSchema = z
       .openapi({ description: "push mode: at most count task starts per second or minute; null for none" }),
     max_run_s: z.number().int().min(1).max(MAX_RUN_S_LIMIT).nullable().openapi({
       description: "longest a task should run, in seconds (`edgeq worker --exec` kills it past this); null for none",
+    }),
+    partitions: z.number().int().min(1).max(MAX_PARTITIONS).openapi({
+      description:
+        "spread the queue's tasks over this many partitions, each on a shard (can only grow; see docs/scale.md)",
     }),
   })
   .openapi("QueueConfig");

@@ -3,6 +3,7 @@ import { COUNTERS } from "../db/schema";
 import { sumCounters } from "../engine/counters";
 import { bucketColumn, HISTOGRAM_BOUNDS_S } from "../engine/histogram-buckets";
 import { liveFigures } from "../engine/live-figures";
+import { mergeShardRows } from "../shards/cross-shard";
 import { HEALTH_STATUSES } from "../health/evaluate";
 import { DEFAULTS_KEY, readHealthRows } from "../health/health-store";
 import { listSchedules, NEVER } from "../schedules/schedule-store";
@@ -27,10 +28,15 @@ const COUNTER_HELP: Record<(typeof COUNTERS)[number], string> = {
  * @example
  * const text = await renderMetrics(db, Date.now());
  */
-export async function renderMetrics(db: Db, now: number, extra?: (out: Exposition) => void): Promise<string> {
+export async function renderMetrics(
+  db: Db,
+  now: number,
+  extra?: (out: Exposition) => void,
+  taskDbs: Db[] = [db],
+): Promise<string> {
   const [live, sums, health, schedules] = await Promise.all([
-    liveFigures(db, now),
-    sumCounters(db),
+    Promise.all(taskDbs.map((d) => liveFigures(d, now))).then((all) => mergeShardRows(all, ["queue"], ["oldest_due_at"])),
+    Promise.all(taskDbs.map((d) => sumCounters(d))).then((all) => mergeShardRows(all, ["queue", "type"])),
     readHealthRows(db),
     listSchedules(db),
   ]);

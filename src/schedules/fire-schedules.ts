@@ -1,6 +1,5 @@
-import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { enqueueTasks } from "../engine/enqueue";
+import { dbTaskStore, type TaskStore } from "../shards/task-store";
 import { EdgeqError } from "../engine/errors";
 import { MAX_CATCH_UP_SLOTS, MAX_SCHEDULES_PER_FIRE, MAX_SLOT_WALK, SCHEDULE_MISFIRE_GRACE_S } from "../engine/limits";
 import { parseCronSpec, type CronSpec } from "./cron-spec";
@@ -56,10 +55,10 @@ export function slotsToFire(row: Pick<ScheduleRow, "next_run_at" | "catch_up">, 
 }
 
 /** Whether the schedule's last task is still pending or processing (overlap: skip). */
-async function lastStillLive(db: Db, row: ScheduleRow): Promise<boolean> {
+async function lastStillLive(store: TaskStore, row: ScheduleRow): Promise<boolean> {
   if (!row.last_task_id) return false;
-  const task = await db.get<{ state: string }>(sql`SELECT state FROM tasks WHERE id = ${row.last_task_id}`);
-  return task?.state === "pending" || task?.state === "processing";
+  const state = await store.taskState(row.last_task_id);
+  return state === "pending" || state === "processing";
 }
 
 /**
@@ -80,10 +79,11 @@ export async function fireDueSchedules(
   db: Db,
   now: number,
   onEnqueued: (queue: string, runAt: number) => Promise<void> = async () => {},
+  store: TaskStore = dbTaskStore(db),
 ): Promise<{ reports: FireReport[]; nextAt: number | null }> {
   const rows = await dueSchedules(db, now, MAX_SCHEDULES_PER_FIRE);
   const reports: FireReport[] = [];
-  for (const row of rows) reports.push(await fireOne(db, row, now, onEnqueued));
+  for (const row of rows) reports.push(await fireOne(db, row, now, onEnqueued, store));
   const nextAt = rows.length === MAX_SCHEDULES_PER_FIRE ? now : await earliestNextRun(db);
   return { reports, nextAt };
 }
@@ -93,6 +93,7 @@ async function fireOne(
   row: ScheduleRow,
   now: number,
   onEnqueued: (queue: string, runAt: number) => Promise<void>,
+  store: TaskStore,
 ): Promise<FireReport> {
   const report: FireReport = { name: row.name, queue: row.queue, enqueued: [], skipped: [], error: null };
   let spec: CronSpec;
@@ -115,7 +116,7 @@ async function fireOne(
   let lastTaskId: string | null = null;
   let outcome: "enqueued" | "skipped_overlap" | "skipped_missed" | "error" =
     slots.length > 0 ? "enqueued" : "skipped_missed";
-  const live = row.overlap === "skip" && (await lastStillLive(db, row));
+  const live = row.overlap === "skip" && (await lastStillLive(store, row));
   if (live) {
     report.skipped = slots;
     outcome = "skipped_overlap";
@@ -125,8 +126,7 @@ async function fireOne(
     report.skipped = slots.slice(0, slots.length - firing.length);
     try {
       const ids = await Promise.all(firing.map((slot) => slotTaskId(row.name, slot)));
-      const { tasks, earliestRunAt } = await enqueueTasks(
-        db,
+      const { tasks, earliestRunAt } = await store.enqueue(
         row.queue,
         firing.map((slot, i) => ({
           id: ids[i],

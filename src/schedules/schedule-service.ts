@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { enqueueTasks } from "../engine/enqueue";
+import { dbTaskStore, type TaskStore } from "../shards/task-store";
 import { toIso } from "../engine/time";
 import { nextSlots, parseCronSpec } from "./cron-spec";
 import { NEVER, getSchedule, setPaused, upsertSchedule, type ScheduledTask, type ScheduleRow } from "./schedule-store";
@@ -64,12 +64,12 @@ export async function triggerSchedule(
   db: Db,
   name: string,
   now: number,
+  store: TaskStore = dbTaskStore(db),
 ): Promise<{ id: string; deduplicated: boolean; queue: string }> {
   const row = await getSchedule(db, name);
   const task = JSON.parse(row.task) as ScheduledTask;
   const id = await slotTaskId(name, now);
-  const { tasks } = await enqueueTasks(
-    db,
+  const { tasks } = await store.enqueue(
     row.queue,
     [
       {
@@ -90,11 +90,9 @@ export async function triggerSchedule(
 }
 
 /** The wire form of a schedule: its next 5 slots and its last run's task with that task's state now. */
-export async function scheduleView(db: Db, row: ScheduleRow, now: number) {
+export async function scheduleView(db: Db, row: ScheduleRow, now: number, store: TaskStore = dbTaskStore(db)) {
   const spec = parseCronSpec(row.cron, row.timezone);
-  const lastState = row.last_task_id
-    ? ((await db.get<{ state: string }>(sql`SELECT state FROM tasks WHERE id = ${row.last_task_id}`))?.state ?? null)
-    : null;
+  const lastState = row.last_task_id ? await store.taskState(row.last_task_id) : null;
   return {
     name: row.name,
     queue: row.queue,

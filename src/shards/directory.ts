@@ -111,7 +111,7 @@ export async function ensurePlacements(env: Env, queue: string, parts: number | 
       const shard = part === 0 && (legacyHome || shards.length === 1) ? HOME_SHARD : ranking[part % ranking.length]!;
       // The slot is the next free one; D1 runs one statement at a time, so max+1 cannot be taken twice.
       await home.run(sql`INSERT INTO placements (queue, part, slot, shard, created_at, updated_at)
-        SELECT ${queue}, ${part}, coalesce(max(slot), 0) + 1, ${shard}, ${now}, ${now} FROM placements
+        SELECT ${queue}, ${part}, coalesce(max(slot), 0) + 1, ${shard}, ${now}, ${now} FROM placements WHERE true
         ON CONFLICT (queue, part) DO NOTHING`);
     }
     rows = await readPlacements(home, queue);

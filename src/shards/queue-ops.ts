@@ -121,8 +121,13 @@ async function sumOver<T extends Record<string, number>>(route: QueueRoute, run:
   return total;
 }
 
-export function cancelQueueOf(route: QueueRoute, scope: { group?: string }, now: number) {
-  return sumOver(route, (db) => cancelQueueTasks(db, route.queue, scope, now));
+export function cancelQueueOf(
+  route: QueueRoute,
+  scope: { group?: string },
+  now: number,
+  cancelledIds: string[] = [],
+) {
+  return sumOver(route, (db) => cancelQueueTasks(db, route.queue, scope, now, cancelledIds));
 }
 
 export async function redriveQueueOf(route: QueueRoute, scope: RedriveScope, now: number) {

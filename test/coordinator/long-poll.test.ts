@@ -2,7 +2,7 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { TaskRow } from "../../src/db/schema";
 import { enqueueTasks } from "../../src/engine/enqueue";
-import { db, row, uniqueQueue } from "../helpers";
+import { queueDb, row, uniqueQueue } from "../helpers";
 import { coordinator, untilWaiting } from "../support/coordinator";
 
 function leaseRequest(queue: string, waitMs: number, holder: string | null = null, max = 1) {
@@ -20,7 +20,7 @@ async function stillPending<T>(promise: Promise<T>, queue: string): Promise<bool
 async function enqueueDue(queue: string, count: number): Promise<string[]> {
   const now = Date.now() - 1000;
   const { tasks } = await enqueueTasks(
-    db(),
+    await queueDb(queue),
     queue,
     Array.from({ length: count }, (_, i) => ({ payload: { n: i } })),
     now,

@@ -1,5 +1,7 @@
-import { env, exports } from "cloudflare:workers";
+import { exports } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
 import { expect } from "vitest";
+import { taskDb } from "../helpers";
 import type { z } from "zod";
 import type {
   AckResponse,
@@ -139,9 +141,7 @@ export async function deadTask(queue: string, task: Record<string, unknown> = {}
 
 /** Moves a lease's expiry into the past, as if its holder went silent (D1's clock cannot be faked). */
 export async function expireLease(id: string): Promise<void> {
-  await env.DB.prepare("UPDATE tasks SET lease_expires_at = ? WHERE id = ?")
-    .bind(Date.now() - 1000, id)
-    .run();
+  await (await taskDb(id)).run(sql`UPDATE tasks SET lease_expires_at = ${Date.now() - 1000} WHERE id = ${id}`);
 }
 
 /** A syntactically valid ULID that names no task. */

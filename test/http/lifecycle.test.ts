@@ -1,7 +1,7 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
-import { uniqueQueue } from "../helpers";
+import { sql } from "drizzle-orm";
+import { taskDb, uniqueQueue } from "../helpers";
 import {
   call,
   complete,
@@ -116,9 +116,7 @@ describe("quick start over HTTP", () => {
 
     expect((await lease(queue, { max: 10 })).map((t) => t.id)).toEqual([overdue]);
     // Once its time has come (moved in D1; its clock cannot be faked), the delayed task is leased.
-    await env.DB.prepare("UPDATE tasks SET run_at = ? WHERE id = ?")
-      .bind(Date.now() - 1, delayed)
-      .run();
+    await (await taskDb(delayed)).run(sql`UPDATE tasks SET run_at = ${Date.now() - 1} WHERE id = ${delayed}`);
     expect((await lease(queue, { max: 10 })).map((t) => t.id)).toEqual([delayed]);
   });
 });

@@ -1,9 +1,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
+import { DEFAULT_QUEUE_CONFIG as ENGINE_DEFAULTS } from "../../src/engine/queue-config";
 import { defaultRegistry } from "../../src/processors/registry";
 import { uniqueQueue } from "../helpers";
 import { call, expectError, type ErrorBody } from "./api";
+
+/** The config as the API shows it: the stored config and the partition count (one by default). */
+const DEFAULT_QUEUE_CONFIG = { ...ENGINE_DEFAULTS, partitions: 1 };
 
 interface ProcessorInfo {
   type: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
+import { DEFAULT_QUEUE_CONFIG as ENGINE_DEFAULTS } from "../../src/engine/queue-config";
 import { snapshot, uniqueQueue } from "../helpers";
 import {
   call,
@@ -14,6 +14,9 @@ import {
   leaseOne,
   type Task,
 } from "./api";
+
+/** The config as the API shows it: the stored config and the partition count (one by default). */
+const DEFAULT_QUEUE_CONFIG = { ...ENGINE_DEFAULTS, partitions: 1 };
 
 interface Page {
   tasks: Task[];

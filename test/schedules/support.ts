@@ -1,11 +1,12 @@
 import { sql } from "drizzle-orm";
 import { fireDueSchedules, type FireReport } from "../../src/schedules/fire-schedules";
 import { deleteSchedule, getSchedule } from "../../src/schedules/schedule-store";
-import { db } from "../helpers";
+import { db, allRows } from "../helpers";
 
 /** The tasks of a queue, oldest id first. */
-export function tasksOf(queue: string): Promise<Array<{ id: string; state: string }>> {
-  return db().all(sql`SELECT id, state FROM tasks WHERE queue = ${queue} ORDER BY id`);
+export async function tasksOf(queue: string): Promise<Array<{ id: string; state: string }>> {
+  const rows = await allRows<{ id: string; state: string }>(sql`SELECT id, state FROM tasks WHERE queue = ${queue}`);
+  return rows.sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 
 /** Fires at `now` and returns what happened to schedule `name` (other tests' schedules may fire too: the

@@ -4,6 +4,7 @@ import { assertLeaseHeld } from "../../engine/lease-check";
 import { MAX_ARTIFACT_BYTES } from "../../engine/limits";
 import { getTask } from "../../engine/read";
 import { ARTIFACT_NAME, getArtifact, listArtifacts, putArtifact } from "../../storage/artifacts";
+import { onTaskShard } from "../../shards/task-locator";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonResponse } from "../route-helpers";
 import { TaskId } from "../schemas";
@@ -60,7 +61,7 @@ const putRoute = authRoute({
 export const artifactRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(listRoute, async (c) => {
     const { id } = c.req.valid("param");
-    await getTask(c.var.db, id); // 404 for an unknown task, not an empty list
+    await onTaskShard(c.env, id, (shard) => getTask(shard.db, id)); // 404 for an unknown task, not an empty list
     return c.json({ artifacts: await listArtifacts(c.env.ARTIFACTS, id) }, 200);
   })
   .openapi(getRoute, async (c) => {
@@ -86,7 +87,7 @@ export const artifactRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
     if (length > MAX_ARTIFACT_BYTES) {
       throw new EdgeqError("payload_too_large", `artifacts are limited to ${MAX_ARTIFACT_BYTES} bytes (got ${length})`);
     }
-    await assertLeaseHeld(c.var.db, id, token, c.var.now);
+    await onTaskShard(c.env, id, (shard) => assertLeaseHeld(shard.db, id, token, c.var.now));
     const body = c.req.raw.body ?? new ReadableStream();
     const sized = body.pipeThrough(new FixedLengthStream(length));
     const contentType = c.req.header("Content-Type") ?? "application/octet-stream";

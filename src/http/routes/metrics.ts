@@ -1,5 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { EXPOSITION_CONTENT_TYPE } from "../../metrics/exposition";
+import { readDbs } from "../../shards/cross-shard";
 import { renderMetrics } from "../../metrics/render-metrics";
 import type { AppEnv } from "../app-env";
 import { authRoute } from "../route-helpers";
@@ -19,5 +20,5 @@ const metricsRoute = authRoute({
 });
 
 export const metricsRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(metricsRoute, async (c) =>
-  c.text(await renderMetrics(c.var.db, c.var.now), 200, { "content-type": EXPOSITION_CONTENT_TYPE }),
+  c.text(await renderMetrics(c.var.db, c.var.now, undefined, readDbs(c.env)), 200, { "content-type": EXPOSITION_CONTENT_TYPE }),
 );

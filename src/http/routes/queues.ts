@@ -1,17 +1,24 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { longPollLease } from "../../coordinator/long-poll";
 import { publishEvents, wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
-import { cancelQueueTasks } from "../../engine/cancel";
 import { completeTasks } from "../../engine/complete";
-import { enqueueTasks, type NewTask } from "../../engine/enqueue";
+import type { NewTask } from "../../engine/enqueue";
 import { extendLeases } from "../../engine/extend";
 import { failTasks } from "../../engine/fail";
-import { leaseTasks } from "../../engine/lease";
-import { purgeTasks } from "../../engine/purge";
-import { getQueueConfig, putQueueConfig } from "../../engine/queue-config";
-import { listQueues, listTasks, queueStats } from "../../engine/read";
-import { redriveQueue } from "../../engine/redrive";
 import { releaseTasks } from "../../engine/release";
+import { ackOnRoute } from "../../shards/ack-routing";
+import { listAllQueues } from "../../shards/cross-shard";
+import {
+  cancelQueueOf,
+  enqueueToQueue,
+  leaseFromQueue,
+  listTasksOf,
+  purgeQueueOf,
+  queueStatsOf,
+  redriveQueueOf,
+} from "../../shards/queue-ops";
+import { queueConfigOf, putQueueConfigOf } from "../../shards/queue-config-ops";
+import { queueRoute, readRoute } from "../../shards/queue-route";
 import { toLeasedTaskView, toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import type { AppEnv } from "../app-env";
@@ -176,9 +183,10 @@ const enqueueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: enqueueValidationHo
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
     const input = "tasks" in body ? body.tasks : [body];
-    const result = await enqueueTasks(
-      c.var.db,
-      queue,
+    const route = await queueRoute(c.env, queue, c.var.now);
+    const result = await enqueueToQueue(
+      c.env,
+      route,
       input.map((t) => toNewTask(t, c.var.now)),
       c.var.now,
     );
@@ -196,7 +204,7 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(listTasksRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const query = c.req.valid("query");
-    const page = await listTasks(c.var.db, queue, query);
+    const page = await listTasksOf(await readRoute(c.env, queue, { replica: true }), query);
     return c.json({ tasks: page.tasks.map(toTaskView), next_cursor: page.next_cursor }, 200);
   })
   .openapi(leaseRoute, async (c) => {
@@ -205,10 +213,11 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     // No visibility timeout given: the lease statement reads the queue's (no extra D1 query).
     const visibilityTimeoutS = body.visibility_timeout_s ?? null;
     const request = { queue, max: body.max, visibilityTimeoutS, holder: body.holder ?? null };
+    const route = await queueRoute(c.env, queue, c.var.now);
     const waitMs = Math.round(body.wait_s * 1000);
     // No wait: lease directly. A wait goes through the queue's coordinator, which holds the request.
     if (waitMs === 0) {
-      const leased = await leaseTasks(c.var.db, request, c.var.now);
+      const leased = await leaseFromQueue(route, request, c.var.now);
       if (leased.length > 0) {
         c.executionCtx.waitUntil(
           publishEvents(
@@ -227,18 +236,18 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const body = c.req.valid("json");
     // The URL's queue scopes the ack: a task of another queue is not_found here.
     const scope = { queue: c.req.valid("param").queue };
+    const route = await queueRoute(c.env, scope.queue, c.var.now);
     const [completed, failed, released] = await Promise.all([
       body.complete.length
-        ? completeTasks(
-            c.var.db,
+        ? ackOnRoute(
+            route,
             body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })),
-            c.var.now,
-            scope,
+            (db, items) => completeTasks(db, items, c.var.now, scope),
           )
         : [],
       body.fail.length
-        ? failTasks(
-            c.var.db,
+        ? ackOnRoute(
+            route,
             body.fail.map((i) => ({
               id: i.id,
               leaseToken: i.lease_token,
@@ -246,16 +255,14 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
               retryable: i.retryable,
               retryAfterS: i.retry_after_s,
             })),
-            c.var.now,
-            scope,
+            (db, items) => failTasks(db, items, c.var.now, scope),
           )
         : [],
       body.release.length
-        ? releaseTasks(
-            c.var.db,
+        ? ackOnRoute(
+            route,
             body.release.map((i) => ({ id: i.id, leaseToken: i.lease_token })),
-            c.var.now,
-            scope,
+            (db, items) => releaseTasks(db, items, c.var.now, scope),
           )
         : [],
     ]);
@@ -276,16 +283,16 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(extendRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
-    const fallbackS = body.visibility_timeout_s ?? (await getQueueConfig(c.var.db, queue)).visibility_timeout_s;
-    const outcomes = await extendLeases(
-      c.var.db,
+    const route = await queueRoute(c.env, queue, c.var.now);
+    const fallbackS = body.visibility_timeout_s ?? (await queueConfigOf(route)).visibility_timeout_s;
+    const outcomes = await ackOnRoute(
+      route,
       body.leases.map((l) => ({
         id: l.id,
         leaseToken: l.lease_token,
         visibilityTimeoutS: l.visibility_timeout_s ?? fallbackS,
       })),
-      c.var.now,
-      { queue },
+      (db, items) => extendLeases(db, items, c.var.now, { queue }),
     );
     const results = outcomes.map((o) =>
       o.ok
@@ -297,12 +304,23 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(cancelQueueRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const { group } = c.req.valid("json");
-    return c.json(await cancelQueueTasks(c.var.db, queue, { group }, c.var.now), 200);
+    const route = await queueRoute(c.env, queue, c.var.now);
+    const cancelledIds: string[] = [];
+    const result = await cancelQueueOf(route, { group }, c.var.now, cancelledIds);
+    if (cancelledIds.length > 0) {
+      const events = cancelledIds.map((id) => ({ kind: "cancelled" as const, id }));
+      c.executionCtx.waitUntil(publishEvents(c.env, queue, events));
+    }
+    return c.json(result, 200);
   })
   .openapi(redriveRoute, async (c) => {
     const { queue } = c.req.valid("param");
-    const result = await redriveQueue(c.var.db, queue, c.req.valid("json"), c.var.now);
-    if (result.redriven > 0) c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, c.var.now));
+    const route = await queueRoute(c.env, queue, c.var.now);
+    const result = await redriveQueueOf(route, c.req.valid("json"), c.var.now);
+    if (result.redriven > 0) {
+      const events = result.ids.map((id) => ({ kind: "redriven" as const, id }));
+      c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, c.var.now, events));
+    }
     return c.json(result, 200);
   })
   .openapi(purgeRoute, async (c) => {
@@ -310,21 +328,23 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const body = c.req.valid("json");
     const before =
       body.before !== undefined ? Date.parse(body.before) : c.var.now - Math.round((body.older_than_s ?? 0) * 1000);
-    return c.json(await purgeTasks(c.var.db, queue, { before, states: body.states }), 200);
+    const route = await queueRoute(c.env, queue, c.var.now);
+    return c.json(await purgeQueueOf(route, { before, states: body.states }), 200);
   })
-  .openapi(listQueuesRoute, async (c) => c.json({ queues: await listQueues(c.var.db) }, 200))
+  .openapi(listQueuesRoute, async (c) => c.json({ queues: await listAllQueues(c.env) }, 200))
   .openapi(statsRoute, async (c) => {
     const { queue } = c.req.valid("param");
-    const stats = await queueStats(c.var.db, queue, c.req.valid("query"), c.var.now);
+    const route = await readRoute(c.env, queue, { replica: true });
+    const stats = await queueStatsOf(route, c.req.valid("query"), c.var.now);
     return c.json({ ...stats, oldest_due_at: toIso(stats.oldest_due_at) }, 200);
   })
   .openapi(getConfigRoute, async (c) => {
     const { queue } = c.req.valid("param");
-    return c.json(await getQueueConfig(c.var.db, queue), 200);
+    return c.json(await queueConfigOf(await readRoute(c.env, queue)), 200);
   })
   .openapi(putConfigRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const patch = c.req.valid("json");
     const processors = defaultRegistry.list().map((p) => p.type);
-    return c.json(await putQueueConfig(c.var.db, queue, patch, c.var.now, processors), 200);
+    return c.json(await putQueueConfigOf(c.env, queue, patch, c.var.now, processors), 200);
   });

@@ -10,6 +10,7 @@ import {
 } from "../../schedules/schedule-schemas";
 import { deleteSchedule, getSchedule, listSchedules } from "../../schedules/schedule-store";
 import { armSchedules } from "../../schedules/schedules-coordinator";
+import { shardedTaskStore } from "../../shards/task-store";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
 import { validationHook } from "../validation";
@@ -83,15 +84,15 @@ export const scheduleRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
     const row = await putSchedule(c.var.db, c.req.valid("param").name, c.req.valid("json"), c.var.now);
     // Awaited: once the PUT answers, the alarm for the first slot is set.
     if (row.paused === 0) await armSchedules(c.env, row.next_run_at);
-    return c.json(await scheduleView(c.var.db, row, c.var.now), 200);
+    return c.json(await scheduleView(c.var.db, row, c.var.now, shardedTaskStore(c.env)), 200);
   })
   .openapi(getRoute, async (c) => {
     const row = await getSchedule(c.var.db, c.req.valid("param").name);
-    return c.json(await scheduleView(c.var.db, row, c.var.now), 200);
+    return c.json(await scheduleView(c.var.db, row, c.var.now, shardedTaskStore(c.env)), 200);
   })
   .openapi(listRoute, async (c) => {
     const rows = await listSchedules(c.var.db);
-    return c.json({ schedules: await Promise.all(rows.map((r) => scheduleView(c.var.db, r, c.var.now))) }, 200);
+    return c.json({ schedules: await Promise.all(rows.map((r) => scheduleView(c.var.db, r, c.var.now, shardedTaskStore(c.env)))) }, 200);
   })
   .openapi(deleteRoute, async (c) => {
     const { name } = c.req.valid("param");
@@ -100,16 +101,16 @@ export const scheduleRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
   })
   .openapi(pauseRoute, async (c) => {
     const row = await pauseSchedule(c.var.db, c.req.valid("param").name, true, c.var.now);
-    return c.json(await scheduleView(c.var.db, row, c.var.now), 200);
+    return c.json(await scheduleView(c.var.db, row, c.var.now, shardedTaskStore(c.env)), 200);
   })
   .openapi(resumeRoute, async (c) => {
     const row = await pauseSchedule(c.var.db, c.req.valid("param").name, false, c.var.now);
     await armSchedules(c.env, row.next_run_at);
-    return c.json(await scheduleView(c.var.db, row, c.var.now), 200);
+    return c.json(await scheduleView(c.var.db, row, c.var.now, shardedTaskStore(c.env)), 200);
   })
   .openapi(triggerRoute, async (c) => {
     const { name } = c.req.valid("param");
-    const { id, deduplicated, queue } = await triggerSchedule(c.var.db, name, c.var.now);
+    const { id, deduplicated, queue } = await triggerSchedule(c.var.db, name, c.var.now, shardedTaskStore(c.env));
     c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, c.var.now));
     return c.json({ name, task: { id, deduplicated } }, 200);
   });

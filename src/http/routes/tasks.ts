@@ -12,6 +12,7 @@ import { toTaskView } from "../../engine/task-row";
 import type { AckOutcome } from "../../engine/ack";
 import { publishEvents, wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import type { AppEnv } from "../app-env";
+import { onTaskShard } from "../../shards/task-locator";
 import { validationHook } from "../validation";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
 import {
@@ -114,60 +115,56 @@ const releaseRoute = authRoute({
 export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(getTaskRoute, async (c) => {
     const { id } = c.req.valid("param");
-    return c.json(toTaskView(await getTask(c.var.db, id)), 200);
+    return c.json(toTaskView(await onTaskShard(c.env, id, (shard) => getTask(shard.db, id))), 200);
   })
   .openapi(completeRoute, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const [outcome] = await completeTasks(
-      c.var.db,
-      [{ id, leaseToken: body.lease_token, result: body.result }],
-      c.var.now,
-    );
+    const outcome = await onTaskShard(c.env, id, async (shard) => {
+      const [one] = await completeTasks(shard.db, [{ id, leaseToken: body.lease_token, result: body.result }], c.var.now);
+      return one!;
+    });
     const result = single(outcome);
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!], "complete"));
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome], "complete"));
     return c.json(result, 200);
   })
   .openapi(failRoute, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const [outcome] = await failTasks(
-      c.var.db,
-      [
-        {
-          id,
-          leaseToken: body.lease_token,
-          message: body.error,
-          retryable: body.retryable,
-          retryAfterS: body.retry_after_s,
-        },
-      ],
-      c.var.now,
-    );
+    const item = {
+      id,
+      leaseToken: body.lease_token,
+      message: body.error,
+      retryable: body.retryable,
+      retryAfterS: body.retry_after_s,
+    };
+    const outcome = await onTaskShard(c.env, id, async (shard) => (await failTasks(shard.db, [item], c.var.now))[0]!);
     const result = single(outcome);
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!], "fail"));
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome], "fail"));
     return c.json(result, 200);
   })
   .openapi(heartbeatRoute, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    let extendS = body.extend_s;
-    if (extendS === undefined) {
-      const task = await getTask(c.var.db, id);
-      extendS = (await getQueueConfig(c.var.db, task.queue)).visibility_timeout_s;
-    }
-    const row = await heartbeatTask(
-      c.var.db,
-      {
-        id,
-        leaseToken: body.lease_token,
-        extendS,
-        progress: body.progress,
-        progressMessage: body.message,
-        checkpoint: body.checkpoint,
-      },
-      c.var.now,
-    );
+    const row = await onTaskShard(c.env, id, async (shard) => {
+      let extendS = body.extend_s;
+      if (extendS === undefined) {
+        const task = await getTask(shard.db, id);
+        extendS = (await getQueueConfig(shard.db, task.queue)).visibility_timeout_s;
+      }
+      return heartbeatTask(
+        shard.db,
+        {
+          id,
+          leaseToken: body.lease_token,
+          extendS,
+          progress: body.progress,
+          progressMessage: body.message,
+          checkpoint: body.checkpoint,
+        },
+        c.var.now,
+      );
+    });
     if (body.progress !== undefined || body.message !== undefined) {
       c.executionCtx.waitUntil(publishEvents(c.env, row.queue, [{ kind: "progress", id: row.id }]));
     }
@@ -183,14 +180,15 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
   })
   .openapi(releaseRoute, async (c) => {
     const { id } = c.req.valid("param");
-    const [outcome] = await releaseTasks(c.var.db, [{ id, leaseToken: c.req.valid("json").lease_token }], c.var.now);
+    const item = { id, leaseToken: c.req.valid("json").lease_token };
+    const outcome = await onTaskShard(c.env, id, async (shard) => (await releaseTasks(shard.db, [item], c.var.now))[0]!);
     const result = single(outcome);
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome!], "release"));
+    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome], "release"));
     return c.json(result, 200);
   })
   .openapi(cancelRoute, async (c) => {
     const { id } = c.req.valid("param");
-    const row = await cancelTask(c.var.db, id, c.var.now);
+    const row = await onTaskShard(c.env, id, (shard) => cancelTask(shard.db, id, c.var.now));
     if (row.state === "cancelled") {
       c.executionCtx.waitUntil(publishEvents(c.env, row.queue, [{ kind: "cancelled", id: row.id }]));
     }
@@ -198,7 +196,7 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
   })
   .openapi(retryRoute, async (c) => {
     const { id } = c.req.valid("param");
-    const row = await retryTask(c.var.db, id, c.var.now);
+    const row = await onTaskShard(c.env, id, (shard) => retryTask(shard.db, id, c.var.now));
     c.executionCtx.waitUntil(wakeCoordinator(c.env, row.queue, c.var.now, [{ kind: "redriven", id: row.id }]));
     return c.json(toTaskView(row), 200);
   });

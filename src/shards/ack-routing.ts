@@ -1,0 +1,66 @@
+import type { Db } from "../db/client";
+import type { AckOutcome } from "../engine/ack";
+import { isTaskMissing } from "./task-locator";
+import { routeShards, type QueueRoute } from "./queue-route";
+import type { Shard } from "./shard-set";
+import { decodeSlot } from "./task-slot";
+
+/**
+ * The queue's shards in the order to try for one task: the shard of the partition its id's slot names
+ * (then the shard that partition is moving from), then the queue's other shards (an id that carries no
+ * slot, a task relayed from another shard).
+ */
+function candidates(route: QueueRoute, id: string): Shard[] {
+  const slot = decodeSlot(id);
+  const part = route.parts.find((p) => p.slot === slot);
+  const first = part ? [part.shard, ...(part.movingFrom ? [part.movingFrom] : [])] : [];
+  const rest = routeShards(route).filter((s) => !first.some((f) => f.name === s.name));
+  return [...first, ...rest];
+}
+
+/**
+ * Runs a batch of fenced calls (complete, fail, release, extend) for one queue over its shards: items are
+ * grouped by their most likely shard and each group is one engine call (the shards in parallel); an item
+ * a shard answers "not found" for goes on to its next candidate. A miss changes nothing, so no item is
+ * applied twice. Outcomes come back in input order.
+ *
+ * @example
+ * const outcomes = await ackOnRoute(route, items, (db, group) => completeTasks(db, group, now, { queue }));
+ */
+export async function ackOnRoute<I extends { id: string }, O extends AckOutcome | { ok: boolean; id: string }>(
+  route: QueueRoute,
+  items: I[],
+  run: (db: Db, items: I[]) => Promise<O[]>,
+): Promise<O[]> {
+  if (items.length === 0) return [];
+  const shards = routeShards(route);
+  if (shards.length === 1) return run(shards[0]!.db, items);
+  const outcomes = new Array<O | undefined>(items.length);
+  const queue = items.map((item, i) => ({ i, item, left: candidates(route, item.id) }));
+  let pending = queue;
+  while (pending.length > 0) {
+    const groups = new Map<string, { shard: Shard; entries: typeof pending }>();
+    for (const entry of pending) {
+      const shard = entry.left.shift()!;
+      const group = groups.get(shard.name) ?? { shard, entries: [] };
+      group.entries.push(entry);
+      groups.set(shard.name, group);
+    }
+    const next: typeof pending = [];
+    await Promise.all(
+      [...groups.values()].map(async ({ shard, entries }) => {
+        const results = await run(
+          shard.db,
+          entries.map((e) => e.item),
+        );
+        results.forEach((outcome, k) => {
+          const entry = entries[k]!;
+          outcomes[entry.i] = outcome;
+          if (isTaskMissing(outcome) && entry.left.length > 0) next.push(entry);
+        });
+      }),
+    );
+    pending = next;
+  }
+  return outcomes as O[];
+}

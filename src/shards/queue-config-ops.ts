@@ -1,0 +1,48 @@
+import type { Env } from "../env";
+import { EdgeqError } from "../engine/errors";
+import { getQueueConfig, putQueueConfig, type QueueConfig } from "../engine/queue-config";
+import { forgetPlacements } from "./directory";
+import { queueRoute, routeShards, type QueueRoute } from "./queue-route";
+
+/** A queue's configuration as the API shows it: the stored config plus its partition count (directory). */
+export type QueueSettings = QueueConfig & { partitions: number };
+
+/** The queue's config, read where its first partition lives (every shard of the queue holds a copy). */
+export async function queueConfigOf(route: QueueRoute): Promise<QueueSettings> {
+  return { ...(await getQueueConfig(route.parts[0]!.shard.db, route.queue)), partitions: route.parts.length };
+}
+
+/**
+ * Sets a queue's config. Validated and stored on the first partition's shard first (a refused config
+ * stores nothing anywhere); then `partitions` grows the directory; then every shard of the queue gets the
+ * whole merged config, since each lease statement reads the config of its own database. Partitions only
+ * grow: shrinking would strand the tasks of the removed ones.
+ */
+export async function putQueueConfigOf(
+  env: Env,
+  queue: string,
+  patch: Partial<QueueSettings>,
+  now: number,
+  processors: readonly string[],
+): Promise<QueueSettings> {
+  const { partitions, ...configPatch } = patch;
+  let route = await queueRoute(env, queue, now);
+  if (partitions !== undefined && partitions < route.parts.length) {
+    throw new EdgeqError(
+      "invalid_request",
+      `partitions: the queue has ${route.parts.length} and partitions can only grow (got ${partitions})`,
+    );
+  }
+  const first = route.parts[0]!.shard;
+  const next = await putQueueConfig(first.db, queue, configPatch, now, processors);
+  if (partitions !== undefined && partitions > route.parts.length) {
+    forgetPlacements(queue);
+    route = await queueRoute(env, queue, now, partitions);
+  }
+  await Promise.all(
+    routeShards(route)
+      .filter((s) => s.name !== first.name)
+      .map((s) => putQueueConfig(s.db, queue, next, now, processors)),
+  );
+  return { ...next, partitions: route.parts.length };
+}

@@ -1,0 +1,44 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import type { Env } from "../env";
+import { enqueueTasks, type EnqueueResult, type NewTask } from "../engine/enqueue";
+import { enqueueToQueue } from "./queue-ops";
+import { queueRoute } from "./queue-route";
+import { NotFoundError } from "../engine/errors";
+import { isTaskMissing, onTaskShard } from "./task-locator";
+
+/**
+ * What a caller outside the request path (schedules) needs of tasks: enqueue into a queue, read a task's
+ * state. `shardedTaskStore` routes through the directory; `dbTaskStore` is one database (tests, tools).
+ */
+export interface TaskStore {
+  enqueue(queue: string, tasks: NewTask[], now: number): Promise<EnqueueResult>;
+  /** The task's state, or null when there is no such task. */
+  taskState(id: string): Promise<string | null>;
+}
+
+export function dbTaskStore(db: Db): TaskStore {
+  return {
+    enqueue: (queue, tasks, now) => enqueueTasks(db, queue, tasks, now),
+    taskState: async (id) =>
+      (await db.get<{ state: string }>(sql`SELECT state FROM tasks WHERE id = ${id}`))?.state ?? null,
+  };
+}
+
+export function shardedTaskStore(env: Env): TaskStore {
+  return {
+    enqueue: async (queue, tasks, now) => enqueueToQueue(env, await queueRoute(env, queue, now), tasks, now),
+    taskState: async (id) => {
+      try {
+        return await onTaskShard(env, id, async (shard) => {
+          const state = await dbTaskStore(shard.db).taskState(id);
+          if (state === null) throw new NotFoundError(`task ${id}`);
+          return state;
+        });
+      } catch (error) {
+        if (isTaskMissing(error)) return null;
+        throw error;
+      }
+    },
+  };
+}
