@@ -1,4 +1,6 @@
+import type { TaskRow } from "../db/schema";
 import { leaseTasks } from "../engine/lease";
+import type { PublishedEvent, TaskEventKind } from "../events/event-types";
 import { MAX_BATCH } from "../engine/limits";
 import type { RateLimiter } from "./rate-limiter";
 import { runTask, type RunTaskDeps, type TaskRunResult } from "./run-task";
@@ -19,7 +21,24 @@ export interface DrainDeps extends RunTaskDeps {
   limiter: RateLimiter;
   /** Called for each child enqueued into another queue, so its coordinator hears of it. */
   wake: (queue: string, runAt: number) => Promise<void>;
+  /**
+   * Tells the queue's event stream what the drain did, each after its write committed: the rows it leased,
+   * then the tasks' outcomes (completed, failed, dead, cancelled; a same-queue child's "enqueued"),
+   * gathered and sent once per turn of the loop rather than once per task.
+   */
+  events?: {
+    leased: (rows: TaskRow[]) => Promise<void>;
+    settled: (events: PublishedEvent[]) => Promise<void>;
+  };
 }
+
+/** A run's outcome as the event stream names it (a lost lease published nothing: someone else holds it). */
+const OUTCOME_EVENT: Partial<Record<TaskRunResult["outcome"], TaskEventKind>> = {
+  completed: "completed",
+  retrying: "failed",
+  dead: "dead",
+  cancelled: "cancelled",
+};
 
 export interface DrainResult {
   results: TaskRunResult[];
@@ -41,6 +60,14 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
   const results: TaskRunResult[] = [];
   let started = 0;
   let nextAt: number | null = null;
+  const settled: PublishedEvent[] = [];
+  // A lost event must not stop the drain (the tasks are settled; a client resyncs over HTTP).
+  const flush = async () => {
+    if (settled.length === 0 || !deps.events) return;
+    await deps.events
+      .settled(settled.splice(0))
+      .catch((error: unknown) => console.error(`push ${deps.queue}: publishing outcomes failed`, error));
+  };
 
   const start = (task: Parameters<typeof runTask>[1]) => {
     limiter.record(now());
@@ -48,6 +75,10 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
     const run: Promise<void> = runTask(deps, task)
       .then(async (result) => {
         results.push(result);
+        const kind = OUTCOME_EVENT[result.outcome];
+        if (kind) settled.push({ kind, id: result.id });
+        for (const child of result.children)
+          if (child.queue === deps.queue) settled.push({ kind: "enqueued", id: child.id });
         if (result.outcome === "retrying" && result.runAt !== undefined) {
           nextAt = Math.min(nextAt ?? Infinity, result.runAt);
         }
@@ -66,6 +97,7 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
   };
 
   for (;;) {
+    await flush();
     if (started >= maxTasks) {
       nextAt = now(); // budget spent with work possibly left: come back at once, in a fresh invocation
       break;
@@ -86,6 +118,7 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
       { queue: deps.queue, max, visibilityTimeoutS: config.visibility_timeout_s, holder: `edgeq-push:${deps.queue}` },
       now(),
     );
+    if (leased.length > 0) await deps.events?.leased(leased);
     for (const task of leased) start(task);
     if (leased.length === 0) {
       if (running.size === 0) break;
@@ -93,5 +126,6 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
     }
   }
   await Promise.all(running);
+  await flush();
   return { results, nextAt };
 }

@@ -55,6 +55,8 @@ export async function cancelQueueTasks(
   queue: string,
   scope: { group?: string },
   now: number,
+  /** Filled with the ids of the tasks this call cancelled (for their events); not those only asked to stop. */
+  cancelledIds: string[] = [],
 ): Promise<{ cancelled: number; cancel_requested: number }> {
   const rows = await db
     .update(tasks)
@@ -68,7 +70,8 @@ export async function cancelQueueTasks(
         scope.group === undefined ? undefined : eq(tasks.groupKey, scope.group),
       ),
     )
-    .returning({ state: tasks.state, type: tasks.type });
+    .returning({ id: tasks.id, state: tasks.state, type: tasks.type });
+  cancelledIds.push(...rows.filter((r) => r.state === "cancelled").map((r) => r.id));
   await recordCounters(
     db,
     rows.filter((r) => r.state === "cancelled").map((r) => ({ queue, type: r.type, counter: "cancelled" as const })),

@@ -9,6 +9,9 @@ import type { TaskState } from "./states";
 export interface ReapResult {
   /** Per task reaped: its queue and new state (pending after backoff, dead, or cancelled). */
   reaped: Array<{ id: string; queue: string; state: TaskState; run_at: number }>;
+  /** The ids among `reaped` whose unclaimed provisional lease was handed back (attempt refunded): no
+   * attempt failed, so their event is "released" (or "cancelled"), not "failed". */
+  unclaimed: string[];
 }
 
 /**
@@ -60,5 +63,8 @@ export async function reapExpiredLeases(db: Db, now: number, limit = MAX_ROWS_PE
     [...refunded.flatMap((t) => outcomeEvents(t, now, false)), ...expired.flatMap((t) => outcomeEvents(t, now, true))],
     now,
   );
-  return { reaped: [...refunded, ...expired].map(({ id, queue, state, run_at }) => ({ id, queue, state, run_at })) };
+  return {
+    reaped: [...refunded, ...expired].map(({ id, queue, state, run_at }) => ({ id, queue, state, run_at })),
+    unclaimed: refunded.map((t) => t.id),
+  };
 }
