@@ -62,6 +62,10 @@ function ulidTime(id: string, index: number): number {
   }
 }
 
+/** A character that may not be one byte of UTF-8. JSON escapes control characters, so serialised text without
+ * one is printable ASCII: as many bytes as characters. */
+const NON_ASCII = /[^\x20-\x7e]/;
+
 /** Existing ids or dedupe keys can free up between our insert and our read-back; retry that few times. */
 const MAX_ENQUEUE_ROUNDS = 3;
 
@@ -129,7 +133,9 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
     const head = JSON.stringify(fields);
     const json = `${head.slice(0, -1)},"payload":${payloadJson}${then ? `,"then":${thenJson}` : ""}}`;
     const { id, type, run_at, dedupe_key } = fields;
-    return { i, id, type, run_at, dedupe_key, json, bytes: utf8Bytes(json) };
+    // Sized without encoding when ASCII (encoding every row was 4 % of a bulk enqueue's CPU here).
+    const bytes = NON_ASCII.test(json) ? utf8Bytes(json) : json.length;
+    return { i, id, type, run_at, dedupe_key, json, bytes };
   });
 
   const outcomes = new Array<EnqueueOutcome | undefined>(rows.length);

@@ -35,6 +35,18 @@ describe("event buffer", () => {
     expect(buffer.since(1, 5)).toEqual({ resync: true });
   });
 
+  it("keeps exactly the newest `size` however many were appended (it trims in bulk)", () => {
+    const buffer = new EventBuffer(3);
+    for (let seq = 1; seq <= 100; seq++) {
+      buffer.append(event(seq));
+      // After every append: the last three replay, one further back is a resync.
+      if (seq >= 4) {
+        expect(buffer.since(seq - 3, seq)).toEqual({ events: [event(seq - 2), event(seq - 1), event(seq)] });
+        expect(buffer.since(seq - 4, seq)).toEqual({ resync: true });
+      }
+    }
+  });
+
   it("asks for a resync when it is empty but the client missed events (a coordinator evicted meanwhile)", () => {
     expect(new EventBuffer(3).since(4, 7)).toEqual({ resync: true });
     expect(new EventBuffer(3).since(7, 7)).toEqual({ events: [] });
