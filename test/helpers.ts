@@ -37,7 +37,9 @@ export async function taskDb(id: string): Promise<Db> {
 
 /** Every row of a queue over every shard, for before/after comparisons. */
 export async function snapshot(queue: string): Promise<unknown[]> {
-  const all = await Promise.all(allShards(env).map((s) => s.db.all<{ id: string }>(sql`SELECT * FROM tasks WHERE queue = ${queue}`)));
+  const all = await Promise.all(
+    allShards(env).map((s) => s.db.all<{ id: string }>(sql`SELECT * FROM tasks WHERE queue = ${queue}`)),
+  );
   return all.flat().sort((a, b) => (a.id < b.id ? -1 : 1));
 }
 

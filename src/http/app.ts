@@ -4,6 +4,7 @@ import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import { openDb } from "../db/client";
 import { EdgeqError } from "../engine/errors";
+import { placementRoutes } from "./routes/placement";
 import type { AppEnv } from "./app-env";
 import { requireBearer } from "./auth";
 import { DOCS_CSP, OPENAPI_INFO, renderDocsPage } from "./docs";
@@ -84,7 +85,8 @@ export function buildApp() {
     .route("/", processorRoutes)
     .route("/", metricsRoutes)
     .route("/", healthRoutes)
-    .route("/", scheduleRoutes);
+    .route("/", scheduleRoutes)
+    .route("/", placementRoutes);
   api.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
   // The events WebSocket's alternative to the bearer token (src/http/routes/events.ts).
   api.openAPIRegistry.registerComponent("securitySchemes", "Ticket", { type: "apiKey", in: "query", name: "ticket" });

@@ -35,7 +35,9 @@ export async function renderMetrics(
   taskDbs: Db[] = [db],
 ): Promise<string> {
   const [live, sums, health, schedules] = await Promise.all([
-    Promise.all(taskDbs.map((d) => liveFigures(d, now))).then((all) => mergeShardRows(all, ["queue"], ["oldest_due_at"])),
+    Promise.all(taskDbs.map((d) => liveFigures(d, now))).then((all) =>
+      mergeShardRows(all, ["queue"], ["oldest_due_at"]),
+    ),
     Promise.all(taskDbs.map((d) => sumCounters(d))).then((all) => mergeShardRows(all, ["queue", "type"])),
     readHealthRows(db),
     listSchedules(db),

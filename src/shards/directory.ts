@@ -97,7 +97,12 @@ async function hasLegacyData(home: Db, queue: string): Promise<boolean> {
  * a move changes a row on purpose). Concurrent first uses agree: insert-or-ignore, then read back.
  * `parts` null: whatever exists, or one partition.
  */
-export async function ensurePlacements(env: Env, queue: string, parts: number | null, now: number): Promise<Placement[]> {
+export async function ensurePlacements(
+  env: Env,
+  queue: string,
+  parts: number | null,
+  now: number,
+): Promise<Placement[]> {
   const cached = byQueue.get(queue);
   if (cached && Date.now() - cached.at < ROUTE_CACHE_MS && cached.rows.length >= (parts ?? 1)) return cached.rows;
   const home = homeShard(env).db;

@@ -24,7 +24,12 @@ const slotId = slotIdFactory();
  * (task_addresses, one row on the home database). An id recorded before sends the task to that id's
  * partition, where the engine finds it and answers `deduplicated` as on one database.
  */
-export async function enqueueToQueue(env: Env, route: QueueRoute, input: NewTask[], now: number): Promise<EnqueueResult> {
+export async function enqueueToQueue(
+  env: Env,
+  route: QueueRoute,
+  input: NewTask[],
+  now: number,
+): Promise<EnqueueResult> {
   const parts = input.map((task) => pickPart(route, task));
   const ids = input.map((task, i) => task.id ?? slotId(parts[i]!.slot, now));
   if (shardNames(env).length > 1) await recordAddresses(env, route, input, ids, parts, now);
@@ -80,7 +85,11 @@ async function recordAddresses(
 }
 
 /** Leases from the queue's partitions (and a shard it is moving from), starting at a rotating offset. */
-export function leaseFromQueue(route: QueueRoute, request: Omit<LeaseRequest, "queue">, now: number): Promise<TaskRow[]> {
+export function leaseFromQueue(
+  route: QueueRoute,
+  request: Omit<LeaseRequest, "queue">,
+  now: number,
+): Promise<TaskRow[]> {
   const dbs = routeShards(route).map((s) => s.db);
   return leaseFromPartitions(dbs, route.queue, request, nextLeaseOffset(dbs.length), now);
 }
@@ -94,7 +103,8 @@ export async function queueStatsOf(route: QueueRoute, scope: { group?: string },
       total.counts[state] += more.counts[state];
     }
     total.due += more.due;
-    if (more.oldest_due_at !== null) total.oldest_due_at = Math.min(total.oldest_due_at ?? Infinity, more.oldest_due_at);
+    if (more.oldest_due_at !== null)
+      total.oldest_due_at = Math.min(total.oldest_due_at ?? Infinity, more.oldest_due_at);
   }
   return total;
 }
@@ -114,19 +124,18 @@ export async function listTasksOf(
 }
 
 /** Sums a per-shard count over the queue's shards. */
-async function sumOver<T extends Record<string, number>>(route: QueueRoute, run: (db: PartRoute["shard"]["db"]) => Promise<T>): Promise<T> {
+async function sumOver<T extends Record<string, number>>(
+  route: QueueRoute,
+  run: (db: PartRoute["shard"]["db"]) => Promise<T>,
+): Promise<T> {
   const all = await Promise.all(routeShards(route).map((s) => run(s.db)));
   const total = { ...all[0]! };
-  for (const more of all.slice(1)) for (const key of Object.keys(total)) (total as Record<string, number>)[key]! += more[key]!;
+  for (const more of all.slice(1))
+    for (const key of Object.keys(total)) (total as Record<string, number>)[key]! += more[key]!;
   return total;
 }
 
-export function cancelQueueOf(
-  route: QueueRoute,
-  scope: { group?: string },
-  now: number,
-  cancelledIds: string[] = [],
-) {
+export function cancelQueueOf(route: QueueRoute, scope: { group?: string }, now: number, cancelledIds: string[] = []) {
   return sumOver(route, (db) => cancelQueueTasks(db, route.queue, scope, now, cancelledIds));
 }
 
@@ -140,7 +149,11 @@ export function purgeQueueOf(route: QueueRoute, options: Parameters<typeof purge
 }
 
 /** The earliest time one of the queue's tasks becomes leasable, over its shards. */
-export async function nextRunAtOf(route: QueueRoute, now: number, opts: { leases?: boolean } = {}): Promise<number | null> {
+export async function nextRunAtOf(
+  route: QueueRoute,
+  now: number,
+  opts: { leases?: boolean } = {},
+): Promise<number | null> {
   const all = await Promise.all(routeShards(route).map((s) => nextRunAt(s.db, route.queue, now, opts)));
   const times = all.filter((t): t is number => t !== null);
   return times.length > 0 ? Math.min(...times) : null;

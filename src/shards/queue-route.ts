@@ -36,7 +36,12 @@ function toRoute(env: Env, queue: string, rows: Placement[]): QueueRoute {
  * @example
  * const route = await queueRoute(env, "emails", now);
  */
-export async function queueRoute(env: Env, queue: string, now: number, parts: number | null = null): Promise<QueueRoute> {
+export async function queueRoute(
+  env: Env,
+  queue: string,
+  now: number,
+  parts: number | null = null,
+): Promise<QueueRoute> {
   return toRoute(env, queue, await ensurePlacements(env, queue, parts, now));
 }
 

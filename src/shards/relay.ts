@@ -108,7 +108,10 @@ export async function advanceMove(
   if (!placement.movingFrom) return { relayed: 0, state: "done" };
   const source = shardOf(env, placement.movingFrom);
   const others = (await allPlacements(env)).filter(
-    (p) => p.queue === placement.queue && p.part !== placement.part && (p.shard === source.name || p.movingFrom === source.name),
+    (p) =>
+      p.queue === placement.queue &&
+      p.part !== placement.part &&
+      (p.shard === source.name || p.movingFrom === source.name),
   );
   const where = moveSelection(placement, others.length > 0);
   let relayed = 0;
@@ -133,7 +136,8 @@ export async function advanceMove(
     forgetPlacements(placement.queue);
     return { relayed, state: "settling" };
   }
-  if (placement.moveCopiedAt !== null && now - placement.moveCopiedAt < MOVE_SETTLE_MS) return { relayed, state: "settling" };
+  if (placement.moveCopiedAt !== null && now - placement.moveCopiedAt < MOVE_SETTLE_MS)
+    return { relayed, state: "settling" };
   await home.run(sql`UPDATE placements SET moving_from = NULL, move_state = NULL, updated_at = ${now}
     WHERE queue = ${placement.queue} AND part = ${placement.part}`);
   forgetPlacements(placement.queue);
@@ -171,7 +175,13 @@ export async function relayAll(env: Env, now: number): Promise<{ relayed: number
       if (!parts || parts.some((p) => p.shard === name || p.movingFrom === name)) continue;
       const home = parts[0]!;
       for (;;) {
-        const taken = await takeOut(shard.db, sql`tasks.queue = ${queue} AND tasks.finished_at IS NULL`, home.shard, home.slot, now);
+        const taken = await takeOut(
+          shard.db,
+          sql`tasks.queue = ${queue} AND tasks.finished_at IS NULL`,
+          home.shard,
+          home.slot,
+          now,
+        );
         const { delivered } = await deliverTransit(env, shard, now);
         relayed += delivered;
         if (delivered > 0) queues.add(queue);
@@ -196,7 +206,13 @@ export async function relayQueueHome(env: Env, queue: string, now: number): Prom
   for (const name of shardNames(env).filter((n) => !holding.has(n))) {
     const shard = shardOf(env, name);
     for (;;) {
-      const taken = await takeOut(shard.db, sql`tasks.queue = ${queue} AND tasks.finished_at IS NULL`, parts[0]!.shard, parts[0]!.slot, now);
+      const taken = await takeOut(
+        shard.db,
+        sql`tasks.queue = ${queue} AND tasks.finished_at IS NULL`,
+        parts[0]!.shard,
+        parts[0]!.slot,
+        now,
+      );
       const { delivered } = await deliverTransit(env, shard, now);
       relayed += delivered;
       if (taken === 0 && delivered === 0) break;

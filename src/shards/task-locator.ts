@@ -43,7 +43,9 @@ export function isTaskMissing(result: unknown): boolean {
 /** Whether a task is in transit out of a shard right now (a move's copy step holds it for a moment). */
 async function inTransit(env: Env, id: string): Promise<boolean> {
   for (const name of shardNames(env)) {
-    const row = await shardOf(env, name).db.get<{ one: number }>(sql`SELECT 1 AS one FROM task_transit WHERE id = ${id}`);
+    const row = await shardOf(env, name).db.get<{ one: number }>(
+      sql`SELECT 1 AS one FROM task_transit WHERE id = ${id}`,
+    );
     if (row) return true;
   }
   return false;

@@ -121,7 +121,11 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
     const outcome = await onTaskShard(c.env, id, async (shard) => {
-      const [one] = await completeTasks(shard.db, [{ id, leaseToken: body.lease_token, result: body.result }], c.var.now);
+      const [one] = await completeTasks(
+        shard.db,
+        [{ id, leaseToken: body.lease_token, result: body.result }],
+        c.var.now,
+      );
       return one!;
     });
     const result = single(outcome);
@@ -181,7 +185,11 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
   .openapi(releaseRoute, async (c) => {
     const { id } = c.req.valid("param");
     const item = { id, leaseToken: c.req.valid("json").lease_token };
-    const outcome = await onTaskShard(c.env, id, async (shard) => (await releaseTasks(shard.db, [item], c.var.now))[0]!);
+    const outcome = await onTaskShard(
+      c.env,
+      id,
+      async (shard) => (await releaseTasks(shard.db, [item], c.var.now))[0]!,
+    );
     const result = single(outcome);
     c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome], "release"));
     return c.json(result, 200);

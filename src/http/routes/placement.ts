@@ -1,0 +1,79 @@
+import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { startMove, placementView, runMove } from "../../shards/move";
+import { shardNames } from "../../shards/shard-set";
+import type { AppEnv } from "../app-env";
+import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
+import { QueueParams } from "../schemas";
+import { validationHook } from "../validation";
+
+/** How long a move request keeps relaying after it answers (waitUntil); the cron tick continues the rest. */
+const MOVE_REQUEST_BUDGET_MS = 20_000;
+
+const PlacementResponse = z
+  .object({
+    queue: z.string(),
+    shards: z.array(z.string()).openapi({ description: "every shard this Worker is bound to" }),
+    partitions: z.array(
+      z.object({
+        part: z.number().int(),
+        shard: z.string(),
+        move: z
+          .object({
+            from: z.string(),
+            state: z
+              .string()
+              .nullable()
+              .openapi({ description: "copying, then settling until the old shard is let go" }),
+            started_at: z.number().int().nullable(),
+            relayed: z.number().int(),
+            left_on_source: z.number().int(),
+          })
+          .nullable(),
+      }),
+    ),
+  })
+  .openapi("Placement");
+
+const getPlacementRoute = authRoute({
+  method: "get",
+  path: "/v1/queues/{queue}/placement",
+  tags: ["queues"],
+  summary: "Which shard holds each partition of the queue, and a move's progress",
+  request: { params: QueueParams },
+  responses: { 200: jsonResponse(PlacementResponse) },
+});
+
+const moveRoute = authRoute({
+  method: "post",
+  path: "/v1/queues/{queue}/move",
+  tags: ["queues"],
+  summary: "Move a partition of the queue to another shard, online (no task lost or duplicated)",
+  request: {
+    params: QueueParams,
+    body: jsonBody(
+      z.strictObject({
+        shard: z.string().min(1).max(64).openapi({ description: "the destination's binding name, e.g. DB_1" }),
+        part: z
+          .number()
+          .int()
+          .min(0)
+          .default(0)
+          .openapi({ description: "which partition (0 for an unpartitioned queue)" }),
+      }),
+    ),
+  },
+  responses: { 202: jsonResponse(PlacementResponse, "Started; GET /placement shows its progress") },
+});
+
+export const placementRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(getPlacementRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    return c.json({ queue, shards: shardNames(c.env), partitions: await placementView(c.env, queue) }, 200);
+  })
+  .openapi(moveRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    const { shard, part } = c.req.valid("json");
+    await startMove(c.env, queue, part, shard, c.var.now);
+    c.executionCtx.waitUntil(runMove(c.env, queue, part, MOVE_REQUEST_BUDGET_MS, () => Date.now()));
+    return c.json({ queue, shards: shardNames(c.env), partitions: await placementView(c.env, queue) }, 202);
+  });

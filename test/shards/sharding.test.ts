@@ -1,0 +1,192 @@
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { openDb, type Db } from "../../src/db/client";
+import { forgetPlacements, rankShards, readPlacements } from "../../src/shards/directory";
+import { startMove } from "../../src/shards/move";
+import { advanceMove } from "../../src/shards/relay";
+import { shardNames } from "../../src/shards/shard-set";
+import { decodeSlot } from "../../src/shards/task-slot";
+import { uniqueQueue } from "../helpers";
+import { call, complete, enqueue, enqueueOne, expectError, getTask, lease, leaseOne } from "../http/api";
+
+const shard = (name: string): Db => openDb(name === "DB" ? env.DB : env.DB_1);
+
+/** A fresh queue name that the placement rule sends to `want` (rendezvous hashing over DB, DB_1). */
+function queueOn(want: "DB" | "DB_1", prefix: string): string {
+  for (;;) {
+    const name = uniqueQueue(prefix);
+    if (rankShards(name, shardNames(env))[0] === want) return name;
+  }
+}
+
+async function idsOn(name: string, queue: string): Promise<string[]> {
+  const rows = await shard(name).all<{ id: string }>(sql`SELECT id FROM tasks WHERE queue = ${queue} ORDER BY id`);
+  return rows.map((r) => r.id);
+}
+
+describe("placement", () => {
+  it("places a queue on first use by the stable rule, records it, and keeps it", async () => {
+    expect(shardNames(env)).toEqual(["DB", "DB_1"]);
+    const queue = queueOn("DB_1", "placed");
+    const id = await enqueueOne(queue, { payload: { n: 1 } });
+    expect(await idsOn("DB_1", queue)).toEqual([id]);
+    expect(await idsOn("DB", queue)).toEqual([]);
+    const [row] = await readPlacements(shard("DB"), queue);
+    expect(row).toMatchObject({ queue, part: 0, shard: "DB_1", movingFrom: null });
+    // The id carries the partition's slot: a single-task call finds its database from the id alone.
+    expect(decodeSlot(id)).toBe(row!.slot);
+    forgetPlacements();
+    await enqueueOne(queue);
+    expect(await idsOn("DB_1", queue)).toHaveLength(2);
+  });
+
+  it("keeps a queue whose data is already on the home database there (data from before sharding)", async () => {
+    const queue = queueOn("DB_1", "legacy");
+    await shard("DB").run(sql`INSERT INTO queues (name, max_attempts, updated_at) VALUES (${queue}, 7, 0)`);
+    await enqueueOne(queue);
+    expect(await idsOn("DB", queue)).toHaveLength(1);
+    expect((await call<{ max_attempts: number }>("GET", `/v1/queues/${queue}/config`)).body.max_attempts).toBe(7);
+  });
+});
+
+describe("routing", () => {
+  it("sends every single-task call to the shard that holds the task", async () => {
+    const queue = queueOn("DB_1", "route");
+    const [a, b, c] = (await enqueue(queue, { tasks: [{ payload: 1 }, { payload: 2 }, { payload: 3 }] })).map(
+      (t) => t.id,
+    );
+    expect(await idsOn("DB_1", queue)).toEqual([a, b, c].sort());
+    expect((await getTask(a!)).queue).toBe(queue);
+    const leased = await lease(queue, { max: 3 });
+    const byId = new Map(leased.map((t) => [t.id, t]));
+    const hb = await call("POST", `/v1/tasks/${a}/heartbeat`, {
+      body: { lease_token: byId.get(a!)!.lease_token, progress: 40 },
+    });
+    expect(hb.status).toBe(200);
+    expect((await complete(a!, byId.get(a!)!.lease_token, { ok: true })).body).toMatchObject({ state: "completed" });
+    const failed = await call("POST", `/v1/tasks/${b}/fail`, {
+      body: { lease_token: byId.get(b!)!.lease_token, error: "no", retryable: false },
+    });
+    expect(failed.body).toMatchObject({ state: "dead" });
+    expect((await call("POST", `/v1/tasks/${c}/cancel`)).body).toMatchObject({ id: c });
+    const retried = await call("POST", `/v1/tasks/${b}/retry`);
+    expect(retried.body).toMatchObject({ state: "pending" });
+    // A stale token is still refused on the right shard, not "not found".
+    expectError(await complete(a!, "0".repeat(32)), 409, "lease_lost");
+  });
+
+  it("finds a task whose id is the client's own through its recorded address", async () => {
+    const queue = queueOn("DB_1", "client-id");
+    const id = "01JAAAAAAAAAAAAAAAAAAAAAAA";
+    const [created] = await enqueue(queue, { id, payload: "mine" });
+    expect(created).toMatchObject({ id, deduplicated: false });
+    expect(await idsOn("DB_1", queue)).toEqual([id]);
+    expect((await getTask(id)).payload).toBe("mine");
+    // Enqueued again with the same id: found through the address, deduplicated as on one database.
+    expect((await enqueue(queue, { id, payload: "again" }))[0]).toMatchObject({ id, deduplicated: true });
+  });
+
+  it("lists and counts queues over every shard", async () => {
+    const onHome = queueOn("DB", "list");
+    const onOther = queueOn("DB_1", "list");
+    await enqueueOne(onHome);
+    await enqueue(onOther, { tasks: [{}, {}] });
+    const all = await call<{ queues: Array<{ queue: string; counts: Record<string, number> }> }>("GET", "/v1/queues");
+    const byName = new Map(all.body.queues.map((q) => [q.queue, q.counts.pending]));
+    expect([byName.get(onHome), byName.get(onOther)]).toEqual([1, 2]);
+    const stats = await call<{ counts: Record<string, number>; due: number }>("GET", `/v1/queues/${onOther}/stats`);
+    expect(stats.body).toMatchObject({ counts: { pending: 2 }, due: 2 });
+  });
+});
+
+describe("partitioned queues", () => {
+  it("spreads tasks over K partitions and never leases a task twice under concurrent leases", async () => {
+    const queue = uniqueQueue("parts");
+    const put = await call<{ partitions: number }>("PUT", `/v1/queues/${queue}/config`, { body: { partitions: 2 } });
+    expect(put.body.partitions).toBe(2);
+    const placements = await readPlacements(shard("DB"), queue);
+    expect(placements.map((p) => p.shard).sort()).toEqual(["DB", "DB_1"]);
+    const ids = (await enqueue(queue, { tasks: Array.from({ length: 60 }, (_, i) => ({ payload: i })) })).map(
+      (t) => t.id,
+    );
+    const [onHome, onOther] = [await idsOn("DB", queue), await idsOn("DB_1", queue)];
+    expect(onHome.length + onOther.length).toBe(60);
+    expect(onHome.length).toBeGreaterThan(0);
+    expect(onOther.length).toBeGreaterThan(0);
+    // Eight leasers at once, 10 each: every task exactly once.
+    const batches = await Promise.all(Array.from({ length: 8 }, () => lease(queue, { max: 10 })));
+    const leased = batches.flat().map((t) => t.id);
+    expect(new Set(leased).size).toBe(leased.length);
+    const rest = await lease(queue, { max: 100 });
+    expect([...leased, ...rest.map((t) => t.id)].sort()).toEqual([...ids].sort());
+    // Shrinking is refused and stores nothing.
+    expectError(await call("PUT", `/v1/queues/${queue}/config`, { body: { partitions: 1 } }), 400, "invalid_request");
+    expect((await call<{ partitions: number }>("GET", `/v1/queues/${queue}/config`)).body.partitions).toBe(2);
+  });
+
+  it("keeps a dedupe key unique queue-wide: the key picks the partition", async () => {
+    const queue = uniqueQueue("parts-dedupe");
+    await call("PUT", `/v1/queues/${queue}/config`, { body: { partitions: 2 } });
+    const first = await enqueue(queue, { tasks: Array.from({ length: 6 }, (_, i) => ({ dedupe_key: `k${i}` })) });
+    const again = await enqueue(queue, { tasks: Array.from({ length: 6 }, (_, i) => ({ dedupe_key: `k${i}` })) });
+    expect(again.map((t) => t.deduplicated)).toEqual(Array(6).fill(true));
+    expect(again.map((t) => t.id)).toEqual(first.map((t) => t.id));
+  });
+});
+
+describe("moving a queue between shards", () => {
+  it("moves every task once, keeps held leases valid, and resumes after a crash half way", async () => {
+    const queue = queueOn("DB", "move");
+    const ids = (await enqueue(queue, { tasks: Array.from({ length: 450 }, (_, i) => ({ payload: i })) })).map(
+      (t) => t.id,
+    );
+    const held = await leaseOne(queue);
+    const now = Date.now();
+    await startMove(env, queue, 0, "DB_1", now);
+    expectError(await call("POST", `/v1/queues/${queue}/move`, { body: { shard: "DB_1" } }), 409, "move_conflict");
+    const [moving] = await readPlacements(shard("DB"), queue);
+    expect(moving).toMatchObject({ shard: "DB_1", movingFrom: "DB", moveState: "copying" });
+    // The relay crashes after taking a chunk out of the old shard, before delivering it.
+    await expect(advanceMove(env, moving!, now, { maxSteps: 1, faults: { crashAfterTakeOut: true } })).rejects.toThrow(
+      /injected crash/,
+    );
+    const inTransit = await shard("DB").all<{ id: string }>(sql`SELECT id FROM task_transit WHERE queue = ${queue}`);
+    expect(inTransit.length).toBeGreaterThan(0);
+    // A task in transit is neither here nor there for a moment: 503 task_moving, retry.
+    const res = await call("GET", `/v1/tasks/${inTransit[0]!.id}`);
+    expectError(res, 503, "task_moving");
+    // Tasks still on the old shard are leased and acked there during the move.
+    const during = await leaseOne(queue);
+    expect((await complete(during.id, during.lease_token, "during")).status).toBe(200);
+    // Resume: the move finishes; each task exists once, on the new shard only.
+    let state = "copying";
+    for (let i = 0; i < 10 && state === "copying"; i++) {
+      const [p] = await readPlacements(shard("DB"), queue);
+      state = (await advanceMove(env, p!, now)).state;
+    }
+    expect(state).toBe("settling");
+    expect(await idsOn("DB", queue)).toEqual([]);
+    expect(await idsOn("DB_1", queue)).toEqual([...ids].sort());
+    expect(await shard("DB").all(sql`SELECT id FROM task_transit WHERE queue = ${queue}`)).toEqual([]);
+    // The lease held across the move is still valid on the new shard, with its token.
+    expect((await complete(held.id, held.lease_token, "held")).body).toMatchObject({ state: "completed" });
+    const stats = await call<{ counts: Record<string, number> }>("GET", `/v1/queues/${queue}/stats`);
+    expect(stats.body.counts).toMatchObject({ pending: 448, completed: 2 });
+    // After the settle period the old shard is let go.
+    const [settling] = await readPlacements(shard("DB"), queue);
+    expect((await advanceMove(env, settling!, now + 61_000)).state).toBe("done");
+    const placement = await call<{ partitions: Array<{ shard: string; move: unknown }> }>(
+      "GET",
+      `/v1/queues/${queue}/placement`,
+    );
+    expect(placement.body.partitions).toEqual([{ part: 0, shard: "DB_1", move: null }]);
+  });
+
+  it("refuses a move to an unknown shard with 400, changing nothing", async () => {
+    const queue = queueOn("DB", "move-bad");
+    await enqueueOne(queue);
+    expectError(await call("POST", `/v1/queues/${queue}/move`, { body: { shard: "DB_9" } }), 400, "invalid_request");
+    expect((await readPlacements(shard("DB"), queue))[0]).toMatchObject({ shard: "DB", movingFrom: null });
+  });
+});
