@@ -141,7 +141,7 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
     { operation: "get /v1/queues/{queue}/throughput", method: "GET", path: `${q}/throughput?hours=24` },
     // The streams with the bearer token (the ticket's own refusals are in test/events/auth.test.ts).
     { operation: "get /v1/queues/{queue}/events", method: "GET", path: `${q}/events`, options: UPGRADE },
-    { operation: "get /v1/tasks/{id}/events", method: "GET", path: `/v1/tasks/${pending}/events`, options: UPGRADE },
+    { operation: "get /v1/tasks/{id}/events", method: "GET", path: `/v1/tasks/${l4!.id}/events`, options: UPGRADE },
     { operation: "get /metrics", method: "GET", path: "/metrics" },
     { operation: "get /v1/queues/{queue}/health", method: "GET", path: `${q}/health` },
     { operation: "get /v1/health/queues", method: "GET", path: "/v1/health/queues" },
