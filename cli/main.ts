@@ -76,6 +76,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   cancel: () => import("./commands/cancel").then((m) => m.cancel),
   retry: () => import("./commands/retry").then((m) => m.retry),
   purge: () => import("./commands/purge").then((m) => m.purge),
+  move: () => import("./commands/move").then((m) => m.move),
+  placement: () => import("./commands/move").then((m) => m.placement),
   "dlq list": () => import("./commands/dlq").then((m) => m.dlqList),
   "dlq redrive": () => import("./commands/dlq").then((m) => m.dlqRedrive),
   "config get": () => import("./commands/config").then((m) => m.configGet),

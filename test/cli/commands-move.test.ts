@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { EXIT } from "../../cli/errors";
+import { counts, edgeq, enqueueTasks, getTask, uniqueQueue } from "./commands-support";
+
+interface Placement {
+  partitions: Array<{ part: number; shard: string; move: { from: string; left_on_source: number } | null }>;
+}
+
+describe("edgeq move / placement (two local shards, as npm start runs)", () => {
+  it("moves a queue to the other shard online: same tasks, same ids, readable throughout", async () => {
+    const queue = uniqueQueue("move");
+    const ids = await enqueueTasks(
+      queue,
+      Array.from({ length: 30 }, (_, i) => ({ payload: { i } })),
+    );
+    const before = JSON.parse((await edgeq(["placement", queue, "--json"])).stdout) as Placement;
+    const from = before.partitions[0]!.shard;
+    const to = from === "DB" ? "DB_1" : "DB";
+
+    const run = await edgeq(["move", queue, to]);
+    expect(run.code, run.stderr).toBe(EXIT.ok);
+    expect(run.stdout).toMatch(new RegExp(`^${queue}#0  ${from} -> ${to}`));
+
+    // The request relays in the background; the placement shows it done once nothing is left behind.
+    let after: Placement = before;
+    for (let i = 0; i < 50; i++) {
+      after = JSON.parse((await edgeq(["placement", queue, "--json"])).stdout) as Placement;
+      if (after.partitions[0]!.move?.left_on_source === 0) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(after.partitions[0]).toMatchObject({ shard: to, move: { from, left_on_source: 0 } });
+    expect((await counts(queue)).pending).toBe(30);
+    expect((await getTask(ids[7]!)).payload).toEqual({ i: 7 });
+
+    const again = await edgeq(["move", queue, to]);
+    expect(again.code).not.toBe(EXIT.ok);
+    expect(again.stderr).toMatch(/move_conflict|already/);
+  });
+});
