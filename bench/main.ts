@@ -21,6 +21,7 @@ import {
 } from "./section-engine";
 import { runGrowthSection } from "./section-growth";
 import { runHttpSection } from "./section-http";
+import { runScaleSection } from "./section-scale";
 import { runSqsSection } from "./section-sqs";
 import { startWorkerdBench } from "./workerd-host";
 
@@ -46,6 +47,8 @@ const plan: Plan = quick
       growthSizes: [1_000, 100_000],
       growthLeases: 20,
       inFlight: 1_000,
+      scaleWarmupS: 3,
+      scaleMeasureS: 8,
     }
   : {
       mode: "default",
@@ -64,6 +67,8 @@ const plan: Plan = quick
       growthSizes: [1_000, 100_000, 1_000_000],
       growthLeases: 50,
       inFlight: 1_000,
+      scaleWarmupS: 4,
+      scaleMeasureS: 16,
     };
 
 const resultsFile = join(root, "node_modules", ".cache", "edgeq-bench", `results-${plan.mode}.json`);
@@ -177,6 +182,12 @@ const sqs = await section("6. SQS endpoint", () =>
 );
 results.sqs = sqs;
 results.durations.sqs = sqs.seconds;
+
+const scale = await section("7. scale-out (simulated)", () =>
+  runScaleSection(root, { warmupS: plan.scaleWarmupS, measureS: plan.scaleMeasureS, log }),
+);
+results.scale = scale;
+results.durations.scale = scale.seconds;
 
 results.durations.total = (performance.now() - started) / 1000;
 results.load.end = loadavg();

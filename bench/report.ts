@@ -6,6 +6,7 @@ import type { AltService } from "./section-alternatives";
 import type { BurnRow, CostRow } from "./section-engine";
 import type { GrowthRow } from "./section-growth";
 import type { HttpSection } from "./section-http";
+import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./section-scale";
 import { sqsReportSection, type SqsSection } from "./section-sqs";
 import { fmt, fmtSpread, spread, type Spread } from "./stats";
 
@@ -26,6 +27,9 @@ export interface Plan {
   growthSizes: number[];
   growthLeases: number;
   inFlight: number;
+  /** Section 7: warm-up and measured seconds of each scale run. */
+  scaleWarmupS: number;
+  scaleMeasureS: number;
 }
 
 interface Outcome<T> {
@@ -46,6 +50,7 @@ export interface BenchResults {
   alternatives?: Outcome<AltService[]>;
   growth?: Outcome<GrowthRow[]>;
   sqs?: Outcome<SqsSection>;
+  scale?: Outcome<ScaleSection>;
 }
 
 /** D1's published prices (Workers Paid, beyond the included amounts). */
@@ -487,6 +492,14 @@ function summary(r: BenchResults): string[] {
         ` (${num(g[0]!.leases[1]!.rowsReadPerLease)} rows, ${g[0]!.leases[1]!.msPerLease.toFixed(1)} ms at ${fmt(g[0]!.pending)}); enqueueing ${fmt(total)} tasks took ${(largest.enqueue.ms / 1000).toFixed(1)} s.`,
     );
   }
+  const scale = r.scale?.value;
+  const shards = scale && scaleEfficiency(scale, "shards");
+  const parts = scale && scaleEfficiency(scale, "partitions");
+  if (scale && shards && parts) {
+    lines.push(
+      `- **Scale-out (simulated, section 7)**: with each D1 database modelled (round trip per call, one statement at a time), ${shards.n} shards burn down at ${shards.pct.toFixed(0)} % of ${shards.n}× one shard, and one queue partitioned over ${parts.n} databases at ${parts.pct.toFixed(0)} % of linear.`,
+    );
+  }
   return lines;
 }
 
@@ -499,6 +512,7 @@ function notes(r: BenchResults, out: string[]) {
       ["4. alternatives", r.alternatives],
       ["5. growth", r.growth],
       ["6. SQS endpoint", r.sqs],
+      ["7. scale-out", r.scale],
     ] as Array<[string, Outcome<unknown> | undefined]>
   ).filter(([, o]) => !o || o.skipped);
   out.push("## Left out, and what these figures are not", "");
@@ -554,7 +568,7 @@ export function renderReport(r: BenchResults): string {
     `| OS | ${m.os} |`,
     `| Node | ${m.node} |`,
     `| wrangler (section 3) | ${m.wrangler}, with workerd ${m.workerdWrangler} |`,
-    `| Miniflare (sections 1, 2, 5) | ${m.miniflare}, with workerd ${m.workerdBench} |`,
+    `| Miniflare (sections 1, 2, 5, 7) | ${m.miniflare}, with workerd ${m.workerdBench} |`,
     `| node:sqlite (ceiling) | SQLite ${m.sqlite} |`,
     `| BullMQ / pg-boss (section 4) | ${m.bullmq} (ioredis ${m.ioredis}) / ${m.pgBoss} |`,
     `| load average (1, 5, 15 min) at start / end | ${r.load.start.map((v) => v.toFixed(2)).join(", ")} / ${(r.load.end ?? []).map((v) => v.toFixed(2)).join(", ")} |`,
@@ -586,6 +600,7 @@ export function renderReport(r: BenchResults): string {
   altSection(r, out);
   growthSection(r, out);
   sqsReportSection(r.sqs, out);
+  scaleReportSection(r.scale, out);
   notes(r, out);
   return out.join("\n").replace(/\n{3,}/g, "\n\n");
 }
