@@ -152,14 +152,14 @@ async function overview() {
 // ---- queue ----
 async function queuePage(queue) {
   var path = "/v1/queues/" + encodeURIComponent(queue);
-  var filters = { state: "", type: "", group: "" }, cursor = null, hours = 1;
+  var filters = { state: "", type: "", group: "", dedupe_key: "" }, cursor = null, hours = 1;
   view.innerHTML = '<p><a href="#/">All queues</a></p><h1>Queue ' + esc(queue) + '</h1><dl class="counts" id="counts"></dl>' +
     '<section aria-labelledby="chart-h"><h2 id="chart-h">Throughput per minute</h2><div role="group" aria-label="Time range"><button data-hours="1" aria-pressed="true">1 h</button> <button data-hours="24" aria-pressed="false">24 h</button></div>' +
     '<svg class="chart" id="chart" viewBox="0 0 600 160" preserveAspectRatio="none" role="img" aria-label="enqueued, completed and failed per minute"></svg><p id="chart-max"></p>' +
     '<p class="legend"><span><i class="swatch" style="background:#13233a"></i>enqueued</span><span><i class="swatch" style="background:#1b6e3a"></i>completed</span><span><i class="swatch" style="background:#b3261e"></i>failed</span></p></section>' +
     '<section aria-labelledby="tasks-h"><h2 id="tasks-h">Tasks</h2><form id="filters"><label>State <select name="state"><option value="">any</option>' +
     STATES.map(function (s) { return "<option>" + s + "</option>"; }).join("") + '</select></label><label>Type <input name="type" size="10"></label><label>Group <input name="group" size="10"></label><button>Filter</button></form>' +
-    '<form id="search"><label>Find task by id <input name="id" size="28"></label><button>Open</button></form>' +
+    '<form id="search"><label>Find task by id or dedupe key <input name="q" size="28"></label><button>Find</button></form>' +
     '<p><button id="cancel-selected" class="danger">Cancel selected</button> <button id="retry-selected">Retry selected</button> <button id="cancel-group" class="danger">Cancel group</button> <button id="redrive-dead">Redrive dead</button> <button id="purge" class="danger">Purge finished</button></p>' +
     '<table aria-label="Tasks"><thead><tr><th scope="col"><span class="sr">Select</span></th><th scope="col">Task</th><th scope="col">Type</th><th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Progress</th><th scope="col">Group</th><th scope="col">Run at</th></tr></thead><tbody id="tasks"></tbody></table>' +
     '<button id="next" hidden>Next page</button></section>' +
@@ -255,10 +255,22 @@ async function queuePage(queue) {
   document.getElementById("filters").onsubmit = function (ev) {
     ev.preventDefault();
     var f = new FormData(ev.target);
-    filters = { state: f.get("state"), type: f.get("type").trim(), group: f.get("group").trim() };
+    filters = { state: f.get("state"), type: f.get("type").trim(), group: f.get("group").trim(), dedupe_key: filters.dedupe_key };
     loadTasks(true);
   };
-  document.getElementById("search").onsubmit = function (ev) { ev.preventDefault(); location.hash = "#/task/" + new FormData(ev.target).get("id").trim().toUpperCase(); };
+  // An id opens its task; anything else (or an id-shaped key that is no task) filters the table by dedupe key.
+  // Empty clears the search.
+  document.getElementById("search").onsubmit = async function (ev) {
+    ev.preventDefault();
+    var text = new FormData(ev.target).get("q").trim();
+    if (/^[0-9A-HJKMNP-TV-Z]{26}$/i.test(text) && (await api("GET", "/v1/tasks/" + text.toUpperCase())).ok) {
+      location.hash = "#/task/" + text.toUpperCase();
+      return;
+    }
+    filters.dedupe_key = text;
+    say(text ? "Tasks with dedupe key " + text : "");
+    loadTasks(true);
+  };
   view.querySelectorAll("[data-hours]").forEach(function (b) {
     b.onclick = function () { hours = Number(b.getAttribute("data-hours")); view.querySelectorAll("[data-hours]").forEach(function (o) { o.setAttribute("aria-pressed", String(o === b)); }); loadChart(); };
   });

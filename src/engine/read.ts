@@ -1,5 +1,5 @@
 import { leasableSql } from "./redelivery";
-import { and, asc, eq, gt, sql } from "drizzle-orm";
+import { and, asc, eq, gt, isNull, sql } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { tasks, type TaskRow } from "../db/schema";
 import { NotFoundError } from "./errors";
@@ -16,6 +16,8 @@ export interface ListFilter {
   state?: TaskState;
   group?: string;
   type?: string;
+  /** Exact dedupe key (the list route's query parameter, hence its spelling). */
+  dedupe_key?: string;
   limit: number;
   /** The last id of the previous page. */
   cursor?: string;
@@ -41,6 +43,12 @@ export async function listTasks(
         filter.state === undefined ? undefined : eq(tasks.state, filter.state),
         filter.group === undefined ? undefined : eq(tasks.groupKey, filter.group),
         filter.type === undefined ? undefined : eq(tasks.type, filter.type),
+        filter.dedupe_key === undefined ? undefined : eq(tasks.dedupeKey, filter.dedupe_key),
+        // Live tasks (pending, processing) have no finished_at: saying so lets a dedupe-key search use the
+        // live-dedupe index (tasks_live_dedupe) instead of reading the queue's rows.
+        filter.dedupe_key !== undefined && (filter.state === "pending" || filter.state === "processing")
+          ? isNull(tasks.finishedAt)
+          : undefined,
         filter.cursor === undefined ? undefined : gt(tasks.id, filter.cursor),
       ),
     )

@@ -110,6 +110,9 @@ export const TaskListQuery = z.object({
   state: State.optional(),
   group: ShortText(128).optional(),
   type: ShortText(64).optional(),
+  dedupe_key: ShortText(256)
+    .optional()
+    .openapi({ description: "only the tasks with this exact dedupe key (live or finished)" }),
   limit: z.coerce.number().int().min(1).max(MAX_BATCH).default(50),
   cursor: TaskId.optional(),
 });

@@ -149,6 +149,31 @@ describe("the dashboard in a real Chromium", () => {
     expect(saved.max_attempts).toBe(7);
   });
 
+  it("finds tasks by dedupe key in the queue's search box, and opens a task by its id", async () => {
+    const queue = uniqueQueue("dash-search");
+    const [wanted, , other] = await enqueueTasks(queue, [
+      { dedupe_key: "order-1001" },
+      { dedupe_key: "order-1002" },
+      { dedupe_key: "order-10" },
+    ]);
+    await page.goto(`${url()}/dashboard#/queue/${queue}`);
+    const search = page.getByLabel("Find task by id or dedupe key");
+    await openPage(search, `the queue page of ${queue}`);
+    const rows = page.getByRole("table", { name: "Tasks" }).locator("tbody tr");
+    await expect.poll(() => rows.count()).toBe(3);
+
+    await search.fill("order-1001");
+    await page.getByRole("button", { name: "Find" }).click();
+    // Exactly that key: one row, the task that holds it.
+    await expect.poll(() => rows.count()).toBe(1);
+    expect(await rows.first().textContent()).toContain(wanted);
+
+    await search.fill(other!.toLowerCase());
+    await page.getByRole("button", { name: "Find" }).click();
+    await expect.poll(() => page.locator("#task-state").textContent()).toBe("pending");
+    expect(page.url()).toContain(`#/task/${other}`);
+  });
+
   it.runIf(SCREENSHOTS)("screenshots the overview with every queue above (one of them in trouble)", async () => {
     await page.goto(`${url()}/dashboard#/`);
     await page.locator(".trouble").first().waitFor();
