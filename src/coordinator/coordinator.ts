@@ -2,10 +2,10 @@ import { DurableObject } from "cloudflare:workers";
 import type { TaskRow } from "../db/schema";
 import { drainQueue } from "../dispatch/drain";
 import { RateLimiter } from "../dispatch/rate-limiter";
-import { leaseFromQueue, nextRunAtOf } from "../shards/queue-ops";
+import { leaseFromQueue, nextRunOn } from "../shards/queue-ops";
 import { queueConfigOf } from "../shards/queue-config-ops";
-import { queueRoute, routeShards } from "../shards/queue-route";
-import { homeShard } from "../shards/shard-set";
+import { queueRoute, type QueueRoute } from "../shards/queue-route";
+import { homeShard, type Shard } from "../shards/shard-set";
 import { shardedTaskStore } from "../shards/task-store";
 import { defaultRegistry } from "../processors/registry";
 import { fireDueSchedules } from "../schedules/fire-schedules";
@@ -20,6 +20,7 @@ import {
   scheduleArmSchema,
   type CoordinatorForget,
   type CoordinatorLease,
+  type CoordinatorLeaseInput,
   type CoordinatorNotify,
 } from "./protocol";
 
@@ -37,11 +38,13 @@ interface Waiter {
 /** Storage key marking the one object that fires schedules (src/schedules/schedules-coordinator.ts). */
 const SCHEDULES_KEY = "schedules";
 
-/** Storage key of the queue name (a Durable Object id does not carry it back). */
+/** Storage keys of the queue name and partition (a Durable Object id does not carry them back). */
 const QUEUE_KEY = "queue";
+const PART_KEY = "part";
 
 /**
- * One per queue (`idFromName(queue)`). It holds long-poll lease requests and answers them, first come
+ * One per queue partition (`coordinatorName`: the queue's name for partition 0, the only one of an
+ * unpartitioned queue). Partition 0's object also carries the queue's event stream. It holds long-poll lease requests and answers them, first come
  * first served, as soon as tasks are enqueued or become leasable; and it keeps an alarm at the queue's
  * next due `run_at` (and, while requests wait, at the next lease to lapse) so delayed and abandoned work
  * is noticed within milliseconds. The cron tick wakes it as a safety net.
@@ -74,14 +77,13 @@ export class Coordinator extends DurableObject<Env> {
    * @example
    * const tasks = await env.COORDINATOR.get(env.COORDINATOR.idFromName("q")).lease({ queue: "q", max: 10, visibilityTimeoutS: 30, holder: null, waitMs: 20000 });
    */
-  async lease(input: CoordinatorLease): Promise<TaskRow[]> {
+  async lease(input: CoordinatorLeaseInput): Promise<TaskRow[]> {
     const request = coordinatorLeaseSchema.parse(input);
-    await this.remember(request.queue);
+    await this.remember(request.queue, request.part);
     const wakeupsBefore = this.wakeups;
     // Earlier waiters come first: only lease at once when nobody is queued ahead.
     if (this.waiters.length === 0) {
-      const route = await queueRoute(this.env, request.queue, this.now());
-      const leased = await leaseFromQueue(route, request, this.now());
+      const leased = await this.leaseFor(request, false);
       await this.events.publishRows(request.queue, "leased", leased);
       if (leased.length > 0 || request.waitMs === 0) return leased;
     }
@@ -108,8 +110,8 @@ export class Coordinator extends DurableObject<Env> {
    * fires by then.
    */
   async notify(input: CoordinatorNotify): Promise<void> {
-    const { queue, runAt } = coordinatorNotifySchema.parse(input);
-    await this.remember(queue);
+    const { queue, runAt, part } = coordinatorNotifySchema.parse(input);
+    await this.remember(queue, part);
     const now = this.now();
     if (runAt <= now) {
       await this.serve();
@@ -182,10 +184,12 @@ export class Coordinator extends DurableObject<Env> {
     const route = await queueRoute(this.env, queue, this.now());
     let drainNextAt: number | null = null;
     const config = await queueConfigOf(route);
+    const own = await this.ownShards(route);
     if (config.mode === "push") {
       if (!this.limiter?.matches(config.rate_limit)) this.limiter = new RateLimiter(config.rate_limit);
-      // Each shard of the queue in turn (one for an unpartitioned queue), under the one rate limiter.
-      for (const shard of routeShards(route)) {
+      // This partition's shard (and one it is moving from), under this object's rate limiter: each partition
+      // runs its own tasks, so a queue of K partitions runs up to K × concurrency at once.
+      for (const shard of own) {
         const drained = await drainQueue({
           db: shard.db,
           env: this.env,
@@ -206,7 +210,7 @@ export class Coordinator extends DurableObject<Env> {
     }
     // Lapsing leases matter only to someone waiting for tasks: long polls, or push mode's own dispatch.
     const leases = this.waiters.length > 0 || config.mode === "push";
-    const next = await nextRunAtOf(route, this.now(), { leases });
+    const next = await nextRunOn(own, queue, this.now(), { leases });
     const at = Math.min(next ?? Infinity, drainNextAt ?? Infinity);
     if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
   }
@@ -249,13 +253,29 @@ export class Coordinator extends DurableObject<Env> {
     if (this.waiters.length === 0) return;
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
-    const next = await nextRunAtOf(await queueRoute(this.env, queue, this.now()), this.now(), { leases: true });
+    const route = await queueRoute(this.env, queue, this.now());
+    const next = await nextRunOn(await this.ownShards(route), queue, this.now(), { leases: true });
     if (next !== null) await this.alarmNoLaterThan(next);
   }
 
-  private async remember(queue: string): Promise<void> {
+  private async remember(queue: string, part?: number): Promise<void> {
     // Reads are cached by the storage layer; write only the first time, each write is billed.
     if ((await this.ctx.storage.get<string>(QUEUE_KEY)) !== queue) await this.ctx.storage.put(QUEUE_KEY, queue);
+    if (part !== undefined && (await this.ctx.storage.get<number>(PART_KEY)) !== part) {
+      await this.ctx.storage.put(PART_KEY, part);
+    }
+  }
+
+  /** The shards of this object's partition: where it runs push tasks and watches for due work. */
+  private async ownShards(route: QueueRoute): Promise<Shard[]> {
+    const part = route.parts[(await this.ctx.storage.get<number>(PART_KEY)) ?? 0] ?? route.parts[0]!;
+    return [part.shard, ...(part.movingFrom ? [part.movingFrom] : [])];
+  }
+
+  /** Leases for a request: from this partition's shard first, then the queue's others (src/shards/). */
+  private async leaseFor(request: CoordinatorLease, provisional: boolean): Promise<TaskRow[]> {
+    const route = await queueRoute(this.env, request.queue, this.now());
+    return leaseFromQueue(route, { ...request, provisional }, this.now(), request.part);
   }
 
   private serve(): Promise<void> {
@@ -276,8 +296,7 @@ export class Coordinator extends DurableObject<Env> {
       waiter.busy = true;
       try {
         // Answered after waiting: provisional, its client may be gone (see the class comment).
-        const route = await queueRoute(this.env, waiter.request.queue, this.now());
-        leased = await leaseFromQueue(route, { ...waiter.request, provisional: true }, this.now());
+        leased = await this.leaseFor(waiter.request, true);
       } catch (error) {
         this.drop(waiter);
         waiter.reject(error);

@@ -4,7 +4,7 @@ import type { LeaseRequest } from "../engine/lease";
 import { ackOnRoute } from "../shards/ack-routing";
 import { queueRoute } from "../shards/queue-route";
 import type { Env } from "../env";
-import { wakeAfterAck } from "./wake";
+import { coordinatorOf, wakeAfterAck } from "./wake";
 
 /**
  * A long-poll lease: the queue's coordinator holds the request until tasks are leasable or `waitMs`
@@ -18,13 +18,13 @@ import { wakeAfterAck } from "./wake";
  */
 export async function longPollLease(
   env: Env,
-  request: LeaseRequest,
+  request: LeaseRequest & { part?: number },
   waitMs: number,
   signal: AbortSignal,
   ctx: { waitUntil(promise: Promise<unknown>): void },
   now: () => number,
 ): Promise<TaskRow[]> {
-  const coordinator = env.COORDINATOR.get(env.COORDINATOR.idFromName(request.queue));
+  const coordinator = coordinatorOf(env, request.queue, request.part ?? 0);
   const waiterId = crypto.randomUUID();
   const withdraw = () => ctx.waitUntil(coordinator.forget({ waiterId }));
   signal.addEventListener("abort", withdraw, { once: true });

@@ -1,12 +1,27 @@
 import type { AckKind, AckOutcome } from "../engine/ack";
+import { existingPlacements, placementBySlot } from "../shards/directory";
 import { relayQueueHome } from "../shards/relay";
+import { decodeSlot } from "../shards/task-slot";
 import type { Env } from "../env";
 import type { PublishedEvent, TaskEventKind } from "../events/event-types";
 
+/** The Durable Object name of a queue partition's coordinator: the queue's own name for partition 0 (the
+ * only one of an unpartitioned queue, and the one carrying the queue's event stream). `#` cannot occur in
+ * a queue name, so no queue's coordinator is another's partition. */
+export function coordinatorName(queue: string, part: number): string {
+  return part === 0 ? queue : `${queue}#${part}`;
+}
+
+export function coordinatorOf(env: Env, queue: string, part = 0) {
+  return env.COORDINATOR.get(env.COORDINATOR.idFromName(coordinatorName(queue, part)));
+}
+
 /**
- * Tells a queue's coordinator that tasks become due at `runAt` (ms), and publishes `events` (whose D1
- * write has committed) in the same Durable Object request. Callers hand the promise to `ctx.waitUntil`
- * or await it; a failure here delays work until the next cron tick, it loses nothing.
+ * Tells a queue's coordinators that tasks become due at `runAt` (ms) — those of `parts` when the caller
+ * knows where it wrote, else every partition's — and publishes `events` (whose D1 write has committed) on
+ * partition 0's, in the same Durable Object request as its wake-up. An unpartitioned queue: one request.
+ * Callers hand the promise to `ctx.waitUntil` or await it; a failure here delays work until the next cron
+ * tick, it loses nothing.
  *
  * @example
  * c.executionCtx.waitUntil(wakeCoordinator(c.env, "emails", Date.now(), [{ kind: "enqueued", id }]));
@@ -16,10 +31,25 @@ export async function wakeCoordinator(
   queue: string,
   runAt: number | undefined,
   events: PublishedEvent[] = [],
+  parts?: number[],
 ): Promise<void> {
-  const stub = env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
-  if (events.length > 0) await stub.publish({ queue, events, runAt });
-  else if (runAt !== undefined) await stub.notify({ queue, runAt });
+  const targets = parts ?? (await existingPlacements(env, queue)).map((p) => p.part);
+  const notified = runAt === undefined ? [] : targets.length > 0 ? targets : [0];
+  const home = coordinatorOf(env, queue, 0);
+  const calls: Array<Promise<unknown>> = [];
+  if (events.length > 0) calls.push(home.publish({ queue, events, runAt: notified.includes(0) ? runAt : undefined }));
+  for (const part of notified) {
+    if (part === 0 && events.length > 0) continue; // rode on the publish
+    calls.push(coordinatorOf(env, queue, part).notify({ queue, runAt: runAt!, part }));
+  }
+  await Promise.all(calls);
+}
+
+/** The partition of `queue` a task's id names (its slot), or 0 when it carries none. */
+export async function partOfTask(env: Env, queue: string, id: string): Promise<number> {
+  const slot = decodeSlot(id);
+  const placement = slot === null ? null : await placementBySlot(env, slot);
+  return placement?.queue === queue ? placement.part : 0;
 }
 
 /** The event an ack's outcome publishes. */
@@ -39,26 +69,40 @@ function ackEventKind(kind: AckKind, outcome: Extract<AckOutcome, { ok: true }>)
  * c.executionCtx.waitUntil(wakeAfterAck(c.env, outcomes, "complete"));
  */
 export async function wakeAfterAck(env: Env, outcomes: AckOutcome[], kinds?: AckKind | AckKind[]): Promise<void> {
-  const earliest = new Map<string, number>();
+  // queue -> partition -> earliest run_at; queue -> events.
+  const earliest = new Map<string, Map<number, number>>();
   const events = new Map<string, PublishedEvent[]>();
-  const note = (queue: string, runAt: number) => earliest.set(queue, Math.min(earliest.get(queue) ?? Infinity, runAt));
+  const note = (queue: string, part: number, runAt: number) => {
+    const parts = earliest.get(queue) ?? new Map<number, number>();
+    parts.set(part, Math.min(parts.get(part) ?? Infinity, runAt));
+    earliest.set(queue, parts);
+  };
   const publish = (queue: string, event: PublishedEvent) => events.set(queue, [...(events.get(queue) ?? []), event]);
-  outcomes.forEach((outcome, i) => {
-    if (!outcome.ok) return;
-    if (outcome.state === "pending") note(outcome.queue, outcome.run_at);
-    for (const child of outcome.children) note(child.queue, child.run_at);
+  for (const [i, outcome] of outcomes.entries()) {
+    if (!outcome.ok) continue;
+    // A retry, and a child of the same queue (created with its parent's slot), are on the parent's partition.
+    const part = await partOfTask(env, outcome.queue, outcome.id);
+    if (outcome.state === "pending") note(outcome.queue, part, outcome.run_at);
+    for (const child of outcome.children) note(child.queue, child.queue === outcome.queue ? part : 0, child.run_at);
     const kind = Array.isArray(kinds) ? kinds[i] : kinds;
-    if (kind === undefined || outcome.repeated) return;
+    if (kind === undefined || outcome.repeated) continue;
     publish(outcome.queue, { kind: ackEventKind(kind, outcome), id: outcome.id });
     for (const child of outcome.children) publish(child.queue, { kind: "enqueued", id: child.id });
-  });
+  }
   // A child of another queue was created on its parent's shard: send it to its own queue's shard first.
   const foreign = new Set(
     outcomes.flatMap((o) => (o.ok ? o.children.filter((c) => c.queue !== o.queue).map((c) => c.queue) : [])),
   );
   for (const queue of foreign) await relayQueueHome(env, queue, Date.now());
   const queues = new Set([...earliest.keys(), ...events.keys()]);
-  await Promise.all([...queues].map((queue) => wakeCoordinator(env, queue, earliest.get(queue), events.get(queue))));
+  await Promise.all(
+    [...queues].map(async (queue) => {
+      const parts = earliest.get(queue);
+      if (!parts) return wakeCoordinator(env, queue, undefined, events.get(queue), []);
+      const runAt = Math.min(...parts.values());
+      return wakeCoordinator(env, queue, runAt, events.get(queue), [...parts.keys()]);
+    }),
+  );
 }
 
 /**
@@ -68,5 +112,5 @@ export async function wakeAfterAck(env: Env, outcomes: AckOutcome[], kinds?: Ack
  * c.executionCtx.waitUntil(publishEvents(c.env, "emails", [{ kind: "progress", id }]));
  */
 export function publishEvents(env: Env, queue: string, events: PublishedEvent[]): Promise<void> {
-  return wakeCoordinator(env, queue, undefined, events);
+  return wakeCoordinator(env, queue, undefined, events, []);
 }

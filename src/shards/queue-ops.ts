@@ -9,7 +9,7 @@ import { listTasks, queueStats, type ListFilter, type QueueStats } from "../engi
 import { redriveQueue, type RedriveScope } from "../engine/redrive";
 import { leaseFromPartitions } from "./partitioned-lease";
 import { nextLeaseOffset, pickPart, routeShards, type PartRoute, type QueueRoute } from "./queue-route";
-import { homeShard, shardNames } from "./shard-set";
+import { homeShard, shardNames, type Shard } from "./shard-set";
 import { carriesSlot, slotIdFactory } from "./task-slot";
 
 const slotId = slotIdFactory();
@@ -29,7 +29,7 @@ export async function enqueueToQueue(
   route: QueueRoute,
   input: NewTask[],
   now: number,
-): Promise<EnqueueResult> {
+): Promise<EnqueueResult & { parts: number[] }> {
   const parts = input.map((task) => pickPart(route, task));
   const ids = input.map((task, i) => task.id ?? slotId(parts[i]!.slot, now));
   if (shardNames(env).length > 1) await recordAddresses(env, route, input, ids, parts, now);
@@ -54,7 +54,9 @@ export async function enqueueToQueue(
       if (result.earliestRunAt !== null) earliestRunAt = Math.min(earliestRunAt ?? Infinity, result.earliestRunAt);
     }),
   );
-  return { tasks: outcomes, earliestRunAt };
+  // The partitions that received tasks: only their coordinators need waking.
+  const written = [...new Set(parts.filter((_, i) => outcomes[i] && !outcomes[i]!.deduplicated).map((p) => p.part))];
+  return { tasks: outcomes, earliestRunAt, parts: written };
 }
 
 /** Records where client-supplied ids live; an id already recorded keeps its partition (so it dedupes). */
@@ -84,14 +86,26 @@ async function recordAddresses(
   }
 }
 
-/** Leases from the queue's partitions (and a shard it is moving from), starting at a rotating offset. */
+/**
+ * Leases from the queue's partitions (and a shard it is moving from): from partition `startPart`'s shard
+ * first when given (a partition's coordinator), else from a rotating offset.
+ */
 export function leaseFromQueue(
   route: QueueRoute,
   request: Omit<LeaseRequest, "queue">,
   now: number,
+  startPart?: number,
 ): Promise<TaskRow[]> {
-  const dbs = routeShards(route).map((s) => s.db);
-  return leaseFromPartitions(dbs, route.queue, request, nextLeaseOffset(dbs.length), now);
+  const shards = routeShards(route);
+  const own = startPart === undefined ? -1 : shards.findIndex((s) => s.name === route.parts[startPart]?.shard.name);
+  const start = own >= 0 ? own : nextLeaseOffset(shards.length);
+  return leaseFromPartitions(
+    shards.map((s) => s.db),
+    route.queue,
+    request,
+    start,
+    now,
+  );
 }
 
 /** Counts and due work over every shard holding the queue. */
@@ -146,6 +160,18 @@ export async function redriveQueueOf(route: QueueRoute, scope: RedriveScope, now
 
 export function purgeQueueOf(route: QueueRoute, options: Parameters<typeof purgeTasks>[2]) {
   return sumOver(route, (db) => purgeTasks(db, route.queue, options));
+}
+
+/** The earliest time one of the queue's tasks becomes leasable on the given shards (a partition's). */
+export async function nextRunOn(
+  shards: Shard[],
+  queue: string,
+  now: number,
+  opts: { leases?: boolean } = {},
+): Promise<number | null> {
+  const all = await Promise.all(shards.map((s) => nextRunAt(s.db, queue, now, opts)));
+  const times = all.filter((t): t is number => t !== null);
+  return times.length > 0 ? Math.min(...times) : null;
 }
 
 /** The earliest time one of the queue's tasks becomes leasable, over its shards. */

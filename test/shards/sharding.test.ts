@@ -1,8 +1,10 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { openDb, type Db } from "../../src/db/client";
-import { forgetPlacements, rankShards, readPlacements } from "../../src/shards/directory";
+import { coordinatorOf } from "../../src/coordinator/wake";
+import { fnv1a, forgetPlacements, rankShards, readPlacements } from "../../src/shards/directory";
 import { startMove } from "../../src/shards/move";
 import { advanceMove } from "../../src/shards/relay";
 import { shardNames } from "../../src/shards/shard-set";
@@ -132,6 +134,40 @@ describe("partitioned queues", () => {
     const again = await enqueue(queue, { tasks: Array.from({ length: 6 }, (_, i) => ({ dedupe_key: `k${i}` })) });
     expect(again.map((t) => t.deduplicated)).toEqual(Array(6).fill(true));
     expect(again.map((t) => t.id)).toEqual(first.map((t) => t.id));
+  });
+});
+
+describe("a coordinator per partition", () => {
+  it("arms the alarm of the partition that holds a delayed task, and only that one", async () => {
+    const queue = uniqueQueue("parts-alarm");
+    await call("PUT", `/v1/queues/${queue}/config`, { body: { partitions: 2 } });
+    const placements = await readPlacements(shard("DB"), queue);
+    // A dedupe key picks the partition: find one that lands on partition 1.
+    let key = 0;
+    while (fnv1a(`k${key}`) % 2 !== 1) key++;
+    const runAt = Date.now() + 3_600_000;
+    const [task] = await enqueue(queue, { dedupe_key: `k${key}`, run_at: new Date(runAt).toISOString() });
+    expect(decodeSlot(task!.id)).toBe(placements[1]!.slot);
+    // The wake-up goes out after the response (waitUntil): wait for its alarm, bounded.
+    let armed: number | null = null;
+    for (let i = 0; i < 100 && armed === null; i++) {
+      armed = await runInDurableObject(coordinatorOf(env, queue, 1), (_o, state) => state.storage.getAlarm());
+      if (armed === null) await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(armed).toBe(runAt);
+    expect(await runInDurableObject(coordinatorOf(env, queue, 0), (_o, state) => state.storage.getAlarm())).toBeNull();
+  });
+
+  it("a long poll on a partitioned queue is answered by tasks enqueued while it waits", async () => {
+    const queue = uniqueQueue("parts-poll");
+    await call("PUT", `/v1/queues/${queue}/config`, { body: { partitions: 2 } });
+    const polls = [lease(queue, { max: 10, wait_s: 5 }), lease(queue, { max: 10, wait_s: 5 })];
+    await new Promise((r) => setTimeout(r, 200));
+    const ids = (await enqueue(queue, { tasks: Array.from({ length: 8 }, () => ({})) })).map((t) => t.id);
+    const got = (await Promise.all(polls)).flat().map((t) => t.id);
+    expect(got.length).toBeGreaterThan(0);
+    expect(new Set(got).size).toBe(got.length);
+    expect(ids).toEqual(expect.arrayContaining(got));
   });
 });
 

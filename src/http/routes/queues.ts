@@ -18,7 +18,7 @@ import {
   redriveQueueOf,
 } from "../../shards/queue-ops";
 import { queueConfigOf, putQueueConfigOf } from "../../shards/queue-config-ops";
-import { queueRoute, readRoute } from "../../shards/queue-route";
+import { nextLeaseOffset, queueRoute, readRoute } from "../../shards/queue-route";
 import { toLeasedTaskView, toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import type { AppEnv } from "../app-env";
@@ -192,7 +192,7 @@ const enqueueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: enqueueValidationHo
     );
     if (result.earliestRunAt != null) {
       const events = result.tasks.filter((t) => !t.deduplicated).map((t) => ({ kind: "enqueued" as const, id: t.id }));
-      c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, result.earliestRunAt, events));
+      c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, result.earliestRunAt, events, result.parts));
     }
     return c.json({ tasks: result.tasks }, 201);
   },
@@ -229,7 +229,11 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
       }
       return c.json({ tasks: leased.map(toLeasedTaskView) }, 200);
     }
-    const leased = await longPollLease(c.env, request, waitMs, c.req.raw.signal, c.executionCtx, () => Date.now());
+    // A partitioned queue's long poll waits at one partition's coordinator (in turn), leasing from all.
+    const part = route.parts[nextLeaseOffset(route.parts.length)]!.part;
+    const leased = await longPollLease(c.env, { ...request, part }, waitMs, c.req.raw.signal, c.executionCtx, () =>
+      Date.now(),
+    );
     return c.json({ tasks: leased.map(toLeasedTaskView) }, 200);
   })
   .openapi(ackRoute, async (c) => {
