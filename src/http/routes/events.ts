@@ -41,10 +41,7 @@ const upgradeResponses = {
     description:
       "Switching Protocols: the WebSocket. Its every text message is a StreamMessage (hello, a TaskEvent, counts or resync; #/components/schemas/StreamMessage)",
   },
-  400: errorResponses[400],
-  401: errorResponses[401],
-  404: errorResponses[404],
-  503: errorResponses[503],
+  ...errorResponses,
 };
 
 const STREAM_DESCRIPTION = `A WebSocket upgrade (send \`Upgrade: websocket\`; anything else is 400). Browsers cannot set Authorization on a WebSocket, so besides a bearer token the upgrade takes a ticket from POST /v1/events/tickets (valid ${EVENT_TICKET_TTL_S} s), as \`?ticket=\` or as the subprotocol \`edgeq.ticket.<ticket>\` offered next to \`${EVENTS_PROTOCOL}\` (which the answer then selects); a missing, wrong or expired one is refused with 401 before the upgrade. The socket then carries JSON text messages: first \`hello\` (where the stream stands), then task events (enqueued, leased, progress, completed, failed with the error and \`retry_at\`, dead, cancelled, released, redriven), each with a per-queue \`seq\`, and a \`counts\` snapshot at most once a second while anything changes. Reconnect with \`?after=<last seq>\` to get what was missed from the last ${EVENT_BUFFER_SIZE} events, or a \`resync\` event when the gap is older (re-read over HTTP, then follow from its \`seq\`).`;
