@@ -19,6 +19,8 @@ import { migrationStatements } from "./workerd-host";
 
 export interface EdgeqHost {
   url: string;
+  /** The bundle's source map (for bench/inspector-profile.ts), until `stop()`. */
+  sourceMap: string;
   stop(): Promise<void>;
 }
 
@@ -50,7 +52,11 @@ function run(command: string, args: string[], cwd: string): Promise<void> {
  * await fetch(`${host.url}/health`);
  * await host.stop();
  */
-export async function startEdgeqInWorkerd(root: string, vars: Record<string, string>): Promise<EdgeqHost> {
+export async function startEdgeqInWorkerd(
+  root: string,
+  vars: Record<string, string>,
+  opts: { inspectorPort?: number } = {},
+): Promise<EdgeqHost> {
   const dir = mkdtempSync(join(tmpdir(), "edgeq-bench-workerd-"));
   try {
     const outdir = join(dir, "bundle");
@@ -82,6 +88,8 @@ export async function startEdgeqInWorkerd(root: string, vars: Record<string, str
       convertV4MiniflareOptions({
         host: "127.0.0.1",
         port: 0,
+        // workerd's DevTools inspector, for a CPU profile of the Worker (bench/inspector-profile.ts).
+        ...(opts.inspectorPort === undefined ? {} : { inspectorPort: opts.inspectorPort }),
         name: "edgeq",
         modulesRoot: outdir,
         modules: [
@@ -107,6 +115,7 @@ export async function startEdgeqInWorkerd(root: string, vars: Record<string, str
     for (const statement of migrationStatements(root)) await d1.prepare(statement).run();
     return {
       url: url.origin,
+      sourceMap: join(outdir, "index.js.map"),
       async stop() {
         await mf.dispose();
         rmSync(dir, { recursive: true, force: true });

@@ -22,10 +22,21 @@ import {
 import { runGrowthSection } from "./section-growth";
 import { runHttpSection } from "./section-http";
 import { runScaleSection } from "./section-scale";
+import { runHttpProfileSection } from "./section-http-profile";
 import { runSqsSection } from "./section-sqs";
 import { startWorkerdBench } from "./workerd-host";
 
 const quick = process.argv.includes("--quick");
+/** The sections, by the name `--only` takes. */
+const SECTIONS = ["cost", "burn", "http", "http-profile", "alternatives", "growth", "sqs", "scale"] as const;
+// `--only http-profile` (or a comma list): just those sections, e.g. to check one after changing it.
+const onlyAt = process.argv.indexOf("--only");
+const only = onlyAt >= 0 ? (process.argv[onlyAt + 1] ?? "").split(",") : null;
+for (const name of only ?? []) {
+  if (!(SECTIONS as readonly string[]).includes(name))
+    throw new Error(`--only: no section "${name}" (${SECTIONS.join(", ")})`);
+}
+const wanted = (name: (typeof SECTIONS)[number]) => only === null || only.includes(name);
 const root = join(fileURLToPath(import.meta.url), "..", "..", "..", "..");
 const started = performance.now();
 
@@ -71,10 +82,17 @@ const plan: Plan = quick
       scaleMeasureS: 16,
     };
 
-const resultsFile = join(root, "node_modules", ".cache", "edgeq-bench", `results-${plan.mode}.json`);
+const resultsFile = join(
+  root,
+  "node_modules",
+  ".cache",
+  "edgeq-bench",
+  `results-${plan.mode}${only ? `-only-${only.join("-")}` : ""}.json`,
+);
 /** Writes the chart and the report (formatted by the repo's Prettier config, so `npm run check` stays clean). */
 // A quick run is a smoke run: its report goes next to its results, never over the quotable docs/benchmarks.md.
-const reportDir = quick ? join(root, "node_modules", ".cache", "edgeq-bench") : join(root, "docs");
+// So is a partial run (--only): the report covers one run of every section.
+const reportDir = quick || only ? join(root, "node_modules", ".cache", "edgeq-bench") : join(root, "docs");
 const writeReport = async (r: BenchResults) => {
   writeFileSync(join(reportDir, "benchmarks-throughput.svg"), renderChart(r));
   const file = join(reportDir, "benchmarks.md");
@@ -121,73 +139,97 @@ const results: BenchResults = {
   durations: {},
 };
 
-const engine = await startWorkerdBench(root);
-try {
-  const cost = await section("1. cost per task", () => runCostSection(engine, plan.costTasks));
-  results.cost = cost;
-  results.durations.cost = cost.seconds;
-
-  const burn = await section("2. engine burn-down", async () => {
-    const rows: BurnRow[] = [];
-    for (const batch of BATCHES) {
-      const opts = { tasks: plan.burnTasks, segments: plan.segments, capS: plan.burnCapS };
-      rows.push(await runWorkerdBurn(engine, "edgeq", batch, opts));
-      log(`burn: edgeq in workerd, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
-      rows.push(await runSqliteBurn(root, batch, opts));
-      log(`burn: edgeq on node:sqlite, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
-      rows.push(await runWorkerdBurn(engine, "baseline", batch, { ...opts, tasks: plan.baselineBurnTasks }));
-      log(`burn: baseline in workerd, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
+const engine = wanted("cost") || wanted("burn") ? await startWorkerdBench(root) : null;
+if (engine) {
+  try {
+    if (wanted("cost")) {
+      const cost = await section("1. cost per task", () => runCostSection(engine, plan.costTasks));
+      results.cost = cost;
+      results.durations.cost = cost.seconds;
     }
-    return rows;
-  });
-  results.burn = burn;
-  results.durations.burn = burn.seconds;
-} finally {
-  await engine.dispose();
+
+    if (wanted("burn")) {
+      const burn = await section("2. engine burn-down", async () => {
+        const rows: BurnRow[] = [];
+        for (const batch of BATCHES) {
+          const opts = { tasks: plan.burnTasks, segments: plan.segments, capS: plan.burnCapS };
+          rows.push(await runWorkerdBurn(engine, "edgeq", batch, opts));
+          log(`burn: edgeq in workerd, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
+          rows.push(await runSqliteBurn(root, batch, opts));
+          log(`burn: edgeq on node:sqlite, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
+          rows.push(await runWorkerdBurn(engine, "baseline", batch, { ...opts, tasks: plan.baselineBurnTasks }));
+          log(`burn: baseline in workerd, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
+        }
+        return rows;
+      });
+      results.burn = burn;
+      results.durations.burn = burn.seconds;
+    }
+  } finally {
+    await engine.dispose();
+  }
 }
 
-const http = await section("3. end to end over HTTP", () =>
-  runHttpSection(root, {
-    tasks: plan.httpTasks,
-    reps: plan.httpReps,
-    workerCounts: plan.httpWorkers,
-    latencySamples: plan.latencySamples,
-    log,
-  }),
-);
-results.http = http;
-results.durations.http = http.seconds;
+if (wanted("http")) {
+  const http = await section("3. end to end over HTTP", () =>
+    runHttpSection(root, {
+      tasks: plan.httpTasks,
+      reps: plan.httpReps,
+      workerCounts: plan.httpWorkers,
+      latencySamples: plan.latencySamples,
+      log,
+    }),
+  );
+  results.http = http;
+  results.durations.http = http.seconds;
+}
 
-const alternatives = await section("4. alternatives", async () => {
-  const opts = { tasks: plan.altTasks, segments: plan.segments, capS: plan.altCapS, log };
-  return [await runBullmq(BATCHES, opts), await runPgBoss(BATCHES, opts)];
-});
-results.alternatives = alternatives;
-results.durations.alternatives = alternatives.seconds;
+if (wanted("http-profile")) {
+  const profile = await section("3b. where the HTTP path's time goes", () =>
+    runHttpProfileSection(root, { tasks: plan.httpTasks, log }),
+  );
+  results.httpProfile = profile;
+  results.durations.httpProfile = profile.seconds;
+}
 
-const growth = await section("5. growth", () =>
-  runGrowthSection(root, {
-    sizes: plan.growthSizes,
-    leases: plan.growthLeases,
-    inFlightAt: 100_000,
-    inFlight: plan.inFlight,
-    log,
-  }),
-);
-results.growth = growth;
-results.durations.growth = growth.seconds;
+if (wanted("alternatives")) {
+  const alternatives = await section("4. alternatives", async () => {
+    const opts = { tasks: plan.altTasks, segments: plan.segments, capS: plan.altCapS, log };
+    return [await runBullmq(BATCHES, opts), await runPgBoss(BATCHES, opts)];
+  });
+  results.alternatives = alternatives;
+  results.durations.alternatives = alternatives.seconds;
+}
 
-const sqs = await section("6. SQS endpoint", () =>
-  runSqsSection(root, { messages: quick ? 500 : 2_000, consumers: 4, reps: quick ? 1 : 3, log }),
-);
-results.sqs = sqs;
-results.durations.sqs = sqs.seconds;
+if (wanted("growth")) {
+  const growth = await section("5. growth", () =>
+    runGrowthSection(root, {
+      sizes: plan.growthSizes,
+      leases: plan.growthLeases,
+      inFlightAt: 100_000,
+      inFlight: plan.inFlight,
+      log,
+    }),
+  );
+  results.growth = growth;
+  results.durations.growth = growth.seconds;
+}
 
-const scale = await section("7. scale-out (simulated)", () =>
-  runScaleSection(root, { warmupS: plan.scaleWarmupS, measureS: plan.scaleMeasureS, log }),
-);
-results.scale = scale;
-results.durations.scale = scale.seconds;
+if (wanted("sqs")) {
+  const sqs = await section("6. SQS endpoint", () =>
+    runSqsSection(root, { messages: quick ? 500 : 2_000, consumers: 4, reps: quick ? 1 : 3, log }),
+  );
+  results.sqs = sqs;
+  results.durations.sqs = sqs.seconds;
+}
+
+if (wanted("scale")) {
+  const scale = await section("7. scale-out (simulated)", () =>
+    runScaleSection(root, { warmupS: plan.scaleWarmupS, measureS: plan.scaleMeasureS, log }),
+  );
+  results.scale = scale;
+  results.durations.scale = scale.seconds;
+}
 
 results.durations.total = (performance.now() - started) / 1000;
 results.load.end = loadavg();

@@ -6,6 +6,8 @@ import type { AltService } from "./section-alternatives";
 import type { BurnRow, CostRow } from "./section-engine";
 import type { GrowthRow } from "./section-growth";
 import type { HttpSection } from "./section-http";
+import { httpProfileReportSection } from "./report-http-profile";
+import type { HttpProfileSection } from "./section-http-profile";
 import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./section-scale";
 import { sqsReportSection, type SqsSection } from "./section-sqs";
 import { fmt, fmtSpread, spread, type Spread } from "./stats";
@@ -47,6 +49,7 @@ export interface BenchResults {
   cost?: Outcome<CostRow[]>;
   burn?: Outcome<BurnRow[]>;
   http?: Outcome<HttpSection>;
+  httpProfile?: Outcome<HttpProfileSection>;
   alternatives?: Outcome<AltService[]>;
   growth?: Outcome<GrowthRow[]>;
   sqs?: Outcome<SqsSection>;
@@ -509,6 +512,7 @@ function notes(r: BenchResults, out: string[]) {
       ["1. cost", r.cost],
       ["2. burn-down", r.burn],
       ["3. HTTP", r.http],
+      ["3b. HTTP profile", r.httpProfile],
       ["4. alternatives", r.alternatives],
       ["5. growth", r.growth],
       ["6. SQS endpoint", r.sqs],
@@ -597,6 +601,7 @@ export function renderReport(r: BenchResults): string {
   costSection(r, out);
   burnSection(r, out);
   httpSection(r, out);
+  httpProfileReportSection(r.httpProfile, r.httpProfile?.value?.before ?? null, out);
   altSection(r, out);
   growthSection(r, out);
   sqsReportSection(r.sqs, out);

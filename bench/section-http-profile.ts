@@ -11,8 +11,11 @@
  *   on another queue: each enqueue's time, and the leases' latency during them against before them;
  * - long poll with tasks available: `lease {wait_s: 2}` on a queue with work, against `wait_s: 0`.
  */
-import { BENCH_TOKEN, startLocalServer } from "./local-server";
+import { readdirSync, readFileSync } from "node:fs";
+import { profileWorker, type WorkerCpuProfile } from "./inspector-profile";
+import { BENCH_TOKEN, freePort, startLocalServer } from "./local-server";
 import { startEdgeqInWorkerd } from "./edgeq-host";
+import { loadBeforeProfile, type SavedProfile } from "./report-http-profile";
 import { percentile } from "./stats";
 
 /** The phases of src/http/request-timing.ts, in its order. */
@@ -30,11 +33,25 @@ export interface OpProfile {
   d1Calls: number;
   /** D1's own execution time (`meta.duration`) per request: `d1` minus this is waiting and the hop. */
   sqlMs: number;
+  /** Client clock: from sending the request to the Worker's middleware starting (Node's fetch, the loopback
+   * socket, wrangler's proxy, waiting for the isolate), and from the Worker's end to the response read. */
+  inMs: number;
+  outMs: number;
+}
+
+/** CPU milliseconds per 1,000 tasks of the burn-down, by process: where the machine's cores went. */
+export interface CpuPerKTasks {
+  /** This process: the load generator (16 pull workers on fetch). */
+  client: number;
+  /** workerd processes under this one (the Worker, D1 and the coordinators; with wrangler dev also its proxy). */
+  workerd: number;
+  /** Other processes under this one (wrangler's own Node process with wrangler dev). */
+  other: number;
 }
 
 export interface TargetProfile {
   target: "workerd" | "wrangler dev";
-  burn: { tasks: number; workers: number; tasksPerS: number; ops: OpProfile[] };
+  burn: { tasks: number; workers: number; tasksPerS: number; ops: OpProfile[]; cpu: CpuPerKTasks | null };
   bulk: {
     enqueues: number;
     tasksPerEnqueue: number;
@@ -44,20 +61,29 @@ export interface TargetProfile {
     loadedLease: OpProfile;
   };
   longPoll: { direct: OpProfile; waiting: OpProfile };
+  /** workerd only: a V8 CPU profile of the Worker's isolate during a second burn-down (bottom-up). */
+  workerCpu: WorkerCpuProfile | null;
 }
 
 export interface HttpProfileSection {
   targets: TargetProfile[];
+  /** The same profile from before the changes it led to (bench/http-profile-before.json), for the report. */
+  before: SavedProfile | null;
 }
 
 export interface HttpProfileOptions {
   tasks: number;
+  /** Default both: the Worker in workerd directly, then through wrangler dev. */
+  targets?: Array<TargetProfile["target"]>;
   log: (line: string) => void;
 }
 
 interface Sample {
   op: string;
   clientMs: number;
+  /** Date.now() just before sending and just after reading the response. */
+  sentAt: number;
+  doneAt: number;
   timing: Record<string, number>;
 }
 
@@ -75,10 +101,12 @@ class ProfiledApi {
   readonly samples: Sample[] = [];
   constructor(private readonly url: string) {}
 
+  /** `body` is sent as JSON; a string is sent as it is (already serialised). */
   async request<T>(op: string, method: string, path: string, body?: unknown): Promise<T> {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const payload = body === undefined || typeof body === "string" ? body : JSON.stringify(body);
     for (let attempt = 0; ; attempt++) {
       const t0 = performance.now();
+      const sentAt = Date.now();
       const res = await fetch(`${this.url}${path}`, {
         method,
         headers: { Authorization: `Bearer ${BENCH_TOKEN}`, "Content-Type": "application/json" },
@@ -88,17 +116,19 @@ class ProfiledApi {
       });
       const text = await res.text();
       const clientMs = performance.now() - t0;
+      const doneAt = Date.now();
       if (res.status === 429 && attempt < 20) continue;
       if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 500)}`);
       const timing = parseServerTiming(res.headers.get("Server-Timing"));
       if (timing.total === undefined) throw new Error(`${method} ${path}: no Server-Timing (EDGEQ_TIMING not set?)`);
-      this.samples.push({ op, clientMs, timing });
+      this.samples.push({ op, clientMs, sentAt, doneAt, timing });
       return JSON.parse(text) as T;
     }
   }
 
-  enqueue(queue: string, tasks: unknown[], op = "enqueue") {
-    return this.request<{ tasks: Array<{ id: string }> }>(op, "POST", `/v1/queues/${queue}/tasks`, { tasks });
+  enqueue(queue: string, tasks: unknown[] | string, op = "enqueue") {
+    const body = typeof tasks === "string" ? tasks : { tasks };
+    return this.request<{ tasks: Array<{ id: string }> }>(op, "POST", `/v1/queues/${queue}/tasks`, body);
   }
 
   lease(queue: string, max: number, waitS = 0, op = "lease") {
@@ -136,8 +166,64 @@ class ProfiledApi {
       phases: Object.fromEntries(PHASES.map((p) => [p, mean((s) => s.timing[p] ?? 0)])) as Record<Phase, number>,
       d1Calls: mean((s) => s.timing.d1n ?? 0),
       sqlMs: mean((s) => s.timing.sql ?? 0),
+      inMs: mean((s) => (s.timing.epoch ?? s.sentAt) - s.sentAt),
+      outMs: mean((s) => s.doneAt - ((s.timing.epoch ?? s.sentAt) + (s.timing.total ?? 0))),
     };
   }
+}
+
+/** Linux's USER_HZ: /proc reports CPU time in these ticks (100 on every mainstream kernel build). */
+const TICKS_PER_S = 100;
+
+/** CPU ms used so far by each descendant of this process, by pid (with its command name); null off Linux. */
+function descendantsCpu(): Map<string, { comm: string; ms: number }> | null {
+  let pids: string[];
+  try {
+    pids = readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+  } catch {
+    return null;
+  }
+  const stats = new Map<string, { comm: string; ppid: string; ms: number }>();
+  for (const pid of pids) {
+    try {
+      const text = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const comm = text.slice(text.indexOf("(") + 1, text.lastIndexOf(")"));
+      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+      // After the name: state ppid … utime (14th field of the line, 12th here) stime (13th).
+      const ms = ((Number(fields[11]) + Number(fields[12])) / TICKS_PER_S) * 1000;
+      stats.set(pid, { comm, ppid: fields[1]!, ms });
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  const mine = new Map<string, { comm: string; ms: number }>();
+  const isMine = (pid: string): boolean => {
+    for (let p: string | undefined = pid, depth = 0; p && depth < 16; p = stats.get(p)?.ppid, depth++) {
+      if (p === String(process.pid)) return true;
+    }
+    return false;
+  };
+  for (const [pid, st] of stats) if (pid !== String(process.pid) && isMine(pid)) mine.set(pid, st);
+  return mine;
+}
+
+/** Runs `work` and says how much CPU each kind of process spent on it, per 1,000 of its `tasks`. */
+async function cpuOf(tasks: number, work: () => Promise<void>): Promise<CpuPerKTasks | null> {
+  const before = descendantsCpu();
+  const self0 = process.cpuUsage();
+  await work();
+  const self = process.cpuUsage(self0);
+  const after = descendantsCpu();
+  if (!before || !after) return null;
+  const per = (ms: number) => (ms / tasks) * 1000;
+  let workerd = 0;
+  let other = 0;
+  for (const [pid, st] of after) {
+    const spent = st.ms - (before.get(pid)?.ms ?? 0);
+    if (st.comm.startsWith("workerd")) workerd += spent;
+    else other += spent;
+  }
+  return { client: per((self.user + self.system) / 1000), workerd: per(workerd), other: per(other) };
 }
 
 /** 1 KiB of JSON payload (with its key and braces), distinct per task. */
@@ -171,6 +257,7 @@ async function profileTarget(
   target: TargetProfile["target"],
   url: string,
   opts: HttpProfileOptions,
+  inspector?: { port: number; sourceMap: string },
 ): Promise<TargetProfile> {
   const api = new ProfiledApi(url);
   const run = Date.now();
@@ -184,12 +271,13 @@ async function profileTarget(
   await fill(api, burnQueue, opts.tasks, (i) => ({ i }), "enqueue");
   const burnFrom = api.samples.length;
   const t0 = performance.now();
-  await leaseLoops(api, burnQueue, 16, "lease", () => false);
+  const cpu = await cpuOf(opts.tasks, () => leaseLoops(api, burnQueue, 16, "lease", () => false).then(() => {}));
   const tasksPerS = (opts.tasks / (performance.now() - t0)) * 1000;
   const burn = {
     tasks: opts.tasks,
     workers: 16,
     tasksPerS,
+    cpu,
     ops: [api.profile("enqueue"), api.profile("lease", burnFrom), api.profile("lease ack", burnFrom)],
   };
   opts.log(`http-profile: ${target}: burn-down ${tasksPerS.toFixed(0)} tasks/s`);
@@ -198,6 +286,12 @@ async function profileTarget(
   const stock = `stock-${run}`;
   await fill(api, stock, 20_000, (i) => ({ i }), "fill");
   const bulkQueue = `bulk-${run}`;
+  const enqueues = 3;
+  // Serialised before the leases start: building 11 MB of JSON would stall this process's event loop, and
+  // with it the lease loops, while the server is what is measured.
+  const bodies = Array.from({ length: enqueues }, (_, k) =>
+    JSON.stringify({ tasks: Array.from({ length: 10_000 }, (_, i) => ({ payload: kibPayload(k * 10_000 + i) })) }),
+  );
   let phase: "quiet" | "loaded" | "done" = "quiet";
   const leasing = Promise.all(
     Array.from({ length: 4 }, async () => {
@@ -210,14 +304,7 @@ async function profileTarget(
   );
   await new Promise((r) => setTimeout(r, 2_000));
   phase = "loaded";
-  const enqueues = 3;
-  for (let k = 0; k < enqueues; k++) {
-    await api.enqueue(
-      bulkQueue,
-      Array.from({ length: 10_000 }, (_, i) => ({ payload: kibPayload(k * 10_000 + i) })),
-      "bulk enqueue",
-    );
-  }
+  for (const body of bodies) await api.enqueue(bulkQueue, body, "bulk enqueue");
   phase = "done";
   await leasing;
   const bulk = {
@@ -248,22 +335,45 @@ async function profileTarget(
   opts.log(
     `http-profile: ${target}: lease with tasks available: wait_s 0 ${longPoll.direct.clientMs.toFixed(1)} ms, wait_s 2 ${longPoll.waiting.clientMs.toFixed(1)} ms`,
   );
-  return { target, burn, bulk, longPoll };
+  // The Worker's own CPU, sampled (this slows it: a burn-down of its own, not the one timed above).
+  let workerCpu: WorkerCpuProfile | null = null;
+  if (inspector !== undefined) {
+    const profiled = `profiled-${run}`;
+    await fill(api, profiled, opts.tasks, (i) => ({ i }), "fill");
+    workerCpu = await profileWorker(
+      inspector.port,
+      "edgeq",
+      () => leaseLoops(api, profiled, 16, "profiled", () => false).then(() => {}),
+      process.env.EDGEQ_WORKER_CPUPROFILE,
+      inspector.sourceMap,
+    );
+    opts.log(
+      `http-profile: ${target}: Worker CPU profile: ${workerCpu.byPackage.map((p) => `${p.name} ${p.pct.toFixed(0)} %`).join(", ")}`,
+    );
+  }
+  return { target, burn, bulk, longPoll, workerCpu };
 }
 
 export async function runHttpProfileSection(root: string, opts: HttpProfileOptions): Promise<HttpProfileSection> {
   const targets: TargetProfile[] = [];
-  const direct = await startEdgeqInWorkerd(root, { EDGEQ_TOKEN: BENCH_TOKEN, EDGEQ_TIMING: "1" });
-  try {
-    targets.push(await profileTarget("workerd", direct.url, opts));
-  } finally {
-    await direct.stop();
+  const wanted = opts.targets ?? ["workerd", "wrangler dev"];
+  if (wanted.includes("workerd")) {
+    const inspectorPort = await freePort();
+    const direct = await startEdgeqInWorkerd(root, { EDGEQ_TOKEN: BENCH_TOKEN, EDGEQ_TIMING: "1" }, { inspectorPort });
+    try {
+      targets.push(
+        await profileTarget("workerd", direct.url, opts, { port: inspectorPort, sourceMap: direct.sourceMap }),
+      );
+    } finally {
+      await direct.stop();
+    }
   }
+  if (!wanted.includes("wrangler dev")) return { targets, before: loadBeforeProfile(root) };
   const dev = await startLocalServer(root, ["--var", "EDGEQ_TIMING:1"]);
   try {
     targets.push(await profileTarget("wrangler dev", dev.url, opts));
   } finally {
     await dev.stop();
   }
-  return { targets };
+  return { targets, before: loadBeforeProfile(root) };
 }

@@ -76,7 +76,7 @@ const MAX_ENQUEUE_ROUNDS = 3;
  * Atomicity: a call whose tasks fit in one chunk (MAX_ENQUEUE_CHUNK_TASKS tasks and MAX_ENQUEUE_CHUNK_BYTES
  * of JSON) is one statement, all or nothing. A larger call is inserted chunk after chunk, in input order,
  * each chunk its own statement — so leases run between them instead of waiting behind one transaction of
- * 10,000 tasks (D1 runs one statement at a time; measured here, a 10,000 × 1 KiB batch held it ~0.7-0.9 s).
+ * 10,000 tasks (D1 runs one statement at a time; a 10,000 × 1 KiB batch was 0.26-0.71 s of SQL here).
  * Every check (sizes, ids, JSON) runs before the first insert, so a refused call inserts nothing; only a
  * failure of D1 itself midway leaves the chunks before it inserted. A client that retries such a call
  * with the same ids or dedupe keys gets those tasks back `deduplicated` instead of twice.

@@ -16,8 +16,9 @@ export const MAX_ENQUEUE_CHUNK_BYTES = 1024 * 1024;
 
 /** Most tasks per enqueue statement, and so the most an enqueue keeps atomic (src/engine/enqueue.ts). D1
  * runs one statement at a time, so a chunk is the longest a lease waits behind a bulk enqueue: 1,000 tasks
- * of 1 KiB took ~70-90 ms here (docs/benchmarks.md, section 3b), inside the 150 ms a lease should take at
- * the median under load; with 1 MiB per statement, that is also where 1 KiB payloads fill a chunk. */
+ * of 1 KiB were 24-77 ms of SQL here (D1's meta.duration; docs/benchmarks.md, section 3b), inside the
+ * 150 ms a lease should take at the median under load; with 1 MiB per statement, that is also where 1 KiB
+ * payloads fill a chunk. */
 export const MAX_ENQUEUE_CHUNK_TASKS = 1_000;
 
 /** Most tasks in one lease or one batch ack — the same 100 as Cloudflare Queues' batch limit, and small

@@ -17,7 +17,9 @@ import type { AppEnv } from "./app-env";
  * - `do`: time with a coordinator (Durable Object) call in flight that the response waited for;
  * - `serialize`: `c.json` (JSON.stringify of the response);
  * - `engine`: the rest of the handler (engine and Drizzle JS: building SQL, mapping rows);
- * - `total`: the middleware's whole time.
+ * - `total`: the middleware's whole time; `epoch` is the wall clock (ms) when it began, so that a client on
+ *   the same machine can tell the time before the Worker (sending, the local proxy, waiting for the isolate)
+ *   from the time after it.
  * Coordinator calls still running when the response is ready (`waitUntil`) are `do_bg` (count).
  *
  * Off (the default and production), the middleware is one property read per request: `c.env.EDGEQ_TIMING`.
@@ -57,6 +59,7 @@ type Interval = [start: number, end: number];
 /** One request's marks and intervals (milliseconds, `performance.now()`). */
 export class RequestTiming {
   readonly start = performance.now();
+  readonly epoch = Date.now();
   readBeganAt: number | undefined;
   bodyDoneAt: number | undefined;
   validatedAt: number | undefined;
@@ -108,6 +111,7 @@ export class RequestTiming {
     return [
       ...phases.map(([name, ms]) => `${name};dur=${ms.toFixed(2)}`),
       `sql;dur=${this.sqlMs.toFixed(2)}`,
+      `epoch;dur=${this.epoch}`,
       `d1n;dur=${this.d1.length}`,
       `do_bg;dur=${this.calls.length - awaited.length}`,
     ].join(", ");
