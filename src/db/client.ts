@@ -6,9 +6,20 @@ import * as schema from "./schema";
 /** The Drizzle handle every engine function takes as its first argument. */
 export type Db = ReturnType<typeof openDb>;
 
-/** Wraps the D1 binding; cheap, so each request or alarm opens its own. */
-export function openDb(d1: D1Database) {
+/** One Drizzle handle per binding object: building one reads the whole schema's relations again
+ * (`extractTablesRelationalConfig`, 1.5 % of the Worker's CPU in a burn-down when every request and every
+ * coordinator call built its own; docs/benchmarks.md, section 3b). A handle keeps no per-request state. */
+const handles = new WeakMap<D1Database, ReturnType<typeof open>>();
+
+function open(d1: D1Database) {
   return drizzle(d1, { schema });
+}
+
+/** The Drizzle handle of a D1 binding (made once per binding object, then reused). */
+export function openDb(d1: D1Database) {
+  let db = handles.get(d1);
+  if (db === undefined) handles.set(d1, (db = open(d1)));
+  return db;
 }
 
 const dialect = new SQLiteAsyncDialect();
