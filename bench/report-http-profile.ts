@@ -91,7 +91,9 @@ export function httpProfileReportSection(
     "Reproduce: `npm run bench -- --only http-profile` (the report then goes to",
     "`node_modules/.cache/edgeq-bench/`); `EDGEQ_WORKER_CPUPROFILE=file.cpuprofile` keeps the Worker's V8",
     "profile for DevTools, and `node --cpu-prof node_modules/.cache/edgeq-bench/main.mjs --only http-profile`",
-    "profiles the load generator.",
+    "profiles the load generator. Timing is on for every request here, and its own work (wrapping D1 and",
+    "the coordinator, a second `JSON.parse`) shows in the V8 profile as `src/http/request-timing.ts`: the",
+    "rates of this section are a little below section 3's, which runs without it.",
     "",
   );
 
