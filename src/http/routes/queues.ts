@@ -51,7 +51,8 @@ const enqueueRoute = authRoute({
   method: "post",
   path: "/v1/queues/{queue}/tasks",
   tags: ["tasks"],
-  summary: "Enqueue one task, or up to 10,000 as { tasks: [...] } atomically",
+  summary:
+    "Enqueue one task, or up to 10,000 as { tasks: [...] } (atomic up to 1,000; larger in order, 1,000 at a time)",
   request: { params: QueueParams, body: jsonBody(EnqueueBody) },
   responses: { 201: jsonResponse(EnqueueResponse, "Created (or deduplicated)") },
 });
