@@ -1,6 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { openDb } from "../../db/client";
 import { EdgeqError } from "../../engine/errors";
 import { DEV_TOKEN, EVENT_BUFFER_SIZE, EVENT_TICKET_TTL_S } from "../../engine/limits";
 import { getTask } from "../../engine/read";
@@ -8,6 +7,7 @@ import { readSettings } from "../../env";
 import { EVENTS_PROTOCOL } from "../../events/event-hub";
 import { issueTicket, ticketProblem } from "../../events/tickets";
 import { countsEventSchema, helloEventSchema, resyncEventSchema, taskEventSchema } from "../../events/event-types";
+import { onTaskShard } from "../../shards/task-locator";
 import type { AppEnv } from "../app-env";
 import { authRoute, errorResponses, jsonResponse } from "../route-helpers";
 import { QueueParams, TaskParams } from "../schemas";
@@ -147,7 +147,7 @@ export const eventStreamRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validati
     const { id } = c.req.valid("param");
     const { after, ticket } = c.req.valid("query");
     await authorize(c, ticket);
-    const task = await getTask(openDb(c.env.DB), id);
+    const task = await onTaskShard(c.env, id, (shard) => getTask(shard.db, id));
     return forward(c, task.queue, task.id, after);
   });
 
