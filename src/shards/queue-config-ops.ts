@@ -1,6 +1,7 @@
 import type { Env } from "../env";
 import { EdgeqError } from "../engine/errors";
 import { getQueueConfig, putQueueConfig, type QueueConfig } from "../engine/queue-config";
+import { defaultRegistry } from "../processors/registry";
 import { forgetPlacements } from "./directory";
 import { queueRoute, routeShards, type QueueRoute } from "./queue-route";
 
@@ -45,4 +46,13 @@ export async function putQueueConfigOf(
       .map((s) => putQueueConfig(s.db, queue, next, now, processors)),
   );
   return { ...next, partitions: route.parts.length };
+}
+
+/** Copies the config stored on the queue's first shard to its other shards (after a write made there). */
+export async function copyConfigToPartitions(route: QueueRoute, now: number): Promise<void> {
+  const [first, ...others] = routeShards(route);
+  if (others.length === 0) return;
+  const config = await getQueueConfig(first!.db, route.queue);
+  const processors = defaultRegistry.list().map((p) => p.type);
+  await Promise.all(others.map((s) => putQueueConfig(s.db, route.queue, config, now, processors)));
 }

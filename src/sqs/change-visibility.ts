@@ -4,6 +4,7 @@ import type { AckOutcome } from "../engine/ack";
 import { extendLeases } from "../engine/extend";
 import { failTasks } from "../engine/fail";
 import { MAX_VISIBILITY_TIMEOUT_S } from "../engine/limits";
+import { ackOnRoute } from "../shards/ack-routing";
 import type { SqsContext } from "./context";
 import { SqsError } from "./errors";
 import { batchFailure, checkBatchEntries, intIn, parseInput, type BatchFailure } from "./input";
@@ -38,16 +39,14 @@ async function applyChanges(ctx: SqsContext, queue: string, changes: Change[]): 
   const scope = { queue };
   const extend = changes.filter((c) => c.visibilityTimeoutS > 0);
   const reset = changes.filter((c) => c.visibilityTimeoutS === 0);
+  const route = await ctx.route(queue);
   const [extended, failed] = await Promise.all([
-    extend.length ? extendLeases(ctx.db, extend, ctx.now, scope) : [],
-    reset.length
-      ? failTasks(
-          ctx.db,
-          reset.map((c) => ({ id: c.id, leaseToken: c.leaseToken, message: VISIBLE_AGAIN_MESSAGE, retryAfterS: 0 })),
-          ctx.now,
-          scope,
-        )
-      : [],
+    ackOnRoute(route, extend, (db, items) => extendLeases(db, items, ctx.now, scope)),
+    ackOnRoute(
+      route,
+      reset.map((c) => ({ id: c.id, leaseToken: c.leaseToken, message: VISIBLE_AGAIN_MESSAGE, retryAfterS: 0 })),
+      (db, items) => failTasks(db, items, ctx.now, scope),
+    ),
   ]);
   if (failed.length) ctx.waitUntil(wakeAfterAck(ctx.env, failed));
   const byChange = new Map<Change, AckOutcome>();

@@ -1,9 +1,15 @@
 import type { Db } from "../db/client";
+import type { QueueRoute } from "../shards/queue-route";
 import type { SqsEnv } from "./credentials";
 
 /** What every SQS operation runs with: one request's view of the world. */
 export interface SqsContext {
+  /** The home database (listing fans out over every shard: `shards`). */
   db: Db;
+  /** Every shard's database, home first. */
+  shards: Db[];
+  /** Where a queue lives (src/shards/): its partitions' databases; placed on first use. */
+  route(queue: string): Promise<QueueRoute>;
   env: SqsEnv;
   /** The request's clock reading (ms), taken once. */
   now: number;

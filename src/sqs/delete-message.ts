@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { completeTasks } from "../engine/complete";
+import { ackOnRoute } from "../shards/ack-routing";
 import type { SqsContext } from "./context";
 import { SqsError } from "./errors";
 import { batchFailure, checkBatchEntries, parseInput, type BatchFailure } from "./input";
@@ -21,11 +22,10 @@ const DeleteMessageBatchInput = z.object({
  */
 async function deleteHandles(ctx: SqsContext, queue: string, items: Array<{ id: string; leaseToken: string }>) {
   if (items.length === 0) return;
-  await completeTasks(
-    ctx.db,
+  await ackOnRoute(
+    await ctx.route(queue),
     items.map((i) => ({ ...i, result: null })),
-    ctx.now,
-    { queue },
+    (db, group) => completeTasks(db, group, ctx.now, { queue }),
   );
 }
 

@@ -1,4 +1,6 @@
 import { Hono, type Context } from "hono";
+import { allShards } from "../shards/shard-set";
+import { queueRoute } from "../shards/queue-route";
 import { openDb } from "../db/client";
 import { EdgeqError } from "../engine/errors";
 import { SQS_MAX_REQUEST_BYTES } from "../engine/limits";
@@ -96,6 +98,8 @@ async function handleSqs(c: Context<AppEnv>): Promise<Response> {
     if (!operation) throw new SqsError("InvalidAction", `The action ${action} is not valid for this endpoint.`);
     const ctx: SqsContext = {
       db: openDb(env.DB),
+      shards: allShards(env).map((s) => s.db),
+      route: (queue) => queueRoute(env, queue, now),
       env,
       now,
       clock: () => Date.now(),

@@ -1,13 +1,16 @@
 import { z } from "zod";
-import { cancelQueueTasks } from "../engine/cancel";
 import { MAX_ATTEMPTS_LIMIT, SQS_MAX_LIST_RESULTS } from "../engine/limits";
+import { mergeShardRows } from "../shards/cross-shard";
+import { cancelQueueOf } from "../shards/queue-ops";
+import { copyConfigToPartitions } from "../shards/queue-config-ops";
+import { routeShards } from "../shards/queue-route";
 import type { SqsContext } from "./context";
 import { invalidParameter, SqsError } from "./errors";
 import { intIn, parseInput } from "./input";
 import { isFifo, parseQueueAttributes, renderQueueAttributes, sameAttributes } from "./queue-attributes";
 import { countSqsMessages, deleteSqsQueue, findSqsQueue, listSqsQueueNames, saveSqsQueue } from "./queue-registry";
 import { checkQueueName, queueUrl } from "./queue-url";
-import { requireQueue } from "./require-queue";
+import { registryDb, requireQueue } from "./require-queue";
 
 /**
  * Config a queue created over SQS starts with, where SQS behaves differently from edgeq's defaults:
@@ -45,7 +48,8 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
     throw invalidParameter("FifoQueue", "a queue whose name ends in .fifo must be created with FifoQueue=true");
   }
   const patch = parseQueueAttributes(name, attributes);
-  const existing = await findSqsQueue(ctx.db, name);
+  const db = await registryDb(ctx, name);
+  const existing = await findSqsQueue(db, name);
   if (existing) {
     if (!sameAttributes(existing, patch)) {
       throw new SqsError(
@@ -54,7 +58,7 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
       );
     }
   } else {
-    await saveSqsQueue(ctx.db, name, { ...patch, config: { ...SQS_CREATED_CONFIG, ...patch.config } }, ctx.now);
+    await saveSqsQueue(db, name, { ...patch, config: { ...SQS_CREATED_CONFIG, ...patch.config } }, ctx.now);
   }
   return { QueueUrl: queueUrl(ctx.origin, name) };
 }
@@ -62,7 +66,7 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
 /** GetQueueUrl: the URL of a queue that exists, else QueueDoesNotExist. */
 export async function getQueueUrl(input: unknown, ctx: SqsContext) {
   const name = checkQueueName(parseInput(GetQueueUrlInput, input).QueueName);
-  if (!(await findSqsQueue(ctx.db, name))) {
+  if (!(await findSqsQueue(await registryDb(ctx, name), name))) {
     throw new SqsError("QueueDoesNotExist", `The specified queue does not exist: ${name}`);
   }
   return { QueueUrl: queueUrl(ctx.origin, name) };
@@ -71,7 +75,8 @@ export async function getQueueUrl(input: unknown, ctx: SqsContext) {
 /** ListQueues: every queue that exists, by name, paged with MaxResults / NextToken (the last name seen). */
 export async function listQueues(input: unknown, ctx: SqsContext) {
   const request = parseInput(ListQueuesInput, input);
-  let names = await listSqsQueueNames(ctx.db, request.QueueNamePrefix);
+  const perShard = await Promise.all(ctx.shards.map((db) => listSqsQueueNames(db, request.QueueNamePrefix)));
+  let names = [...new Set(perShard.flat())].sort();
   if (request.NextToken !== undefined) {
     let after: string;
     try {
@@ -93,7 +98,7 @@ export async function listQueues(input: unknown, ctx: SqsContext) {
 /** DeleteQueue: config gone, live tasks cancelled, finished tasks deleted (src/sqs/queue-registry.ts). */
 export async function deleteQueue(input: unknown, ctx: SqsContext) {
   const queue = await requireQueue(ctx, parseInput(QueueUrlInput, input).QueueUrl);
-  await deleteSqsQueue(ctx.db, queue.name, ctx.now);
+  for (const shard of routeShards(await ctx.route(queue.name))) await deleteSqsQueue(shard.db, queue.name, ctx.now);
   return {};
 }
 
@@ -104,7 +109,7 @@ export async function deleteQueue(input: unknown, ctx: SqsContext) {
  */
 export async function purgeQueue(input: unknown, ctx: SqsContext) {
   const queue = await requireQueue(ctx, parseInput(QueueUrlInput, input).QueueUrl);
-  await cancelQueueTasks(ctx.db, queue.name, {}, ctx.now);
+  await cancelQueueOf(await ctx.route(queue.name), {}, ctx.now);
   return {};
 }
 
@@ -114,7 +119,13 @@ export async function getQueueAttributes(input: unknown, ctx: SqsContext) {
   const queue = await requireQueue(ctx, request.QueueUrl);
   const wanted = request.AttributeNames ?? [];
   if (wanted.length === 0) return {};
-  const counts = await countSqsMessages(ctx.db, queue.name, ctx.now);
+  const perShard = await Promise.all(
+    routeShards(await ctx.route(queue.name)).map((s) => countSqsMessages(s.db, queue.name, ctx.now)),
+  );
+  const counts = mergeShardRows(
+    perShard.map((c) => [c]),
+    [],
+  )[0]!;
   return { Attributes: renderQueueAttributes(queue, counts, ctx.region, wanted) };
 }
 
@@ -122,6 +133,13 @@ export async function getQueueAttributes(input: unknown, ctx: SqsContext) {
 export async function setQueueAttributes(input: unknown, ctx: SqsContext) {
   const request = parseInput(SetAttributesInput, input);
   const queue = await requireQueue(ctx, request.QueueUrl);
-  await saveSqsQueue(ctx.db, queue.name, parseQueueAttributes(queue.name, request.Attributes), ctx.now);
+  const route = await ctx.route(queue.name);
+  await saveSqsQueue(
+    route.parts[0]!.shard.db,
+    queue.name,
+    parseQueueAttributes(queue.name, request.Attributes),
+    ctx.now,
+  );
+  await copyConfigToPartitions(route, ctx.now);
   return {};
 }

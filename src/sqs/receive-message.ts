@@ -2,8 +2,11 @@ import { z } from "zod";
 import { longPollLease } from "../coordinator/long-poll";
 import type { TaskRow } from "../db/schema";
 import { extendLeases } from "../engine/extend";
-import { leaseTasks, leaseOrder } from "../engine/lease";
+import { leaseOrder } from "../engine/lease";
 import { MAX_VISIBILITY_TIMEOUT_S, MAX_WAIT_S, SQS_MAX_BATCH_ENTRIES } from "../engine/limits";
+import { ackOnRoute } from "../shards/ack-routing";
+import { leaseFromQueue } from "../shards/queue-ops";
+import { nextLeaseOffset } from "../shards/queue-route";
 import type { SqsContext } from "./context";
 import { intIn, parseInput } from "./input";
 import { md5Hex, md5OfMessageAttributes } from "./md5";
@@ -59,10 +62,11 @@ async function leaseForReceive(
   request: { queue: string; max: number; visibilityTimeoutS: number; holder: string },
   waitS: number,
 ): Promise<TaskRow[]> {
-  if (waitS === 0) return leaseTasks(ctx.db, request, ctx.now);
+  const route = await ctx.route(request.queue);
+  if (waitS === 0) return leaseFromQueue(route, request, ctx.now);
   const leased = await longPollLease(
     ctx.env,
-    request,
+    { ...request, part: route.parts[nextLeaseOffset(route.parts.length)]!.part },
     waitS * 1000,
     ctx.signal,
     { waitUntil: ctx.waitUntil },
@@ -71,11 +75,10 @@ async function leaseForReceive(
   const provisional = leased.filter((t) => t.claimBy !== null);
   if (provisional.length === 0) return leased;
   const now = ctx.clock();
-  const outcomes = await extendLeases(
-    ctx.db,
+  const outcomes = await ackOnRoute(
+    route,
     provisional.map((t) => ({ id: t.id, leaseToken: t.leaseToken!, visibilityTimeoutS: request.visibilityTimeoutS })),
-    now,
-    { queue: request.queue },
+    (db, items) => extendLeases(db, items, now, { queue: request.queue }),
   );
   const claimed = new Map(outcomes.filter((o) => o.ok).map((o) => [o.id, o]));
   return leased

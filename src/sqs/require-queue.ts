@@ -11,7 +11,12 @@ import { queueFromUrl } from "./queue-url";
  */
 export async function requireQueue(ctx: SqsContext, url: unknown): Promise<SqsQueue> {
   const name = queueFromUrl(url);
-  const queue = await findSqsQueue(ctx.db, name);
+  const queue = await findSqsQueue(await registryDb(ctx, name), name);
   if (!queue) throw new SqsError("QueueDoesNotExist", `The specified queue does not exist: ${name}`);
   return queue;
+}
+
+/** The database holding a queue's SQS attributes: its first partition's shard (the config's home). */
+export async function registryDb(ctx: SqsContext, name: string) {
+  return (await ctx.route(name)).parts[0]!.shard.db;
 }

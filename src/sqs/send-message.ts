@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { wakeCoordinator } from "../coordinator/wake";
-import { enqueueTasks, type NewTask } from "../engine/enqueue";
+import { type NewTask } from "../engine/enqueue";
 import { SQS_MAX_DELAY_S } from "../engine/limits";
+import { enqueueToQueue } from "../shards/queue-ops";
 import type { SqsContext } from "./context";
 import { invalidParameter, SqsError } from "./errors";
 import { batchFailure, checkBatchEntries, intIn, parseInput, type BatchFailure } from "./input";
@@ -91,7 +92,7 @@ export async function sendMessage(input: unknown, ctx: SqsContext) {
   const message = parseInput(SendMessageInput, input);
   const queue = await requireQueue(ctx, message.QueueUrl);
   const task = await taskOf(queue, { ...message, Id: "0" }, ctx.now);
-  const result = await enqueueTasks(ctx.db, queue.name, [task], ctx.now);
+  const result = await enqueueToQueue(ctx.env, await ctx.route(queue.name), [task], ctx.now);
   wake(ctx, queue.name, result.earliestRunAt);
   return sent({ ...message, Id: "0" }, result.tasks[0]!.id);
 }
@@ -115,9 +116,9 @@ export async function sendMessageBatch(input: unknown, ctx: SqsContext) {
       failed.push(batchFailure(raw.Id, error));
     }
   }
-  const result = await enqueueTasks(
-    ctx.db,
-    queue.name,
+  const result = await enqueueToQueue(
+    ctx.env,
+    await ctx.route(queue.name),
     accepted.map((a) => a.task),
     ctx.now,
   );

@@ -1,3 +1,4 @@
+import { rankShards } from "../../src/shards/directory";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { artifactKey } from "../../src/storage/artifacts";
@@ -167,6 +168,14 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
     { operation: "post /v1/schedules/{name}/pause", method: "POST", path: `/v1/schedules/${queue}/pause` },
     { operation: "post /v1/schedules/{name}/trigger", method: "POST", path: `/v1/schedules/${queue}/trigger` },
     { operation: "delete /v1/schedules/{name}", method: "DELETE", path: `/v1/schedules/${queue}` },
+    { operation: "get /v1/queues/{queue}/placement", method: "GET", path: `${q}/placement` },
+    // A queue of its own, moved to the shard its placement rule did not pick (the fixture queue stays put).
+    {
+      operation: "post /v1/queues/{queue}/move",
+      method: "POST",
+      path: `/v1/queues/${queue}-moved/move`,
+      body: { shard: rankShards(`${queue}-moved`, ["DB", "DB_1"])[1] },
+    },
   ];
   return { queue, artifactTask: l4!.id, routes };
 }

@@ -77,6 +77,8 @@ const OPERATIONS: Record<string, number> = {
   "post /v1/schedules/{name}/pause": 200,
   "post /v1/schedules/{name}/resume": 200,
   "post /v1/schedules/{name}/trigger": 200,
+  "get /v1/queues/{queue}/placement": 200,
+  "post /v1/queues/{queue}/move": 202,
 };
 
 /** Operations without auth (test/http/fixtures.ts lists them apart from the bearer-protected routes). */

@@ -9,8 +9,16 @@ import { call, sqsRequest } from "./signed-request";
 // SQS path adds no write of its own — its queue lookup is a read.
 describe("D1 rows written per SQS message", () => {
   it("is 4.3 for SendMessageBatch(10) + ReceiveMessage(10) + DeleteMessageBatch(10): the native 4 + 3 counter rows per 10", async () => {
-    const meter = meteredD1(env.DB);
-    const metered = { DB: meter.db };
+    // Both local shards metered: the queue is placed on one of them (the directory's writes are on DB).
+    const home = meteredD1(env.DB);
+    const other = meteredD1(env.DB_1);
+    const meter = {
+      reset: () => (home.reset(), other.reset()),
+      get usage() {
+        return { rowsWritten: home.usage.rowsWritten + other.usage.rowsWritten };
+      },
+    };
+    const metered = { DB: home.db, DB_1: other.db };
     const name = uniqueQueue("sqs-cost");
     const { body: created } = await call(await sqsRequest("CreateQueue", { QueueName: name }), metered);
     const QueueUrl = created.QueueUrl;
