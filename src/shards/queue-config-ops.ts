@@ -3,20 +3,23 @@ import { EdgeqError } from "../engine/errors";
 import { getQueueConfig, putQueueConfig, type QueueConfig } from "../engine/queue-config";
 import { defaultRegistry } from "../processors/registry";
 import { forgetPlacements } from "./directory";
-import { queueRoute, routeShards, type QueueRoute } from "./queue-route";
+import { queueRoute, type QueueRoute } from "./queue-route";
+import { allShards } from "./shard-set";
 
 /** A queue's configuration as the API shows it: the stored config plus its partition count (directory). */
 export type QueueSettings = QueueConfig & { partitions: number };
 
-/** The queue's config, read where its first partition lives (every shard of the queue holds a copy). */
+/** The queue's config, read where its first partition lives (every shard holds a copy). */
 export async function queueConfigOf(route: QueueRoute): Promise<QueueSettings> {
   return { ...(await getQueueConfig(route.parts[0]!.shard.db, route.queue)), partitions: route.parts.length };
 }
 
 /**
  * Sets a queue's config. Validated and stored on the first partition's shard first (a refused config
- * stores nothing anywhere); then `partitions` grows the directory; then every shard of the queue gets the
- * whole merged config, since each lease statement reads the config of its own database. Partitions only
+ * stores nothing anywhere); then `partitions` grows the directory; then every other shard gets the whole
+ * merged config: statements read the config of their own database — a lease its visibility timeout, a
+ * completion its children's max_attempts (a child of another queue is created beside its parent), the
+ * pruner its retention. Configs are written rarely, so a copy per shard costs little. Partitions only
  * grow: shrinking would strand the tasks of the removed ones.
  */
 export async function putQueueConfigOf(
@@ -41,18 +44,19 @@ export async function putQueueConfigOf(
     route = await queueRoute(env, queue, now, partitions);
   }
   await Promise.all(
-    routeShards(route)
+    allShards(env)
       .filter((s) => s.name !== first.name)
       .map((s) => putQueueConfig(s.db, queue, next, now, processors)),
   );
   return { ...next, partitions: route.parts.length };
 }
 
-/** Copies the config stored on the queue's first shard to its other shards (after a write made there). */
-export async function copyConfigToPartitions(route: QueueRoute, now: number): Promise<void> {
-  const [first, ...others] = routeShards(route);
+/** Copies the config stored on the queue's first shard to every other shard (after a write made there). */
+export async function copyConfigToShards(env: Env, route: QueueRoute, now: number): Promise<void> {
+  const first = route.parts[0]!.shard;
+  const others = allShards(env).filter((s) => s.name !== first.name);
   if (others.length === 0) return;
-  const config = await getQueueConfig(first!.db, route.queue);
+  const config = await getQueueConfig(first.db, route.queue);
   const processors = defaultRegistry.list().map((p) => p.type);
   await Promise.all(others.map((s) => putQueueConfig(s.db, route.queue, config, now, processors)));
 }

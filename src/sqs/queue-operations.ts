@@ -2,7 +2,7 @@ import { z } from "zod";
 import { MAX_ATTEMPTS_LIMIT, SQS_MAX_LIST_RESULTS } from "../engine/limits";
 import { mergeShardRows } from "../shards/cross-shard";
 import { cancelQueueOf } from "../shards/queue-ops";
-import { copyConfigToPartitions } from "../shards/queue-config-ops";
+import { copyConfigToShards } from "../shards/queue-config-ops";
 import { routeShards } from "../shards/queue-route";
 import type { SqsContext } from "./context";
 import { invalidParameter, SqsError } from "./errors";
@@ -59,6 +59,7 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
     }
   } else {
     await saveSqsQueue(db, name, { ...patch, config: { ...SQS_CREATED_CONFIG, ...patch.config } }, ctx.now);
+    await copyConfigToShards(ctx.env, await ctx.route(name), ctx.now);
   }
   return { QueueUrl: queueUrl(ctx.origin, name) };
 }
@@ -140,6 +141,6 @@ export async function setQueueAttributes(input: unknown, ctx: SqsContext) {
     parseQueueAttributes(queue.name, request.Attributes),
     ctx.now,
   );
-  await copyConfigToPartitions(route, ctx.now);
+  await copyConfigToShards(ctx.env, route, ctx.now);
   return {};
 }
