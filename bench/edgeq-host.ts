@@ -7,7 +7,7 @@
  * Same code, same runtime as `wrangler dev`: the bundle is the one wrangler itself builds for the local
  * environment (`wrangler deploy --dry-run --env local --outdir`), run by wrangler's own Miniflare and
  * workerd (node_modules/wrangler/node_modules/miniflare), with wrangler.toml's compatibility date and flags
- * and [env.local]'s bindings; migrations/ applied to its local D1 first.
+ * and [env.local]'s bindings (every D1 shard); migrations/ applied to each local D1 first.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -68,7 +68,7 @@ export async function startEdgeqInWorkerd(
     const toml = parseToml(readFileSync(join(root, "wrangler.toml"), "utf8")) as {
       compatibility_date: string;
       compatibility_flags: string[];
-      env: { local: { vars: Record<string, string> } };
+      env: { local: { vars: Record<string, string>; d1_databases: Array<{ binding: string; database_id: string }> } };
     };
     const miniflarePath = join(
       root,
@@ -102,7 +102,8 @@ export async function startEdgeqInWorkerd(
         compatibilityDate: toml.compatibility_date,
         compatibilityFlags: toml.compatibility_flags,
         bindings: { ...toml.env.local.vars, ...vars },
-        d1Databases: { DB: "edgeq" },
+        // Every local shard of [env.local] (DB, DB_1, …), as wrangler dev binds them.
+        d1Databases: Object.fromEntries(toml.env.local.d1_databases.map((d) => [d.binding, d.database_id])),
         r2Buckets: ["ARTIFACTS"],
         durableObjects: { COORDINATOR: "Coordinator" },
         d1Persist: join(dir, "d1"),
@@ -111,8 +112,10 @@ export async function startEdgeqInWorkerd(
       }),
     );
     const url = await mf.ready;
-    const d1 = await mf.getD1Database("DB");
-    for (const statement of migrationStatements(root)) await d1.prepare(statement).run();
+    for (const { binding } of toml.env.local.d1_databases) {
+      const d1 = await mf.getD1Database(binding);
+      for (const statement of migrationStatements(root)) await d1.prepare(statement).run();
+    }
     return {
       url: url.origin,
       sourceMap: join(outdir, "index.js.map"),

@@ -30,7 +30,10 @@ export const requestTiming = createMiddleware<AppEnv>(async (c, next) => {
   if ((c.env as Env & { EDGEQ_TIMING?: string }).EDGEQ_TIMING !== "1") return next();
   const timing = new RequestTiming();
   timings.set(c.req.raw, timing);
-  c.env = { ...c.env, DB: timedD1(c.env.DB, timing), COORDINATOR: timedNamespace(c.env.COORDINATOR, timing.calls) };
+  // Every D1 binding (the shards DB, DB_1, … of src/shards/shard-set.ts) and the coordinators, timed.
+  const env: Record<string, unknown> = { ...c.env, COORDINATOR: timedNamespace(c.env.COORDINATOR, timing.calls) };
+  for (const [key, value] of Object.entries(c.env)) if (isD1(value)) env[key] = timedD1(value, timing);
+  c.env = env as unknown as Env;
   const json = c.json;
   c.json = ((...args: Parameters<typeof json>) => {
     const t0 = performance.now();
@@ -145,6 +148,12 @@ function track<T>(into: Interval[], run: () => Promise<T>): Promise<T> {
 }
 
 const STATEMENT_CALLS = new Set(["first", "run", "all", "raw"]);
+
+/** A D1 binding: what the shard set recognises too, plus `batch`. */
+function isD1(value: unknown): value is D1Database {
+  const v = value as Partial<D1Database> | null;
+  return typeof v === "object" && v !== null && typeof v.prepare === "function" && typeof v.batch === "function";
+}
 
 /** Adds D1's own execution time of a result (or a batch's results) to the request's. */
 function addSqlMs(timing: RequestTiming, result: unknown): void {
