@@ -10,6 +10,7 @@ import { queuesWithDueWork } from "../engine/read";
 import { reapExpiredLeases } from "../engine/reap";
 import { addReapedEvents } from "../events/reaped-events";
 import type { PublishedEvent } from "../events/event-types";
+import { pruneAddresses } from "../shards/prune-addresses";
 import { relayAll } from "../shards/relay";
 import { allShards, homeShard } from "../shards/shard-set";
 import { shardedTaskStore } from "../shards/task-store";
@@ -73,6 +74,8 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   }
   // Tasks on a shard their queue is not placed on (a move under way, a chained child): delivered home.
   const relayed = await relayAll(env, now);
+  // Addresses of client-supplied ids whose tasks are gone (retention, purge).
+  await pruneAddresses(env, now);
   for (const queue of relayed.queues) wake.set(queue, now);
   const woken = [...wake.keys()].sort();
   const told = [...new Set([...wake.keys(), ...reapEvents.keys()])];

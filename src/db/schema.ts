@@ -294,11 +294,17 @@ export const placements = sqliteTable(
  * Where tasks whose id does not carry its partition's slot live (a client-supplied id, a child of such a
  * task): id -> slot. Written only when a deployment has more than one shard; on the first database.
  */
-export const taskAddresses = sqliteTable("task_addresses", {
-  id: text("id").primaryKey(),
-  slot: integer("slot").notNull(),
-  createdAt: integer("created_at").notNull(),
-});
+export const taskAddresses = sqliteTable(
+  "task_addresses",
+  {
+    id: text("id").primaryKey(),
+    slot: integer("slot").notNull(),
+    /** When the address was written or last found still in use (src/shards/prune-addresses.ts). */
+    checkedAt: integer("created_at").notNull(),
+  },
+  // The pruner walks addresses oldest-checked first.
+  (t) => [index("task_addresses_checked").on(t.checkedAt)],
+);
 
 /**
  * Tasks in transit between shards (a queue being moved, a chained child whose queue lives elsewhere), on

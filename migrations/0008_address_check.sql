@@ -1,0 +1,1 @@
+CREATE INDEX `task_addresses_checked` ON `task_addresses` (`created_at`);
