@@ -27,6 +27,12 @@ export class EventBuffer {
     if (this.events.length >= 2 * this.size) this.events.splice(0, this.events.length - this.size);
   }
 
+  /** Forgets every event: seqs were taken that nobody heard (src/events/event-hub.ts), so a resume from
+   * before them must resync. */
+  clear(): void {
+    this.events.length = 0;
+  }
+
   /** The events after `after`, given the queue's latest seq `current`. */
   since(after: number, current: number): Missed {
     if (after >= current) return { events: [] };

@@ -1,4 +1,4 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { StreamMessage, TaskEvent } from "../../src/events/event-types";
@@ -128,6 +128,37 @@ describe("queue event stream", () => {
     expect(resumed.messages[0]).toEqual({ event: "hello", queue, seq: 3 });
     expect(t1).toBeDefined();
     watcher.close();
+    resumed.close();
+  });
+
+  it("with nobody connected, events only take seqs: a client resuming from before them is told to resync", async () => {
+    const queue = uniqueQueue("ev-unheard");
+    const first = await openStream(`/v1/queues/${queue}/events`);
+    await enqueueOne(queue);
+    await first.taskEvents(1);
+    first.close();
+    // Give the close time to reach the coordinator (the socket list is what the hub checks).
+    const stub = env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
+    for (let i = 0; i < 100 && (await runInDurableObject(stub, (_o, state) => state.getWebSockets().length)) > 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const stored = () => runInDurableObject(stub, (_o, state) => state.storage.get<number>("events:seq"));
+    expect(await stored()).toBe(1);
+    // Unheard: two enqueues publish, nothing is read or stored for them.
+    await enqueue(queue, { tasks: [{}, {}] });
+    await enqueueOne(queue);
+    const seq = async () => (await openStream(`/v1/queues/${queue}/events`)).next((m) => m.event === "hello");
+    let hello = await seq();
+    for (let i = 0; i < 100 && (hello as { seq: number }).seq < 4; i++) hello = await seq();
+    expect(hello).toEqual({ event: "hello", queue, seq: 4 });
+    expect(await stored()).toBe(1);
+    const resumed = await openStream(`/v1/queues/${queue}/events?after=1`);
+    expect(await resumed.next((m) => m.event === "resync")).toEqual({ event: "resync", queue, after: 1, seq: 4 });
+    // Heard again once someone listens: stored and delivered, seqs continuing.
+    const id = await enqueueOne(queue);
+    const next = (await resumed.taskEvents(1)) as TaskEvent[];
+    expect(next[0]).toMatchObject({ event: "enqueued", task_id: id, seq: 5 });
+    expect(await stored()).toBe(5);
     resumed.close();
   });
 
