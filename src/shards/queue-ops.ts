@@ -16,9 +16,9 @@ const slotId = slotIdFactory();
 
 /**
  * Enqueues onto the queue's partitions: each task joins a part (pickPart) and gets an id carrying that
- * part's slot; each shard's share is one enqueueTasks call (one D1 batch: atomic on that shard), the
- * shards in parallel. So an unpartitioned queue's enqueue is atomic as before; a partitioned queue's is
- * atomic per partition.
+ * part's slot; each shard's share is one enqueueTasks call, the shards in parallel. So an unpartitioned
+ * queue's enqueue keeps the engine's guarantee (all or nothing up to 1,000 tasks, then in order, 1,000 at
+ * a time: src/engine/enqueue.ts), and a partitioned queue's holds per partition.
  *
  * A client's own id carries no slot: on a deployment with several shards its address is recorded first
  * (task_addresses, one row on the home database). An id recorded before sends the task to that id's

@@ -8,7 +8,7 @@ import { fnv1a, forgetPlacements, rankShards, readPlacements } from "../../src/s
 import { startMove } from "../../src/shards/move";
 import { pruneAddresses } from "../../src/shards/prune-addresses";
 import { advanceMove } from "../../src/shards/relay";
-import { shardNames } from "../../src/shards/shard-set";
+import { readShard, shardNames } from "../../src/shards/shard-set";
 import { decodeSlot } from "../../src/shards/task-slot";
 import { uniqueQueue } from "../helpers";
 import { call, complete, enqueue, enqueueOne, expectError, getTask, lease, leaseOne } from "../http/api";
@@ -88,6 +88,16 @@ describe("routing", () => {
     expect((await getTask(id)).payload).toBe("mine");
     // Enqueued again with the same id: found through the address, deduplicated as on one database.
     expect((await enqueue(queue, { id, payload: "again" }))[0]).toMatchObject({ id, deduplicated: true });
+  });
+
+  it("reads views through D1's Sessions API (a replica may answer), writes through the primary", async () => {
+    expect(typeof env.DB.withSession).toBe("function");
+    const view = readShard(env, "DB_1");
+    expect(view.db.$client).not.toBe(env.DB_1);
+    const queue = queueOn("DB_1", "session");
+    const id = await enqueueOne(queue);
+    const seen = await view.db.all<{ id: string }>(sql`SELECT id FROM tasks WHERE queue = ${queue}`);
+    expect(seen.map((r) => r.id)).toEqual([id]);
   });
 
   it("lists and counts queues over every shard", async () => {
