@@ -85,7 +85,9 @@ function runWrangler(root, args, how) {
  */
 async function localShards(root) {
   const toml = await readFile(join(root, "wrangler.toml"), "utf8");
-  const found = [...toml.matchAll(/^\[\[env\.local\.d1_databases\]\]\s*\nbinding\s*=\s*"([A-Z0-9_]+)"/gm)].map((m) => m[1] ?? "");
+  const found = [...toml.matchAll(/^\[\[env\.local\.d1_databases\]\]\s*\nbinding\s*=\s*"([A-Z0-9_]+)"/gm)].map(
+    (m) => m[1] ?? "",
+  );
   return found.length > 0 ? found : ["DB"];
 }
 

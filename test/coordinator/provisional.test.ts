@@ -21,7 +21,7 @@ function longPoll(queue: string, holder: string) {
 }
 
 async function enqueueAndNotify(queue: string, now: number, maxAttempts = 2): Promise<string> {
-  const { tasks } = await enqueueTasks((await queueDb(queue)), queue, [{ payload: { n: 1 }, maxAttempts }], now);
+  const { tasks } = await enqueueTasks(await queueDb(queue), queue, [{ payload: { n: 1 }, maxAttempts }], now);
   await coordinator(queue).notify({ queue, runAt: now });
   return tasks[0]!.id;
 }
@@ -52,14 +52,22 @@ describe("provisional leases for long polls answered after a wait", () => {
     expect(JSON.parse(toB!.errors)).toEqual([]);
 
     // A's late write is refused: its lease was taken over.
-    const [late] = await completeTasks((await queueDb(queue)), [{ id, leaseToken: toA!.leaseToken!, result: 1 }], t0 + CLAIM_MS + 1);
+    const [late] = await completeTasks(
+      await queueDb(queue),
+      [{ id, leaseToken: toA!.leaseToken!, result: 1 }],
+      t0 + CLAIM_MS + 1,
+    );
     expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
 
     // A live worker asks once B's claim lapsed: it gets the task on its first real attempt of two.
-    const [live] = await leaseTasks((await queueDb(queue)), { queue, max: 1, visibilityTimeoutS: 60, holder: "live" }, t0 + 2 * CLAIM_MS);
+    const [live] = await leaseTasks(
+      await queueDb(queue),
+      { queue, max: 1, visibilityTimeoutS: 60, holder: "live" },
+      t0 + 2 * CLAIM_MS,
+    );
     expect(live).toMatchObject({ id, attempts: 1, leaseHolder: "live", claimBy: null });
     const [done] = await completeTasks(
-      (await queueDb(queue)),
+      await queueDb(queue),
       [{ id, leaseToken: live!.leaseToken!, result: "ok" }],
       t0 + 2 * CLAIM_MS + 5,
     );
@@ -78,7 +86,7 @@ describe("provisional leases for long polls answered after a wait", () => {
     expect(task!.claimBy).toBe(t0 + CLAIM_MS);
 
     const [claimed] = await extendLeases(
-      (await queueDb(queue)),
+      await queueDb(queue),
       [{ id, leaseToken: task!.leaseToken!, visibilityTimeoutS: 120 }],
       t0 + 50,
     );
@@ -86,18 +94,24 @@ describe("provisional leases for long polls answered after a wait", () => {
     expect(await row(id)).toMatchObject({ claimBy: null, leaseToken: task!.leaseToken, attempts: 1 });
 
     const later = t0 + CLAIM_MS + 1;
-    expect(await leaseTasks((await queueDb(queue)), { queue, max: 1, visibilityTimeoutS: 60, holder: "thief" }, later)).toEqual([]);
-    expect((await reapExpiredLeases((await queueDb(queue)), later)).reaped.filter((r) => r.id === id)).toEqual([]);
-    const [done] = await completeTasks((await queueDb(queue)), [{ id, leaseToken: task!.leaseToken!, result: 1 }], later + 1);
+    expect(
+      await leaseTasks(await queueDb(queue), { queue, max: 1, visibilityTimeoutS: 60, holder: "thief" }, later),
+    ).toEqual([]);
+    expect((await reapExpiredLeases(await queueDb(queue), later)).reaped.filter((r) => r.id === id)).toEqual([]);
+    const [done] = await completeTasks(
+      await queueDb(queue),
+      [{ id, leaseToken: task!.leaseToken!, result: 1 }],
+      later + 1,
+    );
     expect(done).toMatchObject({ ok: true, state: "completed" });
   });
 
   it("any holder write within the window claims it; after the window the lease is void even before anyone takes it", async () => {
     const queue = uniqueQueue("window");
     const t0 = Date.now();
-    const { tasks } = await enqueueTasks((await queueDb(queue)), queue, [{}, {}], t0);
+    const { tasks } = await enqueueTasks(await queueDb(queue), queue, [{}, {}], t0);
     const leased = await leaseTasks(
-      (await queueDb(queue)),
+      await queueDb(queue),
       { queue, max: 2, visibilityTimeoutS: 60, holder: "w", provisional: true },
       t0,
     );
@@ -105,14 +119,22 @@ describe("provisional leases for long polls answered after a wait", () => {
     expect(leased.map((t) => t.claimBy)).toEqual([t0 + CLAIM_MS, t0 + CLAIM_MS]);
 
     // In time: a complete is a claim too.
-    const [ok] = await completeTasks((await queueDb(queue)), [{ id: first!.id, leaseToken: first!.leaseToken! }], t0 + CLAIM_MS - 1);
+    const [ok] = await completeTasks(
+      await queueDb(queue),
+      [{ id: first!.id, leaseToken: first!.leaseToken! }],
+      t0 + CLAIM_MS - 1,
+    );
     expect(ok).toMatchObject({ ok: true, state: "completed" });
     // Too late: void, though its visibility timeout has 50 s to run.
-    const [lapsed] = await completeTasks((await queueDb(queue)), [{ id: second!.id, leaseToken: second!.leaseToken! }], t0 + CLAIM_MS);
+    const [lapsed] = await completeTasks(
+      await queueDb(queue),
+      [{ id: second!.id, leaseToken: second!.leaseToken! }],
+      t0 + CLAIM_MS,
+    );
     expect(lapsed).toMatchObject({ ok: false, error: { code: "lease_lost" } });
 
     // The reaper hands it back due at once, attempt refunded, nothing recorded as an error.
-    const { reaped } = await reapExpiredLeases((await queueDb(queue)), t0 + CLAIM_MS);
+    const { reaped } = await reapExpiredLeases(await queueDb(queue), t0 + CLAIM_MS);
     expect(reaped.filter((r) => r.queue === queue)).toEqual([{ id: second!.id, queue, state: "pending", run_at: t0 }]);
     expect(await row(second!.id)).toMatchObject({ state: "pending", attempts: 0, errors: "[]", claimBy: null });
     expect(tasks.map((t) => t.id).sort()).toEqual([first!.id, second!.id].sort());
@@ -122,7 +144,7 @@ describe("provisional leases for long polls answered after a wait", () => {
     const queue = uniqueQueue("at-once");
     const t0 = Date.now();
     await setClock(queue, t0);
-    const { tasks } = await enqueueTasks((await queueDb(queue)), queue, [{}], t0 - 1000);
+    const { tasks } = await enqueueTasks(await queueDb(queue), queue, [{}], t0 - 1000);
     const [task] = await longPoll(queue, "w");
     expect(task).toMatchObject({ id: tasks[0]!.id, claimBy: null });
   });
@@ -131,8 +153,12 @@ describe("provisional leases for long polls answered after a wait", () => {
     const queue = uniqueQueue("expired");
     const t0 = Date.now();
     await setClock(queue, t0);
-    const { tasks } = await enqueueTasks((await queueDb(queue)), queue, [{}], t0);
-    const [crashed] = await leaseTasks((await queueDb(queue)), { queue, max: 1, visibilityTimeoutS: 5, holder: "crashed" }, t0);
+    const { tasks } = await enqueueTasks(await queueDb(queue), queue, [{}], t0);
+    const [crashed] = await leaseTasks(
+      await queueDb(queue),
+      { queue, max: 1, visibilityTimeoutS: 5, holder: "crashed" },
+      t0,
+    );
     expect(crashed!.id).toBe(tasks[0]!.id);
 
     const waiting = longPoll(queue, "next");

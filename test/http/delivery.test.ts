@@ -18,7 +18,9 @@ import { coordinator, untilWaiting } from "../support/coordinator";
 
 /** What CLAIM_WINDOW_S passing does to a provisional lease, without waiting 10 s: its claim_by is past. */
 async function lapseClaim(id: string): Promise<void> {
-  await (await taskDb(id)).run(sql`UPDATE tasks SET claim_by = ${Date.now() - 1} WHERE id = ${id} AND claim_by IS NOT NULL`);
+  await (
+    await taskDb(id)
+  ).run(sql`UPDATE tasks SET claim_by = ${Date.now() - 1} WHERE id = ${id} AND claim_by IS NOT NULL`);
 }
 
 describe("long polls whose client is gone (issue 8.1)", () => {
@@ -81,7 +83,9 @@ describe("redelivery without the cron tick (issue 8.2)", () => {
     const id = await enqueueOne(queue);
     const first = await leaseOne(queue, { visibility_timeout_s: 30 });
     // Expired, and its backoff (10 s after a first attempt) already passed: backdated, not slept.
-    await (await taskDb(id)).run(
+    await (
+      await taskDb(id)
+    ).run(
       sql`UPDATE tasks SET lease_expires_at = ${Date.now() - 11_000}, started_at = ${Date.now() - 41_000} WHERE id = ${id}`,
     );
     const second = await leaseOne(queue);

@@ -20,5 +20,7 @@ const metricsRoute = authRoute({
 });
 
 export const metricsRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(metricsRoute, async (c) =>
-  c.text(await renderMetrics(c.var.db, c.var.now, undefined, readDbs(c.env)), 200, { "content-type": EXPOSITION_CONTENT_TYPE }),
+  c.text(await renderMetrics(c.var.db, c.var.now, undefined, readDbs(c.env)), 200, {
+    "content-type": EXPOSITION_CONTENT_TYPE,
+  }),
 );

@@ -92,7 +92,10 @@ export const scheduleRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
   })
   .openapi(listRoute, async (c) => {
     const rows = await listSchedules(c.var.db);
-    return c.json({ schedules: await Promise.all(rows.map((r) => scheduleView(c.var.db, r, c.var.now, shardedTaskStore(c.env)))) }, 200);
+    return c.json(
+      { schedules: await Promise.all(rows.map((r) => scheduleView(c.var.db, r, c.var.now, shardedTaskStore(c.env)))) },
+      200,
+    );
   })
   .openapi(deleteRoute, async (c) => {
     const { name } = c.req.valid("param");
