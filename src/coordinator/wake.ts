@@ -80,8 +80,10 @@ export async function wakeAfterAck(env: Env, outcomes: AckOutcome[], kinds?: Ack
   const publish = (queue: string, event: PublishedEvent) => events.set(queue, [...(events.get(queue) ?? []), event]);
   for (const [i, outcome] of outcomes.entries()) {
     if (!outcome.ok) continue;
-    // A retry, and a child of the same queue (created with its parent's slot), are on the parent's partition.
-    const part = await partOfTask(env, outcome.queue, outcome.id);
+    // A retry, and a child of the same queue (created with its parent's slot), are on the parent's
+    // partition; looked up only for those (most acks are completions without children).
+    const sameQueueChild = outcome.children.some((c) => c.queue === outcome.queue);
+    const part = outcome.state === "pending" || sameQueueChild ? await partOfTask(env, outcome.queue, outcome.id) : 0;
     if (outcome.state === "pending") note(outcome.queue, part, outcome.run_at);
     for (const child of outcome.children) note(child.queue, child.queue === outcome.queue ? part : 0, child.run_at);
     const kind = Array.isArray(kinds) ? kinds[i] : kinds;

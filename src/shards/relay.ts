@@ -4,7 +4,7 @@ import { tasks } from "../db/schema";
 import type { Env } from "../env";
 import { allPlacements, forgetPlacements, type Placement } from "./directory";
 import { homeShard, shardNames, shardOf, type Shard } from "./shard-set";
-import { encodeSlot } from "./task-slot";
+import { carriesSlot, encodeSlot } from "./task-slot";
 
 /** Tasks moved per step: one D1 batch on the source and one insert on the destination. Why 200: a row
  * carries up to 1 MiB of payload and result, and one bound JSON parameter must stay well under D1's
@@ -68,11 +68,26 @@ async function deliverTransit(env: Env, source: Shard, now: number): Promise<{ d
   const byDest = new Map<string, typeof rows>();
   for (const row of rows) byDest.set(row.dest, [...(byDest.get(row.dest) ?? []), row]);
   for (const [dest, group] of byDest) {
+    const target = shardOf(env, dest).db;
     const json = JSON.stringify(group.map((r) => ({ id: r.id, row: JSON.parse(r.row) as unknown })));
-    await shardOf(env, dest).db.run(sql`INSERT INTO tasks (${COLUMN_LIST})
+    await target.run(sql`INSERT INTO tasks (${COLUMN_LIST})
       SELECT ${FROM_TRANSIT} FROM json_each(${json}) AS t WHERE true
-      ON CONFLICT (id) DO NOTHING`);
-    const unslotted = group.filter((r) => !r.id.startsWith(r.id.slice(0, 10) + encodeSlot(r.slot)));
+      ON CONFLICT DO NOTHING`);
+    // Two tasks of this very chunk holding one dedupe key (children of two parents): the second was not
+    // inserted. It goes in without its key rather than be lost.
+    const landed = await target.all<{ id: string }>(
+      sql`SELECT id FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(group.map((r) => r.id))}))`,
+    );
+    const missing = group.filter((r) => !landed.some((l) => l.id === r.id));
+    if (missing.length > 0) {
+      const again = JSON.stringify(
+        missing.map((r) => ({ id: r.id, row: { ...(JSON.parse(r.row) as object), dedupe_key: null } })),
+      );
+      await target.run(sql`INSERT INTO tasks (${COLUMN_LIST})
+        SELECT ${FROM_TRANSIT} FROM json_each(${again}) AS t WHERE true
+        ON CONFLICT (id) DO NOTHING`);
+    }
+    const unslotted = group.filter((r) => !carriesSlot(r.id, r.slot));
     if (unslotted.length > 0 && shardNames(env).length > 1) {
       await homeShard(env).db.run(sql`INSERT INTO task_addresses (id, slot, created_at)
         SELECT j.value->>'id', j.value->>'slot', ${now} FROM json_each(${JSON.stringify(unslotted.map((r) => ({ id: r.id, slot: r.slot })))}) AS j

@@ -1,4 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { TaskRow } from "../../db/schema";
 import { longPollLease } from "../../coordinator/long-poll";
 import { publishEvents, wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import { completeTasks } from "../../engine/complete";
@@ -19,7 +21,7 @@ import {
 } from "../../shards/queue-ops";
 import { queueConfigOf, putQueueConfigOf } from "../../shards/queue-config-ops";
 import { nextLeaseOffset, queueRoute, readRoute } from "../../shards/queue-route";
-import { toLeasedTaskView, toTaskView } from "../../engine/task-row";
+import { leasedTasksJson, toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
@@ -157,6 +159,12 @@ const putConfigRoute = authRoute({
   responses: { 200: jsonResponse(QueueConfigSchema) },
 });
 
+/** A lease's answer (LeaseResponse), rendered as text with the stored JSON spliced in (leasedTasksJson). */
+function leaseAnswer(c: Context, leased: TaskRow[]) {
+  // The JSON c.json would send; the route's declared LeaseResponse types it for the typed client.
+  return c.body(leasedTasksJson(leased), 200, { "Content-Type": "application/json" }) as never;
+}
+
 /** Converts an API task into the engine's input, resolving delay_s / run_at against `now`. */
 function toNewTask(task: z.infer<typeof NewTaskSchema>, now: number): NewTask {
   return {
@@ -228,14 +236,14 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
           ),
         );
       }
-      return c.json({ tasks: leased.map(toLeasedTaskView) }, 200);
+      return leaseAnswer(c, leased);
     }
     // A partitioned queue's long poll waits at one partition's coordinator (in turn), leasing from all.
     const part = route.parts[nextLeaseOffset(route.parts.length)]!.part;
     const leased = await longPollLease(c.env, { ...request, part }, waitMs, c.req.raw.signal, c.executionCtx, () =>
       Date.now(),
     );
-    return c.json({ tasks: leased.map(toLeasedTaskView) }, 200);
+    return leaseAnswer(c, leased);
   })
   .openapi(ackRoute, async (c) => {
     const body = c.req.valid("json");
