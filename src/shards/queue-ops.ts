@@ -174,13 +174,3 @@ export async function nextRunOn(
   return times.length > 0 ? Math.min(...times) : null;
 }
 
-/** The earliest time one of the queue's tasks becomes leasable, over its shards. */
-export async function nextRunAtOf(
-  route: QueueRoute,
-  now: number,
-  opts: { leases?: boolean } = {},
-): Promise<number | null> {
-  const all = await Promise.all(routeShards(route).map((s) => nextRunAt(s.db, route.queue, now, opts)));
-  const times = all.filter((t): t is number => t !== null);
-  return times.length > 0 ? Math.min(...times) : null;
-}

@@ -75,6 +75,11 @@ describe("routing", () => {
     expect((await call("POST", `/v1/tasks/${c}/cancel`)).body).toMatchObject({ id: c });
     const retried = await call("POST", `/v1/tasks/${b}/retry`);
     expect(retried.body).toMatchObject({ state: "pending" });
+    const again = await leaseOne(queue);
+    expect(again.id).toBe(b);
+    expect((await call("GET", `/v1/tasks/${b}/artifacts`)).body).toEqual({ artifacts: [] });
+    const released = await call("POST", `/v1/tasks/${b}/release`, { body: { lease_token: again.lease_token } });
+    expect(released.body).toMatchObject({ id: b, state: "pending" });
     // A stale token is still refused on the right shard, not "not found".
     expectError(await complete(a!, "0".repeat(32)), 409, "lease_lost");
   });
