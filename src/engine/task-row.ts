@@ -20,8 +20,11 @@ function parseJson(text: string | null): unknown {
   return text == null ? null : JSON.parse(text);
 }
 
-/** Renders a stored row for the API. */
-export function toTaskView(row: TaskRow): TaskView {
+/** The stored JSON columns of the view: parsed by toTaskView, spliced in as text by leasedTasksJson. */
+type StoredJsonFields = "payload" | "result" | "checkpoint" | "then";
+
+/** Every field of the view but the stored JSON ones. */
+function plainFields(row: TaskRow): Omit<TaskView, StoredJsonFields> {
   const errors = (parseJson(row.errors) as Array<Omit<TaskErrorEntry, "at"> & { at: number }>) ?? [];
   return {
     id: row.id,
@@ -29,8 +32,6 @@ export function toTaskView(row: TaskRow): TaskView {
     type: row.type,
     state: row.state as TaskState,
     priority: row.priority,
-    payload: parseJson(row.payload),
-    result: parseJson(row.result),
     errors: errors.map((e) => ({ ...e, at: toIso(e.at) })),
     attempts: row.attempts,
     max_attempts: row.maxAttempts,
@@ -47,6 +48,15 @@ export function toTaskView(row: TaskRow): TaskView {
     updated_at: toIso(row.updatedAt),
     started_at: toIso(row.startedAt),
     finished_at: toIso(row.finishedAt),
+  };
+}
+
+/** Renders a stored row for the API. */
+export function toTaskView(row: TaskRow): TaskView {
+  return {
+    ...plainFields(row),
+    payload: parseJson(row.payload),
+    result: parseJson(row.result),
     checkpoint: parseJson(row.checkpoint),
     then: parseJson(row.thenTasks) as ChildTaskSpec[] | null,
   };
@@ -66,31 +76,7 @@ export function leasedTasksJson(rows: TaskRow[]): string {
 
 function leasedTaskJson(row: TaskRow): string {
   if (row.leaseToken == null) throw new Error(`task ${row.id} was returned by a lease without a token`);
-  const errors = (parseJson(row.errors) as Array<Omit<TaskErrorEntry, "at"> & { at: number }>) ?? [];
-  const plain = JSON.stringify({
-    id: row.id,
-    queue: row.queue,
-    type: row.type,
-    state: row.state as TaskState,
-    priority: row.priority,
-    errors: errors.map((e) => ({ ...e, at: toIso(e.at) })),
-    attempts: row.attempts,
-    max_attempts: row.maxAttempts,
-    run_at: toIso(row.runAt),
-    lease_holder: row.leaseHolder,
-    lease_expires_at: toIso(row.leaseExpiresAt),
-    claim_by: toIso(row.claimBy),
-    cancel_requested: row.cancelRequested === 1,
-    dedupe_key: row.dedupeKey,
-    group: row.groupKey,
-    progress: row.progress,
-    progress_message: row.progressMessage,
-    created_at: toIso(row.createdAt),
-    updated_at: toIso(row.updatedAt),
-    started_at: toIso(row.startedAt),
-    finished_at: toIso(row.finishedAt),
-    lease_token: row.leaseToken,
-  } satisfies Omit<LeasedTaskView, "payload" | "result" | "checkpoint" | "then">);
+  const plain = JSON.stringify({ ...plainFields(row), lease_token: row.leaseToken });
   const raw = (text: string | null) => text ?? "null";
   return `${plain.slice(0, -1)},"payload":${raw(row.payload)},"result":${raw(row.result)},"checkpoint":${raw(
     row.checkpoint,

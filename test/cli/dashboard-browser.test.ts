@@ -1,5 +1,5 @@
-import chromium from "@sparticuz/chromium";
-import { chromium as playwright, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "./browser-support";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { expectOk } from "../../cli/client";
 import { api, enqueueTasks, leaseOne, uniqueQueue } from "./commands-support";
@@ -38,20 +38,7 @@ async function shot(name: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  browser = await playwright.launch({
-    executablePath: await chromium.executablePath(),
-    headless: true,
-    // Headless on a CI box as root: no sandbox, no GPU, nothing fetched in the background.
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-    ],
-  });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
   // Every destructive action asks first; the test answers yes.
   page.on("dialog", (dialog) => void dialog.accept());

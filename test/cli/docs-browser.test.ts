@@ -1,5 +1,5 @@
-import chromium from "@sparticuz/chromium";
-import { chromium as playwright, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "./browser-support";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { enqueueTasks, uniqueQueue } from "./commands-support";
 
@@ -14,20 +14,7 @@ const elsewhere: string[] = [];
 const url = () => inject("edgeqUrl");
 
 beforeAll(async () => {
-  browser = await playwright.launch({
-    executablePath: await chromium.executablePath(),
-    headless: true,
-    // Headless on a CI box as root: no sandbox, no GPU, nothing fetched in the background.
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-    ],
-  });
+  browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on("request", (request) => {
     if (!request.url().startsWith(url())) elsewhere.push(request.url());
