@@ -173,4 +173,3 @@ export async function nextRunOn(
   const times = all.filter((t): t is number => t !== null);
   return times.length > 0 ? Math.min(...times) : null;
 }
-
