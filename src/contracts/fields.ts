@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { jsonValueIssue } from "../engine/describe-zod-error";
 import { jsonValueProblem } from "../engine/json-value";
-import { MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../engine/limits";
+import { MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PRIORITY, QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../engine/limits";
 import { TASK_STATES } from "../engine/states";
 
 /**
@@ -15,6 +15,9 @@ export const QueueName = z.string().regex(QUEUE_NAME_PATTERN, QUEUE_NAME_RULE).o
 export const TaskType = z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, "1-64 letters, digits, '.', '_', ':' or '-'");
 
 export const TaskStateSchema = z.enum(TASK_STATES);
+
+/** A task's priority: higher runs first (the bound is MAX_PRIORITY in src/engine/limits.ts). */
+export const Priority = z.number().int().min(-MAX_PRIORITY).max(MAX_PRIORITY);
 
 /**
  * A string stored exactly as sent. JSON's `\ud800` escape can carry a lone UTF-16 surrogate, which is not

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { MAX_ATTEMPTS_LIMIT, MAX_DELAY_S, MAX_PRIORITY } from "../engine/limits";
-import { QueueName, ShortText, storedJson, TaskStateSchema, TaskType } from "./fields";
+import { MAX_ATTEMPTS_LIMIT, MAX_DELAY_S } from "../engine/limits";
+import { Priority, QueueName, ShortText, storedJson, TaskStateSchema, TaskType } from "./fields";
 
 /**
  * The task as the API shows it, and the `then` children it carries, defined once: the HTTP layer
@@ -23,13 +23,7 @@ export const ChildTaskSpecSchema = z
     payload: storedJson(z.record(z.string(), z.unknown()))
       .optional()
       .openapi({ description: "an object; it receives `parent: { id, type, result }`" }),
-    priority: z
-      .number()
-      .int()
-      .min(-MAX_PRIORITY)
-      .max(MAX_PRIORITY)
-      .optional()
-      .openapi({ description: "default: the parent's" }),
+    priority: Priority.optional().openapi({ description: "default: the parent's" }),
     delay_s: z.number().min(0).max(MAX_DELAY_S).optional(),
     max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     dedupe_key: ShortText(256).optional(),

@@ -10,12 +10,12 @@ import {
   MAX_PUSH_CONCURRENCY,
   MAX_RUN_S_LIMIT,
   MAX_PARTITIONS,
-  MAX_PRIORITY,
   MAX_REDRIVE_PER_CALL,
   MAX_HOLDER_CHARS,
 } from "../engine/limits";
 import { FINAL_STATES } from "../engine/states";
 import {
+  Priority,
   QueueName,
   ShortText,
   STORED_JSON,
@@ -52,13 +52,7 @@ export const NewTaskSchema = z
     id: TaskId.optional(),
     type: TaskType.optional(),
     payload: storedJson(z.unknown()).optional().openapi({ description: STORED_JSON }),
-    priority: z
-      .number()
-      .int()
-      .min(-MAX_PRIORITY)
-      .max(MAX_PRIORITY)
-      .optional()
-      .openapi({ description: "higher runs first" }),
+    priority: Priority.optional().openapi({ description: "higher runs first" }),
     delay_s: z
       .number()
       .min(0)

@@ -8,6 +8,7 @@ import {
   advanceSchedule,
   dueSchedules,
   earliestNextRun,
+  scheduledTaskInput,
   type ScheduledTask,
   type ScheduleRow,
 } from "./schedule-store";
@@ -128,16 +129,7 @@ async function fireOne(
       const ids = await Promise.all(firing.map((slot) => slotTaskId(row.name, slot)));
       const { tasks, earliestRunAt } = await store.enqueue(
         row.queue,
-        firing.map((slot, i) => ({
-          id: ids[i],
-          type: task.type,
-          payload: task.payload,
-          priority: task.priority,
-          group: task.group,
-          maxAttempts: task.max_attempts,
-          dedupeKey: task.dedupe_key,
-          runAt: now,
-        })),
+        ids.map((id) => scheduledTaskInput(task, id, now)),
         now,
       );
       report.enqueued = firing.map((slot, i) => ({ slot, id: tasks[i]!.id }));

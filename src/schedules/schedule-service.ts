@@ -3,7 +3,15 @@ import type { Db } from "../db/client";
 import { dbTaskStore, type TaskStore } from "../shards/task-store";
 import { toIso } from "../engine/time";
 import { nextSlots, parseCronSpec } from "./cron-spec";
-import { NEVER, getSchedule, setPaused, upsertSchedule, type ScheduledTask, type ScheduleRow } from "./schedule-store";
+import {
+  NEVER,
+  getSchedule,
+  scheduledTaskInput,
+  setPaused,
+  upsertSchedule,
+  type ScheduledTask,
+  type ScheduleRow,
+} from "./schedule-store";
 import { slotTaskId } from "./slot-id";
 
 export interface ScheduleRequest {
@@ -69,21 +77,7 @@ export async function triggerSchedule(
   const row = await getSchedule(db, name);
   const task = JSON.parse(row.task) as ScheduledTask;
   const id = await slotTaskId(name, now);
-  const { tasks } = await store.enqueue(
-    row.queue,
-    [
-      {
-        id,
-        type: task.type,
-        payload: task.payload,
-        priority: task.priority,
-        group: task.group,
-        maxAttempts: task.max_attempts,
-        dedupeKey: task.dedupe_key,
-      },
-    ],
-    now,
-  );
+  const { tasks } = await store.enqueue(row.queue, [scheduledTaskInput(task, id)], now);
   await db.run(sql`UPDATE schedules SET last_slot_at = ${now}, last_task_id = ${tasks[0]!.id},
       last_outcome = 'enqueued', last_error = NULL, updated_at = ${now} WHERE name = ${name}`);
   return { id: tasks[0]!.id, deduplicated: tasks[0]!.deduplicated, queue: row.queue };

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import type { NewTask } from "../engine/enqueue";
 import { NotFoundError } from "../engine/errors";
 
 /** next_run_at of a schedule whose expression has no slot left: the largest time a Date holds, never due. */
@@ -13,6 +14,20 @@ export interface ScheduledTask {
   group?: string;
   max_attempts?: number;
   dedupe_key?: string;
+}
+
+/** The task one firing enqueues: the schedule's task under the id derived from (schedule, slot). */
+export function scheduledTaskInput(task: ScheduledTask, id: string, runAt?: number): NewTask {
+  return {
+    id,
+    type: task.type,
+    payload: task.payload,
+    priority: task.priority,
+    group: task.group,
+    maxAttempts: task.max_attempts,
+    dedupeKey: task.dedupe_key,
+    runAt,
+  };
 }
 
 /** A schedule as stored (src/db/schema.ts `schedules`), as SQL returns it. */
