@@ -2,7 +2,7 @@ import { getTableColumns, sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { tasks } from "../db/schema";
 import type { Env } from "../env";
-import { allPlacements, forgetPlacements, type Placement } from "./directory";
+import { allPlacements, existingPlacements, forgetPlacements, type Placement } from "./directory";
 import { homeShard, shardNames, shardOf, type Shard } from "./shard-set";
 import { carriesSlot, encodeSlot } from "./task-slot";
 
@@ -184,24 +184,19 @@ export async function relayAll(env: Env, now: number): Promise<{ relayed: number
       got.forEach((q) => queues.add(q));
       if (delivered === 0) break;
     }
-    const live = await shard.db.all<{ queue: string }>(sql`SELECT DISTINCT queue FROM tasks WHERE finished_at IS NULL`);
-    for (const { queue } of live) {
-      const parts = placed.get(queue);
-      if (!parts || parts.some((p) => p.shard === name || p.movingFrom === name)) continue;
-      const home = parts[0]!;
-      for (;;) {
-        const taken = await takeOut(
-          shard.db,
-          sql`tasks.queue = ${queue} AND tasks.finished_at IS NULL`,
-          home.shard,
-          home.slot,
-          now,
-        );
-        const { delivered } = await deliverTransit(env, shard, now);
-        relayed += delivered;
-        if (delivered > 0) queues.add(queue);
-        if (taken === 0 && delivered === 0) break;
-      }
+    // Which queues placed elsewhere have live tasks here: one probe of the live index per queue, never a
+    // scan of every live task (a DISTINCT over them read each one, every minute).
+    const elsewhere = [...placed.entries()].filter(([, parts]) => !holds(parts, name)).map(([queue]) => queue);
+    if (elsewhere.length === 0) continue;
+    const strays = await shard.db.all<{ queue: string }>(
+      sql`SELECT j.value AS queue FROM json_each(${JSON.stringify(
+        elsewhere,
+      )}) AS j WHERE EXISTS (SELECT 1 FROM tasks t WHERE t.queue = j.value AND t.finished_at IS NULL)`,
+    );
+    for (const { queue } of strays) {
+      const delivered = await sendHome(env, shard, placed.get(queue)!, now);
+      relayed += delivered;
+      if (delivered > 0) queues.add(queue);
     }
   }
   return { relayed, queues: [...queues] };
@@ -214,24 +209,29 @@ export async function relayAll(env: Env, now: number): Promise<{ relayed: number
  */
 export async function relayQueueHome(env: Env, queue: string, now: number): Promise<number> {
   if (shardNames(env).length === 1) return 0;
-  const parts = (await allPlacements(env)).filter((p) => p.queue === queue);
-  if (parts.length === 0) return 0;
-  const holding = new Set(parts.flatMap((p) => [p.shard, ...(p.movingFrom ? [p.movingFrom] : [])]));
+  const parts = await existingPlacements(env, queue);
   let relayed = 0;
-  for (const name of shardNames(env).filter((n) => !holding.has(n))) {
-    const shard = shardOf(env, name);
-    for (;;) {
-      const taken = await takeOut(
-        shard.db,
-        sql`tasks.queue = ${queue} AND tasks.finished_at IS NULL`,
-        parts[0]!.shard,
-        parts[0]!.slot,
-        now,
-      );
-      const { delivered } = await deliverTransit(env, shard, now);
-      relayed += delivered;
-      if (taken === 0 && delivered === 0) break;
-    }
+  for (const name of shardNames(env).filter((n) => !holds(parts, n))) {
+    relayed += await sendHome(env, shardOf(env, name), parts, now);
   }
   return relayed;
+}
+
+/** Whether a queue whose placements are `parts` keeps tasks on shard `name` (a partition, or a move's source). */
+function holds(parts: Placement[], name: string): boolean {
+  return parts.some((p) => p.shard === name || p.movingFrom === name);
+}
+
+/** Relays every live task of a queue found on `shard`, which does not hold it, to its first partition. */
+async function sendHome(env: Env, shard: Shard, parts: Placement[], now: number): Promise<number> {
+  const home = parts[0];
+  if (!home) return 0;
+  let relayed = 0;
+  for (;;) {
+    const where = sql`tasks.queue = ${home.queue} AND tasks.finished_at IS NULL`;
+    const taken = await takeOut(shard.db, where, home.shard, home.slot, now);
+    const { delivered } = await deliverTransit(env, shard, now);
+    relayed += delivered;
+    if (taken === 0 && delivered === 0) return relayed;
+  }
 }

@@ -7,7 +7,8 @@ import { coordinatorOf } from "../../src/coordinator/wake";
 import { fnv1a, forgetPlacements, rankShards, readPlacements } from "../../src/shards/directory";
 import { startMove } from "../../src/shards/move";
 import { pruneAddresses } from "../../src/shards/prune-addresses";
-import { advanceMove } from "../../src/shards/relay";
+import { advanceMove, relayAll } from "../../src/shards/relay";
+import { enqueueTasks } from "../../src/engine/enqueue";
 import { readShard, shardNames } from "../../src/shards/shard-set";
 import { decodeSlot } from "../../src/shards/task-slot";
 import { uniqueQueue } from "../helpers";
@@ -240,6 +241,22 @@ describe("moving a queue between shards", () => {
     await enqueueOne(queue);
     expectError(await call("POST", `/v1/queues/${queue}/move`, { body: { shard: "DB_9" } }), 400, "invalid_request");
     expect((await readPlacements(shard("DB"), queue))[0]).toMatchObject({ shard: "DB", movingFrom: null });
+  });
+});
+
+describe("the cron's relay sweep", () => {
+  it("sends home a live task found on a shard its queue is not placed on, and leaves finished ones", async () => {
+    const queue = queueOn("DB_1", "stray");
+    await enqueueOne(queue); // placed on DB_1
+    const now = Date.now();
+    const { tasks } = await enqueueTasks(shard("DB"), queue, [{ payload: "stray" }, { payload: "done" }], now);
+    const [stray, done] = tasks.map((t) => t.id);
+    await shard("DB").run(sql`UPDATE tasks SET state = 'completed', finished_at = ${now} WHERE id = ${done!}`);
+    const { queues } = await relayAll(env, now);
+    expect(queues).toContain(queue);
+    expect(await idsOn("DB", queue)).toEqual([done]);
+    expect(await idsOn("DB_1", queue)).toContain(stray);
+    expect((await getTask(stray!)).payload).toBe("stray");
   });
 });
 
