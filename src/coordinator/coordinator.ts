@@ -11,7 +11,7 @@ import { defaultRegistry } from "../processors/registry";
 import { fireDueSchedules } from "../schedules/fire-schedules";
 import { wakeCoordinator } from "./wake";
 import { EventHub } from "../events/event-hub";
-import { coordinatorPublishSchema, type CoordinatorPublish } from "../events/event-types";
+import { coordinatorPublishSchema, ungroupEvents, type CoordinatorPublish } from "../events/event-types";
 import type { Env } from "../env";
 import {
   coordinatorForgetSchema,
@@ -130,7 +130,7 @@ export class Coordinator extends DurableObject<Env> {
   async publish(input: CoordinatorPublish): Promise<void> {
     const { queue, events, runAt } = coordinatorPublishSchema.parse(input);
     await this.remember(queue);
-    await this.events.publish(queue, events);
+    await this.events.publish(queue, ungroupEvents(events));
     if (runAt !== undefined) await this.notify({ queue, runAt });
   }
 

@@ -3,7 +3,7 @@ import { existingPlacements, placementBySlot } from "../shards/directory";
 import { relayQueueHome } from "../shards/relay";
 import { decodeSlot } from "../shards/task-slot";
 import type { Env } from "../env";
-import type { PublishedEvent, TaskEventKind } from "../events/event-types";
+import { groupEvents, type PublishedEvent, type TaskEventKind } from "../events/event-types";
 
 /** The Durable Object name of a queue partition's coordinator: the queue's own name for partition 0 (the
  * only one of an unpartitioned queue, and the one carrying the queue's event stream). `#` cannot occur in
@@ -37,7 +37,8 @@ export async function wakeCoordinator(
   const notified = runAt === undefined ? [] : targets.length > 0 ? targets : [0];
   const home = coordinatorOf(env, queue, 0);
   const calls: Array<Promise<unknown>> = [];
-  if (events.length > 0) calls.push(home.publish({ queue, events, runAt: notified.includes(0) ? runAt : undefined }));
+  if (events.length > 0)
+    calls.push(home.publish({ queue, events: groupEvents(events), runAt: notified.includes(0) ? runAt : undefined }));
   for (const part of notified) {
     if (part === 0 && events.length > 0) continue; // rode on the publish
     calls.push(coordinatorOf(env, queue, part).notify({ queue, runAt: runAt!, part }));
@@ -77,7 +78,11 @@ export async function wakeAfterAck(env: Env, outcomes: AckOutcome[], kinds?: Ack
     parts.set(part, Math.min(parts.get(part) ?? Infinity, runAt));
     earliest.set(queue, parts);
   };
-  const publish = (queue: string, event: PublishedEvent) => events.set(queue, [...(events.get(queue) ?? []), event]);
+  const publish = (queue: string, event: PublishedEvent) => {
+    const list = events.get(queue);
+    if (list) list.push(event);
+    else events.set(queue, [event]);
+  };
   for (const [i, outcome] of outcomes.entries()) {
     if (!outcome.ok) continue;
     // A retry, and a child of the same queue (created with its parent's slot), are on the parent's
