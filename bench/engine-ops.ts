@@ -7,7 +7,7 @@ import { openDb } from "../src/db/client";
 import { completeTasks } from "../src/engine/complete";
 import { enqueueTasks } from "../src/engine/enqueue";
 import { failTasks } from "../src/engine/fail";
-import { leaseTasks } from "../src/engine/lease";
+import { leaseAnswers } from "../src/engine/lease";
 import { reapExpiredLeases } from "../src/engine/reap";
 import { meteredD1, type D1Usage } from "../test/support/metered-d1";
 import { baselineComplete, baselineDequeue, baselineEnqueue, baselineFail, type BaselineJob } from "./baseline-jobs";
@@ -43,8 +43,9 @@ export function edgeqSystem(d1: D1Database): QueueSystem {
       if (out.some((t) => t.deduplicated)) throw new Error("edgeq enqueue: unexpected dedupe");
     },
     async lease(queue, max, now) {
-      const rows = await leaseTasks(db, { queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" }, now);
-      return rows.map((r) => ({ id: r.id, token: r.leaseToken! }));
+      // The HTTP lease's engine function: the answer's views rendered by SQLite (src/engine/lease.ts).
+      const leased = await leaseAnswers(db, { queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" }, now);
+      return leased.map((t) => ({ id: t.id, token: t.leaseToken }));
     },
     async complete(items, now) {
       if (items.length === 0) return 0;

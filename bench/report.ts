@@ -141,7 +141,7 @@ function costSection(r: BenchResults, out: string[]) {
     `Each row runs ${r.plan.costTasks} tasks through the whole life named, in calls of the batch size (enqueue`,
     "`batch` tasks in one call, lease `batch`, acknowledge `batch` in one call), on a fresh queue, and divides",
     "D1's own `meta.rows_written` / `meta.rows_read` and the statement count by the number of tasks. The",
-    "edgeq rows call the real engine functions (`enqueueTasks`, `leaseTasks`, `completeTasks`, `failTasks`)",
+    "edgeq rows call the real engine functions (`enqueueTasks`, `leaseAnswers`, `completeTasks`, `failTasks`)",
     "inside workerd; the baseline rows run `bench/baseline-jobs.ts` (a rowid `jobs` table with an index on",
     "`(queue, status, priority DESC, run_at)`, a unique partial index for dedupe among live jobs, single-row",
     "dequeue `UPDATE … WHERE id = (SELECT … LIMIT 1) RETURNING`, one statement per job, the batch's",
@@ -226,7 +226,7 @@ function burnSection(r: BenchResults, out: string[]) {
   const edgeq = rows.filter((b) => b.where === "workerd" && b.system === "edgeq");
   out.push(
     `${fmt(r.plan.burnTasks)} tasks are enqueued (through \`enqueueTasks\`, 10,000 per call), then leased and completed`,
-    "in a loop — `leaseTasks(max = batch)`, `completeTasks(all of them)` — until the queue is empty. The loop",
+    "in a loop — `leaseAnswers(max = batch)` (the HTTP lease's engine function), `completeTasks(all of them)` — until the queue is empty. The loop",
     "runs inside workerd (the bench worker, Miniflare, local D1 persisted to a temporary directory); Node sends",
     "it one request per at most 5,000 tasks (500 at batch 1) and times it from Node. The burn-down is timed in",
     `${r.plan.segments} consecutive slices of ${fmt(r.plan.burnTasks / r.plan.segments)} tasks: tasks/s is the median (min–max) over the slices. A run`,

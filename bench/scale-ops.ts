@@ -169,6 +169,7 @@ export async function scaleBurn(raw: D1Database[], req: ScaleBurnRequest): Promi
           { max: req.batch, visibilityTimeoutS: 300, holder: "bench-scale" },
           rotation++,
           now(),
+          leaseTasks,
         );
         const byPart = new Map<number, TaskRow[]>();
         for (const r of rows) {

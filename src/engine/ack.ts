@@ -49,10 +49,15 @@ export interface AckScope {
 export interface AckStatements {
   update: SQL;
   after?: SQL;
-  /** Count the tasks the update changed (src/engine/counters.ts): the update must also return
-   * `tasks.type, tasks.started_at`. `attempt`: a task back to pending or dead counts a failed attempt.
-   * `children`: the `after` rows are tasks enqueued (with `type`). */
-  count?: { now: number; attempt: boolean; children?: boolean };
+  /** A counters upsert (`countersUpsertSql`) run first in the same batch, over the rows the fenced
+   * update is about to change — the same fence on the same snapshot (nothing runs between a batch's
+   * statements), so it counts exactly what the update does, and counting costs no D1 call of its own. */
+  countBefore?: SQL;
+  /** Count from the update's answer instead, in a call after the batch (src/engine/counters.ts): the
+   * update must also return `tasks.type, tasks.started_at`. `attempt`: a task back to pending or dead
+   * counts a failed attempt. `outcomes: false`: `countBefore` counted them. `children`: the `after` rows are
+   * tasks enqueued (with `type`), counted here (a call only when there are any). */
+  count?: { now: number; attempt: boolean; outcomes?: boolean; children?: boolean };
 }
 
 interface UpdatedRow {
@@ -125,7 +130,7 @@ export async function fenceMissError(db: Db, id: string, scope: AckScope = {}): 
 export async function applyFencedUpdate(
   db: Db,
   items: FencedItem[],
-  run: (itemsJson: string) => AckStatements,
+  run: (itemsJson: string, fencesJson: string) => AckStatements,
   scope: AckScope = {},
   ack?: AckKind,
 ): Promise<AckOutcome[]> {
@@ -137,11 +142,17 @@ export async function applyFencedUpdate(
   });
   const unique = items.filter((_, k) => !duplicate[k]);
   const json = JSON.stringify(unique.map((i) => ({ ...i, lease_token: i.leaseToken })));
-  const statements = run(json);
-  const [changed = [], after = []] = await batchAll<unknown>(
-    db,
-    statements.after ? [statements.update, statements.after] : [statements.update],
-  );
+  // The items with only what the fence reads (no result): for a statement that finds the same tasks.
+  const fences = JSON.stringify(unique.map((i) => ({ id: i.id, lease_token: i.leaseToken })));
+  const statements = run(json, fences);
+  const counted = statements.countBefore ? 1 : 0;
+  const results = await batchAll<unknown>(db, [
+    ...(statements.countBefore ? [statements.countBefore] : []),
+    statements.update,
+    ...(statements.after ? [statements.after] : []),
+  ]);
+  const changed = results[counted] ?? [];
+  const after = statements.after ? (results[counted + 1] ?? []) : [];
   if (statements.count) await countChanged(db, changed as UpdatedRow[], after, statements.count);
   const byId = new Map((changed as UpdatedRow[]).map((r) => [r.id, r]));
   const childrenOf = new Map<string, ChildTask[]>();
@@ -218,7 +229,8 @@ async function countChanged(
   after: unknown[],
   count: NonNullable<AckStatements["count"]>,
 ): Promise<void> {
-  const events: CounterEvent[] = changed.flatMap((r) =>
+  const outcomes = count.outcomes === false ? [] : changed;
+  const events: CounterEvent[] = outcomes.flatMap((r) =>
     outcomeEvents(
       { queue: r.queue, type: r.type ?? "default", state: r.state, started_at: r.started_at ?? null },
       count.now,

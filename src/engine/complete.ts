@@ -4,6 +4,7 @@ import type { Db } from "../db/client";
 import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { storedJsonError } from "./json-value";
+import { countersUpsertSql } from "./counters";
 
 export interface CompleteItem extends FencedItem {
   /** Any JSON value; stored as the task's result. */
@@ -43,6 +44,29 @@ function enqueueChildrenSql(ackNonce: string, idsJson: string, now: number): SQL
     RETURNING id, queue, type, run_at, json_extract(payload, '$.parent.id') AS parent_id`;
 }
 
+/** A completed task's new state: cancelled instead when a cancel was requested meanwhile. */
+const COMPLETED_STATE = sql`CASE WHEN tasks.cancel_requested = 1 THEN 'cancelled' ELSE 'completed' END`;
+
+/**
+ * The counters of a completion (src/engine/counters.ts), run first in its batch over the tasks its fence
+ * admits: `completed` with the run time since the first lease, or `cancelled` for a task whose cancel had
+ * been requested (COMPLETED_STATE, as the update sets it). Each item is found by primary key.
+ */
+function countCompletionSql(fencesJson: string, now: number, scope: AckScope): SQL {
+  return countersUpsertSql(
+    now,
+    sql`SELECT tasks.queue, tasks.type, ${COMPLETED_STATE} AS state, tasks.started_at,
+        ${now} - tasks.started_at AS run_ms
+      FROM json_each(${fencesJson}) AS j JOIN tasks
+        ON ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}`,
+    [
+      ["completed", sql`sum(s.state = 'completed')`],
+      ["cancelled", sql`sum(s.state = 'cancelled')`],
+    ],
+    [{ h: "run", ms: "run_ms", when: "state = 'completed' AND started_at IS NOT NULL" }],
+  );
+}
+
 /**
  * Completes up to MAX_BATCH processing tasks in one fenced statement. Each item succeeds or fails on its
  * own: a wrong, stale or expired token is `lease_lost` and changes nothing for that task. A task whose
@@ -65,13 +89,14 @@ export async function completeTasks(
   // Checked per item, before SQL: one bad result fails its own item only, never the batch's statement.
   const problems = items.map((i) => storedJsonError(i.result, "result", `task ${i.id}: `));
   const fitting = items.filter((_, k) => problems[k] === null);
+  const idsJson = JSON.stringify([...new Set(fitting.map((i) => i.id))]);
   const applied = fitting.length
     ? await applyFencedUpdate(
         db,
         fitting.map((i) => ({ id: i.id, leaseToken: i.leaseToken, result: i.result ?? null })),
-        (json) => ({
+        (json, fences) => ({
           update: sql`UPDATE tasks SET
-        state = CASE WHEN tasks.cancel_requested = 1 THEN 'cancelled' ELSE 'completed' END,
+        state = ${COMPLETED_STATE},
         result = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE j.value->'result' END,
         progress = CASE WHEN tasks.cancel_requested = 1 THEN tasks.progress ELSE 100 END,
         finished_at = ${now},
@@ -83,8 +108,9 @@ export async function completeTasks(
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.type, tasks.started_at`,
-          after: enqueueChildrenSql(ackNonce, JSON.stringify([...new Set(fitting.map((i) => i.id))]), now),
-          count: { now, attempt: false, children: true },
+          after: enqueueChildrenSql(ackNonce, idsJson, now),
+          countBefore: countCompletionSql(fences, now, scope),
+          count: { now, attempt: false, outcomes: false, children: true },
         }),
         scope,
         "complete",

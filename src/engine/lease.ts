@@ -1,12 +1,12 @@
-import { sql } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { sql, type SQL } from "drizzle-orm";
+import { batchAll, type Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
-import { recordCounters } from "./counters";
+import { countersUpsertSql } from "./counters";
 import { EdgeqError } from "./errors";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "./limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
-import { rowFromRaw } from "./task-row";
+import { leasedViewJsonSql, rowFromRaw } from "./task-row";
 
 export interface LeaseRequest {
   queue: string;
@@ -25,7 +25,8 @@ export interface LeaseRequest {
 /**
  * Leases up to `max` leasable tasks of a queue in one statement: a CTE picks them in priority order
  * (higher first), then run_at, then id, and the UPDATE marks them processing, counts the attempt, and
- * gives each a fresh random lease token and an expiry `now + visibility timeout`.
+ * gives each a fresh random lease token and an expiry `now + visibility timeout`. The statement goes in
+ * one D1 batch (one call) with the counters' upsert for the same tasks (`leaseStatements`).
  *
  * Leasable (src/engine/redelivery.ts) includes processing tasks whose lease ran out: an expired lease is
  * taken over as soon as its backoff is due (the attempt it used is recorded as "lease expired"), and a
@@ -41,10 +42,78 @@ export interface LeaseRequest {
  * const leased = await leaseTasks(db, { queue: "emails", max: 10, visibilityTimeoutS: 30, holder: "w1" }, Date.now());
  */
 export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Promise<TaskRow[]> {
+  const [, raw = []] = await batchAll<Record<string, unknown>>(db, leaseStatements(request, now, sql`*`));
+  // RETURNING order is unspecified in SQLite: restore the lease order.
+  return raw.map(rowFromRaw).sort(leaseOrder);
+}
+
+/** A task as a lease answer carries it: what it is ordered by, its token, and its API view. */
+export interface LeasedAnswer {
+  id: string;
+  leaseToken: string;
+  priority: number;
+  runAt: number;
+  /** The task's LeasedTaskView as JSON text, rendered by SQLite inside the lease statement. */
+  view: string;
+}
+
+/**
+ * The same lease as `leaseTasks` (the same statements, the same guarantees), answered as the API renders it:
+ * each task's view is built by SQLite in the statement's RETURNING (`leasedViewJsonSql`), so the Worker
+ * neither converts ~25 columns per task into an object nor renders their times and JSON again. This is
+ * the HTTP lease's path (src/http/routes/queues.ts), where that conversion and rendering were the
+ * Worker's largest cost in a burn-down (docs/benchmarks.md, section 3b). Callers that work with the task
+ * itself (push processors, the SQS endpoint, long polls) use `leaseTasks`.
+ *
+ * @example
+ * const answers = await leaseAnswers(db, { queue: "emails", max: 100, visibilityTimeoutS: 30, holder: "w1" }, Date.now());
+ * const body = leaseAnswerJson(answers);
+ */
+export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): Promise<LeasedAnswer[]> {
+  const [, rows = []] = await batchAll<LeasedAnswerRow>(
+    db,
+    leaseStatements(request, now, sql`id, lease_token, priority, run_at, ${leasedViewJsonSql} AS view`),
+  );
+  return rows
+    .map((r) => ({ id: r.id, leaseToken: r.lease_token, priority: r.priority, runAt: r.run_at, view: r.view }))
+    .sort(leaseOrder);
+}
+
+interface LeasedAnswerRow {
+  id: string;
+  lease_token: string;
+  priority: number;
+  run_at: number;
+  view: string;
+}
+
+/** The body of a lease answer, `{ "tasks": [...] }`, from `leaseAnswers`' rendered views. */
+export function leaseAnswerJson(leased: LeasedAnswer[]): string {
+  return `{"tasks":[${leased.map((t) => t.view).join(",")}]}`;
+}
+
+/**
+ * The lease's two statements, one D1 batch (one transaction, one call): the count of the tasks it is
+ * about to lease (src/engine/counters.ts: `leased`, and the wait since due for a first lease), then the
+ * lease itself returning `returning` for each task. Both pick with the very same query on the same
+ * snapshot — nothing runs between two statements of a batch, and the order (priority, run_at, id) has no
+ * ties — so the count covers exactly the tasks the update takes.
+ */
+function leaseStatements(request: LeaseRequest, now: number, returning: SQL): [SQL, SQL] {
   if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
     // SQLite reads LIMIT -1 as "no limit": never let a bad max through to SQL.
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
+  const picked = sql`SELECT id FROM tasks
+      WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}
+      ORDER BY priority DESC, run_at, id
+      LIMIT ${request.max}`;
+  const count = countersUpsertSql(
+    now,
+    sql`SELECT queue, type, started_at, ${now} - max(created_at, run_at) AS wait_ms FROM tasks WHERE id IN (${picked})`,
+    [["leased", sql`count(*)`]],
+    [{ h: "wait", ms: "wait_ms", when: "started_at IS NULL" }],
+  );
   const vtMs =
     request.visibilityTimeoutS !== null
       ? sql`${request.visibilityTimeoutS * 1000}`
@@ -52,12 +121,7 @@ export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Pr
           ${DEFAULT_QUEUE_CONFIG.visibility_timeout_s}) * 1000`;
   const expiresAt = sql`(${now} + ${vtMs})`;
   const claimBy = request.provisional ? sql`min(${now + CLAIM_WINDOW_S * 1000}, ${expiresAt})` : sql`NULL`;
-  const raw = await db.all<Record<string, unknown>>(sql`WITH picked AS (
-      SELECT id FROM tasks
-      WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}
-      ORDER BY priority DESC, run_at, id
-      LIMIT ${request.max}
-    )
+  const lease = sql`WITH picked AS (${picked})
     UPDATE tasks SET
       state = 'processing',
       attempts = CASE WHEN ${unclaimedSql(now)} THEN attempts ELSE attempts + 1 END,
@@ -72,25 +136,15 @@ export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Pr
       started_at = coalesce(started_at, ${now}),
       updated_at = ${now}
     WHERE id IN (SELECT id FROM picked) AND finished_at IS NULL AND ${leasableSql(now)}
-    RETURNING *`);
-  // RETURNING order is unspecified in SQLite: restore the lease order.
-  const leased = raw.map(rowFromRaw).sort(leaseOrder);
-  // A first lease (started_at set just now) observes the wait since the task became due.
-  await recordCounters(
-    db,
-    leased.map((t) => ({
-      queue: t.queue,
-      type: t.type,
-      counter: "leased" as const,
-      wait: t.startedAt === now ? now - Math.max(t.createdAt, t.runAt) : undefined,
-    })),
-    now,
-  );
-  return leased;
+    RETURNING ${returning}`;
+  return [count, lease];
 }
 
+/** What a leased task is ordered by. */
+export type LeaseOrdered = Pick<TaskRow, "id" | "priority" | "runAt">;
+
 /** Priority descending, then run_at, then id — the order tasks are leased in. */
-export function leaseOrder(a: TaskRow, b: TaskRow): number {
+export function leaseOrder(a: LeaseOrdered, b: LeaseOrdered): number {
   return b.priority - a.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 

@@ -1,4 +1,4 @@
-import { getTableColumns } from "drizzle-orm";
+import { getTableColumns, sql } from "drizzle-orm";
 import { tasks, type TaskRow } from "../db/schema";
 import type { ChildTaskSpec, LeasedTaskView, TaskErrorEntry, TaskView } from "../contracts/task";
 import type { TaskState } from "./states";
@@ -82,6 +82,33 @@ function leasedTaskJson(row: TaskRow): string {
     row.checkpoint,
   )},"then":${raw(row.thenTasks)}}`;
 }
+
+/** A stored time (ms, SQL) rendered by SQLite as toIso renders it: `2026-11-23T03:48:30.123Z`, or NULL. The
+ * `unixepoch` modifier rounds the seconds back to whole milliseconds, so no float error shows in `%f`. */
+function isoSql(ms: string): string {
+  return `strftime('%Y-%m-%dT%H:%M:%fZ', ${ms} / 1000.0, 'unixepoch')`;
+}
+
+/**
+ * toLeasedTaskView as SQL over a task row, for a RETURNING clause: the view's JSON text, built by SQLite
+ * (the same fields as plainFields, then lease_token, then the stored JSON columns spliced in as stored:
+ * the object's closing brace is trimmed first — its last value, the token, is a string or null, so
+ * exactly one brace goes).
+ * test/engine/task-row.test.ts holds the two to the same output.
+ */
+export const leasedViewJsonSql = sql.raw(`(rtrim(json_object(
+    'id', id, 'queue', queue, 'type', type, 'state', state, 'priority', priority,
+    'errors', json((SELECT json_group_array(json_set(e.value, '$.at', ${isoSql("e.value->>'at'")}))
+      FROM json_each(errors) AS e)),
+    'attempts', attempts, 'max_attempts', max_attempts, 'run_at', ${isoSql("run_at")},
+    'lease_holder', lease_holder, 'lease_expires_at', ${isoSql("lease_expires_at")}, 'claim_by', ${isoSql("claim_by")},
+    'cancel_requested', json(CASE WHEN cancel_requested = 1 THEN 'true' ELSE 'false' END),
+    'dedupe_key', dedupe_key, 'group', group_key, 'progress', progress, 'progress_message', progress_message,
+    'created_at', ${isoSql("created_at")}, 'updated_at', ${isoSql("updated_at")},
+    'started_at', ${isoSql("started_at")}, 'finished_at', ${isoSql("finished_at")},
+    'lease_token', lease_token), '}')
+  || ',"payload":' || coalesce(payload, 'null') || ',"result":' || coalesce(result, 'null')
+  || ',"checkpoint":' || coalesce(checkpoint, 'null') || ',"then":' || coalesce(then_tasks, 'null') || '}')`);
 
 /** Renders a freshly leased row, with the token its holder must present. */
 export function toLeasedTaskView(row: TaskRow): LeasedTaskView {

@@ -1,6 +1,8 @@
 import type { Db } from "../db/client";
-import type { TaskRow } from "../db/schema";
-import { leaseOrder, leaseTasks, type LeaseRequest } from "../engine/lease";
+import { leaseOrder, type LeaseOrdered, type LeaseRequest } from "../engine/lease";
+
+/** One database's lease: `leaseTasks` (rows) or `leaseAnswers` (rendered views), src/engine/lease.ts. */
+export type LeaseOn<T> = (db: Db, request: LeaseRequest, now: number) => Promise<T[]>;
 
 /**
  * Leases up to `request.max` tasks of a queue spread over several databases (its partitions, or the two
@@ -10,19 +12,20 @@ import { leaseOrder, leaseTasks, type LeaseRequest } from "../engine/lease";
  * a batch is sorted by them only among the tasks it got.
  *
  * @example
- * const leased = await leaseFromPartitions([db0, db1], "emails", { queue: "emails", max: 100, ... }, 1, now);
+ * const leased = await leaseFromPartitions([db0, db1], "emails", { queue: "emails", max: 100, ... }, 1, now, leaseTasks);
  */
-export async function leaseFromPartitions(
+export async function leaseFromPartitions<T extends LeaseOrdered>(
   dbs: Db[],
   queue: string,
   request: Omit<LeaseRequest, "queue">,
   start: number,
   now: number,
-): Promise<TaskRow[]> {
-  const leased: TaskRow[] = [];
+  lease: LeaseOn<T>,
+): Promise<T[]> {
+  const leased: T[] = [];
   for (let i = 0; i < dbs.length && leased.length < request.max; i++) {
     const db = dbs[(start + i) % dbs.length]!;
-    leased.push(...(await leaseTasks(db, { ...request, queue, max: request.max - leased.length }, now)));
+    leased.push(...(await lease(db, { ...request, queue, max: request.max - leased.length }, now)));
   }
   return dbs.length > 1 ? leased.sort(leaseOrder) : leased;
 }

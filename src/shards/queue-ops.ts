@@ -3,11 +3,11 @@ import type { TaskRow } from "../db/schema";
 import type { Env } from "../env";
 import { cancelQueueTasks } from "../engine/cancel";
 import { enqueueTasks, type EnqueueOutcome, type EnqueueResult, type NewTask } from "../engine/enqueue";
-import { nextRunAt, type LeaseRequest } from "../engine/lease";
+import { leaseTasks, nextRunAt, type LeaseOrdered, type LeaseRequest } from "../engine/lease";
 import { purgeTasks } from "../engine/purge";
 import { listTasks, queueStats, type ListFilter, type QueueStats } from "../engine/read";
 import { redriveQueue, type RedriveScope } from "../engine/redrive";
-import { leaseFromPartitions } from "./partitioned-lease";
+import { leaseFromPartitions, type LeaseOn } from "./partitioned-lease";
 import { nextLeaseOffset, pickPart, routeShards, type PartRoute, type QueueRoute } from "./queue-route";
 import { homeShard, shardNames, type Shard } from "./shard-set";
 import { carriesSlot, slotIdFactory } from "./task-slot";
@@ -88,14 +88,29 @@ async function recordAddresses(
 
 /**
  * Leases from the queue's partitions (and a shard it is moving from): from partition `startPart`'s shard
- * first when given (a partition's coordinator), else from a rotating offset.
+ * first when given (a partition's coordinator), else from a rotating offset. `lease` is one database's
+ * lease: `leaseTasks` (rows, the default) or `leaseAnswers` (views rendered by SQLite, the HTTP lease).
  */
 export function leaseFromQueue(
   route: QueueRoute,
   request: Omit<LeaseRequest, "queue">,
   now: number,
   startPart?: number,
-): Promise<TaskRow[]> {
+): Promise<TaskRow[]>;
+export function leaseFromQueue<T extends LeaseOrdered>(
+  route: QueueRoute,
+  request: Omit<LeaseRequest, "queue">,
+  now: number,
+  startPart: number | undefined,
+  lease: LeaseOn<T>,
+): Promise<T[]>;
+export function leaseFromQueue(
+  route: QueueRoute,
+  request: Omit<LeaseRequest, "queue">,
+  now: number,
+  startPart?: number,
+  lease: LeaseOn<LeaseOrdered> = leaseTasks,
+): Promise<LeaseOrdered[]> {
   const shards = routeShards(route);
   const own = startPart === undefined ? -1 : shards.findIndex((s) => s.name === route.parts[startPart]?.shard.name);
   const start = own >= 0 ? own : nextLeaseOffset(shards.length);
@@ -105,6 +120,7 @@ export function leaseFromQueue(
     request,
     start,
     now,
+    lease,
   );
 }
 

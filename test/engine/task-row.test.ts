@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { heartbeatTask } from "../../src/engine/heartbeat";
-import { leaseTasks } from "../../src/engine/lease";
+import { leaseAnswerJson, leaseAnswers, leaseTasks } from "../../src/engine/lease";
 import { failTasks } from "../../src/engine/fail";
 import { leasedTasksJson, toLeasedTaskView } from "../../src/engine/task-row";
 import { db, row, uniqueQueue } from "../helpers";
@@ -27,5 +27,74 @@ describe("the lease answer rendered as text", () => {
     expect(JSON.parse(text).tasks[0]).toMatchObject({ payload, then, checkpoint: { step: 2 }, result: null });
     expect((await row(task!.id)).attempts).toBe(2);
     expect(leasedTasksJson([])).toBe('{"tasks":[]}');
+  });
+});
+
+describe("the lease answer rendered by SQLite (leaseAnswers)", () => {
+  it("is the same view toLeasedTaskView renders from the stored row, field for field", async () => {
+    const queue = uniqueQueue("sqlview");
+    // Times whose milliseconds are awkward for a float (.001, .999, .500, odd ones) and the epoch's first.
+    const now = Date.parse("2026-11-23T03:59:59.999Z");
+    const runAts = [1, now - 1, now - 999, now - 86_400_001, now - 123_457, Date.parse("2000-02-29T23:59:59.500Z")];
+    const payload = { text: 'héllo \u2028 "quoted" \\ ☃', n: [1, 2.5, -0.000001, 1e21, null, { deep: true }] };
+    const input = runAts.map((runAt, k) => ({
+      runAt,
+      priority: k - 2,
+      payload: k === 0 ? undefined : { ...payload, k },
+      dedupeKey: k % 2 ? `d${k}` : undefined,
+      group: k % 3 ? `g${k}` : undefined,
+      then: k === 2 ? [{ type: "next", payload: { a: 1 } }] : undefined,
+      maxAttempts: 5,
+    }));
+    const ids = (await enqueueTasks(db(), queue, input, now - 86_400_003)).tasks.map((t) => t.id);
+    // The two highest priorities: one gets a history (progress, checkpoint, a failed attempt, an expired
+    // lease), the other stays held through the final lease.
+    const [storied, held] = await leaseTasks(
+      db(),
+      { queue, max: 2, visibilityTimeoutS: 3600, holder: "w" },
+      now - 60_001,
+    );
+    await heartbeatTask(
+      db(),
+      {
+        id: storied!.id,
+        leaseToken: storied!.leaseToken!,
+        extendS: 30,
+        progress: 40,
+        progressMessage: "half ✓",
+        checkpoint: { step: 2 },
+      },
+      now - 60_001,
+    );
+    await failTasks(
+      db(),
+      [{ id: storied!.id, leaseToken: storied!.leaseToken!, message: 'boom\n"x"', retryAfterS: 0 }],
+      now - 59_000,
+    );
+    const [again] = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 1, holder: "w" }, now - 58_000);
+    expect(again!.id).toBe(storied!.id);
+
+    // A provisional lease (claim_by set), with the queue's own visibility timeout and no holder.
+    const leased = await leaseAnswers(
+      db(),
+      { queue, max: 100, visibilityTimeoutS: null, holder: null, provisional: true },
+      now,
+    );
+    expect(leased.map((t) => t.id).sort()).toEqual(ids.filter((id) => id !== held!.id).sort());
+    for (const task of leased) {
+      const view = JSON.parse(task.view);
+      const stored = await row(task.id);
+      expect(view).toEqual(toLeasedTaskView(stored));
+      // The long poll's answer (leasedTasksJson, rendered in the Worker) has its keys in the same order.
+      expect(Object.keys(view)).toEqual(Object.keys(JSON.parse(leasedTasksJson([stored])).tasks[0]));
+    }
+    const history = JSON.parse(leased.find((t) => t.id === storied!.id)!.view);
+    expect(history).toMatchObject({ progress: 40, progress_message: "half ✓", checkpoint: { step: 2 } });
+    expect(history.errors.map((e: { message: string }) => e.message)).toEqual(['boom\n"x"', "lease expired"]);
+    expect(history.claim_by).toEqual(expect.any(String));
+    // The answer is ordered as a lease is: priority, then run_at, then id.
+    expect(leased.map((t) => t.priority)).toEqual([...leased.map((t) => t.priority)].sort((a, b) => b - a));
+    expect(JSON.parse(leaseAnswerJson(leased))).toEqual({ tasks: leased.map((t) => JSON.parse(t.view)) });
+    expect(leaseAnswerJson([])).toBe('{"tasks":[]}');
   });
 });

@@ -7,7 +7,7 @@ import { completeTasks } from "../../src/engine/complete";
 import { foldOldCounters, minuteOf, sumCounters } from "../../src/engine/counters";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { failTasks } from "../../src/engine/fail";
-import { bucketIndex } from "../../src/engine/histogram-buckets";
+import { bucketIndex, HISTOGRAM_BOUNDS_S } from "../../src/engine/histogram-buckets";
 import { leaseTasks } from "../../src/engine/lease";
 import { COUNTER_MINUTES_KEPT_S } from "../../src/engine/limits";
 import { putQueueConfig } from "../../src/engine/queue-config";
@@ -21,6 +21,37 @@ async function sums(queue: string, type = "default") {
 }
 
 describe("task counters", () => {
+  it("put a lease's waits and a completion's run times in the buckets bucketIndex names, at and past each bound", async () => {
+    // The lease and the completion count in SQL inside their batch; recordCounters counts in JS: same buckets.
+    const queue = uniqueQueue();
+    const edges = [0, ...HISTOGRAM_BOUNDS_S.flatMap((b) => [b * 1000, b * 1000 + 1])];
+    const now = T0 + 30_000_000;
+    await enqueueTasks(
+      db(),
+      queue,
+      edges.map((w) => ({ runAt: now - w })),
+      T0,
+    );
+    const leased = await leaseTasks(db(), { queue, max: 100, visibilityTimeoutS: 86_400, holder: "w" }, now);
+    expect(leased).toHaveLength(edges.length);
+    // Each task runs for one of the edge times: completed one by one.
+    for (const [k, task] of leased.entries()) {
+      await completeTasks(db(), [{ id: task.id, leaseToken: task.leaseToken! }], now + edges[k]!);
+    }
+    const expected = (h: "wait" | "run") => {
+      const buckets: Record<string, number> = {};
+      for (let i = 0; i <= HISTOGRAM_BOUNDS_S.length; i++) buckets[`${h}_b${i}`] = 0;
+      for (const w of edges) buckets[`${h}_b${bucketIndex(w)}`]! += 1;
+      return { ...buckets, [`${h}_count`]: edges.length, [`${h}_sum_ms`]: edges.reduce((x, y) => x + y, 0) };
+    };
+    expect(await sums(queue)).toMatchObject({
+      leased: edges.length,
+      completed: edges.length,
+      ...expected("wait"),
+      ...expected("run"),
+    });
+  });
+
   it("count each transition once, per queue and type, with wait and run times", async () => {
     const queue = uniqueQueue();
     await enqueueTasks(db(), queue, [{ type: "a" }, { type: "a" }, { type: "a" }, { type: "b" }], T0);

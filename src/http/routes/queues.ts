@@ -1,12 +1,12 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { TaskRow } from "../../db/schema";
 import { longPollLease } from "../../coordinator/long-poll";
 import { publishEvents, wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
 import { completeTasks } from "../../engine/complete";
 import type { NewTask } from "../../engine/enqueue";
 import { extendLeases } from "../../engine/extend";
 import { failTasks } from "../../engine/fail";
+import { leaseAnswerJson, leaseAnswers } from "../../engine/lease";
 import { releaseTasks } from "../../engine/release";
 import { ackOnRoute } from "../../shards/ack-routing";
 import { listAllQueues } from "../../shards/cross-shard";
@@ -159,10 +159,10 @@ const putConfigRoute = authRoute({
   responses: { 200: jsonResponse(QueueConfigSchema) },
 });
 
-/** A lease's answer (LeaseResponse), rendered as text with the stored JSON spliced in (leasedTasksJson). */
-function leaseAnswer(c: Context, leased: TaskRow[]) {
+/** A lease's answer (LeaseResponse), already rendered as JSON text (leaseAnswerJson, leasedTasksJson). */
+function jsonText(c: Context, text: string) {
   // The JSON c.json would send; the route's declared LeaseResponse types it for the typed client.
-  return c.body(leasedTasksJson(leased), 200, { "Content-Type": "application/json" }) as never;
+  return c.body(text, 200, { "Content-Type": "application/json" }) as never;
 }
 
 /** Converts an API task into the engine's input, resolving delay_s / run_at against `now`. */
@@ -226,7 +226,7 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const waitMs = Math.round(body.wait_s * 1000);
     // No wait: lease directly. A wait goes through the queue's coordinator, which holds the request.
     if (waitMs === 0) {
-      const leased = await leaseFromQueue(route, request, c.var.now);
+      const leased = await leaseFromQueue(route, request, c.var.now, undefined, leaseAnswers);
       if (leased.length > 0) {
         c.executionCtx.waitUntil(
           publishEvents(
@@ -236,14 +236,14 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
           ),
         );
       }
-      return leaseAnswer(c, leased);
+      return jsonText(c, leaseAnswerJson(leased));
     }
     // A partitioned queue's long poll waits at one partition's coordinator (in turn), leasing from all.
     const part = route.parts[nextLeaseOffset(route.parts.length)]!.part;
     const leased = await longPollLease(c.env, { ...request, part }, waitMs, c.req.raw.signal, c.executionCtx, () =>
       Date.now(),
     );
-    return leaseAnswer(c, leased);
+    return jsonText(c, leasedTasksJson(leased));
   })
   .openapi(ackRoute, async (c) => {
     const body = c.req.valid("json");
