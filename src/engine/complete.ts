@@ -4,7 +4,7 @@ import type { Db } from "../db/client";
 import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { storedJsonError } from "./json-value";
-import { countersUpsertSql } from "./counters";
+import { countersSpec, countersUpsertSql } from "./counters";
 
 export interface CompleteItem extends FencedItem {
   /** Any JSON value; stored as the task's result. */
@@ -20,10 +20,10 @@ export interface CompleteItem extends FencedItem {
  * random bits), so purges keep walking ids in time order and a child is found on its parent's shard
  * (src/shards/task-slot.ts) — where it is created, and from where the relay takes a child of a queue
  * placed elsewhere. A child whose dedupe key is live is not enqueued twice (ON CONFLICT).
- * Parents are looked up by primary key from the ack's distinct ids, never found by scanning for the
+ * Parents are looked up by primary key from the ack's distinct items, never found by scanning for the
  * nonce: lease_token has no index, and that scan read the whole table (every row billed) on every ack.
  */
-function enqueueChildrenSql(ackNonce: string, idsJson: string, now: number): SQL {
+function enqueueChildrenSql(ackNonce: string, fencesJson: string, now: number): SQL {
   const childQueue = sql`coalesce(c.value->>'queue', p.queue)`;
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
@@ -38,7 +38,7 @@ function enqueueChildrenSql(ackNonce: string, idsJson: string, now: number): SQL
       c.value->>'dedupe_key', coalesce(c.value->>'group', p.group_key),
       CASE WHEN c.value->>'then' IS NULL THEN NULL ELSE c.value->'then' END,
       ${now}, ${now}
-    FROM json_each(${idsJson}) AS j JOIN tasks p ON p.id = j.value, json_each(p.then_tasks) AS c
+    FROM json_each(${fencesJson}) AS j JOIN tasks p ON p.id = j.value->>'id', json_each(p.then_tasks) AS c
     WHERE p.lease_token = ${ackNonce} AND p.state = 'completed' AND p.then_tasks IS NOT NULL
     ON CONFLICT DO NOTHING
     RETURNING id, queue, type, run_at, json_extract(payload, '$.parent.id') AS parent_id`;
@@ -46,6 +46,15 @@ function enqueueChildrenSql(ackNonce: string, idsJson: string, now: number): SQL
 
 /** A completed task's new state: cancelled instead when a cancel was requested meanwhile. */
 const COMPLETED_STATE = sql`CASE WHEN tasks.cancel_requested = 1 THEN 'cancelled' ELSE 'completed' END`;
+
+/** What a completion counts: completed with its run time since the first lease, or cancelled. */
+const COMPLETION_COUNTS = countersSpec(
+  [
+    ["completed", "sum(s.state = 'completed')"],
+    ["cancelled", "sum(s.state = 'cancelled')"],
+  ],
+  [{ h: "run", ms: "run_ms", when: "state = 'completed' AND started_at IS NOT NULL" }],
+);
 
 /**
  * The counters of a completion (src/engine/counters.ts), run first in its batch over the tasks its fence
@@ -59,11 +68,7 @@ function countCompletionSql(fencesJson: string, now: number, scope: AckScope): S
         ${now} - tasks.started_at AS run_ms
       FROM json_each(${fencesJson}) AS j JOIN tasks
         ON ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}`,
-    [
-      ["completed", sql`sum(s.state = 'completed')`],
-      ["cancelled", sql`sum(s.state = 'cancelled')`],
-    ],
-    [{ h: "run", ms: "run_ms", when: "state = 'completed' AND started_at IS NOT NULL" }],
+    COMPLETION_COUNTS,
   );
 }
 
@@ -89,7 +94,6 @@ export async function completeTasks(
   // Checked per item, before SQL: one bad result fails its own item only, never the batch's statement.
   const problems = items.map((i) => storedJsonError(i.result, "result", `task ${i.id}: `));
   const fitting = items.filter((_, k) => problems[k] === null);
-  const idsJson = JSON.stringify([...new Set(fitting.map((i) => i.id))]);
   const applied = fitting.length
     ? await applyFencedUpdate(
         db,
@@ -107,8 +111,8 @@ export async function completeTasks(
         updated_at = ${now}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
-      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.type, tasks.started_at`,
-          after: enqueueChildrenSql(ackNonce, idsJson, now),
+      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
+          after: enqueueChildrenSql(ackNonce, fences, now),
           countBefore: countCompletionSql(fences, now, scope),
           count: { now, attempt: false, outcomes: false, children: true },
         }),

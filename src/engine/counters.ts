@@ -98,10 +98,6 @@ export async function recordCounters(db: Db, events: CounterEvent[], now: number
     ON CONFLICT (queue, type, minute) DO UPDATE SET ${updates}`);
 }
 
-/** One column an in-SQL count adds to, and the aggregate (over the source's rows of one queue and type)
- * that says how much. */
-export type CounterSum = [column: string, amount: SQL];
-
 /** A histogram an in-SQL count observes: the source's column `ms` (whole milliseconds), for its rows
  * where `when` holds. */
 export interface Observed {
@@ -110,47 +106,71 @@ export interface Observed {
   when: string;
 }
 
+/** What an in-SQL count adds (see `countersSpec`): the statement's fixed text, rendered once. */
+export interface CountersSpec {
+  columns: SQL;
+  amounts: SQL;
+  updates: SQL;
+  /** The bucket of each observed histogram, a column per row, or null. */
+  buckets: SQL | null;
+}
+
 /**
- * The counters upsert as a statement computed by SQLite over `source` (a SELECT of task rows with
- * `queue` and `type` columns): one row per (queue, type) among them, each column of `sums` added to this
- * minute's row, and each `observed` histogram filled — the same buckets `recordCounters` fills from JS
- * (bucketIndex, HISTOGRAM_BOUNDS_S). For a statement inside the D1 batch of the write it counts
- * (`recordCounters` needs the write's answer first, so it costs a D1 call of its own). Each row's bucket is
- * worked out once (a column of the inner select), then every bucket column is one comparison per row.
- * Nothing is bound here: D1 allows 100 parameters per statement. No source row: nothing is written.
- *
- * @example
- * const count = countersUpsertSql(now, sql`SELECT queue, type FROM tasks WHERE id = ${id}`, [["leased", sql`count(*)`]]);
+ * The fixed part of an in-SQL count (`countersUpsertSql`), rendered once per call site: each of `sums` is
+ * a counter column and the aggregate (over the source's rows of one queue and type) to add to it, and each
+ * `observed` histogram is filled — the same buckets `recordCounters` fills from JS (bucketIndex,
+ * HISTOGRAM_BOUNDS_S). A row's bucket is worked out once (a column of an inner select), then each bucket
+ * column is one comparison per row. No parameter is bound here (D1 allows 100 per statement).
  */
-export function countersUpsertSql(now: number, source: SQL, sums: CounterSum[], observed: Observed[] = []): SQL {
+export function countersSpec(
+  sums: Array<[column: string, aggregate: string]>,
+  observed: Observed[] = [],
+): CountersSpec {
+  const all = [
+    ...sums,
+    ...observed.flatMap(({ h, ms }): Array<[string, string]> => {
+      const columns = HISTOGRAM_COLUMNS[h];
+      return [
+        ...columns.buckets.map((column, i): [string, string] => [column, `sum(s.${h}_bucket = ${i})`]),
+        [columns.count, `sum(s.${h}_bucket >= 0)`],
+        [columns.sum, `sum(CASE WHEN s.${h}_bucket >= 0 THEN max(0, s.${ms}) ELSE 0 END)`],
+      ];
+    }),
+  ];
   const buckets = observed.map(({ h, ms, when }) => {
     const limits = HISTOGRAM_BOUNDS_S.map((bound, i) => `WHEN max(0, ${ms}) <= ${bound * 1000} THEN ${i}`).join(" ");
     return `CASE WHEN NOT (${when}) THEN -1 ${limits} ELSE ${HISTOGRAM_BOUNDS_S.length} END AS ${h}_bucket`;
   });
-  const all: CounterSum[] = [
-    ...sums,
-    ...observed.flatMap(({ h, ms }): CounterSum[] => {
-      const columns = HISTOGRAM_COLUMNS[h];
-      return [
-        ...columns.buckets.map((column, i): CounterSum => [column, sql.raw(`sum(s.${h}_bucket = ${i})`)]),
-        [columns.count, sql.raw(`sum(s.${h}_bucket >= 0)`)],
-        [columns.sum, sql.raw(`sum(CASE WHEN s.${h}_bucket >= 0 THEN max(0, s.${ms}) ELSE 0 END)`)],
-      ];
-    }),
-  ];
-  const columns = sql.raw(all.map(([c]) => c).join(", "));
-  const amounts = sql.join(
-    all.map(([, amount]) => amount),
-    sql`, `,
-  );
-  const updates = sql.raw(all.map(([c]) => `${c} = ${c} + excluded.${c}`).join(", "));
-  const rows = buckets.length ? sql`SELECT *, ${sql.raw(buckets.join(", "))} FROM (${source})` : source;
-  return sql`INSERT INTO task_counters (queue, type, minute, ${columns})
-    SELECT s.queue, s.type, ${minuteOf(now)}, ${amounts}
-    FROM (${rows}) AS s
+  return {
+    columns: sql.raw(all.map(([c]) => c).join(", ")),
+    amounts: sql.raw(all.map(([, amount]) => amount).join(", ")),
+    updates: sql.raw(all.map(([c]) => `${c} = ${c} + excluded.${c}`).join(", ")),
+    buckets: buckets.length ? sql.raw(buckets.join(", ")) : null,
+  };
+}
+
+/**
+ * The counters upsert as a statement computed by SQLite over `source` (a SELECT of task rows with
+ * `queue` and `type` columns): one row per (queue, type) among them, `spec`'s amounts added to this
+ * minute's row. For a statement inside the D1 batch of the write it counts: `recordCounters` needs the
+ * write's answer first, so it costs a D1 call (on Cloudflare a round trip and a commit) of its own. No
+ * source row: nothing is written.
+ *
+ * @example
+ * const LEASED = countersSpec([["leased", "count(*)"]]);
+ * const count = countersUpsertSql(now, sql`SELECT queue, type FROM tasks WHERE id = ${id}`, LEASED);
+ */
+export function countersUpsertSql(now: number, source: SQL, spec: CountersSpec): SQL {
+  // MATERIALIZED: each row's values and buckets are worked out once. Flattened into the aggregate (what
+  // SQLite does with a plain subquery) every sum would evaluate the bucket CASE again.
+  const rows = spec.buckets ? sql`SELECT *, ${spec.buckets} FROM (${source})` : source;
+  return sql`WITH s AS MATERIALIZED (${rows})
+    INSERT INTO task_counters (queue, type, minute, ${spec.columns})
+    SELECT s.queue, s.type, ${minuteOf(now)}, ${spec.amounts}
+    FROM s
     WHERE true
     GROUP BY s.queue, s.type
-    ON CONFLICT (queue, type, minute) DO UPDATE SET ${updates}`;
+    ON CONFLICT (queue, type, minute) DO UPDATE SET ${spec.updates}`;
 }
 
 /**

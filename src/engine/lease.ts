@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
-import { countersUpsertSql } from "./counters";
+import { countersSpec, countersUpsertSql } from "./counters";
 import { EdgeqError } from "./errors";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "./limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
@@ -92,6 +92,9 @@ export function leaseAnswerJson(leased: LeasedAnswer[]): string {
   return `{"tasks":[${leased.map((t) => t.view).join(",")}]}`;
 }
 
+/** What a lease counts: each task leased, and for a first lease the wait since it was due. */
+const LEASE_COUNTS = countersSpec([["leased", "count(*)"]], [{ h: "wait", ms: "wait_ms", when: "started_at IS NULL" }]);
+
 /**
  * The lease's two statements, one D1 batch (one transaction, one call): the count of the tasks it is
  * about to lease (src/engine/counters.ts: `leased`, and the wait since due for a first lease), then the
@@ -111,8 +114,7 @@ function leaseStatements(request: LeaseRequest, now: number, returning: SQL): [S
   const count = countersUpsertSql(
     now,
     sql`SELECT queue, type, started_at, ${now} - max(created_at, run_at) AS wait_ms FROM tasks WHERE id IN (${picked})`,
-    [["leased", sql`count(*)`]],
-    [{ h: "wait", ms: "wait_ms", when: "started_at IS NULL" }],
+    LEASE_COUNTS,
   );
   const vtMs =
     request.visibilityTimeoutS !== null
