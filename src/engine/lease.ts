@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
-import { batchAll, type Db } from "../db/client";
+import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
-import { countersSpec, countersUpsertSql } from "./counters";
+import { recordCounters } from "./counters";
 import { EdgeqError } from "./errors";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "./limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
@@ -25,8 +25,7 @@ export interface LeaseRequest {
 /**
  * Leases up to `max` leasable tasks of a queue in one statement: a CTE picks them in priority order
  * (higher first), then run_at, then id, and the UPDATE marks them processing, counts the attempt, and
- * gives each a fresh random lease token and an expiry `now + visibility timeout`. The statement goes in
- * one D1 batch (one call) with the counters' upsert for the same tasks (`leaseStatements`).
+ * gives each a fresh random lease token and an expiry `now + visibility timeout`.
  *
  * Leasable (src/engine/redelivery.ts) includes processing tasks whose lease ran out: an expired lease is
  * taken over as soon as its backoff is due (the attempt it used is recorded as "lease expired"), and a
@@ -42,15 +41,20 @@ export interface LeaseRequest {
  * const leased = await leaseTasks(db, { queue: "emails", max: 10, visibilityTimeoutS: 30, holder: "w1" }, Date.now());
  */
 export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Promise<TaskRow[]> {
-  const [, raw = []] = await batchAll<Record<string, unknown>>(db, leaseStatements(request, now, sql`*`));
+  const raw = await db.all<Record<string, unknown>>(leaseSql(request, now, sql`*`));
   // RETURNING order is unspecified in SQLite: restore the lease order.
-  return raw.map(rowFromRaw).sort(leaseOrder);
+  const leased = raw.map(rowFromRaw).sort(leaseOrder);
+  await countLeases(db, request.queue, leased, now);
+  return leased;
 }
 
-/** A task as a lease answer carries it: what it is ordered by, its token, and its API view. */
+/** A task as a lease answer carries it: what the engine orders and counts it by, its token, its API view. */
 export interface LeasedAnswer {
   id: string;
   leaseToken: string;
+  type: string;
+  createdAt: number;
+  startedAt: number;
   priority: number;
   runAt: number;
   /** The task's LeasedTaskView as JSON text, rendered by SQLite inside the lease statement. */
@@ -58,7 +62,7 @@ export interface LeasedAnswer {
 }
 
 /**
- * The same lease as `leaseTasks` (the same statements, the same guarantees), answered as the API renders it:
+ * The same lease as `leaseTasks` (the same statement, the same guarantees), answered as the API renders it:
  * each task's view is built by SQLite in the statement's RETURNING (`leasedViewJsonSql`), so the Worker
  * neither converts ~25 columns per task into an object nor renders their times and JSON again. This is
  * the HTTP lease's path (src/http/routes/queues.ts), where that conversion and rendering were the
@@ -70,20 +74,37 @@ export interface LeasedAnswer {
  * const body = leaseAnswerJson(answers);
  */
 export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): Promise<LeasedAnswer[]> {
-  const [, rows = []] = await batchAll<LeasedAnswerRow>(
-    db,
-    leaseStatements(request, now, sql`id, lease_token, priority, run_at, ${leasedViewJsonSql} AS view`),
+  const rows = await db.all<LeasedAnswerRow>(
+    leaseSql(
+      request,
+      now,
+      sql`id, lease_token, type, priority, run_at, created_at, started_at, ${leasedViewJsonSql} AS view`,
+    ),
   );
-  return rows
-    .map((r) => ({ id: r.id, leaseToken: r.lease_token, priority: r.priority, runAt: r.run_at, view: r.view }))
+  const leased = rows
+    .map((r) => ({
+      id: r.id,
+      leaseToken: r.lease_token,
+      type: r.type,
+      priority: r.priority,
+      runAt: r.run_at,
+      createdAt: r.created_at,
+      startedAt: r.started_at,
+      view: r.view,
+    }))
     .sort(leaseOrder);
+  await countLeases(db, request.queue, leased, now);
+  return leased;
 }
 
 interface LeasedAnswerRow {
   id: string;
   lease_token: string;
+  type: string;
   priority: number;
   run_at: number;
+  created_at: number;
+  started_at: number;
   view: string;
 }
 
@@ -92,30 +113,12 @@ export function leaseAnswerJson(leased: LeasedAnswer[]): string {
   return `{"tasks":[${leased.map((t) => t.view).join(",")}]}`;
 }
 
-/** What a lease counts: each task leased, and for a first lease the wait since it was due. */
-const LEASE_COUNTS = countersSpec([["leased", "count(*)"]], [{ h: "wait", ms: "wait_ms", when: "started_at IS NULL" }]);
-
-/**
- * The lease's two statements, one D1 batch (one transaction, one call): the count of the tasks it is
- * about to lease (src/engine/counters.ts: `leased`, and the wait since due for a first lease), then the
- * lease itself returning `returning` for each task. Both pick with the very same query on the same
- * snapshot — nothing runs between two statements of a batch, and the order (priority, run_at, id) has no
- * ties — so the count covers exactly the tasks the update takes.
- */
-function leaseStatements(request: LeaseRequest, now: number, returning: SQL): [SQL, SQL] {
+/** The lease statement (see leaseTasks), returning `returning` for each task it leased. */
+function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
   if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
     // SQLite reads LIMIT -1 as "no limit": never let a bad max through to SQL.
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
-  const picked = sql`SELECT id FROM tasks
-      WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}
-      ORDER BY priority DESC, run_at, id
-      LIMIT ${request.max}`;
-  const count = countersUpsertSql(
-    now,
-    sql`SELECT queue, type, started_at, ${now} - max(created_at, run_at) AS wait_ms FROM tasks WHERE id IN (${picked})`,
-    LEASE_COUNTS,
-  );
   const vtMs =
     request.visibilityTimeoutS !== null
       ? sql`${request.visibilityTimeoutS * 1000}`
@@ -123,7 +126,12 @@ function leaseStatements(request: LeaseRequest, now: number, returning: SQL): [S
           ${DEFAULT_QUEUE_CONFIG.visibility_timeout_s}) * 1000`;
   const expiresAt = sql`(${now} + ${vtMs})`;
   const claimBy = request.provisional ? sql`min(${now + CLAIM_WINDOW_S * 1000}, ${expiresAt})` : sql`NULL`;
-  const lease = sql`WITH picked AS (${picked})
+  return sql`WITH picked AS (
+      SELECT id FROM tasks
+      WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}
+      ORDER BY priority DESC, run_at, id
+      LIMIT ${request.max}
+    )
     UPDATE tasks SET
       state = 'processing',
       attempts = CASE WHEN ${unclaimedSql(now)} THEN attempts ELSE attempts + 1 END,
@@ -139,7 +147,30 @@ function leaseStatements(request: LeaseRequest, now: number, returning: SQL): [S
       updated_at = ${now}
     WHERE id IN (SELECT id FROM picked) AND finished_at IS NULL AND ${leasableSql(now)}
     RETURNING ${returning}`;
-  return [count, lease];
+}
+
+/**
+ * Counts a lease's tasks (src/engine/counters.ts): each one leased, and for a first lease (started_at set
+ * just now) the wait since it became due. From the lease's answer, in a call of its own: counting inside
+ * the lease's batch would have to pick the same tasks a second time, and the pick, which walks past every
+ * task in flight, is most of a lease's SQL (docs/benchmarks.md, section 3b).
+ */
+function countLeases(
+  db: Db,
+  queue: string,
+  leased: Array<Pick<TaskRow, "type" | "createdAt" | "runAt" | "startedAt">>,
+  now: number,
+): Promise<void> {
+  return recordCounters(
+    db,
+    leased.map((t) => ({
+      queue,
+      type: t.type,
+      counter: "leased" as const,
+      wait: t.startedAt === now ? now - Math.max(t.createdAt, t.runAt) : undefined,
+    })),
+    now,
+  );
 }
 
 /** What a leased task is ordered by. */
