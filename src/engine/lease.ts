@@ -71,7 +71,7 @@ export interface LeasedAnswer {
  *
  * @example
  * const answers = await leaseAnswers(db, { queue: "emails", max: 100, visibilityTimeoutS: 30, holder: "w1" }, Date.now());
- * const body = leaseAnswerJson(answers);
+ * const body = `{"tasks":[${answers.map((t) => t.view).join(",")}]}`;
  */
 export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): Promise<LeasedAnswer[]> {
   const rows = await db.all<LeasedAnswerRow>(
@@ -106,11 +106,6 @@ interface LeasedAnswerRow {
   created_at: number;
   started_at: number;
   view: string;
-}
-
-/** The body of a lease answer, `{ "tasks": [...] }`, from `leaseAnswers`' rendered views. */
-export function leaseAnswerJson(leased: LeasedAnswer[]): string {
-  return `{"tasks":[${leased.map((t) => t.view).join(",")}]}`;
 }
 
 /** The lease statement (see leaseTasks), returning `returning` for each task it leased. */

@@ -20,7 +20,7 @@ function parseJson(text: string | null): unknown {
   return text == null ? null : JSON.parse(text);
 }
 
-/** The stored JSON columns of the view: parsed by toTaskView, spliced in as text by leasedTasksJson. */
+/** The stored JSON columns of the view: parsed by toTaskView, spliced in as text by leasedTaskJson. */
 type StoredJsonFields = "payload" | "result" | "checkpoint" | "then";
 
 /** Every field of the view but the stored JSON ones. */
@@ -63,18 +63,12 @@ export function toTaskView(row: TaskRow): TaskView {
 }
 
 /**
- * The body of a lease answer, `{ "tasks": [...] }`, as JSON text: the same view as toLeasedTaskView, but
- * the stored JSON columns (payload, result, checkpoint, then — valid JSON text, written by SQLite's JSON
- * functions) are spliced in as they are instead of parsed and serialised again: a payload of up to
- * 1 MiB is never parsed on the way out. With the bench's small payloads the rendering still took 12 % of
- * the Worker's CPU in the burn-down profile (docs/benchmarks.md, section 3b): the other fields and their
- * ISO times, which building the JSON inside the lease statement would move to SQLite.
+ * A leased task's view (toLeasedTaskView) as JSON text: the stored JSON columns (payload, result,
+ * checkpoint, then — valid JSON text, written by SQLite's JSON functions) are spliced in as they are
+ * instead of parsed and serialised again, so a payload of up to 1 MiB is never parsed on the way out. The
+ * long poll's answer; a direct lease's views are rendered by SQLite (`leasedViewJsonSql`).
  */
-export function leasedTasksJson(rows: TaskRow[]): string {
-  return `{"tasks":[${rows.map(leasedTaskJson).join(",")}]}`;
-}
-
-function leasedTaskJson(row: TaskRow): string {
+export function leasedTaskJson(row: TaskRow): string {
   if (row.leaseToken == null) throw new Error(`task ${row.id} was returned by a lease without a token`);
   const plain = JSON.stringify({ ...plainFields(row), lease_token: row.leaseToken });
   const raw = (text: string | null) => text ?? "null";

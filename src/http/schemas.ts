@@ -113,12 +113,13 @@ export const TaskListQuery = z.object({
 
 export const TaskListResponse = z.object({ tasks: z.array(TaskSchema), next_cursor: z.string().nullable() });
 
-export const LeaseBody = z.strictObject({
+const LeaseFields = {
   max: z.number().int().min(1).max(MAX_BATCH).default(1),
   visibility_timeout_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
   wait_s: z.number().min(0).max(MAX_WAIT_S).default(0),
   holder: ShortText(MAX_HOLDER_CHARS).optional(),
-});
+};
+export const LeaseBody = z.strictObject(LeaseFields);
 
 export const LeaseResponse = z.object({ tasks: z.array(LeasedTaskSchema) });
 
@@ -166,6 +167,14 @@ export const AckBody = z
       .default([]),
     fail: z.array(z.strictObject({ id: TaskId, ...FailFields })).default([]),
     release: z.array(z.strictObject({ id: TaskId, ...ReleaseBody.shape })).default([]),
+    lease: z
+      .strictObject(LeaseFields)
+      .optional()
+      .openapi({
+        description:
+          "lease the next tasks in the same request, after the acks are applied (as POST /lease with this body): " +
+          "a worker's ack and its next lease in one round trip",
+      }),
   })
   .refine((b) => b.complete.length + b.fail.length + b.release.length >= 1, {
     message: "give at least one item",
@@ -196,6 +205,10 @@ export const AckResponse = z.object({
       error: ErrorSchema.shape.error.optional(),
     }),
   ),
+  tasks: z
+    .array(LeasedTaskSchema)
+    .optional()
+    .openapi({ description: "present when the body had `lease`: the tasks leased after the acks" }),
 });
 
 /** Extends (and claims) up to MAX_BATCH leases at once — a worker claims a long poll's batch with it. */
@@ -228,6 +241,10 @@ export const ExtendResponse = z.object({
       error: ErrorSchema.shape.error.optional(),
     }),
   ),
+  tasks: z
+    .array(LeasedTaskSchema)
+    .optional()
+    .openapi({ description: "present when the body had `lease`: the tasks leased after the acks" }),
 });
 
 export const OutcomeResponse = z.object({

@@ -6,7 +6,7 @@ import { completeTasks } from "../../engine/complete";
 import type { NewTask } from "../../engine/enqueue";
 import { extendLeases } from "../../engine/extend";
 import { failTasks } from "../../engine/fail";
-import { leaseAnswerJson, leaseAnswers } from "../../engine/lease";
+import { leaseAnswers } from "../../engine/lease";
 import { releaseTasks } from "../../engine/release";
 import { ackOnRoute } from "../../shards/ack-routing";
 import { listAllQueues } from "../../shards/cross-shard";
@@ -20,8 +20,8 @@ import {
   redriveQueueOf,
 } from "../../shards/queue-ops";
 import { queueConfigOf, putQueueConfigOf } from "../../shards/queue-config-ops";
-import { nextLeaseOffset, queueRoute, readRoute } from "../../shards/queue-route";
-import { leasedTasksJson, toTaskView } from "../../engine/task-row";
+import { nextLeaseOffset, queueRoute, readRoute, type QueueRoute } from "../../shards/queue-route";
+import { leasedTaskJson, toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
@@ -159,10 +159,40 @@ const putConfigRoute = authRoute({
   responses: { 200: jsonResponse(QueueConfigSchema) },
 });
 
-/** A lease's answer (LeaseResponse), already rendered as JSON text (leaseAnswerJson, leasedTasksJson). */
+/** An answer already rendered as JSON text (with leased tasks spliced in), sent as c.json would send it;
+ * the route's declared response types it for the typed client. */
 function jsonText(c: Context, text: string) {
-  // The JSON c.json would send; the route's declared LeaseResponse types it for the typed client.
   return c.body(text, 200, { "Content-Type": "application/json" }) as never;
+}
+
+/**
+ * A lease for a request (POST /lease, or an ack's `lease`), its tasks as a JSON array's text. No wait:
+ * leased directly, each task's view rendered by SQLite (leaseAnswers). A wait goes through the queue's
+ * coordinator, which holds the request; a partitioned queue's long poll waits at one partition's
+ * coordinator (in turn), leasing from all.
+ */
+async function leaseFor(c: Context<AppEnv>, route: QueueRoute, body: z.infer<typeof LeaseBody>): Promise<string> {
+  // No visibility timeout given: the lease statement reads the queue's (no extra D1 query).
+  const request = {
+    queue: route.queue,
+    max: body.max,
+    visibilityTimeoutS: body.visibility_timeout_s ?? null,
+    holder: body.holder ?? null,
+  };
+  const waitMs = Math.round(body.wait_s * 1000);
+  if (waitMs === 0) {
+    const leased = await leaseFromQueue(route, request, c.var.now, undefined, leaseAnswers);
+    if (leased.length > 0) {
+      const events = leased.map((t) => ({ kind: "leased" as const, id: t.id }));
+      c.executionCtx.waitUntil(publishEvents(c.env, route.queue, events));
+    }
+    return `[${leased.map((t) => t.view).join(",")}]`;
+  }
+  const part = route.parts[nextLeaseOffset(route.parts.length)]!.part;
+  const leased = await longPollLease(c.env, { ...request, part }, waitMs, c.req.raw.signal, c.executionCtx, () =>
+    Date.now(),
+  );
+  return `[${leased.map(leasedTaskJson).join(",")}]`;
 }
 
 /** Converts an API task into the engine's input, resolving delay_s / run_at against `now`. */
@@ -218,32 +248,8 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   })
   .openapi(leaseRoute, async (c) => {
     const { queue } = c.req.valid("param");
-    const body = c.req.valid("json");
-    // No visibility timeout given: the lease statement reads the queue's (no extra D1 query).
-    const visibilityTimeoutS = body.visibility_timeout_s ?? null;
-    const request = { queue, max: body.max, visibilityTimeoutS, holder: body.holder ?? null };
     const route = await queueRoute(c.env, queue, c.var.now);
-    const waitMs = Math.round(body.wait_s * 1000);
-    // No wait: lease directly. A wait goes through the queue's coordinator, which holds the request.
-    if (waitMs === 0) {
-      const leased = await leaseFromQueue(route, request, c.var.now, undefined, leaseAnswers);
-      if (leased.length > 0) {
-        c.executionCtx.waitUntil(
-          publishEvents(
-            c.env,
-            queue,
-            leased.map((t) => ({ kind: "leased", id: t.id })),
-          ),
-        );
-      }
-      return jsonText(c, leaseAnswerJson(leased));
-    }
-    // A partitioned queue's long poll waits at one partition's coordinator (in turn), leasing from all.
-    const part = route.parts[nextLeaseOffset(route.parts.length)]!.part;
-    const leased = await longPollLease(c.env, { ...request, part }, waitMs, c.req.raw.signal, c.executionCtx, () =>
-      Date.now(),
-    );
-    return jsonText(c, leasedTasksJson(leased));
+    return jsonText(c, `{"tasks":${await leaseFor(c, route, c.req.valid("json"))}}`);
   })
   .openapi(ackRoute, async (c) => {
     const body = c.req.valid("json");
@@ -291,7 +297,10 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
         ? { id: o.id, ok: true, state: o.state, children: o.children.map((child) => child.id), repeated: o.repeated }
         : { id: o.id, ok: false, error: { code: o.error.code, message: o.error.message } },
     );
-    return c.json({ results }, 200);
+    if (!body.lease) return c.json({ results }, 200);
+    // The next lease, after the acks above were applied: the answer splices its tasks in as text.
+    const tasks = await leaseFor(c, route, body.lease);
+    return jsonText(c, `{"results":${JSON.stringify(results)},"tasks":${tasks}}`);
   })
   .openapi(extendRoute, async (c) => {
     const { queue } = c.req.valid("param");
