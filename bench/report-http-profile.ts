@@ -58,6 +58,7 @@ function rowsOf(label: string, t: TargetProfile): string[] {
   return [
     phaseRow(`${label}: burn-down lease`, lease!),
     phaseRow(`${label}: burn-down ack`, ack!),
+    ...(t.combined ? [phaseRow(`${label}: burn-down ack carrying the next lease`, t.combined.op)] : []),
     phaseRow(`${label}: 10,000 × 1 KiB enqueue`, t.bulk.enqueue),
     phaseRow(`${label}: lease beside those enqueues`, t.bulk.loadedLease),
     phaseRow(`${label}: lease, wait_s 0, work available`, t.longPoll.direct),
@@ -123,6 +124,20 @@ export function httpProfileReportSection(
     }
   }
   out.push("");
+  const combined = now.targets.filter((t) => t.combined);
+  if (combined.length) {
+    out.push(
+      'The same burn-down in this run with one request per batch, each ack carrying the next lease (`"lease": {"max": 100}`):',
+      "",
+      "| served by | burn-down tasks/s (16 workers) | CPU ms / 1,000 tasks: load generator | workerd | wrangler's Node |",
+      "| --- | ---: | ---: | ---: | ---: |",
+      ...combined.map((t) => {
+        const c = t.combined!;
+        return `| ${t.target} | ${fmt(c.tasksPerS)} | ${c.cpu ? fmt(c.cpu.client) : "–"} | ${c.cpu ? fmt(c.cpu.workerd) : "–"} | ${c.cpu ? fmt(c.cpu.other) : "–"} |`;
+      }),
+      "",
+    );
+  }
 
   for (const [run, targets] of runs) {
     out.push(`Per request, ${run} (ms, mean):`, "", ...PHASE_HEADER);

@@ -52,6 +52,8 @@ export interface CpuPerKTasks {
 export interface TargetProfile {
   target: "workerd" | "wrangler dev";
   burn: { tasks: number; workers: number; tasksPerS: number; ops: OpProfile[]; cpu: CpuPerKTasks | null };
+  /** The same burn-down with each ack carrying the next lease (one request per batch); absent in older runs. */
+  combined?: { tasks: number; workers: number; tasksPerS: number; op: OpProfile; cpu: CpuPerKTasks | null };
   bulk: {
     enqueues: number;
     tasksPerEnqueue: number;
@@ -149,6 +151,19 @@ class ProfiledApi {
       complete: tasks.map((t) => ({ id: t.id, lease_token: t.lease_token })),
     });
     if (results.some((r) => !r.ok)) throw new Error("ack: an item was not ok");
+  }
+
+  /** Acks `tasks` and leases the next `max` in the same request (the ack body's `lease`). */
+  async ackAndLease(queue: string, tasks: Array<{ id: string; lease_token: string }>, max: number, op: string) {
+    const answer = await this.request<{
+      results: Array<{ ok: boolean }>;
+      tasks: Array<{ id: string; lease_token: string }>;
+    }>(op, "POST", `/v1/queues/${queue}/ack`, {
+      complete: tasks.map((t) => ({ id: t.id, lease_token: t.lease_token })),
+      lease: { max, visibility_timeout_s: 300 },
+    });
+    if (answer.results.some((r) => !r.ok)) throw new Error("ack: an item was not ok");
+    return answer.tasks;
   }
 
   /** The samples of `op` since `from`, summarised. */
@@ -282,6 +297,30 @@ async function profileTarget(
   };
   opts.log(`http-profile: ${target}: burn-down ${tasksPerS.toFixed(0)} tasks/s`);
 
+  // The same burn-down, each ack carrying the next lease.
+  const combinedQueue = `combined-${run}`;
+  await fill(api, combinedQueue, opts.tasks, (i) => ({ i }), "enqueue");
+  const c0 = performance.now();
+  const combinedCpu = await cpuOf(opts.tasks, async () => {
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        let { tasks } = await api.lease(combinedQueue, 100, 0, "combined first lease");
+        while (tasks.length > 0) tasks = await api.ackAndLease(combinedQueue, tasks, 100, "ack + lease");
+      }),
+    );
+  });
+  const combinedRate = (opts.tasks / (performance.now() - c0)) * 1000;
+  const combined = {
+    tasks: opts.tasks,
+    workers: 16,
+    tasksPerS: combinedRate,
+    cpu: combinedCpu,
+    op: api.profile("ack + lease"),
+  };
+  opts.log(
+    `http-profile: ${target}: burn-down with the ack carrying the next lease ${combinedRate.toFixed(0)} tasks/s`,
+  );
+
   // Bulk enqueues beside leases.
   const stock = `stock-${run}`;
   await fill(api, stock, 20_000, (i) => ({ i }), "fill");
@@ -351,7 +390,7 @@ async function profileTarget(
       `http-profile: ${target}: Worker CPU profile: ${workerCpu.byPackage.map((p) => `${p.name} ${p.pct.toFixed(0)} %`).join(", ")}`,
     );
   }
-  return { target, burn, bulk, longPoll, workerCpu };
+  return { target, burn, combined, bulk, longPoll, workerCpu };
 }
 
 export async function runHttpProfileSection(root: string, opts: HttpProfileOptions): Promise<HttpProfileSection> {
