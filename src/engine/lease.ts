@@ -66,8 +66,9 @@ export interface LeasedAnswer {
  * each task's view is built by SQLite in the statement's RETURNING (`leasedViewJsonSql`), so the Worker
  * neither converts ~25 columns per task into an object nor renders their times and JSON again. This is
  * the HTTP lease's path (src/http/routes/queues.ts), where that conversion and rendering were the
- * Worker's largest cost in a burn-down (docs/benchmarks.md, section 3b). Callers that work with the task
- * itself (push processors, the SQS endpoint, long polls) use `leaseTasks`.
+ * largest module of the Worker's CPU profile in a burn-down (task-row.ts, 17.9 %, bench run of
+ * 2026-11-23T02:56:40Z, docs/benchmarks.md section 3b). Callers that work with the task itself (push
+ * processors, the SQS endpoint, long polls) use `leaseTasks`.
  *
  * @example
  * const answers = await leaseAnswers(db, { queue: "emails", max: 100, visibilityTimeoutS: 30, holder: "w1" }, Date.now());
@@ -147,8 +148,10 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
 /**
  * Counts a lease's tasks (src/engine/counters.ts): each one leased, and for a first lease (started_at set
  * just now) the wait since it became due. From the lease's answer, in a call of its own: counting inside
- * the lease's batch would have to pick the same tasks a second time, and the pick, which walks past every
- * task in flight, is most of a lease's SQL (docs/benchmarks.md, section 3b).
+ * the lease's batch has to pick the same tasks a second time (the pick walks past every task in flight),
+ * and that made a burn-down's lease of 100 take 4.4-5.1 ms of SQL instead of 3.3 ms (D1's
+ * `meta.duration`, `npm run bench -- --only http-profile`, 2026-11-23) — more database time than the
+ * extra call's small upsert.
  */
 function countLeases(
   db: Db,
