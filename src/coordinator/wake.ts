@@ -4,6 +4,7 @@ import { relayQueueHome } from "../shards/relay";
 import { decodeSlot } from "../shards/task-slot";
 import type { Env } from "../env";
 import { groupEvents, type PublishedEvent, type TaskEventKind } from "../events/event-types";
+import { PublishBatcher } from "./publish-batcher";
 
 /** The Durable Object name of a queue partition's coordinator: the queue's own name for partition 0 (the
  * only one of an unpartitioned queue, and the one carrying the queue's event stream). `#` cannot occur in
@@ -20,8 +21,9 @@ export function coordinatorOf(env: Env, queue: string, part = 0) {
  * Tells a queue's coordinators that tasks become due at `runAt` (ms) — those of `parts` when the caller
  * knows where it wrote, else every partition's — and publishes `events` (whose D1 write has committed) on
  * partition 0's, in the same Durable Object request as its wake-up. An unpartitioned queue: one request.
- * Callers hand the promise to `ctx.waitUntil` or await it; a failure here delays work until the next cron
- * tick, it loses nothing.
+ * Events with no wake-up (`runAt` undefined) wait up to PUBLISH_COALESCE_MS in this isolate and go with
+ * others' in one request (src/coordinator/publish-batcher.ts). Callers hand the promise to
+ * `ctx.waitUntil` or await it; a failure here delays work until the next cron tick, it loses nothing.
  *
  * @example
  * c.executionCtx.waitUntil(wakeCoordinator(c.env, "emails", Date.now(), [{ kind: "enqueued", id }]));
@@ -33,17 +35,36 @@ export async function wakeCoordinator(
   events: PublishedEvent[] = [],
   parts?: number[],
 ): Promise<void> {
+  const batcher = batcherOf(env);
+  // Events alone wait a few ms in this isolate for company (publish-batcher.ts).
+  if (runAt === undefined) return events.length > 0 ? batcher.add(queue, events) : undefined;
+  // A wake-up goes now, carrying what waits for this queue ahead of its own events (this isolate's order).
+  events = [...batcher.take(queue), ...events];
   const targets = parts ?? (await existingPlacements(env, queue)).map((p) => p.part);
-  const notified = runAt === undefined ? [] : targets.length > 0 ? targets : [0];
+  const notified = targets.length > 0 ? targets : [0];
   const home = coordinatorOf(env, queue, 0);
   const calls: Array<Promise<unknown>> = [];
   if (events.length > 0)
     calls.push(home.publish({ queue, events: groupEvents(events), runAt: notified.includes(0) ? runAt : undefined }));
   for (const part of notified) {
     if (part === 0 && events.length > 0) continue; // rode on the publish
-    calls.push(coordinatorOf(env, queue, part).notify({ queue, runAt: runAt!, part }));
+    calls.push(coordinatorOf(env, queue, part).notify({ queue, runAt, part }));
   }
   await Promise.all(calls);
+}
+
+/** One publish batcher per coordinator namespace (per deployment's env) in this isolate. */
+const batchers = new WeakMap<object, PublishBatcher>();
+
+function batcherOf(env: Env): PublishBatcher {
+  let batcher = batchers.get(env.COORDINATOR);
+  if (!batcher) {
+    batcher = new PublishBatcher((queue, events) =>
+      coordinatorOf(env, queue, 0).publish({ queue, events: groupEvents(events) }),
+    );
+    batchers.set(env.COORDINATOR, batcher);
+  }
+  return batcher;
 }
 
 /** The partition of `queue` a task's id names (its slot), or 0 when it carries none. */
@@ -113,7 +134,8 @@ export async function wakeAfterAck(env: Env, outcomes: AckOutcome[], kinds?: Ack
 }
 
 /**
- * Publishes events with no wake-up (heartbeats, direct leases, cancels): one Durable Object request.
+ * Publishes events with no wake-up (heartbeats, direct leases, cancels): batched with others for up to
+ * PUBLISH_COALESCE_MS (src/coordinator/publish-batcher.ts).
  *
  * @example
  * c.executionCtx.waitUntil(publishEvents(c.env, "emails", [{ kind: "progress", id }]));
