@@ -130,7 +130,7 @@ export async function fenceMissError(db: Db, id: string, scope: AckScope = {}): 
 export async function applyFencedUpdate(
   db: Db,
   items: FencedItem[],
-  run: (itemsJson: string, fencesJson: string) => AckStatements,
+  run: (itemsJson: string, fencesJson: () => string) => AckStatements,
   scope: AckScope = {},
   ack?: AckKind,
 ): Promise<AckOutcome[]> {
@@ -142,8 +142,9 @@ export async function applyFencedUpdate(
   });
   const unique = items.filter((_, k) => !duplicate[k]);
   const json = JSON.stringify(unique.map((i) => ({ ...i, lease_token: i.leaseToken })));
-  // The items with only what the fence reads (no result): for a statement that finds the same tasks.
-  const fences = JSON.stringify(unique.map((i) => ({ id: i.id, lease_token: i.leaseToken })));
+  // The items with only what the fence reads (no result), for a statement that finds the same tasks:
+  // rendered only by the acks that have one (a completion).
+  const fences = () => JSON.stringify(unique.map((i) => ({ id: i.id, lease_token: i.leaseToken })));
   const statements = run(json, fences);
   const counted = statements.countBefore ? 1 : 0;
   const results = await batchAll<unknown>(db, [

@@ -98,8 +98,10 @@ export async function completeTasks(
     ? await applyFencedUpdate(
         db,
         fitting.map((i) => ({ id: i.id, leaseToken: i.leaseToken, result: i.result ?? null })),
-        (json, fences) => ({
-          update: sql`UPDATE tasks SET
+        (json, fencesJson) => {
+          const fences = fencesJson();
+          return {
+            update: sql`UPDATE tasks SET
         state = ${COMPLETED_STATE},
         result = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE j.value->'result' END,
         progress = CASE WHEN tasks.cancel_requested = 1 THEN tasks.progress ELSE 100 END,
@@ -112,10 +114,11 @@ export async function completeTasks(
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
-          after: enqueueChildrenSql(ackNonce, fences, now),
-          countBefore: countCompletionSql(fences, now, scope),
-          count: { now, attempt: false, outcomes: false, children: true },
-        }),
+            after: enqueueChildrenSql(ackNonce, fences, now),
+            countBefore: countCompletionSql(fences, now, scope),
+            count: { now, attempt: false, outcomes: false, children: true },
+          };
+        },
         scope,
         "complete",
       )

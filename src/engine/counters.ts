@@ -22,16 +22,6 @@ export function minuteOf(now: number): number {
 }
 
 const BUCKETS = HISTOGRAM_BOUNDS_S.length + 1;
-/** Every column an upsert adds to: the counters, then each histogram's buckets, count and sum. */
-const ADDED_COLUMNS = [
-  ...COUNTERS,
-  ...HISTOGRAMS.flatMap((h) => [
-    ...Array.from({ length: BUCKETS }, (_, i) => bucketColumn(h, i)),
-    `${h}_count`,
-    `${h}_sum_ms`,
-  ]),
-];
-
 /** Each histogram's column names, per bucket index and for its count and sum (built once). */
 const HISTOGRAM_COLUMNS = Object.fromEntries(
   HISTOGRAMS.map((h) => [
@@ -39,6 +29,12 @@ const HISTOGRAM_COLUMNS = Object.fromEntries(
     { buckets: Array.from({ length: BUCKETS }, (_, i) => bucketColumn(h, i)), count: `${h}_count`, sum: `${h}_sum_ms` },
   ]),
 ) as Record<HistogramName, { buckets: string[]; count: string; sum: string }>;
+
+/** Every column an upsert adds to: the counters, then each histogram's buckets, count and sum. */
+const ADDED_COLUMNS = [
+  ...COUNTERS,
+  ...HISTOGRAMS.flatMap((h) => [...HISTOGRAM_COLUMNS[h].buckets, HISTOGRAM_COLUMNS[h].count, HISTOGRAM_COLUMNS[h].sum]),
+];
 
 /** One (queue, type)'s additions: column -> amount, only the columns the events touched. */
 interface CounterRow {
