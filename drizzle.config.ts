@@ -4,6 +4,7 @@ import { defineConfig } from "drizzle-kit";
 // `wrangler d1 migrations apply` and the tests' `readD1Migrations` read.
 export default defineConfig({
   dialect: "sqlite",
-  schema: "./src/db/schema.ts",
+  // The core's tables, then each built-in plugin's own (src/plugins/*/schema.ts): one migration sequence.
+  schema: ["./src/db/schema.ts", "./src/plugins/tag/schema.ts"],
   out: "./migrations",
 });

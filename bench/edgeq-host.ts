@@ -105,7 +105,7 @@ export async function startEdgeqInWorkerd(
         // Every local shard of [env.local] (DB, DB_1, …), as wrangler dev binds them.
         d1Databases: Object.fromEntries(toml.env.local.d1_databases.map((d) => [d.binding, d.database_id])),
         r2Buckets: ["ARTIFACTS"],
-        durableObjects: { COORDINATOR: "Coordinator" },
+        durableObjects: { COORDINATOR: "Coordinator", EVENT_HUB: "EventHub", SCHEDULER: "Scheduler" },
         d1Persist: join(dir, "d1"),
         r2Persist: join(dir, "r2"),
         durableObjectsPersist: join(dir, "do"),

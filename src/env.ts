@@ -1,10 +1,15 @@
 import { z } from "zod";
-import type { Coordinator } from "./coordinator/coordinator";
+import type { EventHubRpc, QueueCoordinatorRpc, SchedulerRpc } from "./contracts/durable-objects";
 
 /** The Worker's bindings (wrangler.toml) and secrets. */
 export interface Env {
   DB: D1Database;
-  COORDINATOR: DurableObjectNamespace<Coordinator>;
+  /** One object per queue partition (class Coordinator): long polls, alarms, push dispatch. */
+  COORDINATOR: DurableObjectNamespace<QueueCoordinatorRpc>;
+  /** One object per queue (class EventHub): its event stream. */
+  EVENT_HUB: DurableObjectNamespace<EventHubRpc>;
+  /** One object (class Scheduler): fires every schedule. */
+  SCHEDULER: DurableObjectNamespace<SchedulerRpc>;
   /** "production" (default in wrangler.toml) or "development" (set by `npm start`). */
   ENVIRONMENT?: string;
   /** Bearer token(s): one, or several separated by commas to rotate without downtime. */

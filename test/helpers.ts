@@ -3,7 +3,9 @@ import { sql, type SQL } from "drizzle-orm";
 import { openDb, type Db } from "../src/db/client";
 import type { TaskRow } from "../src/db/schema";
 import { getTask } from "../src/engine/read";
-import { defaultRegistry } from "../src/processors/registry";
+import type { AppDeps } from "../src/http/app";
+import { REFERENCE_PROCESSORS } from "../src/plugins/reference";
+import { ProcessorRegistry } from "../src/processors/registry";
 import { allShards } from "../src/shards/shard-set";
 import { queueRoute } from "../src/shards/queue-route";
 
@@ -44,7 +46,11 @@ export async function snapshot(queue: string): Promise<unknown[]> {
 }
 
 /** The processor types this Worker registers, as the config route passes them to putQueueConfig. */
-export const PROCESSORS = defaultRegistry.list().map((p) => p.type);
+/** The processors of this repository's own deployment (src/index.ts), as the Worker under test has them. */
+export const REFERENCE_REGISTRY = new ProcessorRegistry(REFERENCE_PROCESSORS);
+/** What a test builds the HTTP app with when it calls it directly (`buildApp(TEST_APP_DEPS)`). */
+export const TEST_APP_DEPS: AppDeps = { processors: REFERENCE_REGISTRY };
+export const PROCESSORS = REFERENCE_REGISTRY.types();
 
 /** The database a queue is placed on (placing it now, as its first enqueue would): for tests that drive the
  * engine directly beside the routes or the coordinator, which route by the directory. */

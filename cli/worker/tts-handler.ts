@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MAX_ERROR_MESSAGE_CHARS } from "../../src/engine/limits";
-import { itemName } from "../../src/processors/tts";
+import { itemName } from "../../src/plugins/tts/tts";
 import { runChild } from "./child";
 import { tail } from "./tail-buffer";
 import { findEspeak, type EspeakEngine } from "./tts-engine";
@@ -75,7 +75,7 @@ async function reusable(checkpoint: unknown, ctx: HandlerContext): Promise<Map<s
 }
 
 /**
- * `--engine tts`: renders tts tasks (payload as the tts processor's, see src/processors/tts.ts) with
+ * `--engine tts`: renders tts tasks (payload as the tts processor's, see src/plugins/tts/tts.ts) with
  * espeak-ng on this host (see {@link findEspeak}). Each item becomes the artifact `item-0001.wav`, ... uploaded under the task's
  * lease; after each, one heartbeat records progress and a checkpoint of the artifacts so far, so a retry
  * resumes after the last finished item. `voice` (or an item's voice, else `lang`) is espeak-ng's `-v`.

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { ttsPayloadSchema } from "../../src/processors/tts";
+import { ttsPayloadSchema } from "../../src/plugins/tts/tts";
 
 /**
- * The `tts` payload as src/processors/tts.ts defines it (exactly one of `text` or `items`, optional voice,
+ * The `tts` payload as src/plugins/tts/tts.ts defines it (exactly one of `text` or `items`, optional voice,
  * format, lang), except that `format` defaults to what espeak-ng makes, wav, rather than Workers AI's mp3.
  */
 const payloadSchema = ttsPayloadSchema("wav");

@@ -2,27 +2,30 @@ import { DurableObject } from "cloudflare:workers";
 import type { TaskRow } from "../db/schema";
 import { drainQueue } from "../dispatch/drain";
 import { RateLimiter } from "../dispatch/rate-limiter";
+import { eventRowOf, type Change } from "../effects/changes";
+import { follow } from "../effects/follow";
 import { leaseFromQueue, nextRunOn } from "../shards/queue-ops";
 import { queueConfigOf } from "../shards/queue-config-ops";
 import { queueRoute, type QueueRoute } from "../shards/queue-route";
-import { homeShard, type Shard } from "../shards/shard-set";
-import { shardedTaskStore } from "../shards/task-store";
-import { defaultRegistry } from "../processors/registry";
-import { fireDueSchedules } from "../schedules/fire-schedules";
-import { wakeCoordinator } from "./wake";
-import { EventHub } from "../events/event-hub";
-import { coordinatorPublishSchema, ungroupEvents, type CoordinatorPublish } from "../events/event-types";
+import type { Shard } from "../shards/shard-set";
+import type { ProcessorRegistry } from "../processors/registry";
+import { armScheduler } from "../schedules/scheduler";
 import type { Env } from "../env";
 import {
   coordinatorForgetSchema,
   coordinatorLeaseSchema,
   coordinatorNotifySchema,
-  scheduleArmSchema,
   type CoordinatorForget,
   type CoordinatorLease,
   type CoordinatorLeaseInput,
   type CoordinatorNotify,
-} from "./protocol";
+  type QueueCoordinatorRpc,
+} from "../contracts/durable-objects";
+
+/** What the Worker's entry builds a coordinator with (src/index.ts): its processors, for push dispatch. */
+export interface CoordinatorDeps {
+  processors: ProcessorRegistry;
+}
 
 interface Waiter {
   request: CoordinatorLease;
@@ -35,19 +38,22 @@ interface Waiter {
   expired: boolean;
 }
 
-/** Storage key marking the one object that fires schedules (src/schedules/schedules-coordinator.ts). */
-const SCHEDULES_KEY = "schedules";
+/** Storage keys an object of this class kept when it also fired schedules (the object "~schedules") and
+ * carried partition 0's event stream; read once after the upgrade and handed over (see `handOver…`). */
+const LEGACY_SCHEDULES_KEY = "schedules";
+const LEGACY_EVENT_SEQ_KEY = "events:seq";
 
 /** Storage keys of the queue name and partition (a Durable Object id does not carry them back). */
 const QUEUE_KEY = "queue";
 const PART_KEY = "part";
 
 /**
- * One per queue partition (`coordinatorName`: the queue's name for partition 0, the only one of an
- * unpartitioned queue). Partition 0's object also carries the queue's event stream. It holds long-poll lease requests and answers them, first come
- * first served, as soon as tasks are enqueued or become leasable; and it keeps an alarm at the queue's
- * next due `run_at` (and, while requests wait, at the next lease to lapse) so delayed and abandoned work
- * is noticed within milliseconds. The cron tick wakes it as a safety net.
+ * COORDINATOR: one per queue partition (`coordinatorName`: the queue's name for partition 0, the only one
+ * of an unpartitioned queue). It holds long-poll lease requests and answers them, first come first served,
+ * as soon as tasks are enqueued or become leasable; it keeps an alarm at the queue's next due `run_at`
+ * (and, while requests wait, at the next lease to lapse) so delayed and abandoned work is noticed within
+ * milliseconds; in push mode its alarm runs the partition's tasks through their processors. The cron tick
+ * wakes it as a safety net. Events go to the queue's EventHub, schedules are the Scheduler's: one job here.
  *
  * A waiter answered after it waited gets its tasks under a provisional lease (CLAIM_WINDOW_S): its
  * client may have hung up meanwhile — nothing reliably tells the Worker — so unless the holder claims
@@ -56,8 +62,12 @@ const PART_KEY = "part";
  * It never owns task state: every lease goes through the same engine call (one guarded D1 statement)
  * as a direct lease, so a coordinator that is evicted or restarted loses only its waiters, who then
  * get an error and poll again.
+ *
+ * The class is built by the Worker's entry with its processors (`class Coordinator extends
+ * QueueCoordinator`, src/index.ts); the binding's class name stays `Coordinator`, so a deployed system's
+ * objects keep their storage and alarms across upgrades.
  */
-export class Coordinator extends DurableObject<Env> {
+export class QueueCoordinator extends DurableObject<Env> implements QueueCoordinatorRpc {
   private readonly waiters: Waiter[] = [];
   /** Serialises serving, so two wake-ups never hand the same waiter two batches. */
   private serving: Promise<void> = Promise.resolve();
@@ -68,8 +78,14 @@ export class Coordinator extends DurableObject<Env> {
   /** The time every decision here is made at. Tests replace it (`runInDurableObject`) to move the clock:
    * fake timers reach neither D1 nor alarms. */
   now: () => number = () => Date.now();
-  /** The queue's event stream (src/events/): hibernatable WebSockets, seq, resume buffer. */
-  private readonly events = new EventHub(this.ctx, this.env, () => this.now());
+
+  constructor(
+    ctx: DurableObjectState,
+    env: Env,
+    private readonly deps: CoordinatorDeps,
+  ) {
+    super(ctx, env);
+  }
 
   /**
    * Leases for a worker, waiting up to `waitMs` for tasks when none is due.
@@ -84,7 +100,7 @@ export class Coordinator extends DurableObject<Env> {
     // Earlier waiters come first: only lease at once when nobody is queued ahead.
     if (this.waiters.length === 0) {
       const leased = await this.leaseFor(request, false);
-      await this.events.publishRows(request.queue, "leased", leased);
+      this.after(this.leasedChange(request.queue, leased));
       if (leased.length > 0 || request.waitMs === 0) return leased;
     }
     const answer = new Promise<TaskRow[]>((resolve, reject) => {
@@ -124,37 +140,6 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /**
-   * Publishes task events after their D1 write committed (src/events/) and, with `runAt`, wakes the
-   * coordinator the same as `notify` — one Durable Object request for both.
-   */
-  async publish(input: CoordinatorPublish): Promise<void> {
-    const { queue, events, runAt } = coordinatorPublishSchema.parse(input);
-    await this.remember(queue);
-    await this.events.publish(queue, ungroupEvents(events));
-    if (runAt !== undefined) await this.notify({ queue, runAt });
-  }
-
-  /** WebSocket upgrades for the queue's events, forwarded by src/http/routes/events.ts once authorised. */
-  override async fetch(request: Request): Promise<Response> {
-    const queue = new URL(request.url).searchParams.get("queue");
-    if (request.headers.get("Upgrade") !== "websocket" || !queue) return new Response(null, { status: 426 });
-    await this.remember(queue);
-    return this.events.accept(request, queue);
-  }
-
-  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
-    this.events.message(ws, message);
-  }
-
-  override webSocketClose(ws: WebSocket, code: number, reason: string): void {
-    try {
-      ws.close(code, reason);
-    } catch {
-      // already closed (the runtime may have answered the close itself)
-    }
-  }
-
-  /**
    * Withdraws a waiting long poll (its client disconnected): it is answered with nothing and leaves the
    * line, so no task is leased for a client that is gone. Returns whether it was still waiting.
    */
@@ -173,11 +158,23 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /**
+   * The event seq this object stored when it carried partition 0's event stream (before the event hub
+   * was a class of its own), removed here: the queue's EventHub asks once, on its first use, and goes on
+   * numbering from it. Null when there is none.
+   */
+  async handOverEventSeq(): Promise<number | null> {
+    const seq = await this.ctx.storage.get<number>(LEGACY_EVENT_SEQ_KEY);
+    if (seq === undefined) return null;
+    await this.ctx.storage.delete(LEGACY_EVENT_SEQ_KEY);
+    return seq;
+  }
+
+  /**
    * Serves long-poll waiters; in push mode, drains due tasks through their processors; then re-arms at
    * the earliest of the queue's next due run_at and what the drain asked for (rate limit, budget, retry).
    */
   override async alarm(): Promise<void> {
-    if (await this.ctx.storage.get<boolean>(SCHEDULES_KEY)) return this.fireSchedules();
+    if (await this.ctx.storage.get<boolean>(LEGACY_SCHEDULES_KEY)) return this.handOverSchedules();
     await this.serve();
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
@@ -193,16 +190,16 @@ export class Coordinator extends DurableObject<Env> {
         const drained = await drainQueue({
           db: shard.db,
           env: this.env,
-          registry: defaultRegistry,
+          registry: this.deps.processors,
           config,
           now: this.now,
           queue,
           limiter: this.limiter,
-          wake: (other, runAt) => wakeCoordinator(this.env, other, runAt),
+          wake: (other, runAt) => follow(this.env, { kind: "due", queue: other, runAt }),
           // What the drain did, on this queue's stream: its leases, then each task's outcome.
           events: {
-            leased: (rows) => this.events.publishRows(queue, "leased", rows),
-            settled: (events) => this.events.publish(queue, events),
+            leased: async (rows) => this.after(this.leasedChange(queue, rows)),
+            settled: async (events) => this.after({ kind: "settled", queue, events }),
           },
         });
         if (drained.nextAt !== null) drainNextAt = Math.min(drainNextAt ?? Infinity, drained.nextAt);
@@ -216,26 +213,28 @@ export class Coordinator extends DurableObject<Env> {
   }
 
   /**
-   * Makes this the schedules' object and its alarm fire by `at` (src/schedules/schedules-coordinator.ts).
-   *
-   * @example
-   * await env.COORDINATOR.get(env.COORDINATOR.idFromName(SCHEDULES_OBJECT)).armSchedules({ at });
+   * This is the object that fired schedules before the Scheduler was a class of its own ("~schedules"):
+   * its alarm hands the job over — the Scheduler is armed now (it fires whatever is due and re-arms at
+   * the next slot) — and the flag is removed, so this object never fires schedules again.
    */
-  async armSchedules(input: { at: number }): Promise<void> {
-    const { at } = scheduleArmSchema.parse(input);
-    if (!(await this.ctx.storage.get<boolean>(SCHEDULES_KEY))) await this.ctx.storage.put(SCHEDULES_KEY, true);
-    await this.alarmNoLaterThan(at);
+  private async handOverSchedules(): Promise<void> {
+    await armScheduler(this.env, this.now());
+    await this.ctx.storage.delete(LEGACY_SCHEDULES_KEY);
   }
 
-  /** The schedules' alarm: fires every due slot, wakes the queues that got tasks, re-arms at the next slot. */
-  private async fireSchedules(): Promise<void> {
-    const { nextAt } = await fireDueSchedules(
-      homeShard(this.env).db,
-      this.now(),
-      (queue, runAt) => wakeCoordinator(this.env, queue, runAt),
-      shardedTaskStore(this.env),
+  /** What follows a change made here (the effects owner, src/effects/), kept alive past this call. */
+  private after(change: Change): void {
+    this.ctx.waitUntil(
+      follow(this.env, change, this.now).catch((error: unknown) => {
+        // The lease happened; a lost event must not fail it (a client resyncs over HTTP).
+        console.error(`coordinator: following ${change.kind} failed`, error);
+      }),
     );
-    if (nextAt !== null) await this.alarmNoLaterThan(nextAt);
+  }
+
+  /** Leases made here, reported with their rows (the event hub then reads nothing). */
+  private leasedChange(queue: string, rows: TaskRow[]): Change {
+    return { kind: "leased", queue, ids: rows.map((r) => r.id), rows: rows.map(eventRowOf) };
   }
 
   /**
@@ -308,7 +307,7 @@ export class Coordinator extends DurableObject<Env> {
         this.drop(waiter);
         waiter.resolve(leased);
       }
-      await this.events.publishRows(waiter.request.queue, "leased", leased);
+      if (leased.length > 0) this.after(this.leasedChange(waiter.request.queue, leased));
       if (leased.length === 0) return;
     }
   }

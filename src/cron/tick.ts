@@ -1,15 +1,15 @@
-import { wakeCoordinator } from "../coordinator/wake";
+import { follow } from "../effects/follow";
 import { foldOldCounters } from "../engine/counters";
 import { evaluateHealth } from "../health/check-health";
 import { deliverAlerts } from "../health/deliver-alerts";
 import { fireDueSchedules } from "../schedules/fire-schedules";
-import { armSchedules } from "../schedules/schedules-coordinator";
+import { armScheduler } from "../schedules/scheduler";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../engine/limits";
 import { pruneByRetention } from "../engine/purge";
 import { queuesWithDueWork } from "../engine/read";
 import { reapExpiredLeases } from "../engine/reap";
 import { addReapedEvents } from "../events/reaped-events";
-import type { PublishedEvent } from "../events/event-types";
+import type { PublishedEvent } from "../contracts/events";
 import { pruneAddresses } from "../shards/prune-addresses";
 import { relayAll } from "../shards/relay";
 import { allShards, homeShard } from "../shards/shard-set";
@@ -80,7 +80,9 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   const woken = [...wake.keys()].sort();
   const told = [...new Set([...wake.keys(), ...reapEvents.keys()])];
   const wakeups = await Promise.allSettled(
-    told.map((queue) => wakeCoordinator(env, queue, wake.get(queue), reapEvents.get(queue))),
+    told.map((queue) =>
+      follow(env, { kind: "swept", queue, runAt: wake.get(queue), events: reapEvents.get(queue) ?? [] }),
+    ),
   );
   const failed = wakeups.filter((w) => w.status === "rejected");
   if (failed.length > 0) {
@@ -95,10 +97,10 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   const fired = await fireDueSchedules(
     db,
     now,
-    (queue, runAt) => wakeCoordinator(env, queue, runAt),
+    (queue, runAt) => follow(env, { kind: "due", queue, runAt }),
     shardedTaskStore(env),
   );
-  if (fired.nextAt !== null) await armSchedules(env, fired.nextAt);
+  if (fired.nextAt !== null) await armScheduler(env, fired.nextAt);
   const scheduled = fired.reports.reduce((n, r) => n + r.enqueued.length, 0);
   // Health last: it reads the states this tick made true. An alert receiver that is down costs the tick at
   // most ALERT_TIMEOUT_S (deliveries run side by side) and is retried by later ticks.

@@ -127,16 +127,6 @@ export const queues = sqliteTable("queues", {
   sqsReceiveWaitS: integer("sqs_receive_wait_s"),
 });
 
-/** Per-tag score thresholds for a group, computed by the `calibrate` processor and applied by `tag`. */
-export const tagCalibrations = sqliteTable("tag_calibrations", {
-  groupKey: text("group_key").primaryKey(),
-  /** JSON object: tag -> minimum score kept. */
-  thresholds: text("thresholds").notNull(),
-  /** How many completed `tag` results they were computed from. */
-  samples: integer("samples").notNull(),
-  updatedAt: integer("updated_at").notNull(),
-});
-
 /** The counter columns of `task_counters`, one per transition counted. */
 export const COUNTERS = ["enqueued", "leased", "completed", "failed", "dead", "cancelled"] as const;
 export type CounterName = (typeof COUNTERS)[number];

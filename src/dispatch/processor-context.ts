@@ -1,36 +1,19 @@
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
 import { collectCompletedResults } from "../engine/completed-results";
-import { getThresholds, putThresholds } from "../engine/tag-calibrations";
 import type { Env } from "../env";
-import { MAX_CALIBRATION_RESULTS, tagSample, type TagCalibrations } from "../processors/tag-calibrations";
 import type { ProcessorContext, ProcessorEnv } from "../processors/types";
 import { taskArtifacts } from "../storage/artifacts";
 
 /**
- * The only bindings a processor is handed (the ProcessorEnv keys): the database and the bucket stay with
- * the dispatcher, so a processor cannot reach around its context.
+ * The only bindings a processor is handed (the ProcessorEnv keys): the bucket and the other shards stay
+ * with the dispatcher; a processor reaches its task's artifacts and database through its context.
  *
  * @example
  * processorEnv(env); // { AI, TTS_MODEL, TAG_MODEL, WEBHOOK_SECRET }
  */
 export function processorEnv(env: ProcessorEnv): ProcessorEnv {
   return { AI: env.AI, TTS_MODEL: env.TTS_MODEL, TAG_MODEL: env.TAG_MODEL, WEBHOOK_SECRET: env.WEBHOOK_SECRET };
-}
-
-/**
- * Tag calibration bound to the database and the clock: the engine's queries behind `ctx.calibrations`.
- *
- * @example
- * const samples = await tagCalibrations(db, Date.now).readSamples("library-1");
- */
-export function tagCalibrations(db: Db, now: () => number): TagCalibrations {
-  return {
-    readSamples: (group, limit = MAX_CALIBRATION_RESULTS) =>
-      collectCompletedResults(db, { type: "tag", group }, limit, tagSample),
-    getThresholds: (group) => getThresholds(db, group),
-    putThresholds: (group, thresholds, samples) => putThresholds(db, group, thresholds, samples, now()),
-  };
 }
 
 /** A fenced heartbeat of the running task, carrying progress and/or a checkpoint. */
@@ -48,7 +31,8 @@ export interface ProcessorContextDeps {
 
 /**
  * The context a processor runs one leased task with: progress and checkpoints as fenced heartbeats,
- * the task's own artifacts, tag calibration, and the bindings of ProcessorEnv — no database handle.
+ * the task's own artifacts, completed results, its shard's database for the processor's own tables,
+ * and the bindings of ProcessorEnv.
  *
  * @example
  * const ctx = processorContext(task, { db, env, now, signal: abort.signal, beat });
@@ -73,7 +57,8 @@ export function processorContext(task: TaskRow, deps: ProcessorContextDeps): Pro
         progressMessage: progress?.message,
       }),
     artifacts: taskArtifacts(env.ARTIFACTS, task.id),
-    calibrations: tagCalibrations(db, now),
+    results: { completed: (scope, limit, pick) => collectCompletedResults(db, scope, limit, pick) },
+    db: db.$client,
   };
 }
 

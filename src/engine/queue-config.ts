@@ -110,6 +110,18 @@ export async function putQueueConfig(
   const next: QueueConfig = { ...current, ...patch };
   const problem = queueConfigProblem(next, processors);
   if (problem) throw new EdgeqError("invalid_request", problem);
+  await storeQueueConfig(db, queue, next, now);
+  return next;
+}
+
+/**
+ * Stores a whole config as given, unchecked: the copy of one already accepted (another shard's, a move's
+ * destination). Anything new goes through `putQueueConfig`.
+ *
+ * @example
+ * await storeQueueConfig(otherShardDb, "notes", await getQueueConfig(firstShardDb, "notes"), Date.now());
+ */
+export async function storeQueueConfig(db: Db, queue: string, next: QueueConfig, now: number): Promise<void> {
   const values = {
     maxAttempts: next.max_attempts,
     visibilityTimeoutS: next.visibility_timeout_s,
@@ -129,5 +141,4 @@ export async function putQueueConfig(
     .insert(queues)
     .values({ name: queue, ...values })
     .onConflictDoUpdate({ target: queues.name, set: { ...values, updatedAt: sql`${now}` } });
-  return next;
 }

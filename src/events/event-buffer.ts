@@ -1,12 +1,12 @@
 import { EVENT_BUFFER_SIZE } from "../engine/limits";
-import type { TaskEvent } from "./event-types";
+import type { TaskEvent } from "../contracts/events";
 
 /** What a client resuming after `after` gets: the events it missed, or "resync" when they are gone. */
 export type Missed = { events: TaskEvent[] } | { resync: true };
 
 /**
- * The last EVENT_BUFFER_SIZE task events of one queue, in seq order, kept in the coordinator's memory.
- * An evicted coordinator starts empty: a resume across the eviction that missed anything gets "resync"
+ * The last EVENT_BUFFER_SIZE task events of one queue, in seq order, kept in the event hub's memory.
+ * An evicted hub starts empty: a resume across the eviction that missed anything gets "resync"
  * (the seq itself is stored, so it never goes back).
  *
  * @example
@@ -35,7 +35,10 @@ export class EventBuffer {
 
   /** The events after `after`, given the queue's latest seq `current`. */
   since(after: number, current: number): Missed {
-    if (after >= current) return { events: [] };
+    if (after === current) return { events: [] };
+    // A client ahead of the stream saw seqs this hub no longer knows (lost on an eviction before they
+    // were stored): it cannot tell what it missed, so it re-reads.
+    if (after > current) return { resync: true };
     const kept = this.events.slice(Math.max(0, this.events.length - this.size));
     const first = kept[0];
     // Every seq in (after, current] must still be here.

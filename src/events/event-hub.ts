@@ -1,36 +1,36 @@
+import { DurableObject } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
-import type { TaskRow } from "../db/schema";
+import {
+  eventsPublishRowsSchema,
+  type EventHubRpc,
+  type EventRow,
+  type EventsPublishRows,
+} from "../contracts/durable-objects";
 import { EVENT_COUNTS_INTERVAL_MS } from "../engine/limits";
-import type { TaskState } from "../engine/states";
 import { toIso } from "../engine/time";
 import { queueStatsOf } from "../shards/queue-ops";
 import { readRoute, routeShards } from "../shards/queue-route";
 import type { Env } from "../env";
 import { EventBuffer } from "./event-buffer";
-import type { CountsEvent, PublishedEvent, StreamMessage, TaskEvent, TaskEventKind } from "./event-types";
+import {
+  EVENTS_PROTOCOL,
+  eventsPublishSchema,
+  ungroupEvents,
+  type CountsEvent,
+  type EventsPublish,
+  type StreamMessage,
+  type TaskEvent,
+  type TaskEventKind,
+} from "../contracts/events";
 
-/** Storage key of the queue's last event seq: stored so an evicted coordinator never reuses one. */
+/** Storage key of the queue's last event seq: stored so an evicted hub never reuses one. The same key the
+ * Coordinator used when it carried the stream (before the split), so a handed-over seq reads the same. */
 const SEQ_KEY = "events:seq";
-/** The WebSocket subprotocol a browser offers next to its ticket; the server answers with it. */
-export const EVENTS_PROTOCOL = "edgeq.events.v1";
 
 /** What each socket remembers across hibernation (serializeAttachment, at most 2 KB). */
 interface SocketAttachment {
   /** Only this task's events (GET /v1/tasks/{id}/events); absent: the whole queue. */
   task?: string;
-}
-
-/** The columns an event reads from its task. */
-interface EventRow {
-  id: string;
-  type: string;
-  group_key: string | null;
-  state: TaskState;
-  attempts: number;
-  run_at: number;
-  errors: string;
-  progress: number | null;
-  progress_message: string | null;
 }
 
 function lastError(errors: string): string | null {
@@ -39,33 +39,49 @@ function lastError(errors: string): string | null {
 }
 
 /**
- * The event side of a queue's coordinator: the WebSockets (held by the runtime through the hibernation
- * API, so an idle socket costs no duration), the per-queue seq, the resume buffer and the counts
- * snapshots. Every publish comes after the D1 write it reports committed.
+ * EVENT_HUB: one Durable Object per queue, carrying its event stream — the WebSockets (held by the runtime
+ * through the hibernation API, so an idle socket costs no duration), the per-queue seq, the resume buffer
+ * and the counts snapshots. Every publish comes after the D1 write it reports committed; the effects owner
+ * (src/effects/) and the queue's coordinators (their own leases) are its only publishers.
  *
  * @example
- * const hub = new EventHub(ctx, env, () => Date.now());
- * await hub.publish("emails", [{ kind: "enqueued", id }]);
+ * await env.EVENT_HUB.get(env.EVENT_HUB.idFromName("emails")).publish({ queue: "emails", events: groupEvents(events) });
  */
-export class EventHub {
+export class EventHub extends DurableObject<Env> implements EventHubRpc {
   private seq: number | undefined;
   private readonly buffer = new EventBuffer();
-  /** Serialises publishes so seqs follow the order the coordinator was told. */
+  /** Serialises publishes so seqs follow the order the hub was told. */
   private publishing: Promise<void> = Promise.resolve();
   private lastCountsAt = -Infinity;
   private countsTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The time every decision here is made at; tests replace it (fake timers reach no Durable Object). */
+  now: () => number = () => Date.now();
 
-  constructor(
-    private readonly ctx: DurableObjectState,
-    private readonly env: Env,
-    private readonly now: () => number,
-  ) {}
+  /** WebSocket upgrades for the queue's events, forwarded by src/http/routes/events.ts once authorised. */
+  override async fetch(request: Request): Promise<Response> {
+    const queue = new URL(request.url).searchParams.get("queue");
+    if (request.headers.get("Upgrade") !== "websocket" || !queue) return new Response(null, { status: 426 });
+    return this.accept(request, queue);
+  }
+
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
+    // "ping" is answered, anything else ignored (the stream is server-push only).
+    if (message === "ping") ws.send("pong");
+  }
+
+  override webSocketClose(ws: WebSocket, code: number, reason: string): void {
+    try {
+      ws.close(code, reason);
+    } catch {
+      // already closed (the runtime may have answered the close itself)
+    }
+  }
 
   /**
    * Answers an upgrade: accepts the socket for hibernation, says where the stream stands, then replays
    * what a resuming client missed (`?after=SEQ`) or tells it to resync.
    */
-  async accept(request: Request, queue: string): Promise<Response> {
+  private async accept(request: Request, queue: string): Promise<Response> {
     const url = new URL(request.url);
     const task = url.searchParams.get("task") ?? undefined;
     const afterParam = url.searchParams.get("after");
@@ -73,7 +89,7 @@ export class EventHub {
     const [client, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server, [task === undefined ? "queue" : "task"]);
     server.serializeAttachment({ task } satisfies SocketAttachment);
-    const current = await this.currentSeq();
+    const current = await this.currentSeq(queue);
     server.send(JSON.stringify({ event: "hello", queue, seq: current } satisfies StreamMessage));
     if (afterParam !== null) {
       const after = Number(afterParam);
@@ -89,11 +105,13 @@ export class EventHub {
     return new Response(null, { status: 101, webSocket: client, headers });
   }
 
-  /** Publishes events the routes reported: one D1 read fills in each task as it is now. */
-  publish(queue: string, events: PublishedEvent[]): Promise<void> {
+  /** Publishes events the effects owner reported: one D1 read fills in each task as it is now. */
+  async publish(input: EventsPublish): Promise<void> {
+    const { queue, events: groups } = eventsPublishSchema.parse(input);
+    const events = ungroupEvents(groups);
     if (events.length === 0) return this.publishing;
     return this.enqueue(async () => {
-      await this.currentSeq();
+      await this.currentSeq(queue);
       if (this.unheard(events.length)) return;
       const ids = [...new Set(events.map((e) => e.id))];
       const route = await readRoute(this.env, queue);
@@ -116,36 +134,18 @@ export class EventHub {
   }
 
   /**
-   * Publishes events for rows the coordinator itself just wrote (its own leases): no read needed. Never
-   * rejects: the lease already happened, a lost event must not fail it (a client resyncs over HTTP).
+   * Publishes events for rows a coordinator itself just wrote (its own leases), with what an event shows
+   * of each: no D1 read needed.
    */
-  publishRows(queue: string, kind: TaskEventKind, rows: TaskRow[]): Promise<void> {
-    if (rows.length === 0) return Promise.resolve();
-    const published = this.enqueue(() =>
+  async publishRows(input: EventsPublishRows): Promise<void> {
+    const { queue, kind, rows } = eventsPublishRowsSchema.parse(input);
+    if (rows.length === 0) return;
+    await this.enqueue(() =>
       this.emit(
         queue,
-        rows.map((r) => ({
-          kind,
-          row: {
-            id: r.id,
-            type: r.type,
-            group_key: r.groupKey,
-            state: r.state as TaskState,
-            attempts: r.attempts,
-            run_at: r.runAt,
-            errors: r.errors,
-            progress: r.progress,
-            progress_message: r.progressMessage,
-          },
-        })),
+        rows.map((row) => ({ kind, row })),
       ),
     );
-    return published.catch((error: unknown) => console.error("events: publishing leases failed", error));
-  }
-
-  /** A client message: "ping" is answered, anything else ignored (the stream is server-push only). */
-  message(ws: WebSocket, message: string | ArrayBuffer): void {
-    if (message === "ping") ws.send("pong");
   }
 
   private enqueue(work: () => Promise<void>): Promise<void> {
@@ -155,9 +155,22 @@ export class EventHub {
     return next;
   }
 
-  private async currentSeq(): Promise<number> {
-    this.seq ??= (await this.ctx.storage.get<number>(SEQ_KEY)) ?? 0;
+  private async currentSeq(queue: string): Promise<number> {
+    this.seq ??= (await this.ctx.storage.get<number>(SEQ_KEY)) ?? (await this.takeOverSeq(queue));
     return this.seq;
+  }
+
+  /**
+   * The seq to start from on first use. A deployment upgraded from one Coordinator class doing three jobs
+   * kept the stream's seq in the queue's coordinator: it is handed over once (and stored here), so the
+   * numbering goes on and a client resuming across the upgrade gets what it missed or "resync", never a
+   * silent gap. Stored even when 0, so the question is asked once per queue, not once per instance.
+   */
+  private async takeOverSeq(queue: string): Promise<number> {
+    const legacy = this.env.COORDINATOR.get(this.env.COORDINATOR.idFromName(queue));
+    const seq = (await legacy.handOverEventSeq()) ?? 0;
+    await this.ctx.storage.put(SEQ_KEY, seq);
+    return seq;
   }
 
   /**
@@ -175,9 +188,8 @@ export class EventHub {
 
   private async emit(queue: string, items: Array<{ kind: TaskEventKind; row: EventRow }>): Promise<void> {
     if (items.length === 0) return;
-    await this.currentSeq();
+    let seq = await this.currentSeq(queue);
     if (this.unheard(items.length)) return;
-    let seq = await this.currentSeq();
     const at = toIso(this.now());
     const events: TaskEvent[] = items.map(({ kind, row }) => ({
       event: kind,
@@ -221,7 +233,7 @@ export class EventHub {
     const message: CountsEvent = {
       event: "counts",
       queue,
-      seq: await this.currentSeq(),
+      seq: await this.currentSeq(queue),
       counts: stats.counts,
       due: stats.due,
       oldest_due_at: toIso(stats.oldest_due_at),

@@ -1,5 +1,5 @@
 import type { ReapResult } from "../engine/reap";
-import type { PublishedEvent, TaskEventKind } from "./event-types";
+import type { PublishedEvent, TaskEventKind } from "../contracts/events";
 
 /** The event of one reaped task, by what the reaper made of it. */
 function reapedKind(state: string, unclaimed: boolean): TaskEventKind {

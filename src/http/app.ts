@@ -15,6 +15,7 @@ import { livenessRoutes } from "./routes/liveness";
 import { metricsRoutes } from "./routes/metrics";
 import { scheduleRoutes } from "./routes/schedules";
 import { queueRoutes } from "./routes/queues";
+import { queueConfigRoutes } from "./routes/queue-config";
 import { artifactRoutes } from "./routes/artifacts";
 import { processorRoutes } from "./routes/processors";
 import { taskRoutes } from "./routes/tasks";
@@ -24,18 +25,26 @@ import { requestTiming } from "./request-timing";
 import { requireUtf8Json } from "./utf8-body";
 import { validationHook } from "./validation";
 import { sqsRoutes } from "../sqs/endpoint";
+import type { ProcessorRegistry } from "../processors/registry";
+import { requestOperations } from "./request-operations";
 
 /** Largest request body: 10,000 tasks at a few KB each. Larger batches should be split. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
+/** What the app is built with, once, at the Worker's entry (src/index.ts). */
+export interface AppDeps {
+  /** The processors this Worker runs (push queues, config checks, GET /v1/processors). */
+  processors: ProcessorRegistry;
+}
+
 /**
- * Builds the HTTP API. Routes validate with zod, call one engine function, and render; errors go to
- * the one `onError`.
+ * Builds the HTTP API. Routes validate with zod, make one operation call (src/operations/), and render;
+ * errors go to the one `onError`.
  *
  * @example
- * export default { fetch: buildApp().fetch };
+ * export default { fetch: buildApp({ processors: new ProcessorRegistry([echoProcessor]) }).fetch };
  */
-export function buildApp() {
+export function buildApp(deps: AppDeps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.onError(onError);
   app.notFound(notFound(app));
@@ -49,7 +58,7 @@ export function buildApp() {
   app.route("/", dashboardPages);
 
   // The SQS-compatible endpoint (src/sqs/): SigV4-signed, outside /v1 and its bearer token.
-  app.route("/", sqsRoutes);
+  app.route("/", sqsRoutes(deps.processors));
 
   // Event streams authorise by ticket themselves (a browser's WebSocket cannot send Authorization).
   app.route("/", eventStreamRoutes);
@@ -70,6 +79,7 @@ export function buildApp() {
   const dbAndClock = createMiddleware<AppEnv>(async (c, next) => {
     c.set("db", openDb(c.env.DB));
     c.set("now", Date.now());
+    c.set("op", requestOperations(c, deps.processors));
     await next();
   });
   app.use("/v1/*", dbAndClock);
@@ -78,6 +88,7 @@ export function buildApp() {
 
   const api = app
     .route("/", queueRoutes)
+    .route("/", queueConfigRoutes(deps.processors.types()))
     .route("/", taskRoutes)
     .route("/", ticketRoutes)
     .route("/", throughputRoutes)

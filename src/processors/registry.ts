@@ -1,20 +1,18 @@
-import { calibrateProcessor } from "./calibrate";
-import { customProcessors } from "./custom";
-import { tagProcessor } from "./tag";
-import { httpProcessor } from "./http";
-import { ttsProcessor } from "./tts";
 import type { Processor } from "./types";
 
 /**
- * Processors by type. Built-ins are listed here; your own go in src/processors/custom.ts.
+ * The processors a Worker runs, by type. Built once at the Worker's entry (src/index.ts) from the
+ * processors it chose and passed to whatever needs them (the HTTP app, the coordinators, the SQS
+ * endpoint); no module of the core imports a processor.
  *
  * @example
- * const processor = defaultRegistry.get("tag");
+ * const registry = new ProcessorRegistry([httpProcessor, echoProcessor]);
+ * registry.get("echo"); // echoProcessor
  */
 export class ProcessorRegistry {
   private readonly byType = new Map<string, Processor>();
 
-  constructor(processors: Processor[]) {
+  constructor(processors: readonly Processor[]) {
     for (const processor of processors) {
       if (this.byType.has(processor.type)) throw new Error(`two processors registered for type "${processor.type}"`);
       this.byType.set(processor.type, processor);
@@ -28,8 +26,9 @@ export class ProcessorRegistry {
   list(): Processor[] {
     return [...this.byType.values()];
   }
+
+  /** The registered types, in registration order. */
+  types(): string[] {
+    return [...this.byType.keys()];
+  }
 }
-
-export const BUILTIN_PROCESSORS: Processor[] = [httpProcessor, ttsProcessor, tagProcessor, calibrateProcessor];
-
-export const defaultRegistry = new ProcessorRegistry([...BUILTIN_PROCESSORS, ...customProcessors]);

@@ -1,7 +1,6 @@
 import type { z } from "zod";
 import type { Env } from "../env";
 import type { TaskArtifacts } from "../storage/artifacts";
-import type { TagCalibrations } from "./tag-calibrations";
 
 /**
  * The bindings a processor may read: Workers AI, the models it runs and the webhook key. Not the
@@ -39,8 +38,27 @@ export interface ProcessorContext {
   saveCheckpoint(value: unknown, progress?: { percent: number; message?: string }): Promise<void>;
   /** This task's artifacts in R2 (`tasks/{id}/{name}`): store one, or see whether one exists. */
   artifacts: TaskArtifacts;
-  /** Tag calibration: completed `tag` samples of a group, and its thresholds (read and replaced). */
-  calibrations: TagCalibrations;
+  /** Results of completed tasks (e.g. the samples a calibration learns from), read through the engine. */
+  results: CompletedResults;
+  /**
+   * The D1 database holding this task (its queue's shard), for a processor's own tables — a plugin's
+   * migrations run on every shard (src/plugins/tag/schema.ts). The task tables are the engine's: touch
+   * the task only through the calls above (`npm run check` refuses SQL on them outside src/engine).
+   */
+  db: D1Database;
+}
+
+/** Reads results of completed tasks of the queue's shard (src/engine/completed-results.ts). */
+export interface CompletedResults {
+  /**
+   * The results of a group's newest completed tasks of `type`, newest first, as `pick` reads each (parsed
+   * JSON; null skips it), until `limit` are kept or the tasks run out.
+   */
+  completed<T>(
+    scope: { type: string; group: string },
+    limit: number,
+    pick: (result: unknown) => T | null,
+  ): Promise<T[]>;
 }
 
 /**

@@ -1,9 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Env } from "../env";
 import { EdgeqError } from "../engine/errors";
-import { getQueueConfig, putQueueConfig } from "../engine/queue-config";
+import { getQueueConfig, storeQueueConfig } from "../engine/queue-config";
 import { ensurePlacements, forgetPlacements, readPlacements, type Placement } from "./directory";
-import { defaultRegistry } from "../processors/registry";
 import { advanceMove } from "./relay";
 import { homeShard, shardNames, shardOf } from "./shard-set";
 
@@ -35,8 +34,7 @@ export async function startMove(env: Env, queue: string, part: number, to: strin
     throw new EdgeqError("move_conflict", `partition ${part} of ${queue} is already on ${to}`);
   // The destination's copy of the config first: its lease statements read the config of their database.
   const config = await getQueueConfig(shardOf(env, placement.shard).db, queue);
-  const processors = defaultRegistry.list().map((p) => p.type);
-  await putQueueConfig(shardOf(env, to).db, queue, config, now, processors);
+  await storeQueueConfig(shardOf(env, to).db, queue, config, now);
   const changed = await homeShard(env).db.all<{
     part: number;
   }>(sql`UPDATE placements SET moving_from = shard, shard = ${to},

@@ -1,7 +1,6 @@
 import type { Env } from "../env";
 import { EdgeqError } from "../engine/errors";
-import { getQueueConfig, putQueueConfig, type QueueConfig } from "../engine/queue-config";
-import { defaultRegistry } from "../processors/registry";
+import { getQueueConfig, putQueueConfig, storeQueueConfig, type QueueConfig } from "../engine/queue-config";
 import { forgetPlacements } from "./directory";
 import { queueRoute, type QueueRoute } from "./queue-route";
 import { allShards } from "./shard-set";
@@ -46,7 +45,7 @@ export async function putQueueConfigOf(
   await Promise.all(
     allShards(env)
       .filter((s) => s.name !== first.name)
-      .map((s) => putQueueConfig(s.db, queue, next, now, processors)),
+      .map((s) => storeQueueConfig(s.db, queue, next, now)),
   );
   return { ...next, partitions: route.parts.length };
 }
@@ -57,6 +56,5 @@ export async function copyConfigToShards(env: Env, route: QueueRoute, now: numbe
   const others = allShards(env).filter((s) => s.name !== first.name);
   if (others.length === 0) return;
   const config = await getQueueConfig(first.db, route.queue);
-  const processors = defaultRegistry.list().map((p) => p.type);
-  await Promise.all(others.map((s) => putQueueConfig(s.db, route.queue, config, now, processors)));
+  await Promise.all(others.map((s) => storeQueueConfig(s.db, route.queue, config, now)));
 }

@@ -1,10 +1,7 @@
 import { z } from "zod";
-import { wakeAfterAck } from "../coordinator/wake";
 import type { AckOutcome } from "../engine/ack";
-import { extendLeases } from "../engine/extend";
-import { failTasks } from "../engine/fail";
 import { MAX_VISIBILITY_TIMEOUT_S } from "../engine/limits";
-import { ackOnRoute } from "../shards/ack-routing";
+import { extendTaskLeases, failForRedelivery } from "../operations/ack";
 import type { SqsContext } from "./context";
 import { SqsError } from "./errors";
 import { batchFailure, checkBatchEntries, intIn, parseInput, type BatchFailure } from "./input";
@@ -29,26 +26,24 @@ export const VISIBLE_AGAIN_MESSAGE = "ChangeMessageVisibility to 0: visible agai
 
 /**
  * Applies visibility changes, fenced by each handle's lease token:
- * - above 0 -> extendLeases: the lease now ends that many seconds from now (as SQS, counted from the call);
+ * - above 0 -> extendTaskLeases: the lease now ends that many seconds from now (as SQS, counted from the call);
  * - 0 -> the message is visible again at once, and — as in SQS — its receive still counts: this ends the
- *   attempt through failTasks with retry_after 0 (the fail/reap policy: pending and due at once, or dead
- *   when it was the last of max_attempts = maxReceiveCount), not releaseTasks, which would refund it.
+ *   attempt through failForRedelivery, a fail with retry_after 0 (the fail/reap policy: pending and due at
+ *   once, or dead when it was the last of max_attempts = maxReceiveCount), not a release, which would
+ *   refund it.
  * Returns each change's outcome in input order.
  */
 async function applyChanges(ctx: SqsContext, queue: string, changes: Change[]): Promise<AckOutcome[]> {
-  const scope = { queue };
   const extend = changes.filter((c) => c.visibilityTimeoutS > 0);
   const reset = changes.filter((c) => c.visibilityTimeoutS === 0);
-  const route = await ctx.route(queue);
   const [extended, failed] = await Promise.all([
-    ackOnRoute(route, extend, (db, items) => extendLeases(db, items, ctx.now, scope)),
-    ackOnRoute(
-      route,
+    extendTaskLeases(ctx.op, queue, extend),
+    failForRedelivery(
+      ctx.op,
+      queue,
       reset.map((c) => ({ id: c.id, leaseToken: c.leaseToken, message: VISIBLE_AGAIN_MESSAGE, retryAfterS: 0 })),
-      (db, items) => failTasks(db, items, ctx.now, scope),
     ),
   ]);
-  if (failed.length) ctx.waitUntil(wakeAfterAck(ctx.env, failed));
   const byChange = new Map<Change, AckOutcome>();
   extend.forEach((c, i) => byChange.set(c, extended[i]!));
   reset.forEach((c, i) => byChange.set(c, failed[i]!));

@@ -1,9 +1,12 @@
 import type { Db } from "../db/client";
+import type { OperationContext } from "../operations/context";
 import type { QueueRoute } from "../shards/queue-route";
 import type { SqsEnv } from "./credentials";
 
 /** What every SQS operation runs with: one request's view of the world. */
 export interface SqsContext {
+  /** What state changes run with (src/operations/): the same calls, and effects, as the HTTP API's. */
+  op: OperationContext;
   /** The home database (listing fans out over every shard: `shards`). */
   db: Db;
   /** Every shard's database, home first. */
@@ -23,7 +26,6 @@ export interface SqsContext {
   accessKeyId: string;
   /** The client's disconnect, when the runtime reports it (long polls withdraw on it). */
   signal: AbortSignal;
-  waitUntil(promise: Promise<unknown>): void;
 }
 
 /** One SQS operation: the parsed JSON input in, the JSON output out. */

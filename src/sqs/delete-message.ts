@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { completeTasks } from "../engine/complete";
-import { ackOnRoute } from "../shards/ack-routing";
+import { ackTasks } from "../operations/ack";
 import type { SqsContext } from "./context";
 import { SqsError } from "./errors";
 import { batchFailure, checkBatchEntries, parseInput, type BatchFailure } from "./input";
@@ -14,7 +13,7 @@ const DeleteMessageBatchInput = z.object({
 });
 
 /**
- * Deletes by completing: completeTasks fenced by the handle's lease token (result null), scoped to the
+ * Deletes by completing: the same completion as the HTTP ack's, fenced by the handle's lease token (result null), scoped to the
  * queue of the URL. As in SQS, a well-formed handle always succeeds — whether the message was deleted,
  * was already gone, or the handle is stale (the message was received again since, or its visibility
  * timeout ran out: then the message is *not* deleted and will be received again, which SQS documents as
@@ -22,11 +21,7 @@ const DeleteMessageBatchInput = z.object({
  */
 async function deleteHandles(ctx: SqsContext, queue: string, items: Array<{ id: string; leaseToken: string }>) {
   if (items.length === 0) return;
-  await ackOnRoute(
-    await ctx.route(queue),
-    items.map((i) => ({ ...i, result: null })),
-    (db, group) => completeTasks(db, group, ctx.now, { queue }),
-  );
+  await ackTasks(ctx.op, queue, { complete: items.map((i) => ({ ...i, result: null })) });
 }
 
 /** DeleteMessage (see deleteHandles). */

@@ -4,7 +4,8 @@ import { queueRoute } from "../shards/queue-route";
 import { openDb } from "../db/client";
 import { EdgeqError } from "../engine/errors";
 import { SQS_MAX_REQUEST_BYTES } from "../engine/limits";
-import type { AppEnv } from "../http/app-env";
+import { Effects } from "../effects/follow";
+import type { ProcessorRegistry } from "../processors/registry";
 import type { SqsContext } from "./context";
 import { sqsCredentials, type SqsEnv } from "./credentials";
 import { SqsError, sqsErrorResponse } from "./errors";
@@ -67,7 +68,7 @@ function jsonRequest(target: string, body: Uint8Array): { action: string; input:
  * JSON body, JSON answers) or, for a form-encoded body without X-Amz-Target, the query protocol
  * (`Action=<Operation>`, XML answers; src/sqs/query-protocol.ts). Both run the same operations.
  */
-async function handleSqs(c: Context<AppEnv>): Promise<Response> {
+async function handleSqs(c: Context<SqsHonoEnv>, processors: ProcessorRegistry): Promise<Response> {
   const requestId = crypto.randomUUID();
   const target = c.req.header("x-amz-target") ?? "";
   const query = target === "" && (c.req.header("content-type") ?? "").startsWith("application/x-www-form-urlencoded");
@@ -96,18 +97,20 @@ async function handleSqs(c: Context<AppEnv>): Promise<Response> {
     if (request.input.QueueUrl === undefined && c.req.param("queue") !== undefined) request.input.QueueUrl = url.href;
     const operation = Object.hasOwn(SQS_OPERATIONS, action) ? SQS_OPERATIONS[action] : undefined;
     if (!operation) throw new SqsError("InvalidAction", `The action ${action} is not valid for this endpoint.`);
+    const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+    const clock = () => Date.now();
     const ctx: SqsContext = {
+      op: { env, now, clock, processors, effects: new Effects(env, defer), defer, signal: c.req.raw.signal },
       db: openDb(env.DB),
       shards: allShards(env).map((s) => s.db),
       route: (queue) => queueRoute(env, queue, now),
       env,
       now,
-      clock: () => Date.now(),
+      clock,
       origin: url.origin,
       region,
       accessKeyId,
       signal: c.req.raw.signal,
-      waitUntil: (promise) => c.executionCtx.waitUntil(promise),
     };
     const output = await operation(request.input, ctx);
     if (query) return queryResponse(action, output, requestId);
@@ -126,9 +129,12 @@ async function handleSqs(c: Context<AppEnv>): Promise<Response> {
  * `POST /sqs/<account>/<queue>` (a queue URL, where SDKs using the queue URL as endpoint send).
  *
  * @example
- * app.route("/", sqsRoutes);
+ * app.route("/", sqsRoutes(processors));
  */
-export const sqsRoutes = new Hono<AppEnv>()
-  .post("/", handleSqs)
-  .post("/sqs", handleSqs)
-  .post("/sqs/:account/:queue", handleSqs);
+export function sqsRoutes(processors: ProcessorRegistry) {
+  const handle = (c: Context<SqsHonoEnv>) => handleSqs(c, processors);
+  return new Hono<SqsHonoEnv>().post("/", handle).post("/sqs", handle).post("/sqs/:account/:queue", handle);
+}
+
+/** The endpoint's Hono environment: the Worker's bindings (with the SQS credentials), no variables. */
+type SqsHonoEnv = { Bindings: SqsEnv };

@@ -58,7 +58,8 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
       );
     }
   } else {
-    await saveSqsQueue(db, name, { ...patch, config: { ...SQS_CREATED_CONFIG, ...patch.config } }, ctx.now);
+    const config = { ...SQS_CREATED_CONFIG, ...patch.config };
+    await saveSqsQueue(db, name, { ...patch, config }, ctx.now, ctx.op.processors.types());
     await copyConfigToShards(ctx.env, await ctx.route(name), ctx.now);
   }
   return { QueueUrl: queueUrl(ctx.origin, name) };
@@ -140,6 +141,7 @@ export async function setQueueAttributes(input: unknown, ctx: SqsContext) {
     queue.name,
     parseQueueAttributes(queue.name, request.Attributes),
     ctx.now,
+    ctx.op.processors.types(),
   );
   await copyConfigToShards(ctx.env, route, ctx.now);
   return {};

@@ -4,7 +4,6 @@ import { queues } from "../db/schema";
 import { cancelQueueTasks } from "../engine/cancel";
 import { purgeTasks } from "../engine/purge";
 import { getQueueConfig, putQueueConfig, type QueueConfig } from "../engine/queue-config";
-import { defaultRegistry } from "../processors/registry";
 
 /**
  * Queues as the SQS endpoint sees them. edgeq queues exist by name: a queue *exists* for SQS when it has
@@ -71,10 +70,15 @@ export interface SqsQueuePatch {
  * putQueueConfig (its rules apply); the SQS columns are written after it, on the row it just upserted.
  *
  * @example
- * await saveSqsQueue(db, "emails", { config: { visibility_timeout_s: 60 }, delayS: 5 }, Date.now());
+ * await saveSqsQueue(db, "emails", { config: { visibility_timeout_s: 60 }, delayS: 5 }, Date.now(), ["tts"]);
  */
-export async function saveSqsQueue(db: Db, name: string, patch: SqsQueuePatch, now: number): Promise<void> {
-  const processors = defaultRegistry.list().map((p) => p.type);
+export async function saveSqsQueue(
+  db: Db,
+  name: string,
+  patch: SqsQueuePatch,
+  now: number,
+  processors: readonly string[],
+): Promise<void> {
   await putQueueConfig(db, name, patch.config, now, processors);
   if (patch.delayS !== undefined || patch.receiveWaitS !== undefined) {
     await db.run(sql`UPDATE queues SET

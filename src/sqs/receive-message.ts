@@ -1,12 +1,9 @@
 import { z } from "zod";
-import { longPollLease } from "../coordinator/long-poll";
 import type { TaskRow } from "../db/schema";
-import { extendLeases } from "../engine/extend";
 import { leaseOrder } from "../engine/lease";
 import { MAX_VISIBILITY_TIMEOUT_S, MAX_WAIT_S, SQS_MAX_BATCH_ENTRIES } from "../engine/limits";
-import { ackOnRoute } from "../shards/ack-routing";
-import { leaseFromQueue } from "../shards/queue-ops";
-import { nextLeaseOffset } from "../shards/queue-route";
+import { extendTaskLeases } from "../operations/ack";
+import { leaseRows } from "../operations/lease";
 import type { SqsContext } from "./context";
 import { intIn, parseInput } from "./input";
 import { md5Hex, md5OfMessageAttributes } from "./md5";
@@ -62,23 +59,15 @@ async function leaseForReceive(
   request: { queue: string; max: number; visibilityTimeoutS: number; holder: string },
   waitS: number,
 ): Promise<TaskRow[]> {
-  const route = await ctx.route(request.queue);
-  if (waitS === 0) return leaseFromQueue(route, request, ctx.now);
-  const leased = await longPollLease(
-    ctx.env,
-    { ...request, part: route.parts[nextLeaseOffset(route.parts.length)]!.part },
-    waitS * 1000,
-    ctx.signal,
-    { waitUntil: ctx.waitUntil },
-    ctx.clock,
-  );
+  const { queue, ...ask } = request;
+  const leased = await leaseRows(ctx.op, queue, { ...ask, waitMs: waitS * 1000 });
   const provisional = leased.filter((t) => t.claimBy !== null);
   if (provisional.length === 0) return leased;
-  const now = ctx.clock();
-  const outcomes = await ackOnRoute(
-    route,
+  // Claimed at once (SQS has no claim step), at the time the answer arrived, not the request's start.
+  const outcomes = await extendTaskLeases(
+    { ...ctx.op, now: ctx.clock() },
+    queue,
     provisional.map((t) => ({ id: t.id, leaseToken: t.leaseToken!, visibilityTimeoutS: request.visibilityTimeoutS })),
-    (db, items) => extendLeases(db, items, now, { queue: request.queue }),
   );
   const claimed = new Map(outcomes.filter((o) => o.ok).map((o) => [o.id, o]));
   return leased

@@ -1,8 +1,7 @@
 import { z } from "zod";
-import { wakeCoordinator } from "../coordinator/wake";
 import { type NewTask } from "../engine/enqueue";
 import { SQS_MAX_DELAY_S } from "../engine/limits";
-import { enqueueToQueue } from "../shards/queue-ops";
+import { enqueue } from "../operations/enqueue";
 import type { SqsContext } from "./context";
 import { invalidParameter, SqsError } from "./errors";
 import { batchFailure, checkBatchEntries, intIn, parseInput, type BatchFailure } from "./input";
@@ -80,20 +79,11 @@ async function sent(message: MessageInput, id: string) {
   };
 }
 
-function wake(ctx: SqsContext, queue: string, earliestRunAt: number | null): void {
-  if (earliestRunAt != null) ctx.waitUntil(wakeCoordinator(ctx.env, queue, earliestRunAt));
-}
-
-/**
- * SendMessage -> enqueueTasks: one task of type `sqs`, due after DelaySeconds (or the queue's). A
- * deduplicated FIFO send answers the existing task's id, as SQS accepts a duplicate without delivering it.
- */
 export async function sendMessage(input: unknown, ctx: SqsContext) {
   const message = parseInput(SendMessageInput, input);
   const queue = await requireQueue(ctx, message.QueueUrl);
   const task = await taskOf(queue, { ...message, Id: "0" }, ctx.now);
-  const result = await enqueueToQueue(ctx.env, await ctx.route(queue.name), [task], ctx.now);
-  wake(ctx, queue.name, result.earliestRunAt);
+  const result = await enqueue(ctx.op, queue.name, [task]);
   return sent({ ...message, Id: "0" }, result.tasks[0]!.id);
 }
 
@@ -116,13 +106,11 @@ export async function sendMessageBatch(input: unknown, ctx: SqsContext) {
       failed.push(batchFailure(raw.Id, error));
     }
   }
-  const result = await enqueueToQueue(
-    ctx.env,
-    await ctx.route(queue.name),
+  const result = await enqueue(
+    ctx.op,
+    queue.name,
     accepted.map((a) => a.task),
-    ctx.now,
   );
-  wake(ctx, queue.name, result.earliestRunAt);
   const successful = await Promise.all(
     accepted.map(async ({ entry }, i) => ({ Id: entry.Id, ...(await sent(entry, result.tasks[i]!.id)) })),
   );

@@ -1,9 +1,10 @@
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { sql } from "drizzle-orm";
+import type { QueueCoordinator } from "../../src/coordinator/coordinator";
 import { describe, expect, it } from "vitest";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { db, row, uniqueQueue } from "../helpers";
-import { alarmOf, coordinator, untilWaiting } from "../support/coordinator";
+import { alarmOf, coordinator, inObject, untilWaiting } from "../support/coordinator";
 
 async function stillPending<T>(promise: Promise<T>, queue: string): Promise<boolean> {
   const marker = Symbol("pending");
@@ -137,7 +138,7 @@ describe("coordinator alarm racing a notification", () => {
     await stub.notify({ queue, runAt: sooner });
     // Inside a running alarm handler, getAlarm() is null unless setAlarm() was called since it started: an
     // alarm that is set here is exactly one set while the handler ran.
-    await runInDurableObject(stub, (instance) => instance.alarm());
+    await inObject(stub, (instance: QueueCoordinator) => instance.alarm());
     expect(await alarmOf(queue)).toBe(sooner);
   });
 });

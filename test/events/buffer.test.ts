@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EventBuffer } from "../../src/events/event-buffer";
-import type { TaskEvent } from "../../src/events/event-types";
+import type { TaskEvent } from "../../src/contracts/events";
 
 function event(seq: number): TaskEvent {
   return {

@@ -4,7 +4,7 @@ import { runTick } from "../../src/cron/tick";
 import { drainQueue } from "../../src/dispatch/drain";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { leaseTasks } from "../../src/engine/lease";
-import type { PublishedEvent, StreamMessage, TaskEvent } from "../../src/events/event-types";
+import type { PublishedEvent, StreamMessage, TaskEvent } from "../../src/contracts/events";
 import { Clock, drainDeps, queueConfig, testProcessor } from "../dispatch/support";
 import { call, enqueueOne } from "../http/api";
 import { T0, db, uniqueQueue } from "../helpers";

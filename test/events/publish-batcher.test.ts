@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { PublishBatcher } from "../../src/coordinator/publish-batcher";
-import type { PublishedEvent } from "../../src/events/event-types";
+import { PublishBatcher } from "../../src/effects/publish-batcher";
+import type { PublishedEvent } from "../../src/contracts/events";
 
 /** The batcher's logic alone: `send` stands in for the call to the coordinator (the real call is covered by
  * the event stream tests, test/events/stream.test.ts, which now go through this batcher). */

@@ -1,6 +1,6 @@
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import type { StreamMessage } from "../../src/events/event-types";
+import type { StreamMessage } from "../../src/contracts/events";
 import { call, ORIGIN, TOKEN } from "../http/api";
 
 /** How long a test waits for an event before failing: events ride on waitUntil, so they arrive soon after

@@ -1,7 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import type { StreamMessage, TaskEvent } from "../../src/events/event-types";
+import type { StreamMessage, TaskEvent } from "../../src/contracts/events";
 import { call, enqueue, enqueueOne, getTask, leaseOne } from "../http/api";
 import { uniqueQueue } from "../helpers";
 import { openStream } from "./socket";
@@ -137,8 +137,8 @@ describe("queue event stream", () => {
     await enqueueOne(queue);
     await first.taskEvents(1);
     first.close();
-    // Give the close time to reach the coordinator (the socket list is what the hub checks).
-    const stub = env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
+    // Give the close time to reach the event hub (the socket list is what the hub checks).
+    const stub = env.EVENT_HUB.get(env.EVENT_HUB.idFromName(queue));
     for (let i = 0; i < 100 && (await runInDurableObject(stub, (_o, state) => state.getWebSockets().length)) > 0; i++) {
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -162,12 +162,12 @@ describe("queue event stream", () => {
     resumed.close();
   });
 
-  it("keeps delivering to a socket after the coordinator was evicted (hibernation), seqs continuing", async () => {
+  it("keeps delivering to a socket after the event hub was evicted (hibernation), seqs continuing", async () => {
     const queue = uniqueQueue("ev-hib");
     const stream = await openStream(`/v1/queues/${queue}/events`);
     await enqueueOne(queue);
     await stream.taskEvents(1);
-    const stub = env.COORDINATOR.get(env.COORDINATOR.idFromName(queue));
+    const stub = env.EVENT_HUB.get(env.EVENT_HUB.idFromName(queue));
     await evictDurableObject(stub); // in-memory state gone; the socket is hibernated, not closed
 
     const id = await enqueueOne(queue);

@@ -5,7 +5,7 @@ import { buildApp } from "../../src/http/app";
 import { putHealthConfig } from "../../src/health/check-health";
 import { call, enqueue, expectError } from "../http/api";
 import { receivedAt, receiverUrl } from "../processors/http-context";
-import { db, snapshot, T0, uniqueQueue } from "../helpers";
+import { db, snapshot, T0, TEST_APP_DEPS, uniqueQueue } from "../helpers";
 import { sql } from "drizzle-orm";
 
 describe("health over HTTP", () => {
@@ -67,7 +67,10 @@ describe("health over HTTP", () => {
         throw new Error("D1 is down");
       },
     } as unknown as D1Database;
-    const res = await buildApp().fetch(new Request("http://edgeq.test/health/ready"), { ...env, DB: broken });
+    const res = await buildApp(TEST_APP_DEPS).fetch(new Request("http://edgeq.test/health/ready"), {
+      ...env,
+      DB: broken,
+    });
     expect(res.status).toBe(503);
     expect(await res.json()).toEqual({ status: "unavailable", checks: { d1: "unavailable" } });
   });

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { DEV_TOKEN } from "../../src/http/auth";
 import { buildApp } from "../../src/http/app";
 import { artifactKey } from "../../src/storage/artifacts";
-import { db, snapshot, uniqueQueue } from "../helpers";
+import { db, snapshot, TEST_APP_DEPS, uniqueQueue } from "../helpers";
 import { call, expectError, read, request, type CallOptions } from "./api";
 import { callRoute, everyRoute, PUBLIC_OPERATIONS, UPGRADE_OPERATIONS, UPLOADED_ARTIFACT } from "./fixtures";
 
@@ -89,7 +89,7 @@ async function callWith(
   opts: CallOptions = {},
 ) {
   const ctx = createExecutionContext();
-  const res = await buildApp().fetch(request(method, path, opts), { ...env, ...overrides }, ctx);
+  const res = await buildApp(TEST_APP_DEPS).fetch(request(method, path, opts), { ...env, ...overrides }, ctx);
   await waitOnExecutionContext(ctx);
   return read<unknown>(res);
 }

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { buildApp, MAX_BODY_BYTES } from "../../src/http/app";
 import { MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
-import { snapshot, uniqueQueue } from "../helpers";
+import { snapshot, TEST_APP_DEPS, uniqueQueue } from "../helpers";
 import { call, enqueueOne, expectError, getTask, lease, leaseOne, read, request, type AckResults } from "./api";
 
 /** The JSON of a payload that is `bytes` long once serialised. */
@@ -195,7 +195,7 @@ describe("unknown routes and unexpected failures", () => {
     try {
       const ctx = createExecutionContext();
       const res = await read(
-        await buildApp().fetch(request("GET", "/v1/queues"), { ...env, ENVIRONMENT: "staging" }, ctx),
+        await buildApp(TEST_APP_DEPS).fetch(request("GET", "/v1/queues"), { ...env, ENVIRONMENT: "staging" }, ctx),
       );
       await waitOnExecutionContext(ctx);
       expectError(res, 500, "internal", /^internal error$/);

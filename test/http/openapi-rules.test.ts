@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { defaultRegistry } from "../../src/processors/registry";
+import { REFERENCE_REGISTRY } from "../helpers";
 import { uniqueQueue } from "../helpers";
 import { call, MISSING_ID } from "./api";
 import { isValid, type JsonSchema } from "./json-schema";
@@ -96,7 +96,7 @@ describe("the OpenAPI document states the rules the server enforces", () => {
   it("lists the registered processors as the config's processor enum", async () => {
     const doc = await openapi();
     const put = bodySchema(doc, "put", "/v1/queues/{queue}/config");
-    expect(put.properties!.processor!.enum).toEqual([...defaultRegistry.list().map((p) => p.type), null]);
+    expect(put.properties!.processor!.enum).toEqual([...REFERENCE_REGISTRY.list().map((p) => p.type), null]);
   });
 
   it("says in words what JSON Schema cannot: backoff_cap_s >= backoff_base_s, run_at within 365 days", async () => {

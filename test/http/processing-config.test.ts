@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_QUEUE_CONFIG as ENGINE_DEFAULTS } from "../../src/engine/queue-config";
-import { defaultRegistry } from "../../src/processors/registry";
+import { REFERENCE_REGISTRY } from "../helpers";
 import { uniqueQueue } from "../helpers";
 import { call, expectError, type ErrorBody } from "./api";
 
@@ -24,7 +24,7 @@ describe("GET /v1/processors", () => {
     expect(env.WEBHOOK_SECRET).toBeUndefined();
     const res = await call<{ processors: ProcessorInfo[] }>("GET", "/v1/processors");
     expect(res.status).toBe(200);
-    const registered = defaultRegistry.list();
+    const registered = REFERENCE_REGISTRY.list();
     expect(registered.length).toBeGreaterThan(0);
     expect(res.body.processors.map((p) => p.type)).toEqual(registered.map((p) => p.type));
     for (const processor of registered) {
@@ -38,7 +38,7 @@ describe("GET /v1/processors", () => {
   it("reports what each built-in can do without AI or a webhook secret", async () => {
     const res = await call<{ processors: ProcessorInfo[] }>("GET", "/v1/processors");
     const byType = new Map(res.body.processors.map((p) => [p.type, p]));
-    const known = (type: string) => defaultRegistry.get(type) !== undefined;
+    const known = (type: string) => REFERENCE_REGISTRY.get(type) !== undefined;
     expect(known("tag") || known("tts") || known("http") || known("echo")).toBe(true);
     if (known("tts")) expect(byType.get("tts")).toMatchObject({ available: false, note: expect.stringMatching(/AI/) });
     if (known("tag"))
@@ -93,7 +93,7 @@ describe("queue processing config", () => {
     const queue = uniqueQueue("pcfg");
     const res = await call<ErrorBody>("PUT", config(queue), { body: { mode: "push", processor: "no-such-processor" } });
     expectError(res, 400, "invalid_request", /^processor: .*no-such-processor/);
-    for (const p of defaultRegistry.list()) expect(res.body.error.message).toContain(p.type);
+    for (const p of REFERENCE_REGISTRY.list()) expect(res.body.error.message).toContain(p.type);
     expect((await call("GET", config(queue))).body).toEqual(DEFAULT_QUEUE_CONFIG);
     const queues = await call<{ queues: Array<{ queue: string }> }>("GET", "/v1/queues");
     expect(queues.body.queues.map((q) => q.queue)).not.toContain(queue);

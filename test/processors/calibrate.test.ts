@@ -1,17 +1,18 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { tagCalibrations } from "../../src/dispatch/processor-context";
+import { tagCalibrations } from "../../src/plugins/tag/calibrations";
 import { completeTasks } from "../../src/engine/complete";
 import { RESULTS_PAGE_SIZE } from "../../src/engine/completed-results";
 import { enqueueTasks, type NewTask } from "../../src/engine/enqueue";
 import { failTasks } from "../../src/engine/fail";
 import { leaseTasks } from "../../src/engine/lease";
 import { MAX_BATCH } from "../../src/engine/limits";
-import { getThresholds } from "../../src/engine/tag-calibrations";
-import { calibrateProcessor, computeThresholds, quantile, type CalibrateResult } from "../../src/processors/calibrate";
+import { getThresholds } from "../../src/plugins/tag/calibration-store";
+import { calibrateProcessor, computeThresholds, quantile, type CalibrateResult } from "../../src/plugins/tag/calibrate";
 import { PermanentError } from "../../src/processors/errors";
-import { defaultRegistry } from "../../src/processors/registry";
-import { tagProcessor } from "../../src/processors/tag";
-import type { TagResult } from "../../src/processors/tag-result";
+import { REFERENCE_REGISTRY } from "../helpers";
+import { tagProcessor } from "../../src/plugins/tag/tag";
+import type { TagResult } from "../../src/plugins/tag/tag-result";
 import { T0, db, uniqueQueue } from "../helpers";
 import { fakeAi, testContext } from "./context";
 
@@ -105,7 +106,7 @@ describe("quantile (nearest rank)", () => {
 
 describe("calibrate: payload", () => {
   it("is registered, defaults quantile 0.5 and min_samples 3, rejects out-of-range values", () => {
-    expect(defaultRegistry.get("calibrate")).toBe(calibrateProcessor);
+    expect(REFERENCE_REGISTRY.get("calibrate")).toBe(calibrateProcessor);
     expect(calibrateProcessor.payload.parse({})).toEqual({ quantile: 0.5, min_samples: 3 });
     for (const bad of [
       { quantile: -0.1 },
@@ -182,8 +183,8 @@ describe("calibrate: from completed tag tasks, end to end", () => {
     const group = newGroup();
     await completeTagTasks(group, crafted);
     await calibrate({ group }, { group: "some-other-group" });
-    expect(await getThresholds(db(), group)).toEqual({ jazz: 0.6, piano: 0.5 });
-    expect(await getThresholds(db(), "some-other-group")).toBeNull();
+    expect(await getThresholds(env.DB, group)).toEqual({ jazz: 0.6, piano: 0.5 });
+    expect(await getThresholds(env.DB, "some-other-group")).toBeNull();
 
     const later = await calibrate({ group, quantile: 0.75, min_samples: 4 }, { now: () => T0 + 5 });
     expect(later.thresholds).toEqual({ jazz: 0.8 }); // rank ceil(0.75 * 4) = 3 of 0.4 0.6 0.8 1
@@ -197,7 +198,7 @@ describe("calibrate: from completed tag tasks, end to end", () => {
     // Result i scores tag "t" at i / count, so the newest results score highest.
     const results = Array.from({ length: count }, (_, i) => tagResult([["t", (i + 1) / count]]));
     await completeTagTasks(group, results);
-    const calibrations = tagCalibrations(db(), () => T0);
+    const calibrations = tagCalibrations(testContext().ctx);
     expect(await calibrations.readSamples(group)).toHaveLength(count);
     const newest = await calibrations.readSamples(group, 120);
     expect(newest).toHaveLength(120);

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { openDb } from "../../src/db/client";
-import { processorEnv, tagCalibrations } from "../../src/dispatch/processor-context";
+import { collectCompletedResults } from "../../src/engine/completed-results";
+import { processorEnv } from "../../src/dispatch/processor-context";
 import type { Env } from "../../src/env";
 import type { ProcessorContext } from "../../src/processors/types";
 import { taskArtifacts } from "../../src/storage/artifacts";
@@ -8,7 +9,7 @@ import { T0 } from "../helpers";
 
 /**
  * A ProcessorContext for calling a processor's `run` directly in a test: the production artifacts and
- * calibrations (src/dispatch/processor-context.ts) on real R2 and D1, the same narrowed bindings, a
+ * completed-results reads (src/dispatch/processor-context.ts) on real R2 and D1, the same narrowed bindings, a
  * fixed clock, and progress and checkpoint calls recorded in arrays instead of written as heartbeats.
  */
 
@@ -73,7 +74,8 @@ export function testContext(options: TestContextOptions = {}): TestContext {
       }
     },
     artifacts: taskArtifacts(bindings.ARTIFACTS, taskId),
-    calibrations: tagCalibrations(openDb(bindings.DB), now),
+    results: { completed: (scope, limit, pick) => collectCompletedResults(openDb(bindings.DB), scope, limit, pick) },
+    db: bindings.DB,
   };
   return { ctx, progress, checkpoints, abort };
 }

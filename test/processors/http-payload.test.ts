@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { httpProcessor } from "../../src/processors/http";
-import { MAX_RETRY_AFTER_S, parseRetryAfter } from "../../src/processors/http-response";
-import { defaultRegistry } from "../../src/processors/registry";
+import { httpProcessor } from "../../src/plugins/http/http";
+import { MAX_RETRY_AFTER_S, parseRetryAfter } from "../../src/plugins/http/http-response";
+import { REFERENCE_REGISTRY } from "../helpers";
 
 const URL_OK = "https://example.com/hook";
 
@@ -84,7 +84,7 @@ describe("parseRetryAfter", () => {
 
 describe("http processor registration", () => {
   it("is a built-in processor for type http", () => {
-    expect(defaultRegistry.get("http")).toBe(httpProcessor);
+    expect(REFERENCE_REGISTRY.get("http")).toBe(httpProcessor);
   });
 
   it("reports its engine as available only with WEBHOOK_SECRET", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PermanentError, RetryAfterError } from "../../src/processors/errors";
-import { httpProcessor } from "../../src/processors/http";
+import { httpProcessor } from "../../src/plugins/http/http";
 import { verifyWebhook } from "../../src/processors/webhook-signature";
 import { T0 } from "../helpers";
 import type { TestContext } from "./context";

@@ -1,12 +1,12 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { PermanentError, RetryAfterError } from "../../src/processors/errors";
-import { defaultRegistry } from "../../src/processors/registry";
-import { DEFAULT_TAG_MODEL, MAX_MODEL_INPUT_CHARS } from "../../src/processors/tag-ai";
-import { putThresholds } from "../../src/engine/tag-calibrations";
-import type { TagResult } from "../../src/processors/tag-result";
-import { MAX_TAG_TEXT_CHARS, tagProcessor } from "../../src/processors/tag";
-import { T0, db } from "../helpers";
+import { REFERENCE_REGISTRY } from "../helpers";
+import { DEFAULT_TAG_MODEL, MAX_MODEL_INPUT_CHARS } from "../../src/plugins/tag/tag-ai";
+import { putThresholds } from "../../src/plugins/tag/calibration-store";
+import type { TagResult } from "../../src/plugins/tag/tag-result";
+import { MAX_TAG_TEXT_CHARS, tagProcessor } from "../../src/plugins/tag/tag";
+import { T0 } from "../helpers";
 import { fakeAi, testContext } from "./context";
 
 const JAZZ = [
@@ -38,7 +38,7 @@ function expectSortedScores(tags: { score: number }[]): void {
 
 describe("tag: registration and payload", () => {
   it("is registered and names its engine from the bindings", () => {
-    expect(defaultRegistry.get("tag")).toBe(tagProcessor);
+    expect(REFERENCE_REGISTRY.get("tag")).toBe(tagProcessor);
     expect(tagProcessor.engine({ ...env, AI: undefined })).toEqual({
       name: "local (retext-keywords)",
       available: true,
@@ -196,7 +196,7 @@ describe("tag: Workers AI engine", () => {
   for (const [label, output, message] of malformed) {
     it(`fails retryably, storing nothing, when the model returns ${label}`, async () => {
       const group = `g-malformed-${Math.random()}`;
-      await putThresholds(db(), group, { jazz: 0.1 }, 3, T0);
+      await putThresholds(env.DB, group, { jazz: 0.1 }, 3, T0);
       const fake = modelReplying(output);
       const { ctx } = testContext({ type: "tag", group, env: { AI: fake.ai } });
       const error: unknown = await tagProcessor.run(tagProcessor.payload.parse({ text: JAZZ }), ctx).then(
@@ -229,7 +229,7 @@ describe("tag: calibration of the task's group", () => {
 
   it("drops tags scoring below their threshold, keeps those at or above it and those without one", async () => {
     const group = `g-cal-${Math.random()}`;
-    await putThresholds(db(), group, { jazz: 0.6, piano: 0.5, "bill evans": 0.9 }, 4, T0);
+    await putThresholds(env.DB, group, { jazz: 0.6, piano: 0.5, "bill evans": 0.9 }, 4, T0);
     const fake = modelReplying(scored);
     const result = await tag({ text: JAZZ }, { group, env: { AI: fake.ai } });
     expect(result.calibrated).toBe(true);
@@ -252,7 +252,7 @@ describe("tag: calibration of the task's group", () => {
 
   it("does not read another group's calibration", async () => {
     const group = `g-other-${Math.random()}`;
-    await putThresholds(db(), `${group}-x`, { jazz: 0.99, piano: 0.99, vinyl: 0.99 }, 3, T0);
+    await putThresholds(env.DB, `${group}-x`, { jazz: 0.99, piano: 0.99, vinyl: 0.99 }, 3, T0);
     const result = await tag({ text: JAZZ }, { group, env: { AI: modelReplying(scored).ai } });
     expect(result.tags).toHaveLength(3);
     expect(result.calibrated).toBe(false);

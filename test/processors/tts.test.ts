@@ -2,9 +2,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { PermanentError } from "../../src/processors/errors";
-import { defaultRegistry } from "../../src/processors/registry";
-import { MAX_TTS_ITEMS, MAX_TTS_TEXT_CHARS, ttsProcessor, type TtsPayload } from "../../src/processors/tts";
-import { audioBytes } from "../../src/processors/tts-models";
+import { REFERENCE_REGISTRY } from "../helpers";
+import { MAX_TTS_ITEMS, MAX_TTS_TEXT_CHARS, ttsProcessor, type TtsPayload } from "../../src/plugins/tts/tts";
+import { audioBytes } from "../../src/plugins/tts/tts-models";
 import { fakeAi, testContext } from "./context";
 
 const MELOTTS = "@cf/myshell-ai/melotts";
@@ -64,7 +64,7 @@ async function stored(taskId: string, name: string): Promise<{ bytes: Uint8Array
 
 describe("tts processor", () => {
   it("is registered as a built-in", () => {
-    expect(defaultRegistry.get("tts")).toBe(ttsProcessor);
+    expect(REFERENCE_REGISTRY.get("tts")).toBe(ttsProcessor);
   });
 
   it("renders a single text to one MP3 artifact in R2 with the exact bytes", async () => {

@@ -4,28 +4,30 @@ import { describe, expect, it } from "vitest";
 import { runTick } from "../../src/cron/tick";
 import { putSchedule } from "../../src/schedules/schedule-service";
 import { getSchedule } from "../../src/schedules/schedule-store";
-import { armSchedules, SCHEDULES_OBJECT } from "../../src/schedules/schedules-coordinator";
+import { SCHEDULER_OBJECT } from "../../src/contracts/durable-objects";
+import { armScheduler, type Scheduler } from "../../src/schedules/scheduler";
 import { slotTaskId } from "../../src/schedules/slot-id";
 import { db, uniqueQueue } from "../helpers";
 import { dropSchedule, tasksOf } from "./support";
+import { inObject } from "../support/coordinator";
 
-const stub = () => env.COORDINATOR.get(env.COORDINATOR.idFromName(SCHEDULES_OBJECT));
+const stub = () => env.SCHEDULER.get(env.SCHEDULER.idFromName(SCHEDULER_OBJECT));
 
 /** Sets the schedules object's clock (fake timers reach neither D1 nor alarms). */
 async function setClock(at: number): Promise<void> {
-  await runInDurableObject(stub(), (instance) => {
+  await inObject(stub(), (instance: Scheduler) => {
     instance.now = () => at;
   });
 }
 
-describe("schedules and the coordinator's alarm", () => {
+describe("schedules and the Scheduler's alarm", () => {
   it("fires each slot once across a lost alarm (an eviction), re-armed by the cron tick: no gap, no double", async () => {
     // Far ahead of every other test's schedules, so passes here fire only this one.
     const base = Date.parse("2030-01-01T00:00:00Z");
     const name = uniqueQueue("sched");
     const queue = uniqueQueue();
     await putSchedule(db(), name, { queue, cron: "*/10 * * * * *", overlap: "allow" }, base);
-    await armSchedules(env, base + 10_000);
+    await armScheduler(env, base + 10_000);
     const alarm = () => runInDurableObject(stub(), (_i, state) => state.storage.getAlarm());
     expect(await alarm()).toBeLessThanOrEqual(base + 10_000);
 

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { openDb, type Db } from "../../src/db/client";
-import { coordinatorOf } from "../../src/coordinator/wake";
+import { coordinatorOf } from "../../src/effects/wake";
 import { fnv1a, forgetPlacements, rankShards, readPlacements } from "../../src/shards/directory";
 import { startMove } from "../../src/shards/move";
 import { pruneAddresses } from "../../src/shards/prune-addresses";

@@ -2,6 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../../src/engine/limits";
 import { buildApp } from "../../src/http/app";
+import { TEST_APP_DEPS } from "../helpers";
 import { signRequest } from "../../src/sqs/sigv4";
 
 /** SQS requests for the workerd tests, signed with SigV4 (the algorithm test/sqs/sigv4.test.ts checks against
@@ -48,7 +49,7 @@ export async function sqsRequest(
 /** Sends a request through the app, with the test environment (plus overrides), and reads its JSON. */
 export async function call(request: Request, overrides: Record<string, unknown> = {}) {
   const ctx = createExecutionContext();
-  const res = await buildApp().fetch(request, { ...env, ...overrides }, ctx);
+  const res = await buildApp(TEST_APP_DEPS).fetch(request, { ...env, ...overrides }, ctx);
   await waitOnExecutionContext(ctx);
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }
@@ -84,7 +85,7 @@ export async function sqsQueryRequest(params: Record<string, string>, path = "/"
 /** Sends a request through the app and reads its text (XML answers). */
 export async function callText(request: Request): Promise<{ status: number; text: string }> {
   const ctx = createExecutionContext();
-  const res = await buildApp().fetch(request, env, ctx);
+  const res = await buildApp(TEST_APP_DEPS).fetch(request, env, ctx);
   await waitOnExecutionContext(ctx);
   return { status: res.status, text: await res.text() };
 }

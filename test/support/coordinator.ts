@@ -1,6 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import type { Coordinator } from "../../src/coordinator/coordinator";
+import type { QueueCoordinator } from "../../src/coordinator/coordinator";
 
 /** The queue's coordinator, as the HTTP routes reach it. */
 export function coordinator(queue: string) {
@@ -25,9 +25,20 @@ export async function untilWaiting(queue: string, n: number): Promise<void> {
   throw new Error(`coordinator of ${queue} never had ${n} waiter(s); it has ${await stub.waiting()}`);
 }
 
+/**
+ * Runs `fn` inside the object behind `stub` with the instance typed as its class (the env types its
+ * namespaces by their RPC interfaces: src/contracts/durable-objects.ts).
+ */
+export function inObject<T extends Rpc.DurableObjectBranded, R>(
+  stub: DurableObjectStub<Rpc.DurableObjectBranded>,
+  fn: (instance: T, state: DurableObjectState) => R | Promise<R>,
+): Promise<R> {
+  return runInDurableObject(stub as unknown as DurableObjectStub<T>, fn);
+}
+
 /** Sets the coordinator's clock (fake timers reach neither D1 nor alarms). */
 export async function setClock(queue: string, at: number): Promise<void> {
-  await runInDurableObject(coordinator(queue), (instance: Coordinator) => {
+  await inObject(coordinator(queue), (instance: QueueCoordinator) => {
     instance.now = () => at;
   });
 }

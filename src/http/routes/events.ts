@@ -4,9 +4,14 @@ import { EdgeqError } from "../../engine/errors";
 import { DEV_TOKEN, EVENT_BUFFER_SIZE, EVENT_TICKET_TTL_S } from "../../engine/limits";
 import { getTask } from "../../engine/read";
 import { readSettings } from "../../env";
-import { EVENTS_PROTOCOL } from "../../events/event-hub";
 import { issueTicket, ticketProblem } from "../../events/tickets";
-import { countsEventSchema, helloEventSchema, resyncEventSchema, taskEventSchema } from "../../events/event-types";
+import {
+  countsEventSchema,
+  EVENTS_PROTOCOL,
+  helloEventSchema,
+  resyncEventSchema,
+  taskEventSchema,
+} from "../../contracts/events";
 import { onTaskShard } from "../../shards/task-locator";
 import type { AppEnv } from "../app-env";
 import { authRoute, errorResponses, jsonResponse } from "../route-helpers";
@@ -120,7 +125,7 @@ function forward(c: Context<AppEnv>, queue: string, task: string | undefined, af
   if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
     throw new EdgeqError("invalid_request", "this endpoint is a WebSocket: send Upgrade: websocket");
   }
-  const url = new URL("https://coordinator/events");
+  const url = new URL("https://event-hub/events");
   url.searchParams.set("queue", queue);
   if (task !== undefined) url.searchParams.set("task", task);
   if (after !== undefined) url.searchParams.set("after", String(after));
@@ -128,8 +133,8 @@ function forward(c: Context<AppEnv>, queue: string, task: string | undefined, af
   const offered = c.req.header("Sec-WebSocket-Protocol");
   if (offered?.split(",").some((p) => p.trim() === EVENTS_PROTOCOL))
     headers.set("Sec-WebSocket-Protocol", EVENTS_PROTOCOL);
-  const stub = c.env.COORDINATOR.get(c.env.COORDINATOR.idFromName(queue));
-  return stub.fetch(new Request(url, { headers }));
+  const hub = c.env.EVENT_HUB.get(c.env.EVENT_HUB.idFromName(queue));
+  return hub.fetch(new Request(url, { headers }));
 }
 
 /**

@@ -2,9 +2,8 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import { sql } from "drizzle-orm";
 import { openDb } from "../../db/client";
 import { toIso } from "../../engine/time";
-import { readDbs } from "../../shards/cross-shard";
-import { evaluateHealth, getHealthConfig, putHealthConfig, type QueueHealth } from "../../health/check-health";
-import { deliverAlerts } from "../../health/deliver-alerts";
+import { getHealthConfig, putHealthConfig, type QueueHealth } from "../../health/check-health";
+import { checkHealth } from "../../operations/health";
 import { worse, type HealthStatus } from "../../health/evaluate";
 import { DEFAULTS_KEY } from "../../health/health-store";
 import {
@@ -81,14 +80,11 @@ function toView(h: QueueHealth) {
 
 export const healthRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(queueHealthRoute, async (c) => {
-    const [health] = await evaluateHealth(c.var.db, c.var.now, { queue: c.req.valid("param").queue }, readDbs(c.env));
-    // An alert owed goes out after the answer: a slow receiver never delays it.
-    c.executionCtx.waitUntil(deliverAlerts(c.var.db, c.env.WEBHOOK_SECRET, c.var.now));
+    const [health] = await checkHealth(c.var.op, { queue: c.req.valid("param").queue });
     return c.json(toView(health!), 200);
   })
   .openapi(allHealthRoute, async (c) => {
-    const queues = await evaluateHealth(c.var.db, c.var.now, {}, readDbs(c.env));
-    c.executionCtx.waitUntil(deliverAlerts(c.var.db, c.env.WEBHOOK_SECRET, c.var.now));
+    const queues = await checkHealth(c.var.op, {});
     const status = queues.reduce<HealthStatus>((s, q) => worse(s, q.status), "ok");
     return c.json({ status, queues: queues.map(toView) }, 200);
   })

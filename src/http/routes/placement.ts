@@ -1,13 +1,11 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { startMove, placementView, runMove } from "../../shards/move";
+import { moveQueue } from "../../operations/move";
+import { placementView } from "../../shards/move";
 import { shardNames } from "../../shards/shard-set";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
 import { QueueParams } from "../schemas";
 import { validationHook } from "../validation";
-
-/** How long a move request keeps relaying after it answers (waitUntil); the cron tick continues the rest. */
-const MOVE_REQUEST_BUDGET_MS = 20_000;
 
 const PlacementResponse = z
   .object({
@@ -73,7 +71,6 @@ export const placementRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validation
   .openapi(moveRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const { shard, part } = c.req.valid("json");
-    await startMove(c.env, queue, part, shard, c.var.now);
-    c.executionCtx.waitUntil(runMove(c.env, queue, part, MOVE_REQUEST_BUDGET_MS, () => Date.now()));
+    await moveQueue(c.var.op, queue, part, shard);
     return c.json({ queue, shards: shardNames(c.env), partitions: await placementView(c.env, queue) }, 202);
   });

@@ -1,5 +1,4 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { defaultRegistry } from "../../processors/registry";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonResponse } from "../route-helpers";
 import { validationHook } from "../validation";
@@ -26,7 +25,7 @@ const listRoute = authRoute({
 export const processorRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(listRoute, (c) =>
   c.json(
     {
-      processors: defaultRegistry.list().map((p) => {
+      processors: c.var.op.processors.list().map((p) => {
         const engine = p.engine(c.env);
         return { type: p.type, engine: engine.name, available: engine.available, note: engine.note };
       }),

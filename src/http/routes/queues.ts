@@ -1,27 +1,15 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { longPollLease } from "../../coordinator/long-poll";
-import { publishEvents, wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
-import { completeTasks } from "../../engine/complete";
 import type { NewTask } from "../../engine/enqueue";
-import { extendLeases } from "../../engine/extend";
-import { failTasks } from "../../engine/fail";
-import { leaseAnswers } from "../../engine/lease";
-import { releaseTasks } from "../../engine/release";
-import { ackOnRoute } from "../../shards/ack-routing";
 import { listAllQueues } from "../../shards/cross-shard";
-import {
-  cancelQueueOf,
-  enqueueToQueue,
-  leaseFromQueue,
-  listTasksOf,
-  purgeQueueOf,
-  queueStatsOf,
-  redriveQueueOf,
-} from "../../shards/queue-ops";
-import { queueConfigOf, putQueueConfigOf } from "../../shards/queue-config-ops";
-import { nextLeaseOffset, queueRoute, readRoute, type QueueRoute } from "../../shards/queue-route";
-import { leasedTaskJson, toTaskView } from "../../engine/task-row";
+import { listTasksOf, purgeQueueOf, queueStatsOf } from "../../shards/queue-ops";
+import { queueConfigOf } from "../../shards/queue-config-ops";
+import { queueRoute, readRoute } from "../../shards/queue-route";
+import { enqueue } from "../../operations/enqueue";
+import { leaseTexts } from "../../operations/lease";
+import { ackTasks, extendTaskLeases } from "../../operations/ack";
+import { cancelQueue, redrive } from "../../operations/queue";
+import { toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
@@ -45,8 +33,6 @@ import {
   TaskListResponse,
   type NewTaskSchema,
 } from "../schemas";
-import { defaultRegistry } from "../../processors/registry";
-import { QueueConfigPutBody } from "../queue-config-body";
 import { enqueueValidationHook, validationHook } from "../validation";
 
 const enqueueRoute = authRoute({
@@ -150,15 +136,6 @@ const getConfigRoute = authRoute({
   responses: { 200: jsonResponse(QueueConfigSchema) },
 });
 
-const putConfigRoute = authRoute({
-  method: "put",
-  path: "/v1/queues/{queue}/config",
-  tags: ["queues"],
-  summary: "Set some or all of the queue's configuration",
-  request: { params: QueueParams, body: jsonBody(QueueConfigPutBody) },
-  responses: { 200: jsonResponse(QueueConfigSchema) },
-});
-
 /** An answer already rendered as JSON text (with leased tasks spliced in), sent as c.json would send it;
  * the route's declared response types it for the typed client. */
 function jsonText(c: Context, text: string) {
@@ -166,33 +143,18 @@ function jsonText(c: Context, text: string) {
 }
 
 /**
- * A lease for a request (POST /lease, or an ack's `lease`), its tasks as a JSON array's text. No wait:
- * leased directly, each task's view rendered by SQLite (leaseAnswers). A wait goes through the queue's
- * coordinator, which holds the request; a partitioned queue's long poll waits at one partition's
- * coordinator (in turn), leasing from all.
+ * A lease for a request (POST /lease, or an ack's `lease`), its tasks as a JSON array's text (rendered
+ * by SQLite without a wait: src/operations/lease.ts).
  */
-async function leaseFor(c: Context<AppEnv>, route: QueueRoute, body: z.infer<typeof LeaseBody>): Promise<string> {
-  // No visibility timeout given: the lease statement reads the queue's (no extra D1 query).
-  const request = {
-    queue: route.queue,
+async function leaseFor(c: Context<AppEnv>, queue: string, body: z.infer<typeof LeaseBody>): Promise<string> {
+  const texts = await leaseTexts(c.var.op, queue, {
     max: body.max,
+    // No visibility timeout given: the lease statement reads the queue's (no extra D1 query).
     visibilityTimeoutS: body.visibility_timeout_s ?? null,
     holder: body.holder ?? null,
-  };
-  const waitMs = Math.round(body.wait_s * 1000);
-  if (waitMs === 0) {
-    const leased = await leaseFromQueue(route, request, c.var.now, undefined, leaseAnswers);
-    if (leased.length > 0) {
-      const events = leased.map((t) => ({ kind: "leased" as const, id: t.id }));
-      c.executionCtx.waitUntil(publishEvents(c.env, route.queue, events));
-    }
-    return `[${leased.map((t) => t.view).join(",")}]`;
-  }
-  const part = route.parts[nextLeaseOffset(route.parts.length)]!.part;
-  const leased = await longPollLease(c.env, { ...request, part }, waitMs, c.req.raw.signal, c.executionCtx, () =>
-    Date.now(),
-  );
-  return `[${leased.map(leasedTaskJson).join(",")}]`;
+    waitMs: Math.round(body.wait_s * 1000),
+  });
+  return `[${texts.join(",")}]`;
 }
 
 /** Converts an API task into the engine's input, resolving delay_s / run_at against `now`. */
@@ -222,17 +184,11 @@ const enqueueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: enqueueValidationHo
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
     const input = "tasks" in body ? body.tasks : [body];
-    const route = await queueRoute(c.env, queue, c.var.now);
-    const result = await enqueueToQueue(
-      c.env,
-      route,
+    const result = await enqueue(
+      c.var.op,
+      queue,
       input.map((t) => toNewTask(t, c.var.now)),
-      c.var.now,
     );
-    if (result.earliestRunAt != null) {
-      const events = result.tasks.filter((t) => !t.deduplicated).map((t) => ({ kind: "enqueued" as const, id: t.id }));
-      c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, result.earliestRunAt, events, result.parts));
-    }
     return c.json({ tasks: result.tasks }, 201);
   },
 );
@@ -248,50 +204,23 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   })
   .openapi(leaseRoute, async (c) => {
     const { queue } = c.req.valid("param");
-    const route = await queueRoute(c.env, queue, c.var.now);
-    return jsonText(c, `{"tasks":${await leaseFor(c, route, c.req.valid("json"))}}`);
+    return jsonText(c, `{"tasks":${await leaseFor(c, queue, c.req.valid("json"))}}`);
   })
   .openapi(ackRoute, async (c) => {
     const body = c.req.valid("json");
     // The URL's queue scopes the ack: a task of another queue is not_found here.
-    const scope = { queue: c.req.valid("param").queue };
-    const route = await queueRoute(c.env, scope.queue, c.var.now);
-    const [completed, failed, released] = await Promise.all([
-      body.complete.length
-        ? ackOnRoute(
-            route,
-            body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })),
-            (db, items) => completeTasks(db, items, c.var.now, scope),
-          )
-        : [],
-      body.fail.length
-        ? ackOnRoute(
-            route,
-            body.fail.map((i) => ({
-              id: i.id,
-              leaseToken: i.lease_token,
-              message: i.error,
-              retryable: i.retryable,
-              retryAfterS: i.retry_after_s,
-            })),
-            (db, items) => failTasks(db, items, c.var.now, scope),
-          )
-        : [],
-      body.release.length
-        ? ackOnRoute(
-            route,
-            body.release.map((i) => ({ id: i.id, leaseToken: i.lease_token })),
-            (db, items) => releaseTasks(db, items, c.var.now, scope),
-          )
-        : [],
-    ]);
-    const outcomes = [...completed, ...failed, ...released];
-    const kinds = [
-      ...completed.map(() => "complete" as const),
-      ...failed.map(() => "fail" as const),
-      ...released.map(() => "release" as const),
-    ];
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, outcomes, kinds));
+    const { queue } = c.req.valid("param");
+    const outcomes = await ackTasks(c.var.op, queue, {
+      complete: body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })),
+      fail: body.fail.map((i) => ({
+        id: i.id,
+        leaseToken: i.lease_token,
+        message: i.error,
+        retryable: i.retryable,
+        retryAfterS: i.retry_after_s,
+      })),
+      release: body.release.map((i) => ({ id: i.id, leaseToken: i.lease_token })),
+    });
     const results = outcomes.map((o) =>
       o.ok
         ? { id: o.id, ok: true, state: o.state, children: o.children.map((child) => child.id), repeated: o.repeated }
@@ -299,7 +228,7 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     );
     if (!body.lease) return c.json({ results }, 200);
     // The next lease, after the acks above were applied: the answer splices its tasks in as text.
-    const tasks = await leaseFor(c, route, body.lease);
+    const tasks = await leaseFor(c, queue, body.lease);
     return jsonText(c, `{"results":${JSON.stringify(results)},"tasks":${tasks}}`);
   })
   .openapi(extendRoute, async (c) => {
@@ -307,14 +236,14 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const body = c.req.valid("json");
     const route = await queueRoute(c.env, queue, c.var.now);
     const fallbackS = body.visibility_timeout_s ?? (await queueConfigOf(route)).visibility_timeout_s;
-    const outcomes = await ackOnRoute(
-      route,
+    const outcomes = await extendTaskLeases(
+      c.var.op,
+      queue,
       body.leases.map((l) => ({
         id: l.id,
         leaseToken: l.lease_token,
         visibilityTimeoutS: l.visibility_timeout_s ?? fallbackS,
       })),
-      (db, items) => extendLeases(db, items, c.var.now, { queue }),
     );
     const results = outcomes.map((o) =>
       o.ok
@@ -326,24 +255,11 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(cancelQueueRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const { group } = c.req.valid("json");
-    const route = await queueRoute(c.env, queue, c.var.now);
-    const cancelledIds: string[] = [];
-    const result = await cancelQueueOf(route, { group }, c.var.now, cancelledIds);
-    if (cancelledIds.length > 0) {
-      const events = cancelledIds.map((id) => ({ kind: "cancelled" as const, id }));
-      c.executionCtx.waitUntil(publishEvents(c.env, queue, events));
-    }
-    return c.json(result, 200);
+    return c.json(await cancelQueue(c.var.op, queue, { group }), 200);
   })
   .openapi(redriveRoute, async (c) => {
     const { queue } = c.req.valid("param");
-    const route = await queueRoute(c.env, queue, c.var.now);
-    const result = await redriveQueueOf(route, c.req.valid("json"), c.var.now);
-    if (result.redriven > 0) {
-      const events = result.ids.map((id) => ({ kind: "redriven" as const, id }));
-      c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, c.var.now, events));
-    }
-    return c.json(result, 200);
+    return c.json(await redrive(c.var.op, queue, c.req.valid("json")), 200);
   })
   .openapi(purgeRoute, async (c) => {
     const { queue } = c.req.valid("param");
@@ -363,10 +279,4 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(getConfigRoute, async (c) => {
     const { queue } = c.req.valid("param");
     return c.json(await queueConfigOf(await readRoute(c.env, queue)), 200);
-  })
-  .openapi(putConfigRoute, async (c) => {
-    const { queue } = c.req.valid("param");
-    const patch = c.req.valid("json");
-    const processors = defaultRegistry.list().map((p) => p.type);
-    return c.json(await putQueueConfigOf(c.env, queue, patch, c.var.now, processors), 200);
   });

@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { wakeCoordinator } from "../../coordinator/wake";
-import { pauseSchedule, putSchedule, scheduleView, triggerSchedule } from "../../schedules/schedule-service";
+import { triggerScheduleNow } from "../../operations/schedule";
+import { pauseSchedule, putSchedule, scheduleView } from "../../schedules/schedule-service";
 import {
   ScheduleBody,
   ScheduleListResponse,
@@ -9,7 +9,7 @@ import {
   TriggerResponse,
 } from "../../schedules/schedule-schemas";
 import { deleteSchedule, getSchedule, listSchedules } from "../../schedules/schedule-store";
-import { armSchedules } from "../../schedules/schedules-coordinator";
+import { armScheduler } from "../../schedules/scheduler";
 import { shardedTaskStore } from "../../shards/task-store";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
@@ -83,7 +83,7 @@ export const scheduleRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
   .openapi(putRoute, async (c) => {
     const row = await putSchedule(c.var.db, c.req.valid("param").name, c.req.valid("json"), c.var.now);
     // Awaited: once the PUT answers, the alarm for the first slot is set.
-    if (row.paused === 0) await armSchedules(c.env, row.next_run_at);
+    if (row.paused === 0) await armScheduler(c.env, row.next_run_at);
     return c.json(await scheduleView(c.var.db, row, c.var.now, shardedTaskStore(c.env)), 200);
   })
   .openapi(getRoute, async (c) => {
@@ -108,12 +108,11 @@ export const scheduleRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
   })
   .openapi(resumeRoute, async (c) => {
     const row = await pauseSchedule(c.var.db, c.req.valid("param").name, false, c.var.now);
-    await armSchedules(c.env, row.next_run_at);
+    await armScheduler(c.env, row.next_run_at);
     return c.json(await scheduleView(c.var.db, row, c.var.now, shardedTaskStore(c.env)), 200);
   })
   .openapi(triggerRoute, async (c) => {
     const { name } = c.req.valid("param");
-    const { id, deduplicated, queue } = await triggerSchedule(c.var.db, name, c.var.now, shardedTaskStore(c.env));
-    c.executionCtx.waitUntil(wakeCoordinator(c.env, queue, c.var.now));
+    const { id, deduplicated } = await triggerScheduleNow(c.var.op, name);
     return c.json({ name, task: { id, deduplicated } }, 200);
   });

@@ -1,18 +1,10 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { completeTasks } from "../../engine/complete";
-import { cancelTask } from "../../engine/cancel";
-import { failTasks } from "../../engine/fail";
-import { heartbeatTask } from "../../engine/heartbeat";
-import { getQueueConfig } from "../../engine/queue-config";
-import { getTask } from "../../engine/read";
-import { retryTask } from "../../engine/redrive";
-import { releaseTasks } from "../../engine/release";
 import { toIso } from "../../engine/time";
 import { toTaskView } from "../../engine/task-row";
 import type { AckOutcome } from "../../engine/ack";
-import { publishEvents, wakeAfterAck, wakeCoordinator } from "../../coordinator/wake";
+import { ackTask } from "../../operations/ack";
+import { cancel, heartbeat, readTask, retry } from "../../operations/task";
 import type { AppEnv } from "../app-env";
-import { onTaskShard } from "../../shards/task-locator";
 import { validationHook } from "../validation";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
 import {
@@ -113,65 +105,36 @@ const releaseRoute = authRoute({
 
 /** Routes addressed by task id. */
 export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
-  .openapi(getTaskRoute, async (c) => {
-    const { id } = c.req.valid("param");
-    return c.json(toTaskView(await onTaskShard(c.env, id, (shard) => getTask(shard.db, id))), 200);
-  })
+  .openapi(getTaskRoute, async (c) => c.json(toTaskView(await readTask(c.var.op, c.req.valid("param").id)), 200))
   .openapi(completeRoute, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const outcome = await onTaskShard(c.env, id, async (shard) => {
-      const [one] = await completeTasks(
-        shard.db,
-        [{ id, leaseToken: body.lease_token, result: body.result }],
-        c.var.now,
-      );
-      return one!;
-    });
-    const result = single(outcome);
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome], "complete"));
-    return c.json(result, 200);
+    const outcome = await ackTask(c.var.op, "complete", { id, leaseToken: body.lease_token, result: body.result });
+    return c.json(single(outcome), 200);
   })
   .openapi(failRoute, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const item = {
+    const outcome = await ackTask(c.var.op, "fail", {
       id,
       leaseToken: body.lease_token,
       message: body.error,
       retryable: body.retryable,
       retryAfterS: body.retry_after_s,
-    };
-    const outcome = await onTaskShard(c.env, id, async (shard) => (await failTasks(shard.db, [item], c.var.now))[0]!);
-    const result = single(outcome);
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome], "fail"));
-    return c.json(result, 200);
+    });
+    return c.json(single(outcome), 200);
   })
   .openapi(heartbeatRoute, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const row = await onTaskShard(c.env, id, async (shard) => {
-      let extendS = body.extend_s;
-      if (extendS === undefined) {
-        const task = await getTask(shard.db, id);
-        extendS = (await getQueueConfig(shard.db, task.queue)).visibility_timeout_s;
-      }
-      return heartbeatTask(
-        shard.db,
-        {
-          id,
-          leaseToken: body.lease_token,
-          extendS,
-          progress: body.progress,
-          progressMessage: body.message,
-          checkpoint: body.checkpoint,
-        },
-        c.var.now,
-      );
+    const row = await heartbeat(c.var.op, {
+      id,
+      leaseToken: body.lease_token,
+      extendS: body.extend_s,
+      progress: body.progress,
+      progressMessage: body.message,
+      checkpoint: body.checkpoint,
     });
-    if (body.progress !== undefined || body.message !== undefined) {
-      c.executionCtx.waitUntil(publishEvents(c.env, row.queue, [{ kind: "progress", id: row.id }]));
-    }
     return c.json(
       {
         id: row.id,
@@ -184,27 +147,8 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
   })
   .openapi(releaseRoute, async (c) => {
     const { id } = c.req.valid("param");
-    const item = { id, leaseToken: c.req.valid("json").lease_token };
-    const outcome = await onTaskShard(
-      c.env,
-      id,
-      async (shard) => (await releaseTasks(shard.db, [item], c.var.now))[0]!,
-    );
-    const result = single(outcome);
-    c.executionCtx.waitUntil(wakeAfterAck(c.env, [outcome], "release"));
-    return c.json(result, 200);
+    const outcome = await ackTask(c.var.op, "release", { id, leaseToken: c.req.valid("json").lease_token });
+    return c.json(single(outcome), 200);
   })
-  .openapi(cancelRoute, async (c) => {
-    const { id } = c.req.valid("param");
-    const row = await onTaskShard(c.env, id, (shard) => cancelTask(shard.db, id, c.var.now));
-    if (row.state === "cancelled") {
-      c.executionCtx.waitUntil(publishEvents(c.env, row.queue, [{ kind: "cancelled", id: row.id }]));
-    }
-    return c.json(toTaskView(row), 200);
-  })
-  .openapi(retryRoute, async (c) => {
-    const { id } = c.req.valid("param");
-    const row = await onTaskShard(c.env, id, (shard) => retryTask(shard.db, id, c.var.now));
-    c.executionCtx.waitUntil(wakeCoordinator(c.env, row.queue, c.var.now, [{ kind: "redriven", id: row.id }]));
-    return c.json(toTaskView(row), 200);
-  });
+  .openapi(cancelRoute, async (c) => c.json(toTaskView(await cancel(c.var.op, c.req.valid("param").id)), 200))
+  .openapi(retryRoute, async (c) => c.json(toTaskView(await retry(c.var.op, c.req.valid("param").id)), 200));

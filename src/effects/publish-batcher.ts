@@ -1,4 +1,4 @@
-import type { PublishedEvent } from "../events/event-types";
+import type { PublishedEvent } from "../contracts/events";
 
 /**
  * How long events with no wake-up (a lease's, a completion's) wait in this isolate for company before one

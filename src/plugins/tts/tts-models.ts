@@ -1,4 +1,4 @@
-import { PermanentError } from "./errors";
+import { PermanentError } from "../../processors/errors";
 
 /** Audio formats the `tts` processor can store. */
 export type TtsFormat = "mp3" | "wav";

@@ -1,9 +1,11 @@
+import type { ProcessorContext } from "../../processors/types";
+import { getThresholds, putThresholds } from "./calibration-store";
 import { storedTagResultSchema, type ScoredTag } from "./tag-result";
 
 /**
- * What tag calibration reads and keeps, as processors see it. The queries live in the engine
- * (src/engine/completed-results.ts, src/engine/tag-calibrations.ts); a processor reaches them through
- * `ctx.calibrations`, which the dispatcher binds to the database (src/dispatch/processor-context.ts).
+ * What tag calibration reads and keeps. Samples are completed `tag` results, read through the context's
+ * `results` (the engine owns the task tables); thresholds are this plugin's own table
+ * (calibration-store.ts) in the task's database (`ctx.db`).
  */
 
 /** Most completed `tag` results one calibration reads (the newest). The distribution of recent scores
@@ -27,7 +29,7 @@ export function tagSample(result: unknown): TagSample | null {
   return [...parsed.data.tags, ...parsed.data.dropped];
 }
 
-/** A group's calibration, read and written through the engine. */
+/** A group's calibration, as `tag` and `calibrate` use it. */
 export interface TagCalibrations {
   /**
    * The samples of the group's newest completed `tag` tasks, newest first (at most `limit`, by default
@@ -38,4 +40,20 @@ export interface TagCalibrations {
   getThresholds(group: string): Promise<Record<string, number> | null>;
   /** Stores the group's thresholds, learnt from `samples` results, replacing any earlier calibration. */
   putThresholds(group: string, thresholds: Readonly<Record<string, number>>, samples: number): Promise<void>;
+}
+
+/**
+ * The calibrations of a running task's database: samples through `ctx.results`, thresholds in the
+ * plugin's table, times from the task's clock.
+ *
+ * @example
+ * const thresholds = await tagCalibrations(ctx).getThresholds("library-1");
+ */
+export function tagCalibrations(ctx: Pick<ProcessorContext, "results" | "db" | "now">): TagCalibrations {
+  return {
+    readSamples: (group, limit = MAX_CALIBRATION_RESULTS) =>
+      ctx.results.completed({ type: "tag", group }, limit, tagSample),
+    getThresholds: (group) => getThresholds(ctx.db, group),
+    putThresholds: (group, thresholds, samples) => putThresholds(ctx.db, group, thresholds, samples, ctx.now()),
+  };
 }

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { PermanentError } from "./errors";
+import { PermanentError } from "../../processors/errors";
 import { adapterFor, audioBytes, CONTENT_TYPES, KNOWN_MODELS, type TtsAdapter, type TtsFormat } from "./tts-models";
-import type { ArtifactInfo } from "../storage/artifacts";
-import type { Processor, ProcessorContext, ProcessorEnv } from "./types";
+import type { ArtifactInfo } from "../../storage/artifacts";
+import type { Processor, ProcessorContext, ProcessorEnv } from "../../processors/types";
 
 /** The model used when TTS_MODEL is unset: multilingual, and priced per audio minute ($0.0002) rather than
  * per 1k characters like aura-1 ($0.015), so long texts cost far less. */

@@ -1,7 +1,7 @@
 import { eq } from "drizzle-orm";
+import { drizzle } from "drizzle-orm/d1";
 import { z } from "zod";
-import type { Db } from "../db/client";
-import { tagCalibrations } from "../db/schema";
+import { tagCalibrations } from "./schema";
 
 /**
  * A group's tag thresholds (tag -> minimum score kept): one `tag_calibrations` row per group, written by
@@ -15,10 +15,10 @@ const thresholdsSchema = z.record(z.string(), z.number());
  * A group's thresholds, or null when the group was never calibrated.
  *
  * @example
- * const thresholds = await getThresholds(db, "library-1"); // { jazz: 0.5 } or null
+ * const thresholds = await getThresholds(env.DB, "library-1"); // { jazz: 0.5 } or null
  */
-export async function getThresholds(db: Db, group: string): Promise<Record<string, number> | null> {
-  const row = await db
+export async function getThresholds(d1: D1Database, group: string): Promise<Record<string, number> | null> {
+  const row = await drizzle(d1)
     .select({ thresholds: tagCalibrations.thresholds })
     .from(tagCalibrations)
     .where(eq(tagCalibrations.groupKey, group))
@@ -41,17 +41,17 @@ export async function getThresholds(db: Db, group: string): Promise<Record<strin
  * per group).
  *
  * @example
- * await putThresholds(db, "library-1", { jazz: 0.5 }, 12, Date.now());
+ * await putThresholds(env.DB, "library-1", { jazz: 0.5 }, 12, Date.now());
  */
 export async function putThresholds(
-  db: Db,
+  d1: D1Database,
   group: string,
   thresholds: Readonly<Record<string, number>>,
   samples: number,
   now: number,
 ): Promise<void> {
   const values = { thresholds: JSON.stringify(thresholds), samples, updatedAt: now };
-  await db
+  await drizzle(d1)
     .insert(tagCalibrations)
     .values({ groupKey: group, ...values })
     .onConflictDoUpdate({ target: tagCalibrations.groupKey, set: values });

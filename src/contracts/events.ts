@@ -1,5 +1,8 @@
-import { z } from "zod";
+import { z } from "@hono/zod-openapi";
 import { TASK_STATES } from "../engine/states";
+
+/** The WebSocket subprotocol a browser offers next to its ticket; the server answers with it. */
+export const EVENTS_PROTOCOL = "edgeq.events.v1";
 
 /** What happened to a task, as the event stream names it. */
 export const TASK_EVENT_KINDS = [
@@ -30,22 +33,21 @@ export const publishedEventSchema = z.object({
 export type PublishedEvent = z.infer<typeof publishedEventSchema>;
 
 /**
- * A coordinator call that publishes events and, with `runAt`, also wakes it (the same as `notify`). On
- * the wire the events go grouped in runs of one kind (`groupEvents`): an ack or lease of 100 tasks
- * sends one array of 100 strings instead of 100 objects, which the RPC copies and the coordinator
- * validates (the object form was 6 % of the Worker's CPU in a burn-down, docs/benchmarks.md section 3b).
+ * An event hub call that publishes a queue's events. On the wire the events go grouped in runs of one
+ * kind (`groupEvents`): an ack or lease of 100 tasks sends one array of 100 strings instead of 100
+ * objects, which the RPC copies and the hub validates (the object form was 6 % of the Worker's CPU in a
+ * burn-down, docs/benchmarks.md section 3b).
  */
-export const coordinatorPublishSchema = z.object({
+export const eventsPublishSchema = z.object({
   queue: z.string().min(1),
   events: z.array(z.object({ kind: z.enum(TASK_EVENT_KINDS), ids: z.array(z.string().min(1)) })),
-  runAt: z.number().int().optional(),
 });
-export type CoordinatorPublish = z.infer<typeof coordinatorPublishSchema>;
+export type EventsPublish = z.infer<typeof eventsPublishSchema>;
 
-/** Events grouped for the wire (see coordinatorPublishSchema): each run of one kind becomes one group, so
+/** Events grouped for the wire (see eventsPublishSchema): each run of one kind becomes one group, so
  * the order of the events is kept exactly. */
-export function groupEvents(events: PublishedEvent[]): CoordinatorPublish["events"] {
-  const groups: CoordinatorPublish["events"] = [];
+export function groupEvents(events: PublishedEvent[]): EventsPublish["events"] {
+  const groups: EventsPublish["events"] = [];
   for (const e of events) {
     const last = groups.at(-1);
     if (last?.kind === e.kind) last.ids.push(e.id);
@@ -55,7 +57,7 @@ export function groupEvents(events: PublishedEvent[]): CoordinatorPublish["event
 }
 
 /** The events of a grouped publish, back one by one in their order. */
-export function ungroupEvents(groups: CoordinatorPublish["events"]): PublishedEvent[] {
+export function ungroupEvents(groups: EventsPublish["events"]): PublishedEvent[] {
   return groups.flatMap((g) => g.ids.map((id) => ({ kind: g.kind, id })));
 }
 

@@ -2,7 +2,8 @@ import { z } from "zod";
 import { DEFAULT_TAG_MODEL, aiTags, type TextGenerator } from "./tag-ai";
 import { localTags } from "./tag-local";
 import { applyThresholds, type TagResult } from "./tag-result";
-import type { Processor, ProcessorEnv } from "./types";
+import { tagCalibrations } from "./calibrations";
+import type { Processor, ProcessorEnv } from "../../processors/types";
 
 /** Longest text accepted, in characters. 100,000 characters is a long chapter; the local engine tags it
  * in well under a second of CPU, and the payload stays far below the 256 KiB payload limit. */
@@ -59,7 +60,7 @@ export const tagProcessor: Processor<TagPayload> = {
     }
     ctx.signal.throwIfAborted();
 
-    const thresholds = ctx.group === null ? null : await ctx.calibrations.getThresholds(ctx.group);
+    const thresholds = ctx.group === null ? null : await tagCalibrations(ctx).getThresholds(ctx.group);
     if (thresholds === null) return { ...result, dropped: [], calibrated: false };
     const { kept, dropped } = applyThresholds(result.tags, thresholds);
     return { ...result, tags: kept, dropped, calibrated: true };

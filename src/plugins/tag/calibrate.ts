@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { PermanentError } from "./errors";
-import type { TagSample } from "./tag-calibrations";
-import type { Processor } from "./types";
+import { PermanentError } from "../../processors/errors";
+import { tagCalibrations, type TagSample } from "./calibrations";
+import type { Processor } from "../../processors/types";
 
 /** Longest group name: the same 128 characters the enqueue API accepts for a task's group. */
 export const MAX_GROUP_CHARS = 128;
@@ -97,14 +97,15 @@ export const calibrateProcessor: Processor<CalibratePayload> = {
     if (group === undefined || group === null) {
       throw new PermanentError("calibrate needs a group: give payload.group or enqueue the task with a group");
     }
-    const samples = await ctx.calibrations.readSamples(group);
+    const calibrations = tagCalibrations(ctx);
+    const samples = await calibrations.readSamples(group);
     if (samples.length === 0) {
       // Writing empty thresholds would erase an earlier calibration (e.g. after retention pruned the tasks).
       throw new PermanentError(`group "${group}" has no completed tag tasks to calibrate from`);
     }
     ctx.signal.throwIfAborted();
     const thresholds = computeThresholds(samples, payload.quantile, payload.min_samples);
-    await ctx.calibrations.putThresholds(group, thresholds, samples.length);
+    await calibrations.putThresholds(group, thresholds, samples.length);
     return { group, samples: samples.length, thresholds };
   },
 };

@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { PermanentError, RetryAfterError } from "./errors";
+import { PermanentError, RetryAfterError } from "../../processors/errors";
 import { excerpt, MAX_RESPONSE_BODY_BYTES, parseRetryAfter, readBodyPrefix } from "./http-response";
-import type { Processor, ProcessorContext } from "./types";
-import { SIGNATURE_HEADER, signWebhook } from "./webhook-signature";
+import type { Processor, ProcessorContext } from "../../processors/types";
+import { SIGNATURE_HEADER, signWebhook } from "../../processors/webhook-signature";
 
 /** Longest URL accepted: 2,048 characters is what browsers, CDNs and most servers reliably handle. */
 const MAX_URL_CHARS = 2048;

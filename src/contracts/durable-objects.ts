@@ -1,0 +1,98 @@
+import { z } from "zod";
+import {
+  MAX_BATCH,
+  MAX_PARTITIONS,
+  MAX_VISIBILITY_TIMEOUT_S,
+  MAX_WAIT_S,
+  MIN_VISIBILITY_TIMEOUT_S,
+} from "../engine/limits";
+import { TASK_STATES } from "../engine/states";
+import type { TaskRow } from "../db/schema";
+import { TASK_EVENT_KINDS, type EventsPublish } from "./events";
+
+/** A long-poll lease request, as the coordinator accepts it (validated again at this boundary). */
+export const coordinatorLeaseSchema = z.object({
+  queue: z.string().min(1),
+  max: z.number().int().min(1).max(MAX_BATCH),
+  /** null: the queue's configured visibility timeout. */
+  visibilityTimeoutS: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).nullable(),
+  holder: z.string().nullable(),
+  waitMs: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_WAIT_S * 1000),
+  /** Names the wait so the caller can withdraw it (`forget`) when its client disconnects. */
+  waiterId: z.string().min(1).max(64).optional(),
+  /** The partition this coordinator serves (src/shards/); it leases from its own first, then the others. */
+  part: z.number().int().min(0).max(MAX_PARTITIONS).default(0),
+});
+export type CoordinatorLease = z.infer<typeof coordinatorLeaseSchema>;
+/** What a caller sends (`part` may be left out: partition 0). */
+export type CoordinatorLeaseInput = z.input<typeof coordinatorLeaseSchema>;
+
+/** Withdraws a waiting long poll whose client went away. */
+export const coordinatorForgetSchema = z.object({ waiterId: z.string().min(1).max(64) });
+export type CoordinatorForget = z.infer<typeof coordinatorForgetSchema>;
+
+/** Tells the coordinator that tasks of its queue become due at `runAt` (ms). */
+export const coordinatorNotifySchema = z.object({
+  queue: z.string().min(1),
+  runAt: z.number().int(),
+  part: z.number().int().min(0).max(MAX_PARTITIONS).default(0),
+});
+export type CoordinatorNotify = z.input<typeof coordinatorNotifySchema>;
+
+/** The schedules' Scheduler: the time (ms) its alarm must fire by. */
+export const schedulerArmSchema = z.object({ at: z.number().int().nonnegative() });
+export type SchedulerArm = z.infer<typeof schedulerArmSchema>;
+
+/** Rows the coordinator itself just leased, with what an event shows of each (no D1 read at the hub). */
+export const eventRowSchema = z.object({
+  id: z.string().min(1),
+  type: z.string(),
+  group_key: z.string().nullable(),
+  state: z.enum(TASK_STATES),
+  attempts: z.number().int(),
+  run_at: z.number().int(),
+  errors: z.string(),
+  progress: z.number().int().nullable(),
+  progress_message: z.string().nullable(),
+});
+export type EventRow = z.infer<typeof eventRowSchema>;
+export const eventsPublishRowsSchema = z.object({
+  queue: z.string().min(1),
+  kind: z.enum(TASK_EVENT_KINDS),
+  rows: z.array(eventRowSchema),
+});
+export type EventsPublishRows = z.infer<typeof eventsPublishRowsSchema>;
+
+/*
+ * The Durable Objects' RPC surfaces, as the Worker (src/env.ts) types their namespaces: one class per
+ * job, each with its own binding and storage (docs/architecture.md, "Durable Objects"). The classes
+ * implement these; callers see only these, so no layer below the objects imports them.
+ */
+
+/** COORDINATOR — one per queue partition: long-poll waiters, the alarm at the next leasable time, push dispatch. */
+export interface QueueCoordinatorRpc extends Rpc.DurableObjectBranded {
+  lease(input: CoordinatorLeaseInput): Promise<TaskRow[]>;
+  notify(input: CoordinatorNotify): Promise<void>;
+  forget(input: CoordinatorForget): Promise<boolean>;
+  waiting(): Promise<number>;
+  /** Upgrade from one Coordinator class doing three jobs: the event seq it stored, handed to the hub once. */
+  handOverEventSeq(): Promise<number | null>;
+}
+
+/** EVENT_HUB — one per queue: its event stream (WebSockets, seq, resume buffer, counts). */
+export interface EventHubRpc extends Rpc.DurableObjectBranded {
+  publish(input: EventsPublish): Promise<void>;
+  publishRows(input: EventsPublishRows): Promise<void>;
+}
+
+/** SCHEDULER — one object (SCHEDULER_OBJECT) firing every schedule at its alarm. */
+export interface SchedulerRpc extends Rpc.DurableObjectBranded {
+  arm(input: SchedulerArm): Promise<void>;
+}
+
+/** The name of the one Scheduler object. */
+export const SCHEDULER_OBJECT = "schedules";

@@ -1,0 +1,55 @@
+import type { EventRow } from "../contracts/durable-objects";
+import type { PublishedEvent } from "../contracts/events";
+import type { TaskRow } from "../db/schema";
+import type { AckKind, AckOutcome } from "../engine/ack";
+
+/**
+ * What a state change did, as an operation reports it to the effects owner (follow.ts). Every entry point
+ * (HTTP, SQS, the coordinator's own leases and push runs) describes its change with one of these and hands
+ * it over; none of them decides by itself whom to wake or what to publish.
+ */
+export type Change =
+  /** Tasks were written; `ids` are the ones new (a deduplicated task is not), `parts` the partitions written. */
+  | { kind: "enqueued"; queue: string; ids: string[]; earliestRunAt: number | null; parts: number[] }
+  /** Tasks were leased (directly, for a waiter, or by push dispatch); `rows`, when the leaser has them,
+   * spare the event hub its D1 read. */
+  | { kind: "leased"; queue: string; ids: string[]; rows?: EventRow[] }
+  /** Push dispatch settled tasks: their events, derived per outcome by the drain (src/dispatch/drain.ts). */
+  | { kind: "settled"; queue: string; events: PublishedEvent[] }
+  /** Holder writes that end or hand back an attempt, each with its kind (complete, fail, release). */
+  | { kind: "acked"; outcomes: AckOutcome[]; kinds: AckKind[] }
+  /** A heartbeat recorded progress (or a message) on a running task. */
+  | { kind: "progress"; queue: string; id: string }
+  /** Tasks became cancelled (pending ones at once; running ones when their holder next writes). */
+  | { kind: "cancelled"; queue: string; ids: string[] }
+  /** Dead or cancelled tasks were put back to pending, due at `runAt`. */
+  | { kind: "redriven"; queue: string; ids: string[]; runAt: number }
+  /** A queue has work due at `runAt` that no task event announces (a schedule fired or was triggered). */
+  | { kind: "due"; queue: string; runAt: number }
+  /** The cron tick swept a queue: work is due at `runAt` (reaped retries, relayed or found due tasks),
+   * and the reaper's `events` (failed, dead, cancelled, released) are published on the same wake-up. */
+  | { kind: "swept"; queue: string; runAt?: number; events: PublishedEvent[] }
+  /** Health was evaluated and may have recorded alerts to deliver. */
+  | { kind: "alerts-recorded" }
+  /** A partition started moving to another shard: relay its tasks for a while after the answer. */
+  | { kind: "move-started"; queue: string; part: number };
+
+/**
+ * What an event shows of a task row its leaser already holds (the event hub then reads nothing).
+ *
+ * @example
+ * effects.after({ kind: "leased", queue, ids: rows.map((r) => r.id), rows: rows.map(eventRowOf) });
+ */
+export function eventRowOf(row: TaskRow): EventRow {
+  return {
+    id: row.id,
+    type: row.type,
+    group_key: row.groupKey,
+    state: row.state as EventRow["state"],
+    attempts: row.attempts,
+    run_at: row.runAt,
+    errors: row.errors,
+    progress: row.progress,
+    progress_message: row.progressMessage,
+  };
+}

@@ -1,0 +1,161 @@
+import type { AckKind, AckOutcome } from "../engine/ack";
+import type { Env } from "../env";
+import type { PublishedEvent, TaskEventKind } from "../contracts/events";
+import { deliverAlerts } from "../health/deliver-alerts";
+import { runMove } from "../shards/move";
+import { relayQueueHome } from "../shards/relay";
+import { homeShard } from "../shards/shard-set";
+import type { Change } from "./changes";
+import { eventHubOf, partOfTask, wakeCoordinator } from "./wake";
+
+/** How long a move request keeps relaying after it answers; the cron tick continues whatever is left. */
+export const MOVE_REQUEST_BUDGET_MS = 20_000;
+
+/**
+ * The one owner of what follows a state change: given what happened (`Change`, reported after the D1
+ * write committed), wakes the coordinators that now have work, publishes the tasks' events, relays
+ * chained children home to their queue's shard, delivers recorded alerts, continues a move. Every entry
+ * point reaches it through `Effects.after`, so none places a wake-up or an event by hand.
+ *
+ * A failure here loses nothing: a missed wake-up is made good by the coordinator's alarm or the next
+ * cron tick, a missed event by the stream's resume (clients reload on a gap).
+ *
+ * @example
+ * await follow(env, { kind: "enqueued", queue: "emails", ids, earliestRunAt: Date.now(), parts: [0] });
+ */
+export async function follow(env: Env, change: Change, clock: () => number = Date.now): Promise<void> {
+  switch (change.kind) {
+    case "enqueued":
+      if (change.earliestRunAt === null) return;
+      return wakeCoordinator(
+        env,
+        change.queue,
+        change.earliestRunAt,
+        change.ids.map((id) => ({ kind: "enqueued", id })),
+        change.parts,
+      );
+    case "leased":
+      if (change.rows === undefined) return publish(env, change.queue, change.ids, "leased");
+      if (change.rows.length === 0) return;
+      return eventHubOf(env, change.queue).publishRows({ queue: change.queue, kind: "leased", rows: change.rows });
+    case "settled":
+      if (change.events.length === 0) return;
+      return wakeCoordinator(env, change.queue, undefined, change.events, []);
+    case "acked":
+      return followAcks(env, change.outcomes, change.kinds, clock);
+    case "progress":
+      return publish(env, change.queue, [change.id], "progress");
+    case "cancelled":
+      return publish(env, change.queue, change.ids, "cancelled");
+    case "redriven":
+      if (change.ids.length === 0) return;
+      return wakeCoordinator(
+        env,
+        change.queue,
+        change.runAt,
+        change.ids.map((id) => ({ kind: "redriven", id })),
+      );
+    case "due":
+      return wakeCoordinator(env, change.queue, change.runAt);
+    case "swept":
+      return wakeCoordinator(env, change.queue, change.runAt, change.events);
+    case "alerts-recorded":
+      return deliverAlerts(homeShard(env).db, env.WEBHOOK_SECRET, clock()).then(() => undefined);
+    case "move-started":
+      return runMove(env, change.queue, change.part, MOVE_REQUEST_BUDGET_MS, clock).then(() => undefined);
+  }
+}
+
+/** Events with no wake-up: batched with others for a few ms (publish-batcher.ts). */
+function publish(env: Env, queue: string, ids: string[], kind: TaskEventKind): Promise<void> {
+  if (ids.length === 0) return Promise.resolve();
+  return wakeCoordinator(
+    env,
+    queue,
+    undefined,
+    ids.map((id) => ({ kind, id })),
+    [],
+  );
+}
+
+/** The event an ack's outcome publishes. */
+function ackEventKind(kind: AckKind, outcome: Extract<AckOutcome, { ok: true }>): TaskEventKind {
+  if (kind === "complete") return "completed";
+  if (kind === "release") return "released";
+  return outcome.state === "dead" ? "dead" : "failed";
+}
+
+/**
+ * After acks: wakes the coordinator of every queue that now has work — a retry's queue at its run_at,
+ * each chained child's queue at the child's run_at — once per queue, at the earliest time; publishes each
+ * task's event (by its kind) and its children's "enqueued" on the same call. A
+ * repeated ack changed nothing and publishes nothing. A child of another queue was created on its
+ * parent's shard: it is relayed to its own queue's shard first.
+ */
+async function followAcks(env: Env, outcomes: AckOutcome[], kinds: AckKind[], clock: () => number): Promise<void> {
+  // queue -> partition -> earliest run_at; queue -> events.
+  const earliest = new Map<string, Map<number, number>>();
+  const events = new Map<string, PublishedEvent[]>();
+  const note = (queue: string, part: number, runAt: number) => {
+    const parts = earliest.get(queue) ?? new Map<number, number>();
+    parts.set(part, Math.min(parts.get(part) ?? Infinity, runAt));
+    earliest.set(queue, parts);
+  };
+  const add = (queue: string, event: PublishedEvent) => {
+    const list = events.get(queue);
+    if (list) list.push(event);
+    else events.set(queue, [event]);
+  };
+  for (const [i, outcome] of outcomes.entries()) {
+    if (!outcome.ok) continue;
+    // A retry, and a child of the same queue (created with its parent's slot), are on the parent's
+    // partition; looked up only for those (most acks are completions without children).
+    const sameQueueChild = outcome.children.some((c) => c.queue === outcome.queue);
+    const part = outcome.state === "pending" || sameQueueChild ? await partOfTask(env, outcome.queue, outcome.id) : 0;
+    if (outcome.state === "pending") note(outcome.queue, part, outcome.run_at);
+    for (const child of outcome.children) note(child.queue, child.queue === outcome.queue ? part : 0, child.run_at);
+    const kind = kinds[i];
+    if (kind === undefined || outcome.repeated) continue;
+    add(outcome.queue, { kind: ackEventKind(kind, outcome), id: outcome.id });
+    for (const child of outcome.children) add(child.queue, { kind: "enqueued", id: child.id });
+  }
+  const foreign = new Set(
+    outcomes.flatMap((o) => (o.ok ? o.children.filter((c) => c.queue !== o.queue).map((c) => c.queue) : [])),
+  );
+  for (const queue of foreign) await relayQueueHome(env, queue, clock());
+  const queues = new Set([...earliest.keys(), ...events.keys()]);
+  await Promise.all(
+    [...queues].map(async (queue) => {
+      const parts = earliest.get(queue);
+      if (!parts) return wakeCoordinator(env, queue, undefined, events.get(queue), []);
+      const runAt = Math.min(...parts.values());
+      return wakeCoordinator(env, queue, runAt, events.get(queue), [...parts.keys()]);
+    }),
+  );
+}
+
+/**
+ * Where an entry point hands its changes: bound to the Worker's bindings and to how this invocation keeps
+ * background work alive (`defer`: a request's or a Durable Object's `waitUntil`, or an await).
+ *
+ * @example
+ * const effects = new Effects(env, (p) => ctx.waitUntil(p));
+ * effects.after({ kind: "progress", queue: "emails", id });
+ */
+export class Effects {
+  constructor(
+    private readonly env: Env,
+    private readonly defer: (work: Promise<unknown>) => void,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** Performs what follows `change`, in the background of this invocation. */
+  after(change: Change): void {
+    this.defer(
+      follow(this.env, change, this.clock).catch((error: unknown) => {
+        // Nothing is lost (see follow); logged so an operator sees a coordinator that keeps failing.
+        console.error(`effects: following ${change.kind} failed`, error);
+      }),
+    );
+  }
+}

@@ -1,0 +1,100 @@
+import type { AckKind, AckOutcome } from "../engine/ack";
+import { completeTasks, type CompleteItem } from "../engine/complete";
+import { extendLeases, type ExtendItem } from "../engine/extend";
+import { failTasks, type FailItem } from "../engine/fail";
+import { releaseTasks } from "../engine/release";
+import type { FencedItem } from "../engine/ack";
+import { ackOnRoute } from "../shards/ack-routing";
+import { queueRoute } from "../shards/queue-route";
+import { onTaskShard } from "../shards/task-locator";
+import type { OperationContext } from "./context";
+
+/** A batch of holder writes on one queue: each item fenced by its lease token. */
+export interface AckBatch {
+  complete?: CompleteItem[];
+  fail?: FailItem[];
+  release?: FencedItem[];
+}
+
+/**
+ * Applies a batch of acks on one queue (a task of another queue is `not_found`): completions, failures
+ * and releases, each kind one fenced statement per shard, the kinds in parallel. Outcomes come back in
+ * the order complete, fail, release, each in input order.
+ *
+ * @example
+ * const outcomes = await ackTasks(op, "emails", { complete: [{ id, leaseToken, result: { sent: true } }] });
+ */
+export async function ackTasks(op: OperationContext, queue: string, batch: AckBatch): Promise<AckOutcome[]> {
+  const scope = { queue };
+  const route = await queueRoute(op.env, queue, op.now);
+  const [completed, failed, released] = await Promise.all([
+    ackOnRoute(route, batch.complete ?? [], (db, items) => completeTasks(db, items, op.now, scope)),
+    ackOnRoute(route, batch.fail ?? [], (db, items) => failTasks(db, items, op.now, scope)),
+    ackOnRoute(route, batch.release ?? [], (db, items) => releaseTasks(db, items, op.now, scope)),
+  ]);
+  const outcomes = [...completed, ...failed, ...released];
+  const kinds: AckKind[] = [
+    ...completed.map(() => "complete" as const),
+    ...failed.map(() => "fail" as const),
+    ...released.map(() => "release" as const),
+  ];
+  op.effects.after({ kind: "acked", outcomes, kinds });
+  return outcomes;
+}
+
+/**
+ * One holder write on one task, found by its id wherever it lives: complete, fail or release.
+ *
+ * @example
+ * const outcome = await ackTask(op, "complete", { id, leaseToken, result: null });
+ */
+export async function ackTask(op: OperationContext, kind: "complete", item: CompleteItem): Promise<AckOutcome>;
+export async function ackTask(op: OperationContext, kind: "fail", item: FailItem): Promise<AckOutcome>;
+export async function ackTask(op: OperationContext, kind: "release", item: FencedItem): Promise<AckOutcome>;
+export async function ackTask(
+  op: OperationContext,
+  kind: AckKind,
+  item: CompleteItem | FailItem | FencedItem,
+): Promise<AckOutcome> {
+  const outcome = await onTaskShard(op.env, item.id, async (shard) => {
+    const [one] =
+      kind === "complete"
+        ? await completeTasks(shard.db, [item as CompleteItem], op.now)
+        : kind === "fail"
+          ? await failTasks(shard.db, [item as FailItem], op.now)
+          : await releaseTasks(shard.db, [item], op.now);
+    return one!;
+  });
+  op.effects.after({ kind: "acked", outcomes: [outcome], kinds: [kind] });
+  return outcome;
+}
+
+/**
+ * Extends (and claims) leases on one queue; nothing follows an extension (no event: a lease that goes
+ * on is not news, and nobody waits for it).
+ *
+ * @example
+ * const outcomes = await extendTaskLeases(op, "emails", [{ id, leaseToken, visibilityTimeoutS: 60 }]);
+ */
+export async function extendTaskLeases(
+  op: OperationContext,
+  queue: string,
+  items: ExtendItem[],
+): Promise<AckOutcome[]> {
+  const route = await queueRoute(op.env, queue, op.now);
+  return ackOnRoute(route, items, (db, group) => extendLeases(db, group, op.now, { queue }));
+}
+
+/**
+ * Ends attempts early and makes the tasks due again at once (SQS's ChangeMessageVisibility to 0): a
+ * failure with retry_after 0, so the receive still counts, as in SQS — and is published as one.
+ *
+ * @example
+ * await failForRedelivery(op, "emails", [{ id, leaseToken, message: "visible again", retryAfterS: 0 }]);
+ */
+export async function failForRedelivery(op: OperationContext, queue: string, items: FailItem[]): Promise<AckOutcome[]> {
+  const route = await queueRoute(op.env, queue, op.now);
+  const outcomes = await ackOnRoute(route, items, (db, group) => failTasks(db, group, op.now, { queue }));
+  op.effects.after({ kind: "acked", outcomes, kinds: outcomes.map(() => "fail" as const) });
+  return outcomes;
+}

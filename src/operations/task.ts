@@ -1,0 +1,67 @@
+import type { TaskRow } from "../db/schema";
+import { cancelTask } from "../engine/cancel";
+import { heartbeatTask, type HeartbeatRequest } from "../engine/heartbeat";
+import { getQueueConfig } from "../engine/queue-config";
+import { getTask } from "../engine/read";
+import { retryTask } from "../engine/redrive";
+import { onTaskShard } from "../shards/task-locator";
+import type { OperationContext } from "./context";
+
+/**
+ * A task by id, wherever it lives.
+ *
+ * @example
+ * const row = await readTask(op, id);
+ */
+export function readTask(op: OperationContext, id: string): Promise<TaskRow> {
+  return onTaskShard(op.env, id, (shard) => getTask(shard.db, id));
+}
+
+/**
+ * Heartbeats a running task (fenced by its lease token): extends the lease by `extendS` (absent: the
+ * queue's visibility timeout) and records progress or a checkpoint; progress is published.
+ *
+ * @example
+ * const row = await heartbeat(op, { id, leaseToken, progress: 40, progressMessage: "3/7" });
+ */
+export async function heartbeat(
+  op: OperationContext,
+  request: Omit<HeartbeatRequest, "extendS"> & { extendS?: number },
+): Promise<TaskRow> {
+  const row = await onTaskShard(op.env, request.id, async (shard) => {
+    let extendS = request.extendS;
+    if (extendS === undefined) {
+      const task = await getTask(shard.db, request.id);
+      extendS = (await getQueueConfig(shard.db, task.queue)).visibility_timeout_s;
+    }
+    return heartbeatTask(shard.db, { ...request, extendS }, op.now);
+  });
+  if (request.progress !== undefined || request.progressMessage !== undefined) {
+    op.effects.after({ kind: "progress", queue: row.queue, id: row.id });
+  }
+  return row;
+}
+
+/**
+ * Cancels a task: a pending one at once, a running one when its holder next writes (cancel requested).
+ *
+ * @example
+ * const row = await cancel(op, id); // row.state "cancelled", or "processing" with cancel requested
+ */
+export async function cancel(op: OperationContext, id: string): Promise<TaskRow> {
+  const row = await onTaskShard(op.env, id, (shard) => cancelTask(shard.db, id, op.now));
+  if (row.state === "cancelled") op.effects.after({ kind: "cancelled", queue: row.queue, ids: [row.id] });
+  return row;
+}
+
+/**
+ * Puts a dead or cancelled task back to pending now, attempts reset.
+ *
+ * @example
+ * const row = await retry(op, id);
+ */
+export async function retry(op: OperationContext, id: string): Promise<TaskRow> {
+  const row = await onTaskShard(op.env, id, (shard) => retryTask(shard.db, id, op.now));
+  op.effects.after({ kind: "redriven", queue: row.queue, ids: [row.id], runAt: op.now });
+  return row;
+}

@@ -1,0 +1,64 @@
+import { DurableObject } from "cloudflare:workers";
+import {
+  SCHEDULER_OBJECT,
+  schedulerArmSchema,
+  type SchedulerArm,
+  type SchedulerRpc,
+} from "../contracts/durable-objects";
+import { follow } from "../effects/follow";
+import type { Env } from "../env";
+import { homeShard } from "../shards/shard-set";
+import { shardedTaskStore } from "../shards/task-store";
+import { fireDueSchedules } from "./fire-schedules";
+
+/**
+ * SCHEDULER: the one Durable Object (named SCHEDULER_OBJECT) that fires every schedule. Its alarm is set
+ * at the earliest next slot of all schedules; firing is one D1 read of the due schedules plus one enqueue
+ * per slot, and the queues that got tasks are woken.
+ *
+ * Why one object for all schedules rather than each target queue's coordinator: a schedule's alarm then
+ * never mixes with a queue's own alarm (due tasks, long polls, push dispatch), one alarm at the earliest
+ * slot of all schedules is all there is to keep, and the cron tick re-arms one object (an eviction may
+ * lose an alarm). One object serves thousands of schedules.
+ *
+ * @example
+ * await armScheduler(env, row.next_run_at);
+ */
+export class Scheduler extends DurableObject<Env> implements SchedulerRpc {
+  /** The time every decision here is made at; tests replace it (fake timers reach no alarm). */
+  now: () => number = () => Date.now();
+
+  /** Makes sure the alarm fires by `at` (ms). */
+  async arm(input: SchedulerArm): Promise<void> {
+    const { at } = schedulerArmSchema.parse(input);
+    await this.alarmNoLaterThan(at);
+  }
+
+  /** Fires every due slot, wakes the queues that got tasks, re-arms at the next slot. */
+  override async alarm(): Promise<void> {
+    const { nextAt } = await fireDueSchedules(
+      homeShard(this.env).db,
+      this.now(),
+      (queue, runAt) => follow(this.env, { kind: "due", queue, runAt }),
+      shardedTaskStore(this.env),
+    );
+    if (nextAt !== null) await this.alarmNoLaterThan(nextAt);
+  }
+
+  /** Never postpones an earlier alarm (inside a running alarm `getAlarm()` is null unless one was set since). */
+  private async alarmNoLaterThan(at: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current == null || at < current) await this.ctx.storage.setAlarm(at);
+  }
+}
+
+/**
+ * Makes sure the schedules' alarm fires by `at` (ms). Called after a schedule is created, changed or
+ * resumed, and by the cron tick (which re-arms an alarm an eviction lost).
+ *
+ * @example
+ * await armScheduler(env, row.next_run_at);
+ */
+export async function armScheduler(env: Env, at: number): Promise<void> {
+  await env.SCHEDULER.get(env.SCHEDULER.idFromName(SCHEDULER_OBJECT)).arm({ at });
+}
