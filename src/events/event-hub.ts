@@ -1,6 +1,6 @@
-import { sql } from "drizzle-orm";
 import type { TaskRow } from "../db/schema";
 import { EVENT_COUNTS_INTERVAL_MS } from "../engine/limits";
+import { readTaskEventFields, type TaskEventFields } from "../engine/read";
 import type { TaskState } from "../engine/states";
 import { toIso } from "../engine/time";
 import { queueStatsOf } from "../shards/queue-ops";
@@ -18,19 +18,6 @@ export const EVENTS_PROTOCOL = "edgeq.events.v1";
 interface SocketAttachment {
   /** Only this task's events (GET /v1/tasks/{id}/events); absent: the whole queue. */
   task?: string;
-}
-
-/** The columns an event reads from its task. */
-interface EventRow {
-  id: string;
-  type: string;
-  group_key: string | null;
-  state: TaskState;
-  attempts: number;
-  run_at: number;
-  errors: string;
-  progress: number | null;
-  progress_message: string | null;
 }
 
 function lastError(errors: string): string | null {
@@ -97,12 +84,7 @@ export class EventHub {
       if (this.unheard(events.length)) return;
       const ids = [...new Set(events.map((e) => e.id))];
       const route = await readRoute(this.env, queue);
-      const perShard = await Promise.all(
-        routeShards(route).map((shard) =>
-          shard.db.all<EventRow>(sql`SELECT id, type, group_key, state, attempts, run_at, errors, progress,
-            progress_message FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`),
-        ),
-      );
+      const perShard = await Promise.all(routeShards(route).map((shard) => readTaskEventFields(shard.db, ids)));
       const rows = perShard.flat();
       const byId = new Map(rows.map((r) => [r.id, r]));
       await this.emit(
@@ -173,7 +155,7 @@ export class EventHub {
     return true;
   }
 
-  private async emit(queue: string, items: Array<{ kind: TaskEventKind; row: EventRow }>): Promise<void> {
+  private async emit(queue: string, items: Array<{ kind: TaskEventKind; row: TaskEventFields }>): Promise<void> {
     if (items.length === 0) return;
     await this.currentSeq();
     if (this.unheard(items.length)) return;
