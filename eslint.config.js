@@ -1,6 +1,14 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
+// Who may touch the task tables (docs/architecture.md): only src/engine, which turns every state change
+// into one guarded statement or one batch. Elsewhere in the Worker, neither the Drizzle table objects nor
+// SQL text naming the tables: a schema change then means reading src/engine alone. The SQL is matched in
+// string literals and in each literal part of a template (a `sql` tag's text between its parameters).
+const TASK_TABLE_SQL = String(/\b(FROM|INTO|UPDATE(\s+OR\s+\w+)?|JOIN|TABLE)\s+"?(tasks|task_transit)\b/i);
+const TASK_TABLES_MESSAGE =
+  "Only src/engine touches the task tables (tasks, task_transit): call or add an engine function (docs/architecture.md).";
+
 export default tseslint.config(
   { ignores: ["node_modules/", ".wrangler/", "migrations/", "dist/", "docs/"] },
   js.configs.recommended,
@@ -13,6 +21,45 @@ export default tseslint.config(
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/no-misused-promises": "error",
       "@typescript-eslint/no-non-null-assertion": "off",
+    },
+  },
+  {
+    files: ["src/**/*.ts"],
+    ignores: ["src/engine/**", "src/db/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [{ group: ["**/db/schema"], importNames: ["tasks", "taskTransit"], message: TASK_TABLES_MESSAGE }],
+        },
+      ],
+      "no-restricted-syntax": [
+        "error",
+        { selector: `Literal[value=${TASK_TABLE_SQL}]`, message: TASK_TABLES_MESSAGE },
+        { selector: `TemplateElement[value.raw=${TASK_TABLE_SQL}]`, message: TASK_TABLES_MESSAGE },
+        // Drizzle's relational queries (db.query.tasks…) reach the tables without importing them.
+        {
+          selector: "MemberExpression[object.property.name='query'][property.name=/^(tasks|taskTransit)$/]",
+          message: TASK_TABLES_MESSAGE,
+        },
+      ],
+    },
+  },
+  {
+    // The engine is the bottom layer above src/db: it never reaches up into the layers that call it.
+    files: ["src/engine/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["**/shards/*", "**/http/*", "**/sqs/*", "**/events/*", "**/coordinator/*"],
+              message: "src/engine is the bottom layer above src/db: it must not import from the layers above it.",
+            },
+          ],
+        },
+      ],
     },
   },
   {

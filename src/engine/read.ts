@@ -12,6 +12,40 @@ export async function getTask(db: Db, id: string): Promise<TaskRow> {
   return row;
 }
 
+/**
+ * A task's state, or null when `db` has no such task (reads one row's state, not its payload).
+ *
+ * @example
+ * const state = await findTaskState(db, id);
+ */
+export async function findTaskState(db: Db, id: string): Promise<TaskState | null> {
+  return (await db.get<{ state: TaskState }>(sql`SELECT state FROM tasks WHERE id = ${id}`))?.state ?? null;
+}
+
+/** The columns a task event shows of its task (src/events). */
+export interface TaskEventFields {
+  id: string;
+  type: string;
+  group_key: string | null;
+  state: TaskState;
+  attempts: number;
+  run_at: number;
+  errors: string;
+  progress: number | null;
+  progress_message: string | null;
+}
+
+/**
+ * What events show of these tasks, as they are now; ids `db` does not hold are left out (one read).
+ *
+ * @example
+ * const rows = await readTaskEventFields(db, [id]);
+ */
+export async function readTaskEventFields(db: Db, ids: string[]): Promise<TaskEventFields[]> {
+  return db.all<TaskEventFields>(sql`SELECT id, type, group_key, state, attempts, run_at, errors, progress,
+    progress_message FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`);
+}
+
 export interface ListFilter {
   state?: TaskState;
   group?: string;

@@ -1,5 +1,4 @@
 import { DurableObject } from "cloudflare:workers";
-import { sql } from "drizzle-orm";
 import {
   eventsPublishRowsSchema,
   type EventHubRpc,
@@ -7,6 +6,7 @@ import {
   type EventsPublishRows,
 } from "../contracts/durable-objects";
 import { EVENT_COUNTS_INTERVAL_MS } from "../engine/limits";
+import { readTaskEventFields } from "../engine/read";
 import { toIso } from "../engine/time";
 import { queueStatsOf } from "../shards/queue-ops";
 import { readRoute, routeShards } from "../shards/queue-route";
@@ -115,12 +115,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
       if (this.unheard(events.length)) return;
       const ids = [...new Set(events.map((e) => e.id))];
       const route = await readRoute(this.env, queue);
-      const perShard = await Promise.all(
-        routeShards(route).map((shard) =>
-          shard.db.all<EventRow>(sql`SELECT id, type, group_key, state, attempts, run_at, errors, progress,
-            progress_message FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`),
-        ),
-      );
+      const perShard = await Promise.all(routeShards(route).map((shard) => readTaskEventFields(shard.db, ids)));
       const rows = perShard.flat();
       const byId = new Map(rows.map((r) => [r.id, r]));
       await this.emit(

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
+import { hasQueueData } from "../engine/presence";
 import type { Env } from "../env";
 import { HOME_SHARD, homeShard, shardNames } from "./shard-set";
 
@@ -82,17 +83,6 @@ export function rankShards(queue: string, shards: string[]): string[] {
 }
 
 /**
- * Whether the home database already holds the queue's tasks or configuration: a queue that existed before
- * sharding (or before a second shard was bound) stays where its data is.
- */
-async function hasLegacyData(home: Db, queue: string): Promise<boolean> {
-  const row = await home.get<{ found: number }>(sql`SELECT
-      EXISTS(SELECT 1 FROM queues WHERE name = ${queue})
-      OR EXISTS(SELECT 1 FROM tasks WHERE queue = ${queue}) AS found`);
-  return row?.found === 1;
-}
-
-/**
  * The queue's placements, creating partitions 0..parts-1 that do not exist yet (the directory only grows;
  * a move changes a row on purpose). Concurrent first uses agree: insert-or-ignore, then read back.
  * `parts` null: whatever exists, or one partition.
@@ -111,7 +101,9 @@ export async function ensurePlacements(
   if (rows.length < wanted) {
     const shards = shardNames(env);
     const ranking = rankShards(queue, shards);
-    const legacyHome = shards.length > 1 && rows.length === 0 ? await hasLegacyData(home, queue) : false;
+    // A queue whose tasks or config the home database already holds (from before sharding, or before a
+    // second shard was bound) stays where its data is.
+    const legacyHome = shards.length > 1 && rows.length === 0 ? await hasQueueData(home, queue) : false;
     for (let part = rows.length; part < wanted; part++) {
       const shard = part === 0 && (legacyHome || shards.length === 1) ? HOME_SHARD : ranking[part % ranking.length]!;
       // The slot is the next free one; D1 runs one statement at a time, so max+1 cannot be taken twice.

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Env } from "../env";
 import { EdgeqError } from "../engine/errors";
+import { countQueueTasksHeld } from "../engine/presence";
 import { getQueueConfig, storeQueueConfig } from "../engine/queue-config";
 import { ensurePlacements, forgetPlacements, readPlacements, type Placement } from "./directory";
 import { advanceMove } from "./relay";
@@ -71,13 +72,7 @@ export async function placementView(env: Env, queue: string) {
   const rows = await readPlacements(homeShard(env).db, queue);
   return Promise.all(
     rows.map(async (p) => {
-      const left = p.movingFrom
-        ? ((
-            await shardOf(env, p.movingFrom).db.get<{ n: number }>(
-              sql`SELECT (SELECT count(*) FROM tasks WHERE queue = ${queue}) + (SELECT count(*) FROM task_transit WHERE queue = ${queue}) AS n`,
-            )
-          )?.n ?? 0)
-        : 0;
+      const left = p.movingFrom ? await countQueueTasksHeld(shardOf(env, p.movingFrom).db, queue) : 0;
       return {
         part: p.part,
         shard: p.shard,

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { batchAll } from "../db/client";
+import { findTaskIdsHeld } from "../engine/presence";
 import type { Env } from "../env";
 import { allShards, homeShard } from "./shard-set";
 
@@ -22,14 +23,9 @@ export async function pruneAddresses(env: Env, now: number): Promise<{ pruned: n
   const due = await home.all<{ id: string }>(sql`SELECT id FROM task_addresses
     WHERE created_at < ${now - ADDRESS_CHECK_MS} ORDER BY created_at LIMIT ${ADDRESSES_PER_TICK}`);
   if (due.length === 0) return { pruned: 0, kept: 0 };
-  const ids = JSON.stringify(due.map((r) => r.id));
-  const found = await Promise.all(
-    allShards(env).map((s) =>
-      s.db.all<{ id: string }>(sql`SELECT id FROM tasks WHERE id IN (SELECT value FROM json_each(${ids}))
-        UNION SELECT id FROM task_transit WHERE id IN (SELECT value FROM json_each(${ids}))`),
-    ),
-  );
-  const alive = [...new Set(found.flat().map((r) => r.id))];
+  const ids = due.map((r) => r.id);
+  const found = await Promise.all(allShards(env).map((s) => findTaskIdsHeld(s.db, ids)));
+  const alive = [...new Set(found.flat())];
   const gone = due.map((r) => r.id).filter((id) => !alive.includes(id));
   await batchAll(home, [
     sql`DELETE FROM task_addresses WHERE id IN (SELECT value FROM json_each(${JSON.stringify(gone)}))`,

@@ -1,12 +1,19 @@
-import { getTableColumns, sql, type SQL } from "drizzle-orm";
-import { batchAll, type Db } from "../db/client";
-import { tasks } from "../db/schema";
+import { sql } from "drizzle-orm";
+import { findQueuesWithLiveTasks } from "../engine/presence";
+import {
+  clearTransit,
+  listTransit,
+  putInFromTransit,
+  takeOutForTransit,
+  type TransitRow,
+  type TransitSelection,
+} from "../engine/transit";
 import type { Env } from "../env";
 import { allPlacements, existingPlacements, forgetPlacements, type Placement } from "./directory";
 import { homeShard, shardNames, shardOf, type Shard } from "./shard-set";
-import { carriesSlot, encodeSlot } from "./task-slot";
+import { carriesSlot, slotIdGlob } from "./task-slot";
 
-/** Tasks moved per step: one D1 batch on the source and one insert on the destination. Why 200: a row
+/** Tasks moved per step: one D1 batch on the source and one on the destination. Why 200: a row
  * carries up to 1 MiB of payload and result, and one bound JSON parameter must stay well under D1's
  * statement size; 200 rows of typical size keep a step under a second. */
 export const RELAY_CHUNK = 200;
@@ -16,42 +23,9 @@ export const RELAY_CHUNK = 200;
  * (20 s) a request resolved before the move may still be serving. */
 export const MOVE_SETTLE_MS = 60_000;
 
-const COLUMNS = Object.values(getTableColumns(tasks)).map((c) => c.name);
-const ROW_JSON = sql.raw(`json_object(${COLUMNS.map((c) => `'${c}', tasks.${c}`).join(", ")})`);
-const COLUMN_LIST = sql.raw(COLUMNS.join(", "));
-
-/** The columns of a transit row's task, for the insert on the destination. A dedupe key a live task there
- * already holds is dropped (see deliverTransit). */
-const FROM_TRANSIT = sql.join(
-  COLUMNS.map((c) =>
-    c === "dedupe_key"
-      ? sql`CASE WHEN EXISTS (SELECT 1 FROM tasks live WHERE live.queue = json_extract(t.value, '$.row.queue')
-          AND live.dedupe_key = json_extract(t.value, '$.row.dedupe_key') AND live.finished_at IS NULL)
-        THEN NULL ELSE json_extract(t.value, '$.row.dedupe_key') END`
-      : sql.raw(`json_extract(t.value, '$.row.${c}')`),
-  ),
-  sql`, `,
-);
-
 /** Test hook: fail a step between taking tasks out of the source and delivering them (a crash). */
 export interface RelayFaults {
   crashAfterTakeOut?: boolean;
-}
-
-/**
- * Takes up to RELAY_CHUNK of the selected tasks out of `source` into its transit table, in one D1 batch:
- * after it, each task is in transit, not live, on the source — so it is never live on two databases.
- */
-async function takeOut(source: Db, where: SQL, dest: string, slot: number, now: number): Promise<number> {
-  const [moved = []] = await batchAll(source, [
-    sql`INSERT INTO task_transit (id, queue, dest, slot, row, created_at)
-      SELECT tasks.id, tasks.queue, ${dest}, ${slot}, ${ROW_JSON}, ${now} FROM tasks WHERE ${where}
-      LIMIT ${RELAY_CHUNK}
-      ON CONFLICT (id) DO NOTHING
-      RETURNING id`,
-    sql`DELETE FROM tasks WHERE id IN (SELECT id FROM task_transit)`,
-  ]);
-  return moved.length;
 }
 
 /**
@@ -61,32 +35,12 @@ async function takeOut(source: Db, where: SQL, dest: string, slot: number, now: 
  * keeps running without the key (both were accepted; dropping one would lose it).
  */
 async function deliverTransit(env: Env, source: Shard, now: number): Promise<{ delivered: number; queues: string[] }> {
-  const rows = await source.db.all<{ id: string; queue: string; dest: string; slot: number; row: string }>(
-    sql`SELECT id, queue, dest, slot, row FROM task_transit ORDER BY id LIMIT ${RELAY_CHUNK}`,
-  );
+  const rows = await listTransit(source.db, RELAY_CHUNK);
   if (rows.length === 0) return { delivered: 0, queues: [] };
-  const byDest = new Map<string, typeof rows>();
+  const byDest = new Map<string, TransitRow[]>();
   for (const row of rows) byDest.set(row.dest, [...(byDest.get(row.dest) ?? []), row]);
   for (const [dest, group] of byDest) {
-    const target = shardOf(env, dest).db;
-    const json = JSON.stringify(group.map((r) => ({ id: r.id, row: JSON.parse(r.row) as unknown })));
-    await target.run(sql`INSERT INTO tasks (${COLUMN_LIST})
-      SELECT ${FROM_TRANSIT} FROM json_each(${json}) AS t WHERE true
-      ON CONFLICT DO NOTHING`);
-    // Two tasks of this very chunk holding one dedupe key (children of two parents): the second was not
-    // inserted. It goes in without its key rather than be lost.
-    const landed = await target.all<{ id: string }>(
-      sql`SELECT id FROM tasks WHERE id IN (SELECT value FROM json_each(${JSON.stringify(group.map((r) => r.id))}))`,
-    );
-    const missing = group.filter((r) => !landed.some((l) => l.id === r.id));
-    if (missing.length > 0) {
-      const again = JSON.stringify(
-        missing.map((r) => ({ id: r.id, row: { ...(JSON.parse(r.row) as object), dedupe_key: null } })),
-      );
-      await target.run(sql`INSERT INTO tasks (${COLUMN_LIST})
-        SELECT ${FROM_TRANSIT} FROM json_each(${again}) AS t WHERE true
-        ON CONFLICT (id) DO NOTHING`);
-    }
+    await putInFromTransit(shardOf(env, dest).db, group);
     const unslotted = group.filter((r) => !carriesSlot(r.id, r.slot));
     if (unslotted.length > 0 && shardNames(env).length > 1) {
       await homeShard(env).db.run(sql`INSERT INTO task_addresses (id, slot, created_at)
@@ -94,18 +48,17 @@ async function deliverTransit(env: Env, source: Shard, now: number): Promise<{ d
         WHERE true ON CONFLICT (id) DO UPDATE SET slot = excluded.slot`);
     }
   }
-  await source.db.run(
-    sql`DELETE FROM task_transit WHERE id IN (SELECT value FROM json_each(${JSON.stringify(rows.map((r) => r.id))}))`,
+  await clearTransit(
+    source.db,
+    rows.map((r) => r.id),
   );
   return { delivered: rows.length, queues: [...new Set(rows.map((r) => r.queue))] };
 }
 
 /** Which of the queue's tasks on the source a move of this partition takes. */
-function moveSelection(placement: Placement, sharesSource: boolean): SQL {
+function moveSelection(placement: Placement, sharesSource: boolean): TransitSelection {
   // Another partition of the queue on the source shard stays: take only ids carrying this part's slot.
-  return sharesSource
-    ? sql`tasks.queue = ${placement.queue} AND substr(tasks.id, 11, 4) = ${encodeSlot(placement.slot)}`
-    : sql`tasks.queue = ${placement.queue}`;
+  return sharesSource ? { queue: placement.queue, idGlob: slotIdGlob(placement.slot) } : { queue: placement.queue };
 }
 
 /**
@@ -128,11 +81,12 @@ export async function advanceMove(
       p.part !== placement.part &&
       (p.shard === source.name || p.movingFrom === source.name),
   );
-  const where = moveSelection(placement, others.length > 0);
+  const selection = moveSelection(placement, others.length > 0);
+  const to = { shard: placement.shard, slot: placement.slot };
   let relayed = 0;
   let emptied = false;
   for (let step = 0; step < (opts.maxSteps ?? 50); step++) {
-    const taken = await takeOut(source.db, where, placement.shard, placement.slot, now);
+    const taken = await takeOutForTransit(source.db, selection, to, RELAY_CHUNK, now);
     if (opts.faults?.crashAfterTakeOut && taken > 0) throw new Error("relay: injected crash after take-out");
     const { delivered } = await deliverTransit(env, source, now);
     relayed += delivered;
@@ -188,12 +142,7 @@ export async function relayAll(env: Env, now: number): Promise<{ relayed: number
     // scan of every live task (a DISTINCT over them read each one, every minute).
     const elsewhere = [...placed.entries()].filter(([, parts]) => !holds(parts, name)).map(([queue]) => queue);
     if (elsewhere.length === 0) continue;
-    const strays = await shard.db.all<{ queue: string }>(
-      sql`SELECT j.value AS queue FROM json_each(${JSON.stringify(
-        elsewhere,
-      )}) AS j WHERE EXISTS (SELECT 1 FROM tasks t WHERE t.queue = j.value AND t.finished_at IS NULL)`,
-    );
-    for (const { queue } of strays) {
+    for (const queue of await findQueuesWithLiveTasks(shard.db, elsewhere)) {
       const delivered = await sendHome(env, shard, placed.get(queue)!, now);
       relayed += delivered;
       if (delivered > 0) queues.add(queue);
@@ -228,8 +177,13 @@ async function sendHome(env: Env, shard: Shard, parts: Placement[], now: number)
   if (!home) return 0;
   let relayed = 0;
   for (;;) {
-    const where = sql`tasks.queue = ${home.queue} AND tasks.finished_at IS NULL`;
-    const taken = await takeOut(shard.db, where, home.shard, home.slot, now);
+    const taken = await takeOutForTransit(
+      shard.db,
+      { queue: home.queue, liveOnly: true },
+      { shard: home.shard, slot: home.slot },
+      RELAY_CHUNK,
+      now,
+    );
     const { delivered } = await deliverTransit(env, shard, now);
     relayed += delivered;
     if (taken === 0 && delivered === 0) return relayed;

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Env } from "../env";
 import { EdgeqError, NotFoundError } from "../engine/errors";
 import type { AckOutcome } from "../engine/ack";
+import { isInTransit } from "../engine/transit";
 import { placementBySlot } from "./directory";
 import { HOME_SHARD, homeShard, shardNames, shardOf, type Shard } from "./shard-set";
 import { decodeSlot } from "./task-slot";
@@ -43,10 +44,7 @@ export function isTaskMissing(result: unknown): boolean {
 /** Whether a task is in transit out of a shard right now (a move's copy step holds it for a moment). */
 async function inTransit(env: Env, id: string): Promise<boolean> {
   for (const name of shardNames(env)) {
-    const row = await shardOf(env, name).db.get<{ one: number }>(
-      sql`SELECT 1 AS one FROM task_transit WHERE id = ${id}`,
-    );
-    if (row) return true;
+    if (await isInTransit(shardOf(env, name).db, id)) return true;
   }
   return false;
 }

@@ -23,6 +23,11 @@ export function encodeSlot(slot: number): string {
   return out;
 }
 
+/** A GLOB pattern matching exactly the ids that carry this slot (what a move of one partition takes). */
+export function slotIdGlob(slot: number): string {
+  return "?".repeat(SLOT_OFFSET) + encodeSlot(slot) + "*";
+}
+
 /** The slot an id's characters name (it may not be assigned: a client's id carries random characters). */
 export function decodeSlot(id: string): number | null {
   if (id.length !== 26) return null;

@@ -1,10 +1,10 @@
-import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { Env } from "../env";
 import { enqueueTasks, type EnqueueResult, type NewTask } from "../engine/enqueue";
 import { enqueueToQueue } from "./queue-ops";
 import { queueRoute } from "./queue-route";
 import { NotFoundError } from "../engine/errors";
+import { findTaskState } from "../engine/read";
 import { isTaskMissing, onTaskShard } from "./task-locator";
 
 /**
@@ -20,8 +20,7 @@ export interface TaskStore {
 export function dbTaskStore(db: Db): TaskStore {
   return {
     enqueue: (queue, tasks, now) => enqueueTasks(db, queue, tasks, now),
-    taskState: async (id) =>
-      (await db.get<{ state: string }>(sql`SELECT state FROM tasks WHERE id = ${id}`))?.state ?? null,
+    taskState: (id) => findTaskState(db, id),
   };
 }
 

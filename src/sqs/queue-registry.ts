@@ -1,7 +1,9 @@
 import { eq, sql } from "drizzle-orm";
-import { batchAll, type Db } from "../db/client";
+import type { Db } from "../db/client";
 import { queues } from "../db/schema";
 import { cancelQueueTasks } from "../engine/cancel";
+import { countLiveTasks } from "../engine/live-figures";
+import { hasUncancelledLiveTask, listQueueNamesInUse } from "../engine/presence";
 import { purgeTasks } from "../engine/purge";
 import { getQueueConfig, putQueueConfig, type QueueConfig } from "../engine/queue-config";
 
@@ -43,12 +45,7 @@ export async function findSqsQueue(db: Db, name: string): Promise<SqsQueue | nul
   const row = await db.get<SqsColumns>(
     sql`SELECT sqs_delay_s, sqs_receive_wait_s, updated_at FROM queues WHERE name = ${name}`,
   );
-  if (!row) {
-    const live = await db.get<{ id: string }>(
-      sql`SELECT id FROM tasks WHERE queue = ${name} AND finished_at IS NULL AND cancel_requested = 0 LIMIT 1`,
-    );
-    if (!live) return null;
-  }
+  if (!row && !(await hasUncancelledLiveTask(db, name))) return null;
   return {
     name,
     config: await getQueueConfig(db, name),
@@ -112,12 +109,8 @@ export async function deleteSqsQueue(db: Db, name: string, now: number): Promise
  * const names = await listSqsQueueNames(db, "prod-");
  */
 export async function listSqsQueueNames(db: Db, prefix: string | undefined): Promise<string[]> {
-  const [configured = [], live = []] = await batchAll<{ name: string }>(db, [
-    sql`SELECT name FROM queues`,
-    sql`SELECT DISTINCT queue AS name FROM tasks WHERE finished_at IS NULL AND cancel_requested = 0`,
-  ]);
-  const names = new Set([...configured, ...live].map((r) => r.name));
-  return [...names].filter((n) => prefix === undefined || n.startsWith(prefix)).sort();
+  const names = await listQueueNamesInUse(db);
+  return names.filter((n) => prefix === undefined || n.startsWith(prefix)).sort();
 }
 
 /** Message counts of a queue, as GetQueueAttributes reports them. */
@@ -132,10 +125,6 @@ export interface SqsQueueCounts {
 
 /** Counts of the queue's live tasks (the live index only). */
 export async function countSqsMessages(db: Db, name: string, now: number): Promise<SqsQueueCounts> {
-  const row = await db.get<{ visible: number | null; in_flight: number | null; delayed: number | null }>(sql`SELECT
-      sum(state = 'pending' AND run_at <= ${now}) AS visible,
-      sum(state = 'processing') AS in_flight,
-      sum(state = 'pending' AND run_at > ${now}) AS delayed
-    FROM tasks WHERE queue = ${name} AND finished_at IS NULL`);
-  return { visible: row?.visible ?? 0, inFlight: row?.in_flight ?? 0, delayed: row?.delayed ?? 0 };
+  const counts = await countLiveTasks(db, name, now);
+  return { visible: counts.due, inFlight: counts.processing, delayed: counts.notDue };
 }
