@@ -1,18 +1,19 @@
 /**
- * The real edgeq Worker (src/index.ts: Hono API, D1, coordinators) served by workerd through Miniflare
+ * The real edgeq Worker (src/index.ts: Hono API, D1, coordinators; or the bench's build of it,
+ * bench/timed-worker.ts) served by workerd through Miniflare
  * directly, without `wrangler dev` in front: the profile section (bench/section-http-profile.ts) runs the
  * same requests against this and against `wrangler dev` to tell the Worker's own time from what wrangler's
  * local proxy adds.
  *
  * Same code, same runtime as `wrangler dev`: the bundle is the one wrangler itself builds for the local
- * environment (`wrangler deploy --dry-run --env local --outdir`), run by wrangler's own Miniflare and
+ * environment (`wrangler deploy [entry] --dry-run --env local --outdir`), run by wrangler's own Miniflare and
  * workerd (node_modules/wrangler/node_modules/miniflare), with wrangler.toml's compatibility date and flags
  * and [env.local]'s bindings (every D1 shard); migrations/ applied to each local D1 first.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, extname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parse as parseToml } from "smol-toml";
 import { migrationStatements } from "./workerd-host";
@@ -45,31 +46,36 @@ function run(command: string, args: string[], cwd: string): Promise<void> {
 }
 
 /**
- * Builds the Worker as wrangler does and serves it on a free port of 127.0.0.1.
+ * Builds the Worker as wrangler does and serves it on a free port of 127.0.0.1. `opts.main` replaces
+ * wrangler.toml's entry module (a path under `root`).
  *
  * @example
- * const host = await startEdgeqInWorkerd(root, { EDGEQ_TOKEN: "t", EDGEQ_TIMING: "1" });
+ * const host = await startEdgeqInWorkerd(root, { EDGEQ_TOKEN: "t" }, { main: "bench/timed-worker.ts" });
  * await fetch(`${host.url}/health`);
  * await host.stop();
  */
 export async function startEdgeqInWorkerd(
   root: string,
   vars: Record<string, string>,
-  opts: { inspectorPort?: number } = {},
+  opts: { inspectorPort?: number; main?: string } = {},
 ): Promise<EdgeqHost> {
   const dir = mkdtempSync(join(tmpdir(), "edgeq-bench-workerd-"));
   try {
-    const outdir = join(dir, "bundle");
-    await run(
-      join(root, "node_modules", ".bin", "wrangler"),
-      ["deploy", "--dry-run", "--env", "local", "--outdir", outdir],
-      root,
-    );
     const toml = parseToml(readFileSync(join(root, "wrangler.toml"), "utf8")) as {
+      main: string;
       compatibility_date: string;
       compatibility_flags: string[];
       env: { local: { vars: Record<string, string>; d1_databases: Array<{ binding: string; database_id: string }> } };
     };
+    const main = opts.main ?? toml.main;
+    const outdir = join(dir, "bundle");
+    await run(
+      join(root, "node_modules", ".bin", "wrangler"),
+      ["deploy", main, "--dry-run", "--env", "local", "--outdir", outdir],
+      root,
+    );
+    // wrangler names the bundle after the entry module: src/index.ts → index.js.
+    const bundle = join(outdir, `${basename(main, extname(main))}.js`);
     const miniflarePath = join(
       root,
       "node_modules",
@@ -95,8 +101,8 @@ export async function startEdgeqInWorkerd(
         modules: [
           {
             type: "ESModule",
-            path: join(outdir, "index.js"),
-            contents: readFileSync(join(outdir, "index.js"), "utf8"),
+            path: bundle,
+            contents: readFileSync(bundle, "utf8"),
           },
         ],
         compatibilityDate: toml.compatibility_date,
@@ -118,7 +124,7 @@ export async function startEdgeqInWorkerd(
     }
     return {
       url: url.origin,
-      sourceMap: join(outdir, "index.js.map"),
+      sourceMap: `${bundle}.map`,
       async stop() {
         await mf.dispose();
         rmSync(dir, { recursive: true, force: true });

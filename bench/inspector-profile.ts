@@ -103,14 +103,15 @@ export function sourceLookup(mapFile: string): (line: number, column: number) =>
   };
 }
 
-/** Where a frame's code comes from: a package under node_modules, the Worker's own src/, or the runtime. */
+/** Where a frame's code comes from: a package under node_modules, the Worker's own src/ (or the bench's
+ * bench/, whose Worker entry wraps it: bench/timed-worker.ts), or the runtime. */
 function originOf(url: string, fn: string, file: string | null): string {
   if (!url) return fn.startsWith("(") ? fn : "(runtime)";
   const path = file ?? url;
   const match = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path);
   // drizzle-orm's own source map names its files `src/…` with no package: its frames land in node_modules/src/.
   if (match) return match[1] === "src" ? "drizzle-orm" : match[1]!;
-  const src = /(?:^|\/)(src\/.*)$/.exec(path);
+  const src = /(?:^|\/)((?:src|bench)\/.*)$/.exec(path);
   if (src) return src[1]!;
   return url.startsWith("cloudflare-internal:") ? url : "(bundle)";
 }

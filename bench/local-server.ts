@@ -16,11 +16,11 @@ export interface LocalServer {
   stop(): Promise<void>;
 }
 
-/** `extraArgs` go to `wrangler dev` (e.g. `["--var", "EDGEQ_TIMING:1"]` for the profile section). */
-export async function startLocalServer(root: string, extraArgs: string[] = []): Promise<LocalServer> {
+/** `main` replaces wrangler.toml's entry (e.g. bench/timed-worker.ts for the profile section). */
+export async function startLocalServer(root: string, main?: string): Promise<LocalServer> {
   const state = mkdtempSync(join(tmpdir(), "edgeq-bench-http-"));
   try {
-    const server = await startWranglerDev({ root, token: BENCH_TOKEN, persistTo: state, logLevel: "warn", extraArgs });
+    const server = await startWranglerDev({ root, token: BENCH_TOKEN, main, persistTo: state, logLevel: "warn" });
     return {
       url: server.url,
       stop: async () => {

@@ -81,9 +81,9 @@ export function httpProfileReportSection(
   out.push(
     "The same requests against the real Worker twice: served by workerd directly (wrangler's own Miniflare",
     "and workerd running the bundle `wrangler deploy --dry-run --env local` builds, `bench/edgeq-host.ts`), and",
-    "through `wrangler dev` as in section 3. Both run with `EDGEQ_TIMING=1`, a variable only the bench sets:",
-    "every response then carries a `Server-Timing` header splitting the Worker's own time",
-    "(`src/http/request-timing.ts`; off, it costs one property read per request). _Before the Worker_ is the",
+    "through `wrangler dev` as in section 3. Both run the bench's build of the Worker, `bench/timed-worker.ts`:",
+    "the production app behind one more middleware (`bench/request-timing.ts`, not in the deployed Worker) that",
+    "gives every response a `Server-Timing` header splitting the Worker's own time. _Before the Worker_ is the",
     "client's clock from sending to the Worker's first middleware (Node's fetch, the loopback socket,",
     "wrangler's proxy, waiting for the isolate); _after_ is from the Worker's end to the response read.",
     "_D1_ is time with a D1 call in flight, _of which SQL_ D1's own `meta.duration`: the rest is the hop to",
@@ -93,8 +93,8 @@ export function httpProfileReportSection(
     "`node_modules/.cache/edgeq-bench/`); `EDGEQ_WORKER_CPUPROFILE=file.cpuprofile` keeps the Worker's V8",
     "profile for DevTools, and `node --cpu-prof node_modules/.cache/edgeq-bench/main.mjs --only http-profile`",
     "profiles the load generator. Timing is on for every request here, and its own work (wrapping D1 and",
-    "the coordinator, a second `JSON.parse`) shows in the V8 profile as `src/http/request-timing.ts`: the",
-    "rates of this section are a little below section 3's, which runs without it.",
+    "the coordinator) shows in the V8 profile as `bench/request-timing.ts` and `bench/timed-bindings.ts`:",
+    "the rates of this section are a little below section 3's, which runs without it.",
     "",
   );
 

@@ -1,9 +1,10 @@
 /**
  * Where the HTTP path's time goes (`npm run bench -- --only http-profile`): the same requests against the
- * real Worker served by workerd directly (bench/edgeq-host.ts) and through `wrangler dev`, both with
- * EDGEQ_TIMING=1 so that every response carries the Worker's own per-phase `Server-Timing`
- * (src/http/request-timing.ts). The client's time minus the Worker's `total` is what lies outside the
- * Worker: Node's fetch, the loopback socket, workerd's HTTP handling and — with wrangler dev — its proxy.
+ * real Worker served by workerd directly (bench/edgeq-host.ts) and through `wrangler dev`, both built from
+ * the bench's entry (bench/timed-worker.ts: the production app behind bench/request-timing.ts) so that
+ * every response carries the Worker's own per-phase `Server-Timing`. The client's time minus the Worker's
+ * `total` is what lies outside the Worker: Node's fetch, the loopback socket, workerd's HTTP handling and —
+ * with wrangler dev — its proxy.
  *
  * Experiments, per target:
  * - burn-down: `tasks` enqueued (10,000 per request), then 16 pull workers lease 100 and ack 100;
@@ -18,9 +19,12 @@ import { startEdgeqInWorkerd } from "./edgeq-host";
 import { loadBeforeProfile, type SavedProfile } from "./report-http-profile";
 import { percentile } from "./stats";
 
-/** The phases of src/http/request-timing.ts, in its order. */
+/** The phases of bench/request-timing.ts, in its order. */
 export const PHASES = ["before", "read", "parse", "validate", "d1", "do", "serialize", "engine", "total"] as const;
 export type Phase = (typeof PHASES)[number];
+
+/** The Worker entry both targets run: production's app with every request timed. */
+const TIMED_WORKER = "bench/timed-worker.ts";
 
 /** One operation's requests: the mean of each phase, the mean client time, and the D1 calls per request. */
 export interface OpProfile {
@@ -122,7 +126,7 @@ class ProfiledApi {
       if (res.status === 429 && attempt < 20) continue;
       if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 500)}`);
       const timing = parseServerTiming(res.headers.get("Server-Timing"));
-      if (timing.total === undefined) throw new Error(`${method} ${path}: no Server-Timing (EDGEQ_TIMING not set?)`);
+      if (timing.total === undefined) throw new Error(`${method} ${path}: no Server-Timing (not ${TIMED_WORKER}?)`);
       this.samples.push({ op, clientMs, sentAt, doneAt, timing });
       return JSON.parse(text) as T;
     }
@@ -398,7 +402,7 @@ export async function runHttpProfileSection(root: string, opts: HttpProfileOptio
   const wanted = opts.targets ?? ["workerd", "wrangler dev"];
   if (wanted.includes("workerd")) {
     const inspectorPort = await freePort();
-    const direct = await startEdgeqInWorkerd(root, { EDGEQ_TOKEN: BENCH_TOKEN, EDGEQ_TIMING: "1" }, { inspectorPort });
+    const direct = await startEdgeqInWorkerd(root, { EDGEQ_TOKEN: BENCH_TOKEN }, { inspectorPort, main: TIMED_WORKER });
     try {
       targets.push(
         await profileTarget("workerd", direct.url, opts, { port: inspectorPort, sourceMap: direct.sourceMap }),
@@ -408,7 +412,7 @@ export async function runHttpProfileSection(root: string, opts: HttpProfileOptio
     }
   }
   if (!wanted.includes("wrangler dev")) return { targets, before: loadBeforeProfile(root) };
-  const dev = await startLocalServer(root, ["--var", "EDGEQ_TIMING:1"]);
+  const dev = await startLocalServer(root, TIMED_WORKER);
   try {
     targets.push(await profileTarget("wrangler dev", dev.url, opts));
   } finally {

@@ -4,6 +4,8 @@ export interface WranglerDevOptions {
   root: string;
   /** The server's EDGEQ_TOKEN. */
   token: string;
+  /** The Worker's entry module, in place of wrangler.toml's `main` (e.g. the bench's bench/timed-worker.ts). */
+  main?: string;
   /** Port on 127.0.0.1 (default: a free one). */
   port?: number;
   /** Where local D1, R2 and Durable Object state lives (default: wrangler's, .wrangler/state). */

@@ -101,7 +101,7 @@ async function localShards(root) {
  * await server.stop();
  */
 export async function startWranglerDev(options) {
-  const { root, token, persistTo, logLevel, extraArgs = [], onOutput } = options;
+  const { root, token, main, persistTo, logLevel, extraArgs = [], onOutput } = options;
   const port = options.port ?? (await freePort());
   const persist = persistTo ? ["--persist-to", persistTo] : [];
   const env = { ...process.env, WRANGLER_SEND_METRICS: "false" };
@@ -124,6 +124,7 @@ export async function startWranglerDev(options) {
     root,
     [
       "dev",
+      ...(main ? [main] : []),
       "--env",
       "local",
       "--ip",

@@ -21,7 +21,6 @@ import { processorRoutes } from "./routes/processors";
 import { taskRoutes } from "./routes/tasks";
 import { eventStreamRoutes, ticketRoutes } from "./routes/events";
 import { dashboardPages, throughputRoutes } from "../dashboard/routes";
-import { requestTiming } from "./request-timing";
 import { requireUtf8Json } from "./utf8-body";
 import { validationHook } from "./validation";
 import { sqsRoutes } from "../sqs/endpoint";
@@ -48,8 +47,6 @@ export function buildApp(deps: AppDeps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
   app.onError(onError);
   app.notFound(notFound(app));
-  // Per-phase Server-Timing, only when the bench sets EDGEQ_TIMING (src/http/request-timing.ts).
-  app.use("*", requestTiming);
 
   // Liveness, public and in the OpenAPI document.
   app.route("/", livenessRoutes);

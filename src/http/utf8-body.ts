@@ -1,7 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import { EdgeqError } from "../engine/errors";
 import type { AppEnv } from "./app-env";
-import { timingOf } from "./request-timing";
 
 /** What @hono/zod-openapi treats as a JSON body (`application/json`, `application/…+json`, any parameters). */
 const JSON_MEDIA_TYPE = /^application\/([a-z-.]+\+)?json/i;
@@ -22,8 +21,6 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
  */
 export const requireUtf8Json = createMiddleware<AppEnv>(async (c, next) => {
   if (c.req.raw.body !== null && JSON_MEDIA_TYPE.test(c.req.header("Content-Type") ?? "")) {
-    const timing = timingOf(c);
-    if (timing) timing.readBeganAt = performance.now();
     const bytes = await c.req.arrayBuffer();
     const text = lenientUtf8.decode(bytes);
     // A U+FFFD is either a replaced bad byte or one the client sent (EF BF BD): only then check strictly.
@@ -35,7 +32,6 @@ export const requireUtf8Json = createMiddleware<AppEnv>(async (c, next) => {
       }
     }
     (c.req.bodyCache as unknown as { text: Promise<string> }).text = Promise.resolve(text);
-    if (timing) timing.markBody(text);
   }
   await next();
 });

@@ -3,13 +3,10 @@ import { EdgeqError } from "../engine/errors";
 import type { AppEnv } from "./app-env";
 import { describeZodError } from "../engine/describe-zod-error";
 import { errorResponse } from "./error-handler";
-import { timingOf } from "./request-timing";
 import { EnqueueBatchBody, NewTaskSchema } from "./schemas";
 
 /** Turns every request-validation failure into a 400 `invalid_request` that names the bad field. */
 export const validationHook: Hook<unknown, AppEnv, string, unknown> = (result, c) => {
-  const timing = timingOf(c);
-  if (timing) timing.validatedAt = performance.now();
   if (!result.success) {
     return errorResponse(c, new EdgeqError("invalid_request", describeZodError(result.error, result.target)));
   }
