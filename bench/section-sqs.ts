@@ -11,7 +11,7 @@ import {
   SendMessageBatchCommand,
   SQSClient,
 } from "@aws-sdk/client-sqs";
-import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY, SQS_MAX_BATCH_ENTRIES } from "../src/engine/limits";
+import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY, SQS_MAX_BATCH_ENTRIES } from "../src/contracts/limits";
 import { BENCH_TOKEN, startLocalServer } from "./local-server";
 import { fmtSpread, spread, type Spread } from "./stats";
 

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import type { FlagSpecs } from "./main";
+import type { FlagSpecs } from "./command";
 
 /** A negative number given as a flag's value (`--priority -5`, `--x -1.5`). */
 const NEGATIVE_NUMBER = /^-(\d+(\.\d*)?|\.\d+)$/;

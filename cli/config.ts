@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { DEV_TOKEN } from "../src/engine/limits";
+import { DEV_TOKEN } from "../src/contracts/limits";
 import { CliError, EXIT } from "./errors";
 
 /** Where `npm start` serves (README quick start). */

@@ -1,6 +1,6 @@
-import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../src/engine/limits";
+import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../src/contracts/limits";
 import { CliError, EXIT } from "./errors";
-import type { Command, CommandContext } from "./main";
+import type { Command, CommandContext } from "./command";
 
 /**
  * Checks of the command line shared by the commands. Every failure is a usage error (exit code 2)

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import type { Command, FlagSpec, FlagSpecs } from "./main";
+import type { Command, FlagSpec, FlagSpecs } from "./command";
 
 /** A flag as --help shows it: `-f, --file F` or `    --json`. */
 function flagLabel(name: string, spec: FlagSpec): string {

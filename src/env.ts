@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { EventHubRpc, QueueCoordinatorRpc, SchedulerRpc } from "./contracts/durable-objects";
+import type { EventHubRpc, QueueCoordinatorRpc, SchedulerRpc } from "./protocols/durable-objects";
 
 /** The Worker's bindings (wrangler.toml) and secrets. */
 export interface Env {

@@ -1,6 +1,6 @@
 import { expectOk } from "../client";
 import { positionals, queueArg, stringFlag, taskIdArg, usageError } from "../flags";
-import type { Command } from "../main";
+import type { Command } from "../command";
 import { writeJson } from "../output";
 
 /**

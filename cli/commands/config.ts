@@ -1,8 +1,8 @@
 import type { z } from "zod";
-import type { QueueConfigPatch } from "../../src/http/schemas";
+import type { QueueConfigPatch } from "../../src/contracts/api";
 import { expectOk } from "../client";
 import { positionals, queueArg, usageError } from "../flags";
-import type { Command } from "../main";
+import type { Command } from "../command";
 import { keyValues, writeJson } from "../output";
 
 type Patch = z.input<typeof QueueConfigPatch>;

@@ -1,7 +1,7 @@
-import { MAX_REDRIVE_PER_CALL } from "../../src/engine/limits";
+import { MAX_REDRIVE_PER_CALL } from "../../src/contracts/limits";
 import { expectOk } from "../client";
 import { intFlag, positionals, queueArg, stringFlag } from "../flags";
-import type { Command } from "../main";
+import type { Command } from "../command";
 import { plural, relativeTime, table, truncate, writeJson, writeJsonLines } from "../output";
 import { DEFAULT_LIMIT, describeFilter, fetchTasks, limitFlag } from "./list";
 

@@ -2,13 +2,13 @@ import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { monotonicFactory } from "ulid";
 import type { z } from "zod";
-import { describeZodError } from "../../src/engine/describe-zod-error";
-import { MAX_ATTEMPTS_LIMIT, MAX_PRIORITY } from "../../src/engine/limits";
-import { NewTaskSchema } from "../../src/http/schemas";
+import { describeZodError } from "../../src/contracts/describe-zod-error";
+import { MAX_ATTEMPTS_LIMIT, MAX_PRIORITY } from "../../src/contracts/limits";
+import { NewTaskSchema } from "../../src/contracts/api";
 import { expectOk, type Client } from "../client";
 import { CliError, EXIT } from "../errors";
 import { durationFlag, intFlag, isoFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
-import type { Command, CommandContext } from "../main";
+import type { Command, CommandContext } from "../command";
 import { plural, ProgressBar, writeJson } from "../output";
 
 /** A task as the API takes it (one line of a JSONL file). */

@@ -1,6 +1,6 @@
 import { expectOk } from "../client";
 import { positionals, queueArg } from "../flags";
-import type { Command } from "../main";
+import type { Command } from "../command";
 import { table, writeJson } from "../output";
 
 /** Exit codes of `edgeq health`, for scripts and monitors: the worst status shown. Errors keep the CLI's

@@ -1,8 +1,8 @@
-import { MAX_BATCH } from "../../src/engine/limits";
-import { TASK_STATES } from "../../src/engine/states";
+import { MAX_BATCH } from "../../src/contracts/limits";
+import { TASK_STATES } from "../../src/contracts/states";
 import { expectOk, type Client } from "../client";
 import { intFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
-import type { Command, CommandContext } from "../main";
+import type { Command, CommandContext } from "../command";
 import { relativeTime, table, writeJsonLines } from "../output";
 
 /** Rows shown when neither --limit nor --all is given: a screenful. */

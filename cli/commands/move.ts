@@ -1,6 +1,6 @@
 import { expectOk } from "../client";
 import { intFlag, positionals, queueArg } from "../flags";
-import type { Command } from "../main";
+import type { Command } from "../command";
 import { writeJson } from "../output";
 
 interface PartitionView {

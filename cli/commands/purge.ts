@@ -1,7 +1,7 @@
-import { FINAL_STATES } from "../../src/engine/states";
+import { FINAL_STATES } from "../../src/contracts/states";
 import { expectOk } from "../client";
 import { durationFlag, isoFlag, listFlag, positionals, queueArg, usageError } from "../flags";
-import type { Command } from "../main";
+import type { Command } from "../command";
 import { plural, writeJson } from "../output";
 
 type FinalState = (typeof FINAL_STATES)[number];

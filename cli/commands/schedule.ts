@@ -1,7 +1,7 @@
 import { expectOk } from "../client";
 import { CliError, EXIT } from "../errors";
 import { intFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
-import type { Command, CommandContext } from "../main";
+import type { Command, CommandContext } from "../command";
 import { keyValues, table, writeJson } from "../output";
 
 /** A schedule as the API shows it (GET /v1/schedules/{name}). */

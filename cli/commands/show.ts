@@ -1,6 +1,6 @@
 import { expectOk } from "../client";
 import { positionals, taskIdArg } from "../flags";
-import type { Command } from "../main";
+import type { Command } from "../command";
 import { bar, keyValues, plural, relativeTime, table, timeWithRelative, writeJson } from "../output";
 
 /** Pretty JSON indented under a heading. */

@@ -1,8 +1,8 @@
-import { TASK_STATES } from "../../src/engine/states";
+import { TASK_STATES } from "../../src/contracts/states";
 import { expectOk } from "../client";
 import { CliError, EXIT } from "../errors";
 import { positionals, queueArg, stringFlag, usageError } from "../flags";
-import type { Command } from "../main";
+import type { Command } from "../command";
 import { keyValues, shortDuration, table, writeJson } from "../output";
 
 /**

@@ -1,8 +1,8 @@
-import { TASK_STATES } from "../../src/engine/states";
+import { TASK_STATES } from "../../src/contracts/states";
 import { expectOk, type Client } from "../client";
 import { CliError, EXIT } from "../errors";
 import { durationFlag, isTaskId, positionals, queueArg, usageError } from "../flags";
-import type { Command, CommandContext } from "../main";
+import type { Command, CommandContext } from "../command";
 import { bar, shortDuration, StatusLine, truncate } from "../output";
 import { EventSignal } from "./watch-stream";
 

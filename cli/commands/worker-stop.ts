@@ -1,5 +1,5 @@
 import { CliError, EXIT } from "../errors";
-import type { Command } from "../main";
+import type { Command } from "../command";
 import { durationIn, positionals, queueArg, stringFlag, usageError } from "../flags";
 import { defaultPidFile, hasExited, isEdgeqProcess, readPid } from "../worker/pid-file";
 

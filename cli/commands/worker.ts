@@ -1,6 +1,6 @@
 import { expectOk } from "../client";
 import { EXIT } from "../errors";
-import type { Command, CommandContext } from "../main";
+import type { Command, CommandContext } from "../command";
 import { WorkerApi } from "../worker/api";
 import { execHandler } from "../worker/exec-handler";
 import { parseWorkerSettings, WORKER_FLAGS } from "../worker/options";

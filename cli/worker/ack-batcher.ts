@@ -1,4 +1,4 @@
-import { MAX_BATCH } from "../../src/engine/limits";
+import { MAX_BATCH } from "../../src/contracts/limits";
 import { isTransient, type AckItem, type AckResult, type WorkerApi } from "./api";
 
 /** How long an ack waits for company: tasks leased together tend to finish together, and 20 ms is nothing

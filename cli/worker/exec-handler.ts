@@ -1,4 +1,4 @@
-import { MAX_ERROR_MESSAGE_CHARS, MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
+import { MAX_ERROR_MESSAGE_CHARS, MAX_PAYLOAD_BYTES } from "../../src/contracts/limits";
 import { runChild, type ChildExit } from "./child";
 import { tail } from "./tail-buffer";
 import type { LeasedTask, Outcome, TaskHandler } from "./types";

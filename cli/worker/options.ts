@@ -6,9 +6,9 @@ import {
   MAX_VISIBILITY_TIMEOUT_S,
   MAX_WAIT_S,
   MIN_VISIBILITY_TIMEOUT_S,
-} from "../../src/engine/limits";
+} from "../../src/contracts/limits";
 import { durationIn, intFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
-import type { Command, CommandContext, FlagSpecs } from "../main";
+import type { Command, CommandContext, FlagSpecs } from "../command";
 import { defaultPidFile } from "./pid-file";
 import type { WorkerOptions } from "./runner";
 

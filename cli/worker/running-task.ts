@@ -1,4 +1,4 @@
-import { MAX_DELAY_S, MAX_ERROR_MESSAGE_CHARS } from "../../src/engine/limits";
+import { MAX_DELAY_S, MAX_ERROR_MESSAGE_CHARS } from "../../src/contracts/limits";
 import type { AckBatcher } from "./ack-batcher";
 import type { AckItem, AckResult, WorkerApi } from "./api";
 import { LeaseKeeper, stopReasonOf } from "./lease-keeper";

@@ -1,7 +1,7 @@
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { MAX_ERROR_MESSAGE_CHARS } from "../../src/engine/limits";
+import { MAX_ERROR_MESSAGE_CHARS } from "../../src/contracts/limits";
 import { itemName } from "../../src/plugins/tts/tts";
 import { runChild } from "./child";
 import { tail } from "./tail-buffer";

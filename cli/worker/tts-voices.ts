@@ -1,4 +1,4 @@
-import { MAX_ERROR_MESSAGE_CHARS } from "../../src/engine/limits";
+import { MAX_ERROR_MESSAGE_CHARS } from "../../src/contracts/limits";
 import { runChild } from "./child";
 import type { EspeakEngine } from "./tts-engine";
 

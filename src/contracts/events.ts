@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { TASK_STATES } from "../engine/states";
+import { TASK_STATES } from "./states";
 
 /** The WebSocket subprotocol a browser offers next to its ticket; the server answers with it. */
 export const EVENTS_PROTOCOL = "edgeq.events.v1";

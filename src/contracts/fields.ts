@@ -1,12 +1,12 @@
 import { z } from "@hono/zod-openapi";
-import { jsonValueIssue } from "../engine/describe-zod-error";
-import { jsonValueProblem } from "../engine/json-value";
-import { MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PRIORITY, QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../engine/limits";
-import { TASK_STATES } from "../engine/states";
+import { jsonValueIssue } from "./describe-zod-error";
+import { jsonValueProblem } from "./json-value";
+import { MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PRIORITY, QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "./limits";
+import { TASK_STATES } from "./states";
 
 /**
  * Field schemas shared by the task contract (./task.ts) and the HTTP request schemas
- * (src/http/schemas.ts). They carry OpenAPI metadata (`.openapi()` from @hono/zod-openapi's `z`) but no
+ * (src/contracts/api.ts). They carry OpenAPI metadata (`.openapi()` from @hono/zod-openapi's `z`) but no
  * HTTP code, so the engine may take its types from them.
  */
 
@@ -16,7 +16,7 @@ export const TaskType = z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, "1-64 letter
 
 export const TaskStateSchema = z.enum(TASK_STATES);
 
-/** A task's priority: higher runs first (the bound is MAX_PRIORITY in src/engine/limits.ts). */
+/** A task's priority: higher runs first (the bound is MAX_PRIORITY in src/contracts/limits.ts). */
 export const Priority = z.number().int().min(-MAX_PRIORITY).max(MAX_PRIORITY);
 
 /**

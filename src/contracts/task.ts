@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { MAX_ATTEMPTS_LIMIT, MAX_DELAY_S } from "../engine/limits";
+import { MAX_ATTEMPTS_LIMIT, MAX_DELAY_S } from "./limits";
 import { Priority, QueueName, ShortText, storedJson, TaskStateSchema, TaskType } from "./fields";
 
 /**

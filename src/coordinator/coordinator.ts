@@ -9,7 +9,7 @@ import { queueConfigOf } from "../shards/queue-config-ops";
 import { queueRoute, type QueueRoute } from "../shards/queue-route";
 import type { Shard } from "../shards/shard-set";
 import type { ProcessorRegistry } from "../processors/registry";
-import { armScheduler } from "../schedules/scheduler";
+import { armScheduler } from "../effects/wake";
 import type { Env } from "../env";
 import {
   coordinatorForgetSchema,
@@ -20,7 +20,7 @@ import {
   type CoordinatorLeaseInput,
   type CoordinatorNotify,
   type QueueCoordinatorRpc,
-} from "../contracts/durable-objects";
+} from "../protocols/durable-objects";
 
 /** What the Worker's entry builds a coordinator with (src/index.ts): its processors, for push dispatch. */
 export interface CoordinatorDeps {

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { bucketColumn, HISTOGRAM_BOUNDS_S, HISTOGRAMS } from "../engine/histogram-buckets";
+import { bucketColumn, HISTOGRAM_BOUNDS_S, HISTOGRAMS } from "./histogram-buckets";
 
 /**
  * The one task table, shared by every queue and task type. This file is the source of truth:
@@ -25,7 +25,7 @@ export const tasks = sqliteTable(
     queue: text("queue").notNull(),
     /** What kind of work this is (selects the processor in push mode). */
     type: text("type").notNull().default("default"),
-    /** pending | processing | completed | dead | cancelled — see src/engine/states.ts. */
+    /** pending | processing | completed | dead | cancelled — see src/contracts/states.ts. */
     state: text("state").notNull(),
     /** Higher runs first. */
     priority: integer("priority").notNull().default(0),

@@ -1,7 +1,7 @@
 import type { TaskRow } from "../db/schema";
 import { leaseTasks } from "../engine/lease";
 import type { PublishedEvent, TaskEventKind } from "../contracts/events";
-import { MAX_BATCH } from "../engine/limits";
+import { MAX_BATCH } from "../contracts/limits";
 import type { RateLimiter } from "./rate-limiter";
 import { runTask, type RunTaskDeps, type TaskRunResult } from "./run-task";
 

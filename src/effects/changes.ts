@@ -1,4 +1,4 @@
-import type { EventRow } from "../contracts/durable-objects";
+import type { EventRow } from "../protocols/durable-objects";
 import type { PublishedEvent } from "../contracts/events";
 import type { TaskRow } from "../db/schema";
 import type { AckKind, AckOutcome } from "../engine/ack";

@@ -1,8 +1,8 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { outcomeEvents, recordCounters, type CounterEvent } from "./counters";
-import { EdgeqError, LeaseLostError, NotFoundError, TaskCancelledError } from "./errors";
-import type { TaskState } from "./states";
+import { EdgeqError, LeaseLostError, NotFoundError, TaskCancelledError } from "../contracts/errors";
+import type { TaskState } from "../contracts/states";
 
 /** The outcome of one item of an ack (complete or fail), in input order. */
 export type AckOutcome =

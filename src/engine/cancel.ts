@@ -2,7 +2,7 @@ import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { tasks, type TaskRow } from "../db/schema";
 import { recordCounters } from "./counters";
-import { EdgeqError, NotFoundError } from "./errors";
+import { EdgeqError, NotFoundError } from "../contracts/errors";
 
 /** The SET clause of a cancel: pending -> cancelled at once; processing -> cancel requested. */
 function cancelSet(now: number) {

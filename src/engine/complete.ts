@@ -3,7 +3,7 @@ import { encodeTime } from "ulid";
 import type { Db } from "../db/client";
 import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
-import { storedJsonError } from "./json-value";
+import { storedJsonError } from "../contracts/json-value";
 import { countersSpec, countersUpsertSql } from "./counters";
 
 export interface CompleteItem extends FencedItem {

@@ -1,8 +1,8 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { COUNTERS, type CounterName } from "../db/schema";
-import { bucketColumn, bucketIndex, HISTOGRAM_BOUNDS_S, HISTOGRAMS, type HistogramName } from "./histogram-buckets";
-import { COUNTER_MINUTES_KEPT_S, MAX_COUNTER_FOLD_MINUTES } from "./limits";
+import { bucketColumn, bucketIndex, HISTOGRAM_BOUNDS_S, HISTOGRAMS, type HistogramName } from "../db/histogram-buckets";
+import { COUNTER_MINUTES_KEPT_S, MAX_COUNTER_FOLD_MINUTES } from "../contracts/limits";
 
 /** One task's transition, as the engine function that made it reports it to the counters. */
 export interface CounterEvent {

@@ -3,11 +3,16 @@ import { decodeTime, monotonicFactory } from "ulid";
 import type { ChildTaskSpec } from "../contracts/task";
 import { batchAll, type Db } from "../db/client";
 import { recordCounters } from "./counters";
-import { EdgeqError } from "./errors";
-import { overBytes, storedJsonError, utf8Bytes } from "./json-value";
-import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_CHUNK_TASKS, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "./limits";
+import { EdgeqError } from "../contracts/errors";
+import { overBytes, storedJsonError, utf8Bytes } from "../contracts/json-value";
+import {
+  MAX_ENQUEUE_CHUNK_BYTES,
+  MAX_ENQUEUE_CHUNK_TASKS,
+  MAX_ENQUEUE_TASKS,
+  MAX_PAYLOAD_BYTES,
+} from "../contracts/limits";
 import { getQueueConfig } from "./queue-config";
-import type { TaskState } from "./states";
+import type { TaskState } from "../contracts/states";
 
 /** One task to enqueue, already validated and with its run time resolved by the caller. */
 export interface NewTask {

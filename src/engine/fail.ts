@@ -1,9 +1,9 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
-import { EdgeqError } from "./errors";
-import { jsonValueProblem } from "./json-value";
-import { MAX_ERROR_MESSAGE_CHARS } from "./limits";
+import { EdgeqError } from "../contracts/errors";
+import { jsonValueProblem } from "../contracts/json-value";
+import { MAX_ERROR_MESSAGE_CHARS } from "../contracts/limits";
 import { failureSetSql } from "./retry-policy";
 
 export interface FailItem extends FencedItem {

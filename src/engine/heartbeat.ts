@@ -3,8 +3,8 @@ import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
 import { fenceMissError, keepLeaseSetSql, leaseFenceSql } from "./ack";
 import { recordCounters } from "./counters";
-import { TaskCancelledError } from "./errors";
-import { storedJsonError } from "./json-value";
+import { TaskCancelledError } from "../contracts/errors";
+import { storedJsonError } from "../contracts/json-value";
 import { rowFromRaw } from "./task-row";
 
 export interface HeartbeatRequest {

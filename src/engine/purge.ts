@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { encodeTime } from "ulid";
 import type { Db } from "../db/client";
-import { MAX_ROWS_PER_TICK_STATEMENT } from "./limits";
+import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 
 /**

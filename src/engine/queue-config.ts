@@ -1,7 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { queues, type QueueRow } from "../db/schema";
-import { EdgeqError } from "./errors";
+import { EdgeqError } from "../contracts/errors";
 
 /** A push queue's rate limit: at most `count` task starts per `per`. */
 export interface RateLimit {

@@ -2,8 +2,8 @@ import { leasableSql } from "./redelivery";
 import { and, asc, eq, gt, isNull, sql } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { tasks, type TaskRow } from "../db/schema";
-import { NotFoundError } from "./errors";
-import { TASK_STATES, type TaskState } from "./states";
+import { NotFoundError } from "../contracts/errors";
+import { TASK_STATES, type TaskState } from "../contracts/states";
 
 /** One task by id. */
 export async function getTask(db: Db, id: string): Promise<TaskRow> {

@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { outcomeEvents, recordCounters } from "./counters";
-import { MAX_ROWS_PER_TICK_STATEMENT } from "./limits";
+import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
 import { expiredClaimedSql, unclaimedSql } from "./redelivery";
 import { expiryBackoffMsSql, failureSetSql } from "./retry-policy";
-import type { TaskState } from "./states";
+import type { TaskState } from "../contracts/states";
 
 export interface ReapResult {
   /** Per task reaped: its queue and new state (pending after backoff, dead, or cancelled). */

@@ -1,8 +1,8 @@
 import { eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { tasks, type TaskRow } from "../db/schema";
-import { EdgeqError, NotFoundError } from "./errors";
-import { MAX_ROWS_PER_TICK_STATEMENT } from "./limits";
+import { EdgeqError, NotFoundError } from "../contracts/errors";
+import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
 import { rowFromRaw } from "./task-row";
 
 /** The SET clause that revives a dead or cancelled task: pending now, attempts reset, error history kept. */

@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import { BACKOFF_JITTER } from "./limits";
+import { BACKOFF_JITTER } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 
 /**

@@ -1,7 +1,7 @@
 import { getTableColumns, sql } from "drizzle-orm";
 import { tasks, type TaskRow } from "../db/schema";
 import type { ChildTaskSpec, LeasedTaskView, TaskErrorEntry, TaskView } from "../contracts/task";
-import type { TaskState } from "./states";
+import type { TaskState } from "../contracts/states";
 import { toIso } from "./time";
 
 /** snake_case column name -> camelCase key, for rows read with raw SQL (`RETURNING *`). */

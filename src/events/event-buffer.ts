@@ -1,4 +1,4 @@
-import { EVENT_BUFFER_SIZE } from "../engine/limits";
+import { EVENT_BUFFER_SIZE } from "../contracts/limits";
 import type { TaskEvent } from "../contracts/events";
 
 /** What a client resuming after `after` gets: the events it missed, or "resync" when they are gone. */

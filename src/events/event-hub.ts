@@ -4,8 +4,8 @@ import {
   type EventHubRpc,
   type EventRow,
   type EventsPublishRows,
-} from "../contracts/durable-objects";
-import { EVENT_COUNTS_INTERVAL_MS } from "../engine/limits";
+} from "../protocols/durable-objects";
+import { EVENT_COUNTS_INTERVAL_MS } from "../contracts/limits";
 import { readTaskEventFields } from "../engine/read";
 import { toIso } from "../engine/time";
 import { queueStatsOf } from "../shards/queue-ops";

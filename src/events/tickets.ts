@@ -1,4 +1,4 @@
-import { EVENT_TICKET_TTL_S } from "../engine/limits";
+import { EVENT_TICKET_TTL_S } from "../contracts/limits";
 
 /**
  * Short-lived tickets for the events WebSocket: browsers cannot set an Authorization header on a

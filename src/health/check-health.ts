@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { recentCounts } from "../engine/counters";
-import { EdgeqError } from "../engine/errors";
+import { EdgeqError } from "../contracts/errors";
 import { liveFigures } from "../engine/live-figures";
 import { mergeShardRows } from "../shards/cross-shard";
 import { healthFigures, judgeHealth, type HealthFigures, type HealthReason, type HealthStatus } from "./evaluate";

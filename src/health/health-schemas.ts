@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { CHECKS } from "./thresholds";
 import { ThresholdsPatch } from "./thresholds";
-import { MAX_ALERT_URL_CHARS } from "../engine/limits";
+import { MAX_ALERT_URL_CHARS } from "../contracts/limits";
 import { HEALTH_STATUSES } from "./evaluate";
 
 const Status = z.enum(HEALTH_STATUSES);

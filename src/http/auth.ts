@@ -1,6 +1,6 @@
 import { createMiddleware } from "hono/factory";
-import { EdgeqError } from "../engine/errors";
-import { DEV_TOKEN } from "../engine/limits";
+import { EdgeqError } from "../contracts/errors";
+import { DEV_TOKEN } from "../contracts/limits";
 import { readSettings } from "../env";
 import type { AppEnv } from "./app-env";
 import { errorResponse } from "./error-handler";

@@ -1,11 +1,11 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { EdgeqError, ERRORS, type ErrorCode } from "../engine/errors";
+import { EdgeqError, ERRORS, type ErrorCode } from "../contracts/errors";
 
 type ErrorRow = (typeof ERRORS)[number];
 
-/** The one mapping from error code to HTTP status, read from the error table (src/engine/errors.ts). */
+/** The one mapping from error code to HTTP status, read from the error table (src/contracts/errors.ts). */
 export const STATUS_BY_CODE = Object.fromEntries(ERRORS.map((e) => [e.code, e.status])) as {
   readonly [E in ErrorRow as E["code"]]: E["status"] & ContentfulStatusCode;
 };

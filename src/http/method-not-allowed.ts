@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { RouterRoute } from "hono/types";
-import { EdgeqError } from "../engine/errors";
+import { EdgeqError } from "../contracts/errors";
 import { errorResponse } from "./error-handler";
 
 /** A route's path pattern (`/v1/tasks/:id/artifacts/:name`) as a regular expression over request paths. */

@@ -1,6 +1,6 @@
 import { createRoute, type z } from "@hono/zod-openapi";
-import { ERRORS } from "../engine/errors";
-import { ErrorSchema } from "./schemas";
+import { ERRORS } from "../contracts/errors";
+import { ErrorSchema } from "../contracts/api";
 
 const errorContent = { "application/json": { schema: ErrorSchema } };
 
@@ -19,7 +19,7 @@ function errorResponse(status: DocumentedStatus) {
 
 /**
  * The error responses every authenticated route documents: one per status of the error table
- * (src/engine/errors.ts), each naming its codes, e.g. 409: "`lease_lost`: … · `task_cancelled`: …".
+ * (src/contracts/errors.ts), each naming its codes, e.g. 409: "`lease_lost`: … · `task_cancelled`: …".
  * `satisfies` fails the build when a status of the table is missing here or one is listed that it lacks.
  */
 export const errorResponses = {

@@ -1,5 +1,5 @@
 import { createMiddleware } from "hono/factory";
-import { EdgeqError } from "../engine/errors";
+import { EdgeqError } from "../contracts/errors";
 import type { AppEnv } from "./app-env";
 
 /** What @hono/zod-openapi treats as a JSON body (`application/json`, `application/…+json`, any parameters). */

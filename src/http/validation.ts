@@ -1,9 +1,9 @@
 import type { Hook } from "@hono/zod-openapi";
-import { EdgeqError } from "../engine/errors";
+import { EdgeqError } from "../contracts/errors";
 import type { AppEnv } from "./app-env";
-import { describeZodError } from "../engine/describe-zod-error";
+import { describeZodError } from "../contracts/describe-zod-error";
 import { errorResponse } from "./error-handler";
-import { EnqueueBatchBody, NewTaskSchema } from "./schemas";
+import { EnqueueBatchBody, NewTaskSchema } from "../contracts/api";
 
 /** Turns every request-validation failure into a 400 `invalid_request` that names the bad field. */
 export const validationHook: Hook<unknown, AppEnv, string, unknown> = (result, c) => {

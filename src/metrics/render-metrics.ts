@@ -1,7 +1,7 @@
 import type { Db } from "../db/client";
 import { COUNTERS } from "../db/schema";
 import { sumCounters } from "../engine/counters";
-import { bucketColumn, HISTOGRAM_BOUNDS_S } from "../engine/histogram-buckets";
+import { bucketColumn, HISTOGRAM_BOUNDS_S } from "../db/histogram-buckets";
 import { liveFigures } from "../engine/live-figures";
 import { mergeShardRows } from "../shards/cross-shard";
 import { HEALTH_STATUSES } from "../health/evaluate";

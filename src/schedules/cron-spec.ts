@@ -1,6 +1,6 @@
 import { Cron } from "croner";
-import { EdgeqError } from "../engine/errors";
-import { MAX_CRON_CHARS, MAX_EVERY_S, MIN_EVERY_S } from "../engine/limits";
+import { EdgeqError } from "../contracts/errors";
+import { MAX_CRON_CHARS, MAX_EVERY_S, MIN_EVERY_S } from "../contracts/limits";
 
 /** When a schedule fires: the slots after a time, computed by croner (cron, time zones, DST) or as fixed
  * intervals for `@every`. */

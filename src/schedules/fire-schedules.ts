@@ -1,7 +1,12 @@
 import type { Db } from "../db/client";
 import { dbTaskStore, type TaskStore } from "../shards/task-store";
-import { EdgeqError } from "../engine/errors";
-import { MAX_CATCH_UP_SLOTS, MAX_SCHEDULES_PER_FIRE, MAX_SLOT_WALK, SCHEDULE_MISFIRE_GRACE_S } from "../engine/limits";
+import { EdgeqError } from "../contracts/errors";
+import {
+  MAX_CATCH_UP_SLOTS,
+  MAX_SCHEDULES_PER_FIRE,
+  MAX_SLOT_WALK,
+  SCHEDULE_MISFIRE_GRACE_S,
+} from "../contracts/limits";
 import { parseCronSpec, type CronSpec } from "./cron-spec";
 import {
   NEVER,

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../engine/limits";
-import { NewTaskSchema } from "../http/schemas";
+import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../contracts/limits";
+import { NewTaskSchema } from "../contracts/api";
 
 /** Schedule names follow the queue-name rule: they appear in URL paths and in every slot's task id seed. */
 export const ScheduleName = z.string().regex(QUEUE_NAME_PATTERN, { message: `must be ${QUEUE_NAME_RULE}` });

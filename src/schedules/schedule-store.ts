@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { NewTask } from "../engine/enqueue";
-import { NotFoundError } from "../engine/errors";
+import { NotFoundError } from "../contracts/errors";
 
 /** next_run_at of a schedule whose expression has no slot left: the largest time a Date holds, never due. */
 export const NEVER = 8_640_000_000_000_000;

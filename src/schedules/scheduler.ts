@@ -1,10 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import {
-  SCHEDULER_OBJECT,
-  schedulerArmSchema,
-  type SchedulerArm,
-  type SchedulerRpc,
-} from "../contracts/durable-objects";
+import { schedulerArmSchema, type SchedulerArm, type SchedulerRpc } from "../protocols/durable-objects";
 import { follow } from "../effects/follow";
 import type { Env } from "../env";
 import { homeShard } from "../shards/shard-set";
@@ -22,7 +17,7 @@ import { fireDueSchedules } from "./fire-schedules";
  * lose an alarm). One object serves thousands of schedules.
  *
  * @example
- * await armScheduler(env, row.next_run_at);
+ * await armScheduler(env, row.next_run_at); // src/effects/wake.ts
  */
 export class Scheduler extends DurableObject<Env> implements SchedulerRpc {
   /** The time every decision here is made at; tests replace it (fake timers reach no alarm). */
@@ -50,15 +45,4 @@ export class Scheduler extends DurableObject<Env> implements SchedulerRpc {
     const current = await this.ctx.storage.getAlarm();
     if (current == null || at < current) await this.ctx.storage.setAlarm(at);
   }
-}
-
-/**
- * Makes sure the schedules' alarm fires by `at` (ms). Called after a schedule is created, changed or
- * resumed, and by the cron tick (which re-arms an alarm an eviction lost).
- *
- * @example
- * await armScheduler(env, row.next_run_at);
- */
-export async function armScheduler(env: Env, at: number): Promise<void> {
-  await env.SCHEDULER.get(env.SCHEDULER.idFromName(SCHEDULER_OBJECT)).arm({ at });
 }

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Env } from "../env";
-import { EdgeqError } from "../engine/errors";
+import { EdgeqError } from "../contracts/errors";
 import { countQueueTasksHeld } from "../engine/presence";
 import { getQueueConfig, storeQueueConfig } from "../engine/queue-config";
 import { ensurePlacements, forgetPlacements, readPlacements, type Placement } from "./directory";

@@ -1,5 +1,5 @@
 import type { Env } from "../env";
-import { EdgeqError } from "../engine/errors";
+import { EdgeqError } from "../contracts/errors";
 import { getQueueConfig, putQueueConfig, storeQueueConfig, type QueueConfig } from "../engine/queue-config";
 import { forgetPlacements } from "./directory";
 import { queueRoute, type QueueRoute } from "./queue-route";

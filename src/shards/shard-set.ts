@@ -1,6 +1,6 @@
 import { openDb, type Db } from "../db/client";
 import type { Env } from "../env";
-import { EdgeqError } from "../engine/errors";
+import { EdgeqError } from "../contracts/errors";
 
 /** The first database: every deployment has it; it also holds the shard directory and global tables. */
 export const HOME_SHARD = "DB";

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Env } from "../env";
-import { EdgeqError, NotFoundError } from "../engine/errors";
+import { EdgeqError, NotFoundError } from "../contracts/errors";
 import type { AckOutcome } from "../engine/ack";
 import { isInTransit } from "../engine/transit";
 import { placementBySlot } from "./directory";

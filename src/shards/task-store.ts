@@ -3,7 +3,7 @@ import type { Env } from "../env";
 import { enqueueTasks, type EnqueueResult, type NewTask } from "../engine/enqueue";
 import { enqueueToQueue } from "./queue-ops";
 import { queueRoute } from "./queue-route";
-import { NotFoundError } from "../engine/errors";
+import { NotFoundError } from "../contracts/errors";
 import { findTaskState } from "../engine/read";
 import { isTaskMissing, onTaskShard } from "./task-locator";
 

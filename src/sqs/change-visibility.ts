@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { AckOutcome } from "../engine/ack";
-import { MAX_VISIBILITY_TIMEOUT_S } from "../engine/limits";
+import { MAX_VISIBILITY_TIMEOUT_S } from "../contracts/limits";
 import { extendTaskLeases, failForRedelivery } from "../operations/ack";
 import type { SqsContext } from "./context";
 import { SqsError } from "./errors";

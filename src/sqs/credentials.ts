@@ -1,4 +1,4 @@
-import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../engine/limits";
+import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../contracts/limits";
 import type { Env } from "../env";
 import { readSettings } from "../env";
 import { SqsError } from "./errors";

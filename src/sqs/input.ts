@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SQS_MAX_BATCH_ENTRIES } from "../engine/limits";
+import { SQS_MAX_BATCH_ENTRIES } from "../contracts/limits";
 import { SqsError } from "./errors";
 
 /**

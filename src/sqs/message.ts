@@ -1,6 +1,6 @@
 import type { TaskRow } from "../db/schema";
-import { jsonBytes } from "../engine/json-value";
-import { MAX_PAYLOAD_BYTES, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES } from "../engine/limits";
+import { jsonBytes } from "../contracts/json-value";
+import { MAX_PAYLOAD_BYTES, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES } from "../contracts/limits";
 import { invalidParameter, SqsError } from "./errors";
 import { base64Bytes, isBinaryType, type MessageAttributeValue } from "./md5";
 

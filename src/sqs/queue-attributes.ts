@@ -7,7 +7,7 @@ import {
   SQS_MAX_RETENTION_S,
   SQS_MIN_RETENTION_S,
   MAX_WAIT_S,
-} from "../engine/limits";
+} from "../contracts/limits";
 import { SqsError } from "./errors";
 import type { SqsQueue, SqsQueueCounts, SqsQueuePatch } from "./queue-registry";
 import { queueArn } from "./queue-url";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { MAX_ATTEMPTS_LIMIT, SQS_MAX_LIST_RESULTS } from "../engine/limits";
+import { MAX_ATTEMPTS_LIMIT, SQS_MAX_LIST_RESULTS } from "../contracts/limits";
 import { mergeShardRows } from "../shards/cross-shard";
 import { cancelQueueOf } from "../shards/queue-ops";
 import { copyConfigToShards } from "../shards/queue-config-ops";

@@ -1,4 +1,4 @@
-import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../engine/limits";
+import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../contracts/limits";
 import { SqsError, invalidParameter } from "./errors";
 
 /** The account id in queue URLs and ARNs. edgeq has no AWS accounts; twelve zeros is the placeholder

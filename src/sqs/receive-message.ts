@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { TaskRow } from "../db/schema";
 import { leaseOrder } from "../engine/lease";
-import { MAX_VISIBILITY_TIMEOUT_S, MAX_WAIT_S, SQS_MAX_BATCH_ENTRIES } from "../engine/limits";
+import { MAX_VISIBILITY_TIMEOUT_S, MAX_WAIT_S, SQS_MAX_BATCH_ENTRIES } from "../contracts/limits";
 import { extendTaskLeases } from "../operations/ack";
 import { leaseRows } from "../operations/lease";
 import type { SqsContext } from "./context";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { type NewTask } from "../engine/enqueue";
-import { SQS_MAX_DELAY_S } from "../engine/limits";
+import { SQS_MAX_DELAY_S } from "../contracts/limits";
 import { enqueue } from "../operations/enqueue";
 import type { SqsContext } from "./context";
 import { invalidParameter, SqsError } from "./errors";

@@ -1,4 +1,4 @@
-import { SQS_MAX_CLOCK_SKEW_S } from "../engine/limits";
+import { SQS_MAX_CLOCK_SKEW_S } from "../contracts/limits";
 import { SqsError } from "./errors";
 
 /**

@@ -1,4 +1,4 @@
-import { EdgeqError } from "../engine/errors";
+import { EdgeqError } from "../contracts/errors";
 
 /**
  * Task artifacts in R2, under `tasks/{id}/{name}`: the one module that knows the key layout, used by the

@@ -10,7 +10,7 @@ import {
   MAX_REDRIVE_PER_CALL,
   QUEUE_NAME_PATTERN,
   QUEUE_NAME_RULE,
-} from "../../src/engine/limits";
+} from "../../src/contracts/limits";
 import { edgeq } from "./commands-support";
 
 /** Every TypeScript file under cli/, with its text. */
@@ -22,7 +22,7 @@ function cliSources(dir = join(process.cwd(), "cli")): Array<[string, string]> {
   });
 }
 
-// Issue 9.2: the CLI re-typed the Worker's limits and patterns; they now come from src/engine/limits.ts.
+// Issue 9.2: the CLI re-typed the Worker's limits and patterns; they now come from src/contracts/limits.ts.
 it("the CLI re-types none of the Worker's limits and patterns", () => {
   const retyped: Array<[string, RegExp]> = [
     ["the queue-name pattern", new RegExp(QUEUE_NAME_PATTERN.source.replace(/[[\]{}.^$\\]/g, "\\$&"))],

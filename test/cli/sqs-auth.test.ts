@@ -1,6 +1,6 @@
 import { ListQueuesCommand } from "@aws-sdk/client-sqs";
 import { describe, expect, it } from "vitest";
-import { SQS_DEV_ACCESS_KEY_ID } from "../../src/engine/limits";
+import { SQS_DEV_ACCESS_KEY_ID } from "../../src/contracts/limits";
 import { edgeqUrl } from "./worker-support";
 import { rejection, sqsClient } from "./sqs-support";
 

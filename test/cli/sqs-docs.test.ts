@@ -5,7 +5,7 @@ import {
   SQS_DEV_SECRET_ACCESS_KEY,
   SQS_MAX_BATCH_ENTRIES,
   SQS_MAX_CLOCK_SKEW_S,
-} from "../../src/engine/limits";
+} from "../../src/contracts/limits";
 import { SQS_ERRORS } from "../../src/sqs/errors";
 import { SQS_OPERATIONS } from "../../src/sqs/operations";
 
@@ -21,7 +21,7 @@ describe("docs/sqs.md says what the endpoint does", () => {
     );
   });
 
-  it("names every operation served, the development key pair and the limits from src/engine/limits.ts", () => {
+  it("names every operation served, the development key pair and the limits from src/contracts/limits.ts", () => {
     for (const operation of Object.keys(SQS_OPERATIONS)) expect(doc, operation).toContain(operation);
     for (const text of [doc, readme]) {
       expect(text).toContain(SQS_DEV_ACCESS_KEY_ID);

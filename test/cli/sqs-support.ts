@@ -1,5 +1,5 @@
 import { SQSClient, type SQSClientConfig } from "@aws-sdk/client-sqs";
-import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../../src/engine/limits";
+import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../../src/contracts/limits";
 import { edgeqUrl } from "./worker-support";
 
 /**

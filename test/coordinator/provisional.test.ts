@@ -4,7 +4,7 @@ import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { extendLeases } from "../../src/engine/extend";
 import { leaseTasks } from "../../src/engine/lease";
-import { CLAIM_WINDOW_S } from "../../src/engine/limits";
+import { CLAIM_WINDOW_S } from "../../src/contracts/limits";
 import { reapExpiredLeases } from "../../src/engine/reap";
 import { queueDb, row, uniqueQueue } from "../helpers";
 import { alarmOf, coordinator, setClock, untilWaiting } from "../support/coordinator";

@@ -2,7 +2,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { runTask } from "../../src/dispatch/run-task";
-import { EdgeqError } from "../../src/engine/errors";
+import { EdgeqError } from "../../src/contracts/errors";
 import type { ProcessorContext } from "../../src/processors/types";
 import { headArtifact, listArtifacts } from "../../src/storage/artifacts";
 import { enqueueOne, leaseOne } from "../engine/fixtures";

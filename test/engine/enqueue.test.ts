@@ -7,7 +7,7 @@ import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { leaseTasks } from "../../src/engine/lease";
 import { openDb } from "../../src/db/client";
-import { MAX_ENQUEUE_CHUNK_TASKS, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
+import { MAX_ENQUEUE_CHUNK_TASKS, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/contracts/limits";
 import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
 import { T0, db, row, snapshot, uniqueQueue, PROCESSORS } from "../helpers";
 import { completedTask, deadTask, enqueueOne, expectEdgeqError, leaseOne } from "./fixtures";

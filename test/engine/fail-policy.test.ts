@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { failTasks } from "../../src/engine/fail";
-import { MAX_ERROR_MESSAGE_CHARS } from "../../src/engine/limits";
+import { MAX_ERROR_MESSAGE_CHARS } from "../../src/contracts/limits";
 import { T0, db, row, uniqueQueue } from "../helpers";
 import { enqueueOne, lease, leaseOne } from "./fixtures";
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { completeTasks } from "../../src/engine/complete";
-import { EdgeqError } from "../../src/engine/errors";
+import { EdgeqError } from "../../src/contracts/errors";
 import { failTasks } from "../../src/engine/fail";
 import { heartbeatTask } from "../../src/engine/heartbeat";
-import { MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
+import { MAX_PAYLOAD_BYTES } from "../../src/contracts/limits";
 import { reapExpiredLeases } from "../../src/engine/reap";
 import { releaseTasks } from "../../src/engine/release";
 import { T0, db, row, snapshot, uniqueQueue } from "../helpers";

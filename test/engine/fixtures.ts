@@ -2,7 +2,7 @@ import { expect } from "vitest";
 import type { TaskRow } from "../../src/db/schema";
 import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks, type NewTask } from "../../src/engine/enqueue";
-import { EdgeqError, type ErrorCode } from "../../src/engine/errors";
+import { EdgeqError, type ErrorCode } from "../../src/contracts/errors";
 import { failTasks } from "../../src/engine/fail";
 import { leaseTasks } from "../../src/engine/lease";
 import { T0, db } from "../helpers";

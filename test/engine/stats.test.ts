@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { cancelTask } from "../../src/engine/cancel";
 import { putQueueConfig } from "../../src/engine/queue-config";
 import { listQueues, listTasks, queueStats } from "../../src/engine/read";
-import { TASK_STATES } from "../../src/engine/states";
+import { TASK_STATES } from "../../src/contracts/states";
 import { T0, db, uniqueQueue, PROCESSORS } from "../helpers";
 import { completedTask, deadTask, enqueueMany, enqueueOne, leaseOne } from "./fixtures";
 

@@ -1,6 +1,6 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { EVENT_TICKET_TTL_S } from "../../src/engine/limits";
+import { EVENT_TICKET_TTL_S } from "../../src/contracts/limits";
 import { issueTicket } from "../../src/events/tickets";
 import { call, enqueueOne, expectError, ORIGIN, read, TOKEN } from "../http/api";
 import { uniqueQueue } from "../helpers";

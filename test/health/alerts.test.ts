@@ -1,7 +1,7 @@
 import { describe, expect, inject, it } from "vitest";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { leaseTasks } from "../../src/engine/lease";
-import { ALERT_BACKOFF_BASE_S } from "../../src/engine/limits";
+import { ALERT_BACKOFF_BASE_S } from "../../src/contracts/limits";
 import { deliverAlerts } from "../../src/health/deliver-alerts";
 import { evaluateHealth, getHealthConfig, putHealthConfig } from "../../src/health/check-health";
 import { verifyWebhook } from "../../src/processors/webhook-signature";

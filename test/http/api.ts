@@ -10,7 +10,7 @@ import type {
   LeasedTaskSchema,
   OutcomeResponse,
   TaskSchema,
-} from "../../src/http/schemas";
+} from "../../src/contracts/api";
 
 /** The token the test environment is configured with (vitest.config.ts). */
 export const TOKEN = "test-token";

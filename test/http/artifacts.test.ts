@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MAX_ARTIFACT_BYTES } from "../../src/engine/limits";
+import { MAX_ARTIFACT_BYTES } from "../../src/contracts/limits";
 import { artifactKey } from "../../src/storage/artifacts";
 import { uniqueQueue } from "../helpers";
 import {

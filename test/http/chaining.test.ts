@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
+import { MAX_PAYLOAD_BYTES } from "../../src/contracts/limits";
 import { allRows, snapshot, uniqueQueue } from "../helpers";
 import {
   call,

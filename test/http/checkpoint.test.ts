@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
+import { MAX_PAYLOAD_BYTES } from "../../src/contracts/limits";
 import { row, snapshot, uniqueQueue } from "../helpers";
 import { call, enqueueOne, expectError, fail, getTask, leaseOne } from "./api";
 

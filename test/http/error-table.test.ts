@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import readme from "../../README.md?raw";
-import { ERRORS } from "../../src/engine/errors";
+import { ERRORS } from "../../src/contracts/errors";
 import { STATUS_BY_CODE } from "../../src/http/error-handler";
 import { call } from "./api";
 
@@ -32,7 +32,7 @@ interface Operation {
 }
 
 describe("one table of error codes", () => {
-  it("the README's error table is the table in src/engine/errors.ts, row for row", () => {
+  it("the README's error table is the table in src/contracts/errors.ts, row for row", () => {
     const rows = tableUnder(readme, "## Errors");
     expect(rows).toEqual(ERRORS.map((e) => [`\`${e.code}\``, String(e.status), e.description]));
   });

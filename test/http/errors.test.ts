@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { buildApp, MAX_BODY_BYTES } from "../../src/http/app";
-import { MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/engine/limits";
+import { MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/contracts/limits";
 import { snapshot, TEST_APP_DEPS, uniqueQueue } from "../helpers";
 import { call, enqueueOne, expectError, getTask, lease, leaseOne, read, request, type AckResults } from "./api";
 

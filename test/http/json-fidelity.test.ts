@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_JSON_DEPTH } from "../../src/engine/limits";
+import { MAX_JSON_DEPTH } from "../../src/contracts/limits";
 import { row, snapshot, uniqueQueue } from "../helpers";
 import { call, enqueueOne, expectError, getTask, lease, leaseOne, type AckResults } from "./api";
 

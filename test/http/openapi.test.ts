@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_ENQUEUE_TASKS } from "../../src/engine/limits";
+import { MAX_ENQUEUE_TASKS } from "../../src/contracts/limits";
 import { call, complete, enqueueOne, leaseOne, MISSING_ID } from "./api";
 import { openStream } from "../events/socket";
 import { uniqueQueue } from "../helpers";

@@ -13,7 +13,7 @@ import {
   QueueStatsResponse,
   TaskListResponse,
   TaskSchema,
-} from "../../src/http/schemas";
+} from "../../src/contracts/api";
 import { row, uniqueQueue } from "../helpers";
 import { call, enqueueOne, fail, leaseOne, MISSING_ID } from "./api";
 

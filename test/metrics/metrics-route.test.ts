@@ -1,6 +1,6 @@
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { describe, expect, it } from "vitest";
-import { HISTOGRAM_BOUNDS_S } from "../../src/engine/histogram-buckets";
+import { HISTOGRAM_BOUNDS_S } from "../../src/db/histogram-buckets";
 import { fireDueSchedules } from "../../src/schedules/fire-schedules";
 import { putSchedule } from "../../src/schedules/schedule-service";
 import { deleteSchedule } from "../../src/schedules/schedule-store";

@@ -6,7 +6,7 @@ import { RESULTS_PAGE_SIZE } from "../../src/engine/completed-results";
 import { enqueueTasks, type NewTask } from "../../src/engine/enqueue";
 import { failTasks } from "../../src/engine/fail";
 import { leaseTasks } from "../../src/engine/lease";
-import { MAX_BATCH } from "../../src/engine/limits";
+import { MAX_BATCH } from "../../src/contracts/limits";
 import { getThresholds } from "../../src/plugins/tag/calibration-store";
 import { calibrateProcessor, computeThresholds, quantile, type CalibrateResult } from "../../src/plugins/tag/calibrate";
 import { PermanentError } from "../../src/processors/errors";

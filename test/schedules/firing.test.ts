@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { completeTasks } from "../../src/engine/complete";
 import { leaseTasks } from "../../src/engine/lease";
-import { MAX_CATCH_UP_SLOTS } from "../../src/engine/limits";
+import { MAX_CATCH_UP_SLOTS } from "../../src/contracts/limits";
 import { fireDueSchedules } from "../../src/schedules/fire-schedules";
 import { putSchedule } from "../../src/schedules/schedule-service";
 import { getSchedule } from "../../src/schedules/schedule-store";

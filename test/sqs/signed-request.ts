@@ -1,6 +1,6 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../../src/engine/limits";
+import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../../src/contracts/limits";
 import { buildApp } from "../../src/http/app";
 import { TEST_APP_DEPS } from "../helpers";
 import { signRequest } from "../../src/sqs/sigv4";

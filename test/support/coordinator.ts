@@ -27,7 +27,7 @@ export async function untilWaiting(queue: string, n: number): Promise<void> {
 
 /**
  * Runs `fn` inside the object behind `stub` with the instance typed as its class (the env types its
- * namespaces by their RPC interfaces: src/contracts/durable-objects.ts).
+ * namespaces by their RPC interfaces: src/protocols/durable-objects.ts).
  */
 export function inObject<T extends Rpc.DurableObjectBranded, R>(
   stub: DurableObjectStub<Rpc.DurableObjectBranded>,

@@ -1,13 +1,13 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { EdgeqError, NotFoundError } from "../../engine/errors";
+import { EdgeqError, NotFoundError } from "../../contracts/errors";
 import { assertLeaseHeld } from "../../engine/lease-check";
-import { MAX_ARTIFACT_BYTES } from "../../engine/limits";
+import { MAX_ARTIFACT_BYTES } from "../../contracts/limits";
 import { getTask } from "../../engine/read";
 import { ARTIFACT_NAME, getArtifact, listArtifacts, putArtifact } from "../../storage/artifacts";
 import { onTaskShard } from "../../shards/task-locator";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonResponse } from "../route-helpers";
-import { TaskId } from "../schemas";
+import { TaskId } from "../../contracts/api";
 import { validationHook } from "../validation";
 
 const ArtifactParams = z.object({

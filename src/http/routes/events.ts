@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { EdgeqError } from "../../engine/errors";
-import { DEV_TOKEN, EVENT_BUFFER_SIZE, EVENT_TICKET_TTL_S } from "../../engine/limits";
+import { EdgeqError } from "../../contracts/errors";
+import { DEV_TOKEN, EVENT_BUFFER_SIZE, EVENT_TICKET_TTL_S } from "../../contracts/limits";
 import { getTask } from "../../engine/read";
 import { readSettings } from "../../env";
 import { issueTicket, ticketProblem } from "../../events/tickets";
@@ -15,7 +15,7 @@ import {
 import { onTaskShard } from "../../shards/task-locator";
 import type { AppEnv } from "../app-env";
 import { authRoute, errorResponses, jsonResponse } from "../route-helpers";
-import { QueueParams, TaskParams } from "../schemas";
+import { QueueParams, TaskParams } from "../../contracts/api";
 import { validationHook } from "../validation";
 
 /** A browser offers its ticket as a WebSocket subprotocol `edgeq.ticket.<ticket>` (next to EVENTS_PROTOCOL). */

@@ -14,7 +14,7 @@ import {
 } from "../../health/health-schemas";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
-import { QueueParams } from "../schemas";
+import { QueueParams } from "../../contracts/api";
 import { validationHook } from "../validation";
 
 const queueHealthRoute = authRoute({

@@ -4,7 +4,7 @@ import { placementView } from "../../shards/move";
 import { shardNames } from "../../shards/shard-set";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
-import { QueueParams } from "../schemas";
+import { QueueParams } from "../../contracts/api";
 import { validationHook } from "../validation";
 
 const PlacementResponse = z

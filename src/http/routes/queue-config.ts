@@ -2,13 +2,13 @@ import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { configureQueue } from "../../operations/queue";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
-import { QueueConfigPatch, QueueConfigSchema, QueueParams } from "../schemas";
+import { QueueConfigPatch, QueueConfigSchema, QueueParams } from "../../contracts/api";
 import { validationHook } from "../validation";
 
 /**
  * A push queue's processor: one of `types` (the Worker's registry), so the document lists them as an
  * enum and a generated client cannot send a name the server refuses. Built with the app, from the
- * registry it was given; kept out of src/http/schemas.ts, which the CLI bundles.
+ * registry it was given; kept out of src/contracts/api.ts, which the CLI bundles.
  */
 function processorName(types: readonly string[]) {
   const description = "push mode: the processor for every task; null runs each task's own type";

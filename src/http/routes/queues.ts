@@ -32,7 +32,7 @@ import {
   TaskListQuery,
   TaskListResponse,
   type NewTaskSchema,
-} from "../schemas";
+} from "../../contracts/api";
 import { enqueueValidationHook, validationHook } from "../validation";
 
 const enqueueRoute = authRoute({

@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
-import { triggerScheduleNow } from "../../operations/schedule";
-import { pauseSchedule, putSchedule, scheduleView } from "../../schedules/schedule-service";
+import { saveSchedule, setSchedulePaused, triggerScheduleNow } from "../../operations/schedule";
+import { scheduleView } from "../../schedules/schedule-service";
 import {
   ScheduleBody,
   ScheduleListResponse,
@@ -9,7 +9,6 @@ import {
   TriggerResponse,
 } from "../../schedules/schedule-schemas";
 import { deleteSchedule, getSchedule, listSchedules } from "../../schedules/schedule-store";
-import { armScheduler } from "../../schedules/scheduler";
 import { shardedTaskStore } from "../../shards/task-store";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonBody, jsonResponse } from "../route-helpers";
@@ -81,9 +80,7 @@ const triggerRoute = authRoute({
 
 export const scheduleRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(putRoute, async (c) => {
-    const row = await putSchedule(c.var.db, c.req.valid("param").name, c.req.valid("json"), c.var.now);
-    // Awaited: once the PUT answers, the alarm for the first slot is set.
-    if (row.paused === 0) await armScheduler(c.env, row.next_run_at);
+    const row = await saveSchedule(c.var.op, c.req.valid("param").name, c.req.valid("json"));
     return c.json(await scheduleView(c.var.db, row, c.var.now, shardedTaskStore(c.env)), 200);
   })
   .openapi(getRoute, async (c) => {
@@ -103,12 +100,11 @@ export const scheduleRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
     return c.json({ deleted: name }, 200);
   })
   .openapi(pauseRoute, async (c) => {
-    const row = await pauseSchedule(c.var.db, c.req.valid("param").name, true, c.var.now);
+    const row = await setSchedulePaused(c.var.op, c.req.valid("param").name, true);
     return c.json(await scheduleView(c.var.db, row, c.var.now, shardedTaskStore(c.env)), 200);
   })
   .openapi(resumeRoute, async (c) => {
-    const row = await pauseSchedule(c.var.db, c.req.valid("param").name, false, c.var.now);
-    await armScheduler(c.env, row.next_run_at);
+    const row = await setSchedulePaused(c.var.op, c.req.valid("param").name, false);
     return c.json(await scheduleView(c.var.db, row, c.var.now, shardedTaskStore(c.env)), 200);
   })
   .openapi(triggerRoute, async (c) => {

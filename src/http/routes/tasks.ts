@@ -15,7 +15,7 @@ import {
   OutcomeResponse,
   TaskParams,
   TaskSchema,
-} from "../schemas";
+} from "../../contracts/api";
 import { z } from "@hono/zod-openapi";
 
 /** Unwraps a single-item ack: the outcome, or its error thrown for the one error handler. */

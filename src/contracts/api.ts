@@ -12,8 +12,8 @@ import {
   MAX_PARTITIONS,
   MAX_REDRIVE_PER_CALL,
   MAX_HOLDER_CHARS,
-} from "../engine/limits";
-import { FINAL_STATES } from "../engine/states";
+} from "./limits";
+import { FINAL_STATES } from "./states";
 import {
   Priority,
   QueueName,
@@ -23,8 +23,8 @@ import {
   TaskStateSchema as State,
   TaskType,
   Text,
-} from "../contracts/fields";
-import { ChildTaskSpecSchema, checkThen, LeasedTaskSchema, MAX_CHILDREN, TaskSchema } from "../contracts/task";
+} from "./fields";
+import { ChildTaskSpecSchema, checkThen, LeasedTaskSchema, MAX_CHILDREN, TaskSchema } from "./task";
 
 export { ChildTaskSpecSchema, LeasedTaskSchema, QueueName, TaskSchema };
 

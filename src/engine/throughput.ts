@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { minuteOf } from "../engine/counters";
+import { minuteOf } from "./counters";
 
 /** One minute of a queue's throughput. */
 export interface ThroughputMinute {

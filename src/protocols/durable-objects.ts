@@ -5,10 +5,10 @@ import {
   MAX_VISIBILITY_TIMEOUT_S,
   MAX_WAIT_S,
   MIN_VISIBILITY_TIMEOUT_S,
-} from "../engine/limits";
-import { TASK_STATES } from "../engine/states";
+} from "../contracts/limits";
+import { TASK_STATES } from "../contracts/states";
 import type { TaskRow } from "../db/schema";
-import { TASK_EVENT_KINDS, type EventsPublish } from "./events";
+import { TASK_EVENT_KINDS, type EventsPublish } from "../contracts/events";
 
 /** A long-poll lease request, as the coordinator accepts it (validated again at this boundary). */
 export const coordinatorLeaseSchema = z.object({

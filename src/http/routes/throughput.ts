@@ -1,0 +1,46 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { QueueParams } from "../../contracts/api";
+import { throughputSeries } from "../../engine/throughput";
+import { toIso } from "../../engine/time";
+import { mergeShardRows } from "../../shards/cross-shard";
+import { readRoute, routeShards } from "../../shards/queue-route";
+import type { AppEnv } from "../app-env";
+import { errorResponses, jsonResponse } from "../route-helpers";
+import { validationHook } from "../validation";
+
+const throughputRoute = createRoute({
+  method: "get",
+  path: "/v1/queues/{queue}/throughput",
+  tags: ["queues"],
+  summary: "Enqueued, completed and failed per minute (the dashboard's chart), from the per-minute counters",
+  security: [{ Bearer: [] }],
+  request: {
+    params: QueueParams,
+    query: z.object({ hours: z.enum(["1", "24"]).default("1") }),
+  },
+  responses: {
+    200: jsonResponse(
+      z.object({
+        minutes: z.array(
+          z.object({ minute: z.string(), enqueued: z.number(), completed: z.number(), failed: z.number() }),
+        ),
+      }),
+    ),
+    ...errorResponses,
+  },
+});
+
+/** The chart's data, behind the bearer token like the rest of /v1. */
+export const throughputRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(
+  throughputRoute,
+  async (c) => {
+    const { queue } = c.req.valid("param");
+    const hours = Number(c.req.valid("query").hours);
+    const route = await readRoute(c.env, queue, { replica: true });
+    const perShard = await Promise.all(
+      routeShards(route).map((s) => throughputSeries(s.db, queue, c.var.now - hours * 3_600_000, c.var.now)),
+    );
+    const rows = mergeShardRows(perShard, ["minute"]);
+    return c.json({ minutes: rows.map((r) => ({ ...r, minute: toIso(r.minute) })) }, 200);
+  },
+);
