@@ -24,7 +24,7 @@ export async function untilWaiting(queue: string, n: number): Promise<void> {
   try {
     await until(`${n} waiter(s) at the coordinator of ${queue}`, async () => (held = await stub.waiting()) === n);
   } catch (error) {
-    throw new Error(`${(error as Error).message}; it holds ${held}`);
+    throw new Error(`${(error as Error).message}; it holds ${held}`, { cause: error });
   }
 }
 
