@@ -1,7 +1,8 @@
 /** How long a wait may take before the test fails: the events these tests wait for come within tens of
- * milliseconds (a few seconds for a process starting on a loaded machine: callers pass more); five seconds
- * is a failure even on 2 busy cores. It only bounds a failure: a passing test waits as long as the event. */
-const DEFAULT_TIMEOUT_MS = 5_000;
+ * milliseconds, so three seconds is a failure even on 2 busy cores — and it ends before vitest's 5 s test
+ * timeout would, so the failure names what was awaited. It only bounds a failure: a passing test waits as
+ * long as the event takes. Callers waiting on a process to start pass more. */
+const DEFAULT_TIMEOUT_MS = 3_000;
 
 /** Between two probes: a probe is one cheap local call (a Durable Object RPC, a stat), so 10 ms keeps a
  * test within a few milliseconds of the event without spinning. Probes that cost more pass more. */
