@@ -59,10 +59,12 @@ export default defineConfig(async () => {
             name: "browser",
             // The dashboard and the API reference in a real Chromium, alone and after the other projects (groupOrder 1): pages
             // render from many API calls, and beside two busy cli files on 2 cores a render could lag
-            // behind its test's waits. Its own wrangler dev, as the cli project's.
+            // behind its test's waits. Its own wrangler dev, as the cli project's (the dashboard lists every
+            // queue on it), started in the background meanwhile: each file waits for it in server-ready.ts.
             include: ["test/cli/*-browser.test.ts"],
             environment: "node",
             globalSetup: ["./test/cli/server.ts"],
+            setupFiles: ["./test/cli/server-ready.ts"],
             testTimeout: 60_000,
             hookTimeout: 120_000,
             sequence: { groupOrder: 1 },
