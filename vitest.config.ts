@@ -11,9 +11,10 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url)));
   return {
     test: {
-      // Four at a time: the worker project beside three cli files. Vitest's default on 2 cores is one, which
-      // ran everything end to end (about 190 s); the cli tests mostly wait on processes and the network
-      // (measured: 113-118 s with 4, 131-135 s with 3, on 2 cores).
+      // Four files at a time. Vitest's default on 2 cores is one, which ran everything end to end (about
+      // 190 s); the cli tests mostly wait on processes and the network (measured: 113-118 s with 4, 131-135 s
+      // with 3, on 2 cores). The projects share these slots but run one after another (Vitest 4 queues
+      // files by project name, then groupOrder): cli, then worker, then browser.
       maxWorkers: 4,
       projects: [
         {
