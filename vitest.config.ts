@@ -11,9 +11,10 @@ export default defineConfig(async () => {
   const migrations = await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url)));
   return {
     test: {
-      // Four at a time: the worker project beside three cli files. Vitest's default on 2 cores is one, which
-      // ran everything end to end (about 190 s); the cli tests mostly wait on processes and the network
-      // (measured: 113-118 s with 4, 131-135 s with 3, on 2 cores).
+      // Four files at a time. Vitest's default on 2 cores is one, which ran everything end to end (about
+      // 190 s); the cli tests mostly wait on processes and the network (measured: 113-118 s with 4, 131-135 s
+      // with 3, on 2 cores). The projects share these slots but run one after another (Vitest 4 queues
+      // files by project name, then groupOrder): cli, then worker, then browser.
       maxWorkers: 4,
       projects: [
         {
@@ -59,10 +60,12 @@ export default defineConfig(async () => {
             name: "browser",
             // The dashboard and the API reference in a real Chromium, alone and after the other projects (groupOrder 1): pages
             // render from many API calls, and beside two busy cli files on 2 cores a render could lag
-            // behind its test's waits. Its own wrangler dev, as the cli project's.
+            // behind its test's waits. Its own wrangler dev, as the cli project's (the dashboard lists every
+            // queue on it), started in the background meanwhile: each file waits for it in server-ready.ts.
             include: ["test/cli/*-browser.test.ts"],
             environment: "node",
             globalSetup: ["./test/cli/server.ts"],
+            setupFiles: ["./test/cli/server-ready.ts"],
             testTimeout: 60_000,
             hookTimeout: 120_000,
             sequence: { groupOrder: 1 },

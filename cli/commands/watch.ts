@@ -1,9 +1,9 @@
-import { TASK_STATES } from "../../src/contracts/states";
 import { expectOk, type Client } from "../client";
 import { CliError, EXIT } from "../errors";
 import { durationFlag, isTaskId, positionals, queueArg, usageError } from "../flags";
 import type { Command, CommandContext } from "../command";
-import { bar, shortDuration, StatusLine, truncate } from "../output";
+import { StatusLine } from "../output";
+import { QueueLine, TaskLine, type WatchView } from "./watch-lines";
 import { EventSignal } from "./watch-stream";
 
 /** Shortest polling interval: a watch should not become a load test. */
@@ -14,8 +14,6 @@ const STREAM_REFRESH_MS = 10_000;
 /** Fewest milliseconds between two re-reads on events: a busy queue's events are drawn 5 times a second,
  * not once per event. */
 const MIN_REDRAW_MS = 200;
-/** The width a watch line fits in (a standard terminal). */
-const LINE_COLUMNS = 80;
 
 /**
  * Stops a watch on SIGINT (Ctrl-C) between polls instead of killing the process mid-line, so the last line
@@ -65,7 +63,7 @@ async function poll<T>(
   ctx: CommandContext,
   intervalMs: number,
   read: () => Promise<T>,
-  render: (value: T) => { text: string; exit?: number },
+  render: (value: T) => WatchView,
   onInterrupt: number,
   signal: EventSignal | null,
 ): Promise<number> {
@@ -108,19 +106,6 @@ async function poll<T>(
   }
 }
 
-/** Cuts a line to LINE_COLUMNS characters (ending in "…"), keeping its spacing. */
-function fit(text: string): string {
-  const chars = [...text];
-  return chars.length <= LINE_COLUMNS ? text : chars.slice(0, LINE_COLUMNS - 1).join("") + "…";
-}
-
-/** " 2.5/s  ETA 40s" for `left` units at `rate` per second; empty before a rate is known. */
-function rateAndEta(rate: number, left: number, unit = "/s"): string {
-  if (!(rate > 0)) return "";
-  const shown = rate >= 10 ? String(Math.round(rate)) : rate.toFixed(1);
-  return `  ${shown}${unit}` + (left > 0 ? `  ETA ${shortDuration((left / rate) * 1000)}` : "");
-}
-
 /** `edgeq watch <id>`: one line of progress; exits 0 when the task completes, 1 when dead or cancelled. */
 function watchTask(
   ctx: CommandContext,
@@ -129,37 +114,12 @@ function watchTask(
   intervalMs: number,
   signal: EventSignal | null,
 ): Promise<number> {
-  let firstSample: { at: number; percent: number } | undefined;
+  const line = new TaskLine();
   return poll(
     ctx,
     intervalMs,
     async () => expectOk(await client.v1.tasks[":id"].$get({ param: { id } })),
-    (task) => {
-      const state = task.state === "processing" && task.cancel_requested ? "processing (cancelling)" : task.state;
-      const percent = task.state === "completed" ? 100 : (task.progress ?? 0);
-      const attempt = task.state === "processing" ? ` attempt ${task.attempts}/${task.max_attempts}` : "";
-      // Rate and ETA from the progress seen since this watch began (percent per second).
-      let rate = "";
-      if (task.state === "processing" && task.progress !== null) {
-        firstSample ??= { at: Date.now(), percent };
-        const elapsed = (Date.now() - firstSample.at) / 1000;
-        if (elapsed >= 1) rate = rateAndEta((percent - firstSample.percent) / elapsed, 100 - percent, "%/s");
-      }
-      // The message gives way to the rate and ETA when the line is full.
-      // The bar (10 cells) gives way to the rate and ETA, the message to both, within LINE_COLUMNS.
-      const rest = `${String(percent).padStart(3)}%  ${state}${attempt}`;
-      const spare = LINE_COLUMNS - task.id.length - [...rest].length - [...rate].length - 4;
-      const head = spare >= 6 ? `${task.id} ${bar(percent / 100, Math.min(10, spare))} ${rest}` : `${task.id} ${rest}`;
-      const room = LINE_COLUMNS - [...head].length - [...rate].length;
-      const note = task.progress_message && room >= 8 ? `  ${truncate(task.progress_message, room - 2)}` : "";
-      const text = fit(`${head}${note}${rate}`);
-      if (task.state === "completed") return { text, exit: EXIT.ok };
-      if (task.state === "dead" || task.state === "cancelled") {
-        const error = task.errors.at(-1);
-        return { text: error ? `${text}\nlast error: ${truncate(error.message, 500)}` : text, exit: EXIT.api };
-      }
-      return { text };
-    },
+    (task) => line.render(task, Date.now()),
     130,
     signal,
   );
@@ -174,30 +134,12 @@ function watchQueue(
   untilDone: boolean,
   signal: EventSignal | null,
 ): Promise<number> {
-  const started = Date.now();
-  let finishedAtStart: number | undefined;
+  const line = new QueueLine(queue, untilDone, Date.now());
   return poll(
     ctx,
     intervalMs,
     async () => expectOk(await client.v1.queues[":queue"].stats.$get({ param: { queue }, query: {} })),
-    (stats) => {
-      const c = stats.counts;
-      const total = TASK_STATES.reduce((sum, s) => sum + (c[s] ?? 0), 0);
-      const finished = c.completed + c.dead + c.cancelled;
-      finishedAtStart ??= finished;
-      const elapsed = (Date.now() - started) / 1000;
-      const rate = elapsed >= 1 ? Math.max(0, finished - finishedAtStart) / elapsed : 0;
-      // dead and cancelled only when there are any: the line fits in LINE_COLUMNS.
-      const shown = TASK_STATES.filter((s) => (s !== "dead" && s !== "cancelled") || (c[s] ?? 0) > 0);
-      const counts = shown.map((s) => `${s} ${c[s] ?? 0}`).join("  ");
-      const tail = `${finished}/${total} finished  ${counts}${rateAndEta(rate, c.pending + c.processing)}`;
-      // The bar gives way first (down to 4 cells), then the queue's name is cut.
-      const width = Math.max(4, Math.min(16, LINE_COLUMNS - queue.length - tail.length - 4));
-      const name = truncate(queue, Math.max(8, LINE_COLUMNS - tail.length - width - 4));
-      const text = fit(`${name} ${bar(total === 0 ? 1 : finished / total, width)} ${tail}`);
-      const idle = c.pending === 0 && c.processing === 0;
-      return untilDone && idle ? { text, exit: EXIT.ok } : { text };
-    },
+    (stats) => line.render(stats, Date.now()),
     EXIT.ok,
     signal,
   );

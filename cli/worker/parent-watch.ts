@@ -1,6 +1,6 @@
 /** How often the worker looks whether its parent is still there: one getppid() a second costs nothing,
  * and a worker that outlives its launcher by a second leases nothing it will not run or hand back. */
-const CHECK_MS = 1_000;
+export const PARENT_CHECK_MS = 1_000;
 
 /**
  * Calls `onGone` once when the process that started this one exits. A process whose parent dies is
@@ -18,7 +18,7 @@ export function watchParent(onGone: (parentPid: number) => void): () => void {
     if (process.ppid === parent) return;
     clearInterval(timer);
     onGone(parent);
-  }, CHECK_MS);
+  }, PARENT_CHECK_MS);
   timer.unref();
   return () => clearInterval(timer);
 }

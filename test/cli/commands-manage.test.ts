@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { expectOk } from "../../cli/client";
 import { EXIT } from "../../cli/errors";
+import { until } from "../support/until";
 import {
   api,
   completeOne,
@@ -120,11 +121,14 @@ describe("edgeq dlq", () => {
 describe("edgeq purge", () => {
   it("deletes finished tasks older than the cutoff, optionally of some states only", async () => {
     const queue = uniqueQueue();
-    await enqueueTasks(queue, [{}, { max_attempts: 1 }, {}, {}]);
+    const ids = await enqueueTasks(queue, [{}, { max_attempts: 1 }, {}, {}]);
     await completeOne(queue);
     await killOne(queue);
     await edgeq(["cancel", "--queue", queue, "--all"]); // the other two
-    await new Promise((r) => setTimeout(r, 20)); // finished strictly before "now"
+    // "--older-than 0" purges what finished before the server's now (this machine's clock): let the clock
+    // pass the last finish, so the purges below see every task as finished strictly before "now".
+    const lastFinish = Math.max(...(await Promise.all(ids.map(getTask))).map((t) => Date.parse(t.finished_at!)));
+    await until("the clock to pass the last finish", () => Date.now() > lastFinish);
 
     const future = await edgeq(["purge", queue, "--older-than", "1h"]);
     expect(future.stdout).toContain("purged 0 finished tasks");

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../../cli/errors";
 import { counts, edgeq, enqueueTasks, getTask, uniqueQueue } from "./commands-support";
+import { waitFor } from "./worker-support";
 
 interface Placement {
   partitions: Array<{ part: number; shard: string; move: { from: string; left_on_source: number } | null }>;
@@ -22,12 +23,10 @@ describe("edgeq move / placement (two local shards, as npm start runs)", () => {
     expect(run.stdout).toMatch(new RegExp(`^${queue}#0  ${from} -> ${to}`));
 
     // The request relays in the background; the placement shows it done once nothing is left behind.
-    let after: Placement = before;
-    for (let i = 0; i < 50; i++) {
-      after = JSON.parse((await edgeq(["placement", queue, "--json"])).stdout) as Placement;
-      if (after.partitions[0]!.move?.left_on_source === 0) break;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const after = await waitFor("the move to leave nothing on the source", async () => {
+      const placement = JSON.parse((await edgeq(["placement", queue, "--json"])).stdout) as Placement;
+      return placement.partitions[0]!.move?.left_on_source === 0 && placement;
+    });
     expect(after.partitions[0]).toMatchObject({ shard: to, move: { from, left_on_source: 0 } });
     expect((await counts(queue)).pending).toBe(30);
     expect((await getTask(ids[7]!)).payload).toEqual({ i: 7 });

@@ -5,6 +5,9 @@ import { api, completeOne, enqueueTasks, killOne, leaseOne, start, uniqueQueue }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long a watch with nothing to show is watched printing nothing: a few of its redraw slots (200 ms). */
+const QUIET_MS = 500;
+
 describe("edgeq watch <id>", () => {
   it("follows progress and exits 0 when the task completes", async () => {
     const queue = uniqueQueue();
@@ -71,8 +74,10 @@ describe("edgeq watch <queue>", () => {
     await enqueueTasks(queue, [{}]);
     const watch = start(["watch", queue, "--interval", "0.2"]);
     await watch.waitFor(/pending 1/);
-    await sleep(500);
-    expect(watch.output().stdout.trim().split("\n")).toHaveLength(1); // nothing changed: nothing new printed
+    // A negative, so a bounded wait: for half a second nothing changes, and a re-read (on the stream's
+    // messages) prints nothing new.
+    await sleep(QUIET_MS);
+    expect(watch.output().stdout.trim().split("\n")).toHaveLength(1);
     watch.kill("SIGINT");
     const run = await watch.done;
     expect(run.code).toBe(EXIT.ok);

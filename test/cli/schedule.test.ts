@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../../cli/errors";
 import { counts, edgeq, getTask, uniqueQueue } from "./commands-support";
+import { waitFor } from "./worker-support";
 
 describe("edgeq schedule", () => {
   it("sets, lists, shows, triggers, pauses, resumes and removes a schedule", async () => {
@@ -58,13 +59,7 @@ describe("edgeq schedule", () => {
     const set = await edgeq(["schedule", "set", name, "--queue", queue, "--cron", "@every 1s", "--overlap", "allow"]);
     expect(set.code, set.stderr).toBe(0);
     // Real time here (wrangler dev's alarms run on its clock): wait for three slots, bounded at 15 s.
-    const deadline = Date.now() + 15_000;
-    let pending = 0;
-    while (Date.now() < deadline && pending < 3) {
-      pending = (await counts(queue)).pending ?? 0;
-      if (pending < 3) await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-    expect(pending).toBeGreaterThanOrEqual(3);
+    await waitFor("three slots fired", async () => ((await counts(queue)).pending ?? 0) >= 3, 15_000);
     expect((await edgeq(["schedule", "rm", name])).code).toBe(0);
   });
 });

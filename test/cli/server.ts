@@ -1,14 +1,16 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import type {} from "vitest";
-import { startWranglerDev } from "../../scripts/wrangler-dev.mjs";
+import { freePort, startWranglerDev } from "../../scripts/wrangler-dev.mjs";
 
 declare module "vitest" {
   export interface ProvidedContext {
     edgeqUrl: string;
     edgeqToken: string;
+    /** Where a server started in the background records why it failed to start (test/cli/server-ready.ts). */
+    edgeqStartFailure: string;
   }
 }
 
@@ -17,15 +19,28 @@ const TOKEN = "cli-test-token";
 /**
  * Starts a real `wrangler dev` (the local environment, fresh state in a temporary directory, cron testing
  * on) for the CLI tests, and stops it afterwards.
+ *
+ * Vitest runs every project's global setup, one after another, before any test. A project that runs after
+ * the others (`sequence.groupOrder` above 0: the browser one) does not need its server until then, so its
+ * server starts in the background while the others run — instead of holding them all for its ~10 s boot —
+ * and its test files wait for it in test/cli/server-ready.ts.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const state = mkdtempSync(join(tmpdir(), "edgeq-cli-"));
+  const port = await freePort();
+  const failure = join(state, "start-failure.txt");
   // vitest runs from the repository root.
-  const server = await startWranglerDev({ root: process.cwd(), token: TOKEN, persistTo: state });
-  project.provide("edgeqUrl", server.url);
+  const starting = startWranglerDev({ root: process.cwd(), token: TOKEN, persistTo: state, port });
+  project.provide("edgeqUrl", `http://127.0.0.1:${port}`);
   project.provide("edgeqToken", TOKEN);
+  project.provide("edgeqStartFailure", failure);
+  if (project.config.sequence.groupOrder > 0) {
+    starting.catch((error: Error) => writeFileSync(failure, error.stack ?? String(error)));
+  } else {
+    await starting;
+  }
   return async () => {
-    await server.stop();
+    await (await starting.catch(() => undefined))?.stop();
     rmSync(state, { recursive: true, force: true });
   };
 }

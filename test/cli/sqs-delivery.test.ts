@@ -19,16 +19,20 @@ async function createQueue(prefix: string, attributes: Record<string, string> = 
 }
 
 describe("SQS delivery through @aws-sdk/client-sqs", () => {
-  it("long-polls: a waiting ReceiveMessage is answered when a message is sent, and what it hands out is claimed", async () => {
+  it("long-polls: a waiting ReceiveMessage is answered when a delayed message comes due, and what it hands out is claimed", async () => {
     const url = await createQueue("sqs-poll");
-    const started = Date.now();
     const receiving = sqs.send(
       new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 10, VisibilityTimeout: 30 }),
     );
-    await new Promise((r) => setTimeout(r, 500)); // the receive is waiting in the coordinator by now
-    const sent = await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "wake up" }));
+    // Due in a second: the receive (sent first) waits in the coordinator whichever request the server sees
+    // first, and the coordinator's alarm answers it. (A receive woken by a SendMessage is
+    // test/sqs/endpoint.test.ts's, where the coordinator's waiters can be counted.)
+    const sentAt = Date.now();
+    const sent = await sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: "wake up", DelaySeconds: 1 }));
     const { Messages } = await receiving;
-    expect(Date.now() - started).toBeLessThan(5_000);
+    const waited = Date.now() - sentAt;
+    expect(waited).toBeGreaterThanOrEqual(900);
+    expect(waited).toBeLessThan(5_000);
     expect(Messages!.map((m) => m.MessageId)).toEqual([sent.MessageId]);
     // Answered after it waited: the coordinator's lease was provisional (claim_by); the receive claimed
     // it, so the message stays invisible for its whole visibility timeout, as in SQS.

@@ -8,6 +8,9 @@ const SLOW_POLL = ["--interval", "60"];
 /** How long a streamed change may take to show (a poll would take 60 s). */
 const STREAMED_MS = 8_000;
 
+// The rate and ETA on these lines need a second of the CLI's own clock: test/cli/watch-lines.test.ts moves
+// that clock by hand instead of waiting here.
+
 describe("edgeq watch follows the event stream", () => {
   it("shows a task's progress as its holder heartbeats, long before the next poll, and exits 0 on completion", async () => {
     const queue = uniqueQueue("ws");
@@ -22,9 +25,8 @@ describe("edgeq watch follows the event stream", () => {
       });
     await expectOk(await beat(30));
     await watch.waitFor(/ 30%\s+processing attempt 1\/3/, STREAMED_MS);
-    await new Promise((r) => setTimeout(r, 1100)); // the rate needs a second of history (the CLI's clock)
     await expectOk(await beat(60));
-    await watch.waitFor(/ 60%\s+processing attempt 1\/3.*ETA/, STREAMED_MS);
+    await watch.waitFor(/ 60%\s+processing attempt 1\/3/, STREAMED_MS);
     await expectOk(
       await api().v1.tasks[":id"].complete.$post({ param: { id: id! }, json: { lease_token: lease.lease_token } }),
     );
@@ -35,16 +37,15 @@ describe("edgeq watch follows the event stream", () => {
     for (const line of lines) expect([...line].length).toBeLessThanOrEqual(80);
   });
 
-  it("updates a queue's counts on events, with rate and ETA in 80 columns", async () => {
+  it("updates a queue's counts on events, in 80 columns", async () => {
     const queue = uniqueQueue("ws-queue-with-a-rather-long-name");
     await enqueueTasks(queue, [{}, {}, {}, {}]);
     const watch = start(["watch", queue, ...SLOW_POLL, "--until-done"]);
     await watch.waitFor(/0\/4 finished\s+pending 4/, STREAMED_MS);
     await completeOne(queue);
     await watch.waitFor(/1\/4 finished/, STREAMED_MS);
-    await new Promise((r) => setTimeout(r, 1100)); // the rate needs a second of history (real time)
     await completeOne(queue);
-    await watch.waitFor(/2\/4 finished.*\/s\s+ETA/, STREAMED_MS);
+    await watch.waitFor(/2\/4 finished/, STREAMED_MS);
     await completeOne(queue);
     await completeOne(queue);
     const run = await watch.done;

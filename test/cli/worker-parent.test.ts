@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, inject, it } from "vitest";
-import { alive, edgeqUrl, enqueue, getTask, tempDir, uniqueQueue, waitFor } from "./worker-support";
+import { PARENT_CHECK_MS } from "../../cli/worker/parent-watch";
+import { alive, edgeqUrl, enqueue, getTask, parentOf, tempDir, uniqueQueue, waitFor } from "./worker-support";
 
 let tmp: ReturnType<typeof tempDir>;
 let launcher: ChildProcess | undefined;
@@ -62,7 +63,7 @@ it("a worker started through `npx edgeq` stops (handing back, pid file removed) 
   expect(await getTask(id!)).toMatchObject({ state: "pending", attempts: 0 });
 });
 
-it("--outlive-parent keeps the worker running after its launcher exits", async () => {
+it("--outlive-parent keeps the worker running, and working, after its launcher exits", async () => {
   const queue = uniqueQueue("npx-outlive");
   const pidFile = join(tmp.dir, "worker.pid");
   const npx = npxEdgeq(["worker", queue, "--exec", "true", "--pid-file", pidFile, "--outlive-parent"], {});
@@ -73,11 +74,19 @@ it("--outlive-parent keeps the worker running after its launcher exits", async (
     30_000,
   );
   workerPid = pid;
+  const launchedBy = parentOf(pid);
   npx.child.kill("SIGTERM");
   await waitFor("npx to exit", () => npx.child.exitCode !== null || npx.child.signalCode !== null, 10_000);
-  // The parent check runs every second: three of them pass without the worker stopping.
-  await new Promise((r) => setTimeout(r, 3_000));
-  expect(alive(pid)).toBe(true);
+  // What a watching worker acts on: it is re-parented.
+  await waitFor(`the worker to be re-parented (from pid ${launchedBy})`, () => parentOf(pid) !== launchedBy, 10_000);
+  // A negative, so a bounded wait: without --outlive-parent the worker would notice within one check
+  // (every PARENT_CHECK_MS); two checks pass here and it is still there.
+  await new Promise((r) => setTimeout(r, 2 * PARENT_CHECK_MS));
+  expect(alive(pid), npx.output()).toBe(true);
+  expect(npx.output()).not.toContain("has exited: stopping");
+  // And it still leases and runs tasks.
+  const [id] = await enqueue(queue, [{}]);
+  await waitFor("the worker to complete a task", async () => (await getTask(id!)).state === "completed");
   process.kill(pid, "SIGTERM");
   await waitFor("the worker to stop on SIGTERM", () => !alive(pid), 5_000);
   expect(npx.output()).toContain("SIGTERM: stopping");

@@ -42,8 +42,9 @@ it("worker stop of an idle worker long-polling with the default 20 s wait takes 
   const env = { TMPDIR: tmp.dir };
   const worker = startCli(["worker", queue, "--exec", "true"], env);
   await recorded(join(tmp.dir, `edgeq-worker-${queue}.pid`));
-  // Let the first lease request reach the server and wait there (an empty queue: it waits 20 s).
-  await new Promise((r) => setTimeout(r, 1_000));
+  // The worker logs "started:" and, in the same turn of its event loop, sends its first lease request (an
+  // empty queue: the server holds it 20 s), so the stop below finds that request open.
+  await waitFor("the worker to start", () => worker.stderr.includes("started:"));
 
   const started = Date.now();
   const stop = await runCli(["worker", "stop", queue], env);

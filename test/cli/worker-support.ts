@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inject } from "vitest";
+import { until } from "../support/until";
 
 /** Helpers for the worker tests: the API over fetch, the CLI as a real process, bounded polling. */
 
@@ -59,19 +60,21 @@ export async function enqueue(queue: string, tasks: Array<Record<string, unknown
 
 export const getTask = (id: string) => api<TaskView>("GET", `/v1/tasks/${id}`);
 
-/** Polls `probe` until it returns something truthy; fails with `what` after `timeoutMs`. */
-export async function waitFor<T>(
+/** Between two probes here: a probe is often an API call to wrangler dev or a look at another process, so
+ * ten a second — quick next to a process's start-up, light on 2 shared cores. */
+const PROBE_INTERVAL_MS = 100;
+
+/** The default bound: a CLI process starting and calling the API takes seconds on a loaded machine; twenty
+ * is a hung one. */
+const WAIT_TIMEOUT_MS = 20_000;
+
+/** Polls `probe` until it returns something truthy; fails with `what` after `timeoutMs` (test/support/until.ts). */
+export function waitFor<T>(
   what: string,
   probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  timeoutMs = 20_000,
+  timeoutMs = WAIT_TIMEOUT_MS,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  return until(what, probe, { timeoutMs, intervalMs: PROBE_INTERVAL_MS });
 }
 
 /** A running `edgeq` process. */
@@ -157,6 +160,16 @@ export function alive(pid: number): boolean {
     return !stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z");
   } catch {
     return true; // no /proc: trust kill(0)
+  }
+}
+
+/** The parent of process `pid` (from /proc, else `ps`). */
+export function parentOf(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+  } catch {
+    return Number(execFileSync("ps", ["-o", "ppid=", "-p", String(pid)], { encoding: "utf8" }).trim());
   }
 }
 

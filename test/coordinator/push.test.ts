@@ -6,6 +6,7 @@ import type { TaskRow } from "../../src/db/schema";
 import { putQueueConfig } from "../../src/engine/queue-config";
 import { db, row, uniqueQueue, PROCESSORS } from "../helpers";
 import { alarmOf, coordinator } from "../support/coordinator";
+import { until } from "../support/until";
 
 /** End to end: HTTP enqueue -> the queue's coordinator -> its alarm runs the processor. No worker leases. */
 
@@ -24,8 +25,6 @@ async function enqueueOverHttp(queue: string, task: Record<string, unknown>): Pr
   return body.tasks[0]!.id;
 }
 
-const tick = () => new Promise((resolve) => setTimeout(resolve, 10));
-
 /**
  * Runs the coordinator's alarm until the task reaches `state` (bounded). The enqueue's notify reaches the
  * coordinator through waitUntil and sets an alarm due now; that alarm may also fire by itself, so this
@@ -33,24 +32,20 @@ const tick = () => new Promise((resolve) => setTimeout(resolve, 10));
  */
 async function alarmUntil(queue: string, id: string, state: TaskRow["state"]): Promise<TaskRow> {
   const stub = coordinator(queue);
-  for (let i = 0; i < 300; i++) {
-    await runDurableObjectAlarm(stub);
-    const current = await row(id);
-    if (current.state === state) return current;
-    await tick();
+  try {
+    return await until(`task ${id} to become ${state}`, async () => {
+      await runDurableObjectAlarm(stub);
+      const current = await row(id);
+      return current.state === state && current;
+    });
+  } catch (error) {
+    throw new Error(`${(error as Error).message}: ${JSON.stringify(await row(id))}`, { cause: error });
   }
-  throw new Error(`task ${id} never became ${state}: ${JSON.stringify(await row(id))}`);
 }
 
 /** Waits (bounded) until the coordinator of `queue` has an alarm set, and returns it. */
-async function untilAlarm(queue: string): Promise<number> {
-  for (let i = 0; i < 300; i++) {
-    const at = await alarmOf(queue);
-    if (at !== null) return at;
-    await tick();
-  }
-  throw new Error(`the coordinator of ${queue} never set an alarm`);
-}
+const untilAlarm = (queue: string): Promise<number> =>
+  until(`the coordinator of ${queue} to set an alarm`, () => alarmOf(queue));
 
 describe("push mode through the coordinator", () => {
   it("an HTTP-enqueued echo task is run by the coordinator's alarm and completed with its result", async () => {

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { StreamMessage, TaskEvent } from "../../src/contracts/events";
 import { call, enqueue, enqueueOne, getTask, leaseOne } from "../http/api";
 import { uniqueQueue } from "../helpers";
+import { until } from "../support/until";
 import { openStream } from "./socket";
 
 const summary = (events: StreamMessage[]) => events.map((e) => [e.event, (e as TaskEvent).task_id]);
@@ -137,11 +138,11 @@ describe("queue event stream", () => {
     await enqueueOne(queue);
     await first.taskEvents(1);
     first.close();
-    // Give the close time to reach the event hub (the socket list is what the hub checks).
+    // Wait for the close to reach the event hub (the socket list is what the hub checks).
     const stub = env.EVENT_HUB.get(env.EVENT_HUB.idFromName(queue));
-    for (let i = 0; i < 100 && (await runInDurableObject(stub, (_o, state) => state.getWebSockets().length)) > 0; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-    }
+    await until("the closed socket to leave the event hub", async () =>
+      runInDurableObject(stub, (_o, state) => state.getWebSockets().length === 0),
+    );
     const stored = () => runInDurableObject(stub, (_o, state) => state.storage.get<number>("events:seq"));
     expect(await stored()).toBe(1);
     // Unheard: two enqueues publish, nothing is read or stored for them.

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { snapshot, uniqueQueue } from "../helpers";
+import { untilWaiting } from "../support/coordinator";
 import { call, enqueue, expectError, getTask, ISO, lease, type AckResults } from "./api";
 
 const ack = (queue: string, body: Record<string, unknown>) =>
@@ -73,8 +74,8 @@ describe("an ack with the next lease in the same request", () => {
       complete: [{ id: only!.id, lease_token: only!.lease_token }],
       lease: { max: 1, wait_s: 5 },
     });
-    // A task enqueued while the ack's lease waits is handed to it.
-    await new Promise((r) => setTimeout(r, 200));
+    // A task enqueued once the ack's lease waits in the coordinator is handed to it.
+    await untilWaiting(queue, 1);
     const [late] = await enqueue(queue, { tasks: [{ type: "late" }] });
     const res = await pending;
     expect(res.status).toBe(200);

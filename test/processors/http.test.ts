@@ -3,6 +3,7 @@ import { PermanentError, RetryAfterError } from "../../src/processors/errors";
 import { httpProcessor } from "../../src/plugins/http/http";
 import { verifyWebhook } from "../../src/processors/webhook-signature";
 import { T0 } from "../helpers";
+import { until } from "../support/until";
 import type { TestContext } from "./context";
 import { httpContext, receivedAt, receiverUrl } from "./http-context";
 
@@ -207,9 +208,12 @@ describe("http processor: no answer", () => {
 
   it("stops waiting as soon as the task's signal is aborted (cancelled or lease lost)", async () => {
     const context = httpContext();
+    const path = "/slow?ms=10000&case=cancel";
     const started = Date.now();
-    const pending = run({ url: receiverUrl("/slow?ms=10000&case=cancel") }, context);
-    setTimeout(() => context.abort.abort(), 200);
+    const pending = run({ url: receiverUrl(path) }, context);
+    // Aborted once the receiver holds the request, so the delivery is waiting on its answer.
+    await until("the receiver to hold the request", async () => (await receivedAt(path)).length === 1);
+    context.abort.abort();
     const error = await failure(pending);
     expectRetryable(error);
     expect(error.message).toContain("cancelled");

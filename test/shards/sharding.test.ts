@@ -12,6 +12,7 @@ import { enqueueTasks } from "../../src/engine/enqueue";
 import { readShard, shardNames } from "../../src/shards/shard-set";
 import { decodeSlot } from "../../src/shards/task-slot";
 import { uniqueQueue } from "../helpers";
+import { until } from "../support/until";
 import { call, complete, enqueue, enqueueOne, expectError, getTask, lease, leaseOne } from "../http/api";
 
 const shard = (name: string): Db => openDb(name === "DB" ? env.DB : env.DB_1);
@@ -23,6 +24,8 @@ function queueOn(want: "DB" | "DB_1", prefix: string): string {
     if (rankShards(name, shardNames(env))[0] === want) return name;
   }
 }
+
+const sum = (counts: number[]) => counts.reduce((a, b) => a + b, 0);
 
 async function idsOn(name: string, queue: string): Promise<string[]> {
   const rows = await shard(name).all<{ id: string }>(sql`SELECT id FROM tasks WHERE queue = ${queue} ORDER BY id`);
@@ -165,12 +168,10 @@ describe("a coordinator per partition", () => {
     const runAt = Date.now() + 3_600_000;
     const [task] = await enqueue(queue, { dedupe_key: `k${key}`, run_at: new Date(runAt).toISOString() });
     expect(decodeSlot(task!.id)).toBe(placements[1]!.slot);
-    // The wake-up goes out after the response (waitUntil): wait for its alarm, bounded.
-    let armed: number | null = null;
-    for (let i = 0; i < 100 && armed === null; i++) {
-      armed = await runInDurableObject(coordinatorOf(env, queue, 1), (_o, state) => state.storage.getAlarm());
-      if (armed === null) await new Promise((r) => setTimeout(r, 10));
-    }
+    // The wake-up goes out after the response (waitUntil): wait for its alarm.
+    const armed = await until("partition 1's coordinator to arm its alarm", () =>
+      runInDurableObject(coordinatorOf(env, queue, 1), (_o, state) => state.storage.getAlarm()),
+    );
     expect(armed).toBe(runAt);
     expect(await runInDurableObject(coordinatorOf(env, queue, 0), (_o, state) => state.storage.getAlarm())).toBeNull();
   });
@@ -178,13 +179,17 @@ describe("a coordinator per partition", () => {
   it("a long poll on a partitioned queue is answered by tasks enqueued while it waits", async () => {
     const queue = uniqueQueue("parts-poll");
     await call("PUT", `/v1/queues/${queue}/config`, { body: { partitions: 2 } });
-    // Two polls wait (each at one partition's coordinator, in turn); eight tasks land on both partitions.
-    const polls = [lease(queue, { max: 10, wait_s: 3 }), lease(queue, { max: 10, wait_s: 3 })];
-    await new Promise((r) => setTimeout(r, 200));
+    // Two polls wait (each at one partition's coordinator, in turn); eight tasks land on both partitions,
+    // four on each (spread in turn). Each poll takes at most four, so both are answered as the tasks
+    // arrive: none waits out its wait_s, which only bounds a failure.
+    const polls = [lease(queue, { max: 4, wait_s: 3 }), lease(queue, { max: 4, wait_s: 3 })];
+    const waiting = () => Promise.all([0, 1].map((part) => coordinatorOf(env, queue, part).waiting()));
+    await until("both polls to wait in the partitions' coordinators", async () => sum(await waiting()) === 2);
     const ids = (await enqueue(queue, { tasks: Array.from({ length: 8 }, () => ({})) })).map((t) => t.id);
-    const got = (await Promise.all(polls)).flat().map((t) => t.id);
-    // Every task handed out once (a poll that found the other took them all answers empty at its end).
-    expect([...got].sort()).toEqual([...ids].sort());
+    const got = (await Promise.all(polls)).map((answer) => answer.map((t) => t.id));
+    // Every task handed out once, four to each poll.
+    expect(got.map((answer) => answer.length)).toEqual([4, 4]);
+    expect(got.flat().sort()).toEqual([...ids].sort());
   }, 15_000);
 });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { row, uniqueQueue } from "../helpers";
+import { untilWaiting } from "../support/coordinator";
 import { call, ORIGIN, sqsRequest } from "./signed-request";
 
 describe("SQS endpoint: deployment settings", () => {
@@ -59,6 +60,24 @@ describe("SQS endpoint: receives are engine leases", () => {
       await sqsRequest("ReceiveMessage", { QueueUrl: url, AttributeNames: ["ApproximateReceiveCount"] }),
     );
     expect((again.Messages as Array<{ Attributes: unknown }>)[0]!.Attributes).toEqual({ ApproximateReceiveCount: "2" });
+  });
+
+  it("a ReceiveMessage waiting in the coordinator is answered by a SendMessage, and claims what it hands out", async () => {
+    const name = uniqueQueue("sqs-poll");
+    const { body: created } = await call(await sqsRequest("CreateQueue", { QueueName: name }));
+    const url = created.QueueUrl;
+    const receiving = call(
+      await sqsRequest("ReceiveMessage", { QueueUrl: url, WaitTimeSeconds: 5, VisibilityTimeout: 30 }),
+    );
+    await untilWaiting(name, 1);
+    const { body: sent } = await call(await sqsRequest("SendMessage", { QueueUrl: url, MessageBody: "wake up" }));
+    const { body: received } = await receiving;
+    expect((received.Messages as Array<{ MessageId: string }>).map((m) => m.MessageId)).toEqual([sent.MessageId]);
+    // It waited, so the coordinator's lease was provisional (claim_by); the receive claimed it before
+    // answering: invisible for its whole visibility timeout, as in SQS.
+    const task = await row(sent.MessageId as string);
+    expect([task.state, task.claimBy]).toEqual(["processing", null]);
+    expect(task.leaseExpiresAt! - Date.now()).toBeGreaterThan(20_000);
   });
 
   it("an unknown operation and a malformed body are SQS errors, and change nothing", async () => {

@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { QueueCoordinator } from "../../src/coordinator/coordinator";
+import { until } from "./until";
 
 /** The queue's coordinator, as the HTTP routes reach it. */
 export function coordinator(queue: string) {
@@ -13,16 +14,18 @@ export function alarmOf(queue: string): Promise<number | null> {
 }
 
 /**
- * Waits (bounded) until the coordinator holds `n` long-poll requests. An event wait, not a stand-in for
- * time: the lease call is an RPC whose arrival the test cannot otherwise observe.
+ * Waits until the coordinator holds `n` long-poll requests: the lease call is an RPC whose arrival the test
+ * cannot otherwise observe, so this polls the coordinator's own count (bounded; the failure says how many
+ * it holds instead).
  */
 export async function untilWaiting(queue: string, n: number): Promise<void> {
   const stub = coordinator(queue);
-  for (let i = 0; i < 200; i++) {
-    if ((await stub.waiting()) === n) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
+  let held = -1;
+  try {
+    await until(`${n} waiter(s) at the coordinator of ${queue}`, async () => (held = await stub.waiting()) === n);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; it holds ${held}`, { cause: error });
   }
-  throw new Error(`coordinator of ${queue} never had ${n} waiter(s); it has ${await stub.waiting()}`);
 }
 
 /**
