@@ -1,0 +1,124 @@
+// The layer rules of src/, written once and checked by dependency-cruiser in `npm run check`
+// (`npm run lint:deps`). docs/architecture.md draws the same layers; change both together.
+
+/**
+ * What each folder of src/ may import from the rest of src/ (its own files always). A folder missing
+ * from a list is a layer above it: importing it would be a loop or an upward reach. `env.ts` and
+ * `index.ts` are the two files at src/'s top level.
+ */
+const ALLOWED = {
+  // The wire: API schemas, task and event shapes, limits, error codes, states. Imports nothing of src/.
+  contracts: [],
+  // The Drizzle schema and the D1 handle.
+  db: ["contracts"],
+  // What the Worker and its Durable Objects say to each other (zod schemas and RPC interfaces).
+  protocols: ["contracts", "db"],
+  // The bindings, typed by the protocols.
+  "env.ts": ["protocols"],
+  // One function per state change; the only code that touches the task tables (eslint.config.js).
+  engine: ["contracts", "db"],
+  storage: ["contracts"],
+  // The processor interface and registry: the core knows processors only through these.
+  processors: ["contracts", "env.ts", "storage"],
+  // Built-in processors as plugins: they see the processor interface, never the core's internals.
+  plugins: ["contracts", "env.ts", "processors", "storage"],
+  // Which database: the directory, routes over partitions, moves.
+  shards: ["contracts", "db", "engine", "env.ts"],
+  health: ["contracts", "db", "engine", "processors", "shards"],
+  // The one owner of what follows a state change: wake-ups, events, relays, alerts.
+  effects: ["contracts", "db", "engine", "env.ts", "health", "protocols", "shards"],
+  // Push dispatch: runs leased tasks through their processors.
+  dispatch: ["contracts", "db", "engine", "env.ts", "processors", "storage"],
+  // The event hub (a Durable Object) and its buffer.
+  events: ["contracts", "db", "engine", "env.ts", "protocols", "shards"],
+  // Schedules and the Scheduler (a Durable Object).
+  schedules: ["contracts", "db", "effects", "engine", "env.ts", "protocols", "shards"],
+  metrics: ["contracts", "db", "engine", "health", "schedules", "shards"],
+  // The queue-partition coordinator (a Durable Object).
+  coordinator: ["contracts", "db", "dispatch", "effects", "engine", "env.ts", "processors", "protocols", "shards"],
+  // One call per operation a client asks for, shared by every entry point.
+  operations: ["contracts", "db", "effects", "engine", "env.ts", "health", "processors", "schedules", "shards"],
+  // Entry points.
+  cron: ["contracts", "db", "effects", "engine", "env.ts", "events", "health", "schedules", "shards"],
+  sqs: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "shards"],
+  dashboard: [],
+  http: [
+    "contracts",
+    "dashboard",
+    "db",
+    "effects",
+    "engine",
+    "env.ts",
+    "events",
+    "health",
+    "metrics",
+    "operations",
+    "processors",
+    "schedules",
+    "shards",
+    "sqs",
+    "storage",
+  ],
+};
+
+const escapeDots = (name) => name.replace(/\./g, "\\.");
+const folderPath = (name) => (name.endsWith(".ts") ? `^src/${escapeDots(name)}$` : `^src/${name}/`);
+
+const layerRules = Object.entries(ALLOWED).map(([folder, allowed]) => ({
+  name: `layer-${folder.replace(/\.ts$/, "")}`,
+  comment: `src/${folder} may import only: ${allowed.length > 0 ? allowed.join(", ") : "nothing else of src/"}`,
+  severity: "error",
+  from: { path: folderPath(folder) },
+  to: { path: "^src/", pathNot: [folderPath(folder), ...allowed.map(folderPath)] },
+}));
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      comment: "No import loops, between files or through type-only imports.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    ...layerRules,
+    {
+      name: "unknown-folder",
+      comment: "Every folder of src/ has a line in ALLOWED (.dependency-cruiser.cjs) and in docs/architecture.md.",
+      severity: "error",
+      from: { path: "^src/", pathNot: [...Object.keys(ALLOWED).map(folderPath), "^src/index\\.ts$"] },
+      to: {},
+    },
+    {
+      name: "durable-object-classes-at-the-entry",
+      comment: "A Durable Object class is exported by the Worker's entry; everyone else reaches it by its binding.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/index\\.ts$" },
+      to: { path: "^src/(coordinator/coordinator|events/event-hub|schedules/scheduler)\\.ts$" },
+    },
+    {
+      name: "entry-points-hand-changes-to-the-owner",
+      comment:
+        "HTTP, SQS and the dashboard report state changes through src/operations; they never wake a coordinator or publish an event themselves.",
+      severity: "error",
+      from: { path: "^src/(http|sqs|dashboard)/" },
+      to: { path: "^src/effects/(wake|publish-batcher)\\.ts$" },
+    },
+    {
+      name: "cli-speaks-the-wire",
+      comment:
+        "The CLI talks to edgeq over HTTP: it may use the wire contracts, the app's type and the tts plugin's payload.",
+      severity: "error",
+      from: { path: "^cli/" },
+      to: { path: "^src/", pathNot: ["^src/contracts/", "^src/http/app\\.ts$", "^src/plugins/tts/"] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "node_modules" },
+    // Type-only imports count: a loop through types is still a loop for a reader.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
