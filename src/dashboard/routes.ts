@@ -4,7 +4,7 @@ import { mergeShardRows } from "../shards/cross-shard";
 import { readRoute, routeShards } from "../shards/queue-route";
 import type { AppEnv } from "../http/app-env";
 import { errorResponses, jsonResponse } from "../http/route-helpers";
-import { QueueParams } from "../http/schemas";
+import { QueueParams, ThroughputResponse } from "../http/schemas";
 import { validationHook } from "../http/validation";
 import { toIso } from "../engine/time";
 import { DASHBOARD_HTML } from "./page";
@@ -34,13 +34,7 @@ const throughputRoute = createRoute({
     query: z.object({ hours: z.enum(["1", "24"]).default("1") }),
   },
   responses: {
-    200: jsonResponse(
-      z.object({
-        minutes: z.array(
-          z.object({ minute: z.string(), enqueued: z.number(), completed: z.number(), failed: z.number() }),
-        ),
-      }),
-    ),
+    200: jsonResponse(ThroughputResponse),
     ...errorResponses,
   },
 });

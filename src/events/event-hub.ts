@@ -7,12 +7,11 @@ import { queueStatsOf } from "../shards/queue-ops";
 import { readRoute, routeShards } from "../shards/queue-route";
 import type { Env } from "../env";
 import { EventBuffer } from "./event-buffer";
+import { EVENTS_PROTOCOL } from "./protocol";
 import type { CountsEvent, PublishedEvent, StreamMessage, TaskEvent, TaskEventKind } from "./event-types";
 
 /** Storage key of the queue's last event seq: stored so an evicted coordinator never reuses one. */
 const SEQ_KEY = "events:seq";
-/** The WebSocket subprotocol a browser offers next to its ticket; the server answers with it. */
-export const EVENTS_PROTOCOL = "edgeq.events.v1";
 
 /** What each socket remembers across hibernation (serializeAttachment, at most 2 KB). */
 interface SocketAttachment {

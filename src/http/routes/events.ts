@@ -4,17 +4,14 @@ import { EdgeqError } from "../../engine/errors";
 import { DEV_TOKEN, EVENT_BUFFER_SIZE, EVENT_TICKET_TTL_S } from "../../engine/limits";
 import { getTask } from "../../engine/read";
 import { readSettings } from "../../env";
-import { EVENTS_PROTOCOL } from "../../events/event-hub";
+import { EVENTS_PROTOCOL, TICKET_PROTOCOL_PREFIX } from "../../events/protocol";
 import { issueTicket, ticketProblem } from "../../events/tickets";
 import { countsEventSchema, helloEventSchema, resyncEventSchema, taskEventSchema } from "../../events/event-types";
 import { onTaskShard } from "../../shards/task-locator";
 import type { AppEnv } from "../app-env";
 import { authRoute, errorResponses, jsonResponse } from "../route-helpers";
-import { QueueParams, TaskParams } from "../schemas";
+import { QueueParams, TaskParams, TicketResponse } from "../schemas";
 import { validationHook } from "../validation";
-
-/** A browser offers its ticket as a WebSocket subprotocol `edgeq.ticket.<ticket>` (next to EVENTS_PROTOCOL). */
-const TICKET_PROTOCOL_PREFIX = "edgeq.ticket.";
 
 const StreamQuery = z.object({
   after: z.coerce
@@ -78,12 +75,7 @@ const ticketRoute = authRoute({
   summary: "A short-lived signed ticket for the events WebSocket (browsers cannot send Authorization there)",
   description: `Signed with the bearer token this request presents, valid ${EVENT_TICKET_TTL_S} s: open GET /v1/queues/{queue}/events or GET /v1/tasks/{id}/events with \`?ticket=\` or the subprotocol \`edgeq.ticket.<ticket>\`. The token itself never goes into a URL.`,
   responses: {
-    200: jsonResponse(
-      z.object({
-        ticket: z.string().openapi({ example: "v1.1795000000000.3q2-7wEzq1Xh8Y2u0VJd3eQm6lJp6m0K1yZk9n3WcR0" }),
-        expires_at: z.string().openapi({ example: "2026-11-21T12:01:00.000Z" }),
-      }),
-    ),
+    200: jsonResponse(TicketResponse),
   },
 });
 
