@@ -4,6 +4,7 @@ import { series, sparkline } from "./charts";
 import { esc } from "./dom";
 import { follow } from "./events-socket";
 import { REFRESH_MS, type PageLife } from "./page-life";
+import { Reader } from "./reader";
 import type { Counts, HealthList, QueueHealth, QueueList, QueueStats, Throughput } from "./wire";
 
 /**
@@ -18,8 +19,7 @@ export async function overviewPage(life: PageLife): Promise<void> {
       `<th scope="col">Completed/min (1 h)</th><th scope="col">Failures (1 h)</th><th scope="col">Oldest due</th><th scope="col">Health</th></tr></thead><tbody id="queues"></tbody></table>`,
   );
   const followed = new Set<string>();
-  const load = async (): Promise<void> => {
-    const signal = life.latest("queues");
+  const list = new Reader(life, async (signal) => {
     const { queues } = must(await api<QueueList>("GET", "/v1/queues", { signal }));
     const health = await api<HealthList>("GET", "/v1/health/queues", { signal });
     const healthOf = new Map(health.ok ? health.body.queues.map((q) => [q.queue, q]) : []);
@@ -38,16 +38,20 @@ export async function overviewPage(life: PageLife): Promise<void> {
             if (cell) cell.textContent = String(event.counts[s] ?? 0);
           }
         },
-        onResync: () => life.run(load),
+        onResync: () => list.refresh(),
       });
     }
-  };
-  await load();
-  life.every(REFRESH_MS, load);
+  });
+  await list.read();
+  life.every(REFRESH_MS, () => list.refresh());
 }
 
 /** One queue's row: its counts, sparklines of the last hour, oldest due, health. */
-async function queueRow(q: QueueList["queues"][number], health: QueueHealth | undefined, signal: AbortSignal) {
+async function queueRow(
+  q: QueueList["queues"][number],
+  health: QueueHealth | undefined,
+  signal: AbortSignal,
+): Promise<string> {
   const path = `/v1/queues/${encodeURIComponent(q.queue)}`;
   const [stats, throughput] = await Promise.all([
     api<QueueStats>("GET", `${path}/stats`, { signal }),

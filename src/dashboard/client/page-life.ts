@@ -13,15 +13,13 @@ export const REFRESH_MS = 10_000;
  * throw instead of painting.
  *
  * @example
- * const signal = life.latest("tasks");
- * const page = must(await api<TaskList>("GET", path, { signal }));
- * life.find("tasks", signal).innerHTML = rows(page); // never reached once the page is left
+ * const stats = must(await api<QueueStats>("GET", path, { signal: life.signal }));
+ * life.find("counts").innerHTML = counts(stats); // never reached once the page is left
  */
 export class PageLife {
   /** This render's own element, the only place it paints; the router puts it in #view. */
   readonly root: HTMLElement = document.createElement("div");
   readonly #controller = new AbortController();
-  readonly #loads = new Map<string, AbortController>();
   readonly #cleanups = new Set<() => void>();
 
   /** Aborted when the page is left. */
@@ -33,20 +31,7 @@ export class PageLife {
     return this.signal.aborted;
   }
 
-  /**
-   * A signal for one load of a kind ("tasks", "counts", …): aborted when the page is left, and when a
-   * newer load of the same kind starts — so an older, slower answer (another filter, an earlier refresh)
-   * cannot paint over a newer one.
-   */
-  latest(kind: string): AbortSignal {
-    this.#loads.get(kind)?.abort();
-    const load = new AbortController();
-    if (this.ended) load.abort();
-    this.#loads.set(kind, load);
-    return load.signal;
-  }
-
-  /** Throws an AbortError once the page is left or `signal` (from `latest`) is aborted. */
+  /** Throws an AbortError once the page is left or `signal` (a Reader's read) is aborted. */
   check(signal?: AbortSignal): void {
     this.signal.throwIfAborted();
     signal?.throwIfAborted();
@@ -78,8 +63,8 @@ export class PageLife {
 
   /**
    * Starts `work` of this page (a load, a re-read after an event, a click's action) without waiting for
-   * it. Its error is shown in the notice — unless it is an abort (the page was left, or a newer load of
-   * the same kind took over), which is how a left page's work ends.
+   * it. Its error is shown in the notice — unless it is an abort (the page was left, or a newer read of
+   * the same thing took over), which is how a left page's work ends.
    */
   run(work: () => Promise<unknown>): void {
     work().catch((error: unknown) => {
@@ -88,20 +73,19 @@ export class PageLife {
     });
   }
 
-  /** Runs `work` every `ms` (REFRESH_MS at least) while the page is shown. */
-  every(ms: number, work: () => Promise<unknown>): void {
-    const timer = setInterval(() => this.run(work), Math.max(ms, REFRESH_MS));
+  /** Calls `tick` every `ms` (REFRESH_MS at least) while the page is shown. */
+  every(ms: number, tick: () => void): void {
+    const timer = setInterval(tick, Math.max(ms, REFRESH_MS));
     this.onEnd(() => clearInterval(timer));
   }
 
   /** Runs `work` once after `ms`, unless the page is left first. */
   later(ms: number, work: () => Promise<unknown>): void {
-    const cancel = (): void => clearTimeout(timer);
     const timer = setTimeout(() => {
-      this.#cleanups.delete(cancel);
+      forget();
       this.run(work);
     }, ms);
-    this.onEnd(cancel);
+    const forget = this.onEnd(() => clearTimeout(timer));
   }
 
   /** Calls `cleanup` when the page is left (at once if it was); returns a function that forgets it. */
@@ -118,7 +102,6 @@ export class PageLife {
   end(): void {
     if (this.ended) return;
     this.#controller.abort();
-    for (const load of this.#loads.values()) load.abort();
     for (const cleanup of this.#cleanups) cleanup();
     this.#cleanups.clear();
   }

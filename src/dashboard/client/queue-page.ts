@@ -4,6 +4,7 @@ import { THROUGHPUT_LINES, throughputChart } from "./charts";
 import { esc } from "./dom";
 import { follow } from "./events-socket";
 import type { PageLife } from "./page-life";
+import { Reader } from "./reader";
 import { queueConfigForm } from "./queue-config";
 import { tasksTable } from "./queue-tasks";
 import type { Counts, QueueStats, Throughput } from "./wire";
@@ -25,18 +26,16 @@ export async function queuePage(life: PageLife, queue: string): Promise<void> {
       (s) => `<div><dt>${s}</dt><dd id="count-${s}">${counts[s] ?? 0}</dd></div>`,
     ).join("");
   };
-  const loadCounts = async (): Promise<void> => {
-    const signal = life.latest("counts");
+  const counts = new Reader(life, async (signal) => {
     renderCounts(must(await api<QueueStats>("GET", `${path}/stats`, { signal })).counts, signal);
-  };
-  const loadChart = async (): Promise<void> => {
-    const signal = life.latest("chart");
+  });
+  const chart = new Reader(life, async (signal) => {
     const { minutes } = must(await api<Throughput>("GET", `${path}/throughput?hours=${hours}`, { signal }));
-    const chart = throughputChart(minutes, hours);
-    life.find("chart", signal).innerHTML = chart.svg;
-    life.find("chart-max", signal).textContent = `Scale: 0 to ${chart.max} per minute, last ${hours} h.`;
-  };
-  const tasks = tasksTable(life, queue, loadCounts);
+    const drawn = throughputChart(minutes, hours);
+    life.find("chart", signal).innerHTML = drawn.svg;
+    life.find("chart-max", signal).textContent = `Scale: 0 to ${drawn.max} per minute, last ${hours} h.`;
+  });
+  const tasks = tasksTable(life, queue, () => counts.read());
 
   for (const button of life.root.querySelectorAll<HTMLButtonElement>("[data-hours]")) {
     button.onclick = () => {
@@ -44,21 +43,21 @@ export async function queuePage(life: PageLife, queue: string): Promise<void> {
       for (const other of life.root.querySelectorAll("[data-hours]")) {
         other.setAttribute("aria-pressed", String(other === button));
       }
-      life.run(loadChart);
+      life.run(() => chart.read());
     };
   }
-  await Promise.all([loadCounts(), loadChart(), tasks.load(true), queueConfigForm(life, path)]);
+  await Promise.all([counts.read(), chart.read(), tasks.read(), queueConfigForm(life, path)]);
   follow(life, `${path}/events`, {
     onEvent: (event) => {
       if (event.event === "counts") renderCounts(event.counts);
       else tasks.reloadSoon();
     },
     onResync: () => {
-      life.run(loadCounts);
-      life.run(() => tasks.load(true));
+      counts.refresh();
+      tasks.refreshFromStart();
     },
   });
-  life.every(CHART_REFRESH_MS, loadChart);
+  life.every(CHART_REFRESH_MS, () => chart.refresh());
 }
 
 function layout(queue: string): string {

@@ -1,6 +1,7 @@
 import { api, must } from "./api";
 import { esc, isAbort } from "./dom";
 import type { PageLife } from "./page-life";
+import { Reader } from "./reader";
 import type { Task, TaskList } from "./wire";
 
 /** Task events come in bursts (a batch enqueue, a worker's acks): the table is re-read once per second
@@ -23,7 +24,7 @@ interface Filters {
 /**
  * The queue page's tasks table: filters, the search box, cursor pagination and the bulk actions (each
  * asks first, then shows the API's answer and re-reads the table and, through `reloadCounts`, the
- * counts). Wires the page's forms and buttons at once; `load` fills the table.
+ * counts). Wires the page's forms and buttons at once; `read` fills the table.
  */
 export function tasksTable(life: PageLife, queue: string, reloadCounts: () => Promise<void>) {
   const path = `/v1/queues/${encodeURIComponent(queue)}`;
@@ -31,11 +32,8 @@ export function tasksTable(life: PageLife, queue: string, reloadCounts: () => Pr
   let cursor: string | null = null;
   let reloadPending = false;
 
-  /** Fills the table (from the first page when `reset`). The latest call wins: a slower earlier one (an
-   * event's re-read, another filter) is aborted and cannot paint over it. */
-  const load = async (reset: boolean): Promise<void> => {
-    const signal = life.latest("tasks");
-    if (reset) cursor = null;
+  /** The table at `cursor` with the filters: a new question aborts a read under way (Reader). */
+  const table = new Reader(life, async (signal) => {
     const query = new URLSearchParams({ limit: PAGE_SIZE });
     for (const [key, value] of Object.entries(filters)) if (value) query.set(key, value);
     if (cursor) query.set("cursor", cursor);
@@ -46,8 +44,12 @@ export function tasksTable(life: PageLife, queue: string, reloadCounts: () => Pr
     next.hidden = !page.next_cursor;
     next.onclick = () => {
       cursor = page.next_cursor;
-      life.run(() => load(false));
+      life.run(() => table.read());
     };
+  });
+  const fromStart = (): Promise<void> => {
+    cursor = null;
+    return table.read();
   };
 
   const picked = (): string[] =>
@@ -64,7 +66,7 @@ export function tasksTable(life: PageLife, queue: string, reloadCounts: () => Pr
         if (isAbort(error)) throw error;
         life.say(error instanceof Error ? error.message : String(error), true);
       }
-      await Promise.all([reloadCounts(), load(true)]);
+      await Promise.all([reloadCounts(), fromStart()]);
     });
   };
   const onEachPicked = (verb: string, done: string, action: "cancel" | "retry"): void => {
@@ -103,7 +105,7 @@ export function tasksTable(life: PageLife, queue: string, reloadCounts: () => Pr
     const form = new FormData(filterForm);
     const field = (name: string): string => String(form.get(name) ?? "").trim();
     filters = { state: field("state"), type: field("type"), group: field("group"), dedupe_key: filters.dedupe_key };
-    life.run(() => load(true));
+    life.run(fromStart);
   };
   // An id opens its task; anything else (or an id-shaped key that is no task) filters the table by dedupe
   // key. Empty clears the search.
@@ -123,19 +125,25 @@ export function tasksTable(life: PageLife, queue: string, reloadCounts: () => Pr
       }
       filters.dedupe_key = text;
       life.say(text ? `Tasks with dedupe key ${text}` : "");
-      await load(true);
+      await fromStart();
     });
   };
 
   return {
-    load,
-    /** A task event arrived: re-read the table (where it stands) within TABLE_RELOAD_MS. */
+    /** Reads the first page (a new question: aborts a read under way). */
+    read: fromStart,
+    /** The stream was resynced: back to the first page, after any read under way. */
+    refreshFromStart(): void {
+      cursor = null;
+      table.refresh();
+    },
+    /** A task event arrived: re-read the page shown within TABLE_RELOAD_MS. */
     reloadSoon(): void {
       if (reloadPending) return;
       reloadPending = true;
-      life.later(TABLE_RELOAD_MS, () => {
+      life.later(TABLE_RELOAD_MS, async () => {
         reloadPending = false;
-        return load(false);
+        table.refresh();
       });
     },
   };

@@ -2,6 +2,7 @@ import { api, errorText, token } from "./api";
 import { esc } from "./dom";
 import { follow } from "./events-socket";
 import type { PageLife } from "./page-life";
+import { Reader } from "./reader";
 import type { Artifact, ArtifactList, Task } from "./wire";
 
 /**
@@ -11,27 +12,29 @@ import type { Artifact, ArtifactList, Task } from "./wire";
  */
 export async function taskPage(life: PageLife, id: string): Promise<void> {
   const path = `/v1/tasks/${encodeURIComponent(id)}`;
-  const load = async (): Promise<Task | null> => {
-    const signal = life.latest("task");
+  /** Whether the task exists: only then are its events followed. */
+  let found = false;
+  const task = new Reader(life, async (signal) => {
     const answer = await api<Task>("GET", path, { signal });
     if (!answer.ok) {
       life.paint(`<h1>Task ${esc(id)}</h1>`, signal);
       life.say(errorText(answer), true);
-      return null;
+      return;
     }
-    const task = answer.body;
-    life.paint(taskHtml(task), signal);
-    wireActions(life, task, load);
+    found = true;
+    const shown = answer.body;
     const artifacts = await api<ArtifactList>("GET", `${path}/artifacts`, { signal });
     const list = artifacts.ok ? artifacts.body.artifacts : [];
-    life.find("artifacts", signal).innerHTML = list.map(artifactItem).join("") || "<li>None.</li>";
+    // One paint with everything: a re-read after an event never shows the page half filled.
+    life.paint(taskHtml(shown, list), signal);
+    wireActions(life, shown, () => task.read());
     for (const button of life.root.querySelectorAll<HTMLButtonElement>("[data-play]")) {
       const artifact = list[Number(button.dataset.play)];
-      if (artifact) button.onclick = () => life.run(() => loadPlayer(life, task, artifact, button));
+      if (artifact) button.onclick = () => life.run(() => loadPlayer(life, shown, artifact, button));
     }
-    return task;
-  };
-  if (await load()) follow(life, `${path}/events`, { onEvent: () => life.run(load), onResync: () => life.run(load) });
+  });
+  await task.read();
+  if (found) follow(life, `${path}/events`, { onEvent: () => task.refresh(), onResync: () => task.refresh() });
 }
 
 function wireActions(life: PageLife, task: Task, reload: () => Promise<unknown>): void {
@@ -72,7 +75,7 @@ async function loadPlayer(life: PageLife, task: Task, artifact: Artifact, button
   button.replaceWith(audio);
 }
 
-function taskHtml(t: Task): string {
+function taskHtml(t: Task, artifacts: Artifact[]): string {
   const progress = t.state === "completed" ? 100 : (t.progress ?? 0);
   const wait = t.started_at ? (Date.parse(t.started_at) - Date.parse(t.run_at)) / 1000 : null;
   const run = t.started_at
@@ -104,7 +107,7 @@ function taskHtml(t: Task): string {
     fold("Checkpoint", t.checkpoint, false) +
     fold("Then (children enqueued on completion)", t.then, false) +
     `<section aria-labelledby="errors-h"><h2 id="errors-h">Errors (${t.errors.length})</h2><table aria-label="Error history"><thead><tr><th scope="col">Attempt</th><th scope="col">At</th><th scope="col">Kind</th><th scope="col">Message</th></tr></thead><tbody>${errors}</tbody></table></section>` +
-    `<section aria-labelledby="artifacts-h"><h2 id="artifacts-h">Artifacts</h2><ul id="artifacts"></ul></section>`
+    `<section aria-labelledby="artifacts-h"><h2 id="artifacts-h">Artifacts</h2><ul id="artifacts">${artifacts.map(artifactItem).join("") || "<li>None.</li>"}</ul></section>`
   );
 }
 
