@@ -8,7 +8,7 @@ import { api, enqueueTasks, leaseOne, uniqueQueue } from "./commands-support";
  * list of queues refreshes every 10 s). */
 const LIVE_MS = 5_000;
 const LIST_REFRESH_MS = 12_000;
-/** `EDGEQ_SCREENSHOTS=1 npx vitest run --project cli test/cli/dashboard-browser.test.ts` rewrites docs/. */
+/** `EDGEQ_SCREENSHOTS=1 npx vitest run --project browser test/cli/dashboard-browser.test.ts` rewrites docs/. */
 const SCREENSHOTS = process.env.EDGEQ_SCREENSHOTS === "1";
 
 let browser: Browser;
