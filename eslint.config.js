@@ -10,17 +10,62 @@ const TASK_TABLES_MESSAGE =
   "Only src/engine touches the task tables (tasks, task_transit): call or add an engine function (docs/architecture.md).";
 
 export default tseslint.config(
-  { ignores: ["node_modules/", ".wrangler/", "migrations/", "dist/", "docs/"] },
+  {
+    ignores: [
+      "node_modules/",
+      ".wrangler/",
+      "migrations/",
+      "dist/",
+      "docs/",
+      // Written by scripts/build-dashboard.mjs: minified browser code in a string.
+      "src/dashboard/client-bundle.generated.ts",
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
     files: ["src/**/*.ts", "test/**/*.ts"],
+    ignores: ["src/dashboard/client/**"],
     languageOptions: { parserOptions: { project: "./tsconfig.json", tsconfigRootDir: import.meta.dirname } },
     rules: {
       // An unawaited promise in a Worker is lost work: every promise is awaited or handed to waitUntil.
       "@typescript-eslint/no-floating-promises": "error",
       "@typescript-eslint/no-misused-promises": "error",
       "@typescript-eslint/no-non-null-assertion": "off",
+      // The Worker serves the dashboard's bundled text (client-bundle.generated.ts), never its browser code.
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [{ regex: "(^|/)client/", message: "browser code (src/dashboard/client/): import the built text" }],
+        },
+      ],
+    },
+  },
+  {
+    // The dashboard's browser code, type-checked against the DOM (tsconfig.dashboard.json) and bundled by
+    // scripts/build-dashboard.mjs.
+    files: ["src/dashboard/client/**/*.ts"],
+    languageOptions: {
+      parserOptions: { project: "./tsconfig.dashboard.json", tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      // An unawaited promise in a page is an error nobody sees: each is awaited or handed to PageLife.run.
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
+      // What it takes from the rest of src/ reaches the browser: types only, besides two modules of plain
+      // constants that import nothing.
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "^\\.\\./(?!\\.\\./contracts/states$|\\.\\./contracts/events-protocol$)",
+              allowTypeImports: true,
+              message: "Worker code must not reach the browser bundle: import types only",
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -344,3 +344,20 @@ export const QueueConfigPatch = QueueConfigSchema.partial().strict().openapi({
   description:
     "any subset of the configuration; backoff_cap_s must be at least backoff_base_s once merged with the stored values (a rule JSON Schema cannot state)",
 });
+
+/** A task's artifacts (GET /v1/tasks/{id}/artifacts). */
+export const ArtifactSchema = z
+  .object({ name: z.string(), content_type: z.string(), size: z.number().int() })
+  .openapi("Artifact");
+export const ArtifactListResponse = z.object({ artifacts: z.array(ArtifactSchema) });
+
+/** A ticket for the events WebSocket (POST /v1/events/tickets). */
+export const TicketResponse = z.object({
+  ticket: z.string().openapi({ example: "v1.1795000000000.3q2-7wEzq1Xh8Y2u0VJd3eQm6lJp6m0K1yZk9n3WcR0" }),
+  expires_at: z.string().openapi({ example: "2026-11-21T12:01:00.000Z" }),
+});
+
+/** Enqueued, completed and failed per minute (GET /v1/queues/{queue}/throughput, the dashboard's charts). */
+export const ThroughputResponse = z.object({
+  minutes: z.array(z.object({ minute: z.string(), enqueued: z.number(), completed: z.number(), failed: z.number() })),
+});

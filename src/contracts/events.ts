@@ -1,9 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { TASK_STATES } from "./states";
 
-/** The WebSocket subprotocol a browser offers next to its ticket; the server answers with it. */
-export const EVENTS_PROTOCOL = "edgeq.events.v1";
-
 /** What happened to a task, as the event stream names it. */
 export const TASK_EVENT_KINDS = [
   "enqueued",

@@ -13,7 +13,6 @@ import { readRoute, routeShards } from "../shards/queue-route";
 import type { Env } from "../env";
 import { EventBuffer } from "./event-buffer";
 import {
-  EVENTS_PROTOCOL,
   eventsPublishSchema,
   ungroupEvents,
   type CountsEvent,
@@ -22,6 +21,7 @@ import {
   type TaskEvent,
   type TaskEventKind,
 } from "../contracts/events";
+import { EVENTS_PROTOCOL } from "../contracts/events-protocol";
 
 /** Storage key of the queue's last event seq: stored so an evicted hub never reuses one. The same key the
  * Coordinator used when it carried the stream (before the split), so a handed-over seq reads the same. */

@@ -2,8 +2,9 @@ import type { RecentCounts } from "../engine/counters";
 import type { LiveFigures } from "../engine/live-figures";
 import { CHECKS, type Check, type Thresholds } from "./thresholds";
 
-export const HEALTH_STATUSES = ["ok", "warn", "critical"] as const;
-export type HealthStatus = (typeof HEALTH_STATUSES)[number];
+import { HEALTH_STATUSES, type HealthStatus } from "./health-status";
+
+export { HEALTH_STATUSES, type HealthStatus };
 
 /** What health looks at for one queue, at one time. */
 export interface HealthFigures {

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { CHECKS } from "./thresholds";
 import { ThresholdsPatch } from "./thresholds";
 import { MAX_ALERT_URL_CHARS } from "../contracts/limits";
-import { HEALTH_STATUSES } from "./evaluate";
+import { HEALTH_STATUSES } from "./health-status";
 
 const Status = z.enum(HEALTH_STATUSES);
 const Iso = z.string().nullable();

@@ -1,5 +1,5 @@
 import chromium from "@sparticuz/chromium";
-import { chromium as playwright, type Browser } from "playwright-core";
+import { chromium as playwright, type Browser, type Page } from "playwright-core";
 
 /**
  * Chromium from npm (@sparticuz/chromium's binary, unpacked at run time) driven by Playwright: what the
@@ -20,4 +20,14 @@ export async function launchChromium(): Promise<Browser> {
       "--disable-dev-shm-usage",
     ],
   });
+}
+
+/**
+ * Opens the dashboard at `url` and signs in with `token`; resolves once the overview shows.
+ */
+export async function signInToDashboard(page: Page, url: string, token: string): Promise<void> {
+  await page.goto(`${url}/dashboard`);
+  await page.getByLabel("API token").fill(token);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByRole("heading", { name: "Queues" }).waitFor();
 }

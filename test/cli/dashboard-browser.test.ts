@@ -8,7 +8,7 @@ import { api, enqueueTasks, leaseOne, uniqueQueue } from "./commands-support";
  * list of queues refreshes every 10 s). */
 const LIVE_MS = 5_000;
 const LIST_REFRESH_MS = 12_000;
-/** `EDGEQ_SCREENSHOTS=1 npx vitest run --project cli test/cli/dashboard-browser.test.ts` rewrites docs/. */
+/** `EDGEQ_SCREENSHOTS=1 npx vitest run --project browser test/cli/dashboard-browser.test.ts` rewrites docs/. */
 const SCREENSHOTS = process.env.EDGEQ_SCREENSHOTS === "1";
 
 let browser: Browser;
@@ -138,22 +138,30 @@ describe("the dashboard in a real Chromium", () => {
 
   it("finds tasks by dedupe key in the queue's search box, and opens a task by its id", async () => {
     const queue = uniqueQueue("dash-search");
-    const [wanted, , other] = await enqueueTasks(queue, [
+    const ids = await enqueueTasks(queue, [
       { dedupe_key: "order-1001" },
       { dedupe_key: "order-1002" },
       { dedupe_key: "order-10" },
     ]);
+    const [wanted, , other] = ids;
     await page.goto(`${url()}/dashboard#/queue/${queue}`);
     const search = page.getByLabel("Find task by id or dedupe key");
     await openPage(search, `the queue page of ${queue}`);
-    const rows = page.getByRole("table", { name: "Tasks" }).locator("tbody tr");
-    await expect.poll(() => rows.count()).toBe(3);
+    // The ids the table lists (sorted): what it shows, not only how many rows (a row painted by another
+    // page or by an older load would count too).
+    const listed = async () =>
+      (await page.getByRole("table", { name: "Tasks" }).locator("tbody a").allTextContents()).sort();
+    await expect.poll(listed).toEqual([...ids].sort());
+    // Live first: the socket's first message makes the page re-read its table without a filter — the read
+    // a search used to race (and lose to, showing unfiltered rows); the search's own read must win.
+    await page.locator("body[data-live]").waitFor();
 
     await search.fill("order-1001");
     await page.getByRole("button", { name: "Find" }).click();
-    // Exactly that key: one row, the task that holds it.
-    await expect.poll(() => rows.count()).toBe(1);
-    expect(await rows.first().textContent()).toContain(wanted);
+    // Exactly that key: the one task that holds it, and the notice saying what the table shows.
+    await expect.poll(() => page.locator("#notice").textContent()).toBe("Tasks with dedupe key order-1001");
+    await expect.poll(listed).toEqual([wanted]);
+    expect(await page.getByRole("table", { name: "Tasks" }).locator("tbody tr").count()).toBe(1);
 
     await search.fill(other!.toLowerCase());
     await page.getByRole("button", { name: "Find" }).click();

@@ -7,7 +7,7 @@ import { ARTIFACT_NAME, getArtifact, listArtifacts, putArtifact } from "../../st
 import { onTaskShard } from "../../shards/task-locator";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonResponse } from "../route-helpers";
-import { TaskId } from "../../contracts/api";
+import { ArtifactListResponse, ArtifactSchema, TaskId } from "../../contracts/api";
 import { validationHook } from "../validation";
 
 const ArtifactParams = z.object({
@@ -18,10 +18,6 @@ const ArtifactParams = z.object({
     .openapi({ param: { name: "name", in: "path" }, example: "item-0001.mp3" }),
 });
 
-const ArtifactSchema = z
-  .object({ name: z.string(), content_type: z.string(), size: z.number().int() })
-  .openapi("Artifact");
-
 const binary = { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } };
 
 const listRoute = authRoute({
@@ -30,7 +26,7 @@ const listRoute = authRoute({
   tags: ["artifacts"],
   summary: "The task's artifacts (rendered audio, ...) with content type and size",
   request: { params: z.object({ id: ArtifactParams.shape.id }) },
-  responses: { 200: jsonResponse(z.object({ artifacts: z.array(ArtifactSchema) })) },
+  responses: { 200: jsonResponse(ArtifactListResponse) },
 });
 
 const getRoute = authRoute({

@@ -4,22 +4,14 @@ import { EdgeqError } from "../../contracts/errors";
 import { DEV_TOKEN, EVENT_BUFFER_SIZE, EVENT_TICKET_TTL_S } from "../../contracts/limits";
 import { getTask } from "../../engine/read";
 import { readSettings } from "../../env";
+import { EVENTS_PROTOCOL, TICKET_PROTOCOL_PREFIX } from "../../contracts/events-protocol";
 import { issueTicket, ticketProblem } from "../../events/tickets";
-import {
-  countsEventSchema,
-  EVENTS_PROTOCOL,
-  helloEventSchema,
-  resyncEventSchema,
-  taskEventSchema,
-} from "../../contracts/events";
+import { countsEventSchema, helloEventSchema, resyncEventSchema, taskEventSchema } from "../../contracts/events";
 import { onTaskShard } from "../../shards/task-locator";
 import type { AppEnv } from "../app-env";
 import { authRoute, errorResponses, jsonResponse } from "../route-helpers";
-import { QueueParams, TaskParams } from "../../contracts/api";
+import { QueueParams, TaskParams, TicketResponse } from "../../contracts/api";
 import { validationHook } from "../validation";
-
-/** A browser offers its ticket as a WebSocket subprotocol `edgeq.ticket.<ticket>` (next to EVENTS_PROTOCOL). */
-const TICKET_PROTOCOL_PREFIX = "edgeq.ticket.";
 
 const StreamQuery = z.object({
   after: z.coerce
@@ -83,12 +75,7 @@ const ticketRoute = authRoute({
   summary: "A short-lived signed ticket for the events WebSocket (browsers cannot send Authorization there)",
   description: `Signed with the bearer token this request presents, valid ${EVENT_TICKET_TTL_S} s: open GET /v1/queues/{queue}/events or GET /v1/tasks/{id}/events with \`?ticket=\` or the subprotocol \`edgeq.ticket.<ticket>\`. The token itself never goes into a URL.`,
   responses: {
-    200: jsonResponse(
-      z.object({
-        ticket: z.string().openapi({ example: "v1.1795000000000.3q2-7wEzq1Xh8Y2u0VJd3eQm6lJp6m0K1yZk9n3WcR0" }),
-        expires_at: z.string().openapi({ example: "2026-11-21T12:01:00.000Z" }),
-      }),
-    ),
+    200: jsonResponse(TicketResponse),
   },
 });
 

@@ -1,5 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { QueueParams } from "../../contracts/api";
+import { QueueParams, ThroughputResponse } from "../../contracts/api";
 import { throughputSeries } from "../../engine/throughput";
 import { toIso } from "../../engine/time";
 import { mergeShardRows } from "../../shards/cross-shard";
@@ -19,13 +19,7 @@ const throughputRoute = createRoute({
     query: z.object({ hours: z.enum(["1", "24"]).default("1") }),
   },
   responses: {
-    200: jsonResponse(
-      z.object({
-        minutes: z.array(
-          z.object({ minute: z.string(), enqueued: z.number(), completed: z.number(), failed: z.number() }),
-        ),
-      }),
-    ),
+    200: jsonResponse(ThroughputResponse),
     ...errorResponses,
   },
 });
