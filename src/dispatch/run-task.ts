@@ -51,7 +51,7 @@ function isStop(error: unknown): error is EdgeqError {
  * `RetryAfterError`, and retryable (its message in the error history) for anything else.
  *
  * @example
- * const result = await runTask({ db, env, registry: defaultRegistry, config, now: Date.now }, leasedRow);
+ * const result = await runTask({ db, env, registry, config, now: Date.now }, leasedRow);
  */
 export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRunResult> {
   const { db, env, config, now } = deps;
