@@ -24,7 +24,7 @@ describe("README's layout", () => {
     );
     expect(entries.size).toBeGreaterThan(15);
     const block = layoutBlock();
-    const listed = new Set([...block.matchAll(/^(src\/[\w.-]+\/?)/gm)].map((m) => m[1]!));
+    const listed = new Set([...block.matchAll(/(?:^|\s)(src\/[\w.-]+\/?)/gm)].map((m) => m[1]!));
     const missing = [...entries].filter((entry) => !listed.has(entry)).sort();
     const gone = [...listed].filter((entry) => !entries.has(entry)).sort();
     expect({ missing, gone }).toEqual({ missing: [], gone: [] });
