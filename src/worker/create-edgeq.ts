@@ -1,0 +1,58 @@
+import { QueueCoordinator } from "../coordinator/coordinator";
+import { runTick } from "../cron/tick";
+import type { Env } from "../env";
+import { EventHub } from "../events/event-hub";
+import { buildApp } from "../http/app";
+import { ProcessorRegistry } from "../processors/registry";
+import type { Processor } from "../processors/types";
+import { Scheduler } from "../schedules/scheduler";
+import { processorListProblem } from "./processor-check";
+
+/** What a Worker builds edgeq with. */
+export interface EdgeqOptions {
+  /** The processors its push queues run (none: pull workers only). */
+  processors?: readonly Processor[];
+}
+
+/**
+ * Builds edgeq for a Worker: its `fetch` (the HTTP API, the dashboard, the SQS endpoint) and `scheduled`
+ * (the minute tick) handlers, and the Durable Object classes the Worker's module must export under the
+ * class names its wrangler.toml binds (`Coordinator`, `EventHub`, `Scheduler`). The processor list is
+ * checked here, once: a processor without a valid type, payload schema, engine or run function, or two of
+ * one type, throws an Error naming it as the Worker starts.
+ *
+ * @example
+ * const edgeq = createEdgeq({ processors: [echoProcessor] });
+ * export const { Coordinator, EventHub, Scheduler } = edgeq;
+ * export default { fetch: edgeq.fetch, scheduled: edgeq.scheduled } satisfies ExportedHandler<Env>;
+ */
+export function createEdgeq(options: EdgeqOptions = {}) {
+  const list = options.processors ?? [];
+  const problem = processorListProblem(list);
+  if (problem !== null) throw new Error(`edgeq: ${problem}`);
+  const processors = new ProcessorRegistry(list);
+  const app = buildApp({ processors });
+
+  /** The queue-partition coordinator, with this Worker's processors. */
+  class Coordinator extends QueueCoordinator {
+    constructor(ctx: DurableObjectState, env: Env) {
+      super(ctx, env, { processors });
+    }
+  }
+
+  return {
+    processors,
+    fetch: app.fetch,
+    /** The cron tick, awaited through waitUntil (never fire-and-forget). */
+    scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): void {
+      ctx.waitUntil(
+        runTick(env, controller.scheduledTime).then((result) => {
+          console.log("cron tick", JSON.stringify(result));
+        }),
+      );
+    },
+    Coordinator,
+    EventHub,
+    Scheduler,
+  };
+}
