@@ -39,7 +39,9 @@ const ALLOWED = {
   // One call per operation a client asks for, shared by every entry point.
   operations: ["contracts", "db", "effects", "engine", "env.ts", "health", "processors", "schedules", "shards"],
   // What a Worker builds edgeq with: createEdgeq wires the app, the tick and the Durable Object classes.
-  worker: ["contracts", "coordinator", "cron", "env.ts", "events", "http", "processors", "schedules"],
+  worker: ["contracts", "coordinator", "cron", "env.ts", "events", "http", "processors", "rpc", "schedules"],
+  // The Workers RPC binding: the API's bodies and answers over a service binding, through operations.
+  rpc: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "shards"],
   // Entry points.
   cron: ["contracts", "db", "effects", "engine", "env.ts", "events", "health", "schedules", "shards"],
   sqs: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "shards"],
@@ -103,9 +105,9 @@ module.exports = {
     {
       name: "entry-points-hand-changes-to-the-owner",
       comment:
-        "HTTP, SQS and the dashboard report state changes through src/operations; they never wake a coordinator or publish an event themselves.",
+        "HTTP, SQS, RPC and the dashboard report state changes through src/operations; they never wake a coordinator or publish an event themselves.",
       severity: "error",
-      from: { path: "^src/(http|sqs|dashboard)/" },
+      from: { path: "^src/(http|sqs|dashboard|rpc)/" },
       to: { path: "^src/effects/(wake|publish-batcher)\\.ts$" },
     },
     {

@@ -5,6 +5,7 @@ import { EventHub } from "../events/event-hub";
 import { buildApp } from "../http/app";
 import { ProcessorRegistry } from "../processors/registry";
 import type { Processor } from "../processors/types";
+import { EdgeqEntrypoint } from "../rpc/edgeq-entrypoint";
 import { Scheduler } from "../schedules/scheduler";
 import { processorListProblem } from "./processor-check";
 
@@ -16,14 +17,15 @@ export interface EdgeqOptions {
 
 /**
  * Builds edgeq for a Worker: its `fetch` (the HTTP API, the dashboard, the SQS endpoint) and `scheduled`
- * (the minute tick) handlers, and the Durable Object classes the Worker's module must export under the
- * class names its wrangler.toml binds (`Coordinator`, `EventHub`, `Scheduler`). The processor list is
+ * (the minute tick) handlers, the Durable Object classes the Worker's module must export under the class
+ * names its wrangler.toml binds (`Coordinator`, `EventHub`, `Scheduler`), and `EdgeqRpc`, the entrypoint
+ * a service binding of another Worker names. The processor list is
  * checked here, once: a processor without a valid type, payload schema, engine or run function, or two of
  * one type, throws an Error naming it as the Worker starts.
  *
  * @example
  * const edgeq = createEdgeq({ processors: [echoProcessor] });
- * export const { Coordinator, EventHub, Scheduler } = edgeq;
+ * export const { Coordinator, EventHub, Scheduler, EdgeqRpc } = edgeq;
  * export default { fetch: edgeq.fetch, scheduled: edgeq.scheduled } satisfies ExportedHandler<Env>;
  */
 export function createEdgeq(options: EdgeqOptions = {}) {
@@ -36,6 +38,13 @@ export function createEdgeq(options: EdgeqOptions = {}) {
   /** The queue-partition coordinator, with this Worker's processors. */
   class Coordinator extends QueueCoordinator {
     constructor(ctx: DurableObjectState, env: Env) {
+      super(ctx, env, { processors });
+    }
+  }
+
+  /** The Workers RPC binding other Workers of the account call (a service binding's `entrypoint`). */
+  class EdgeqRpc extends EdgeqEntrypoint {
+    constructor(ctx: ExecutionContext, env: Env) {
       super(ctx, env, { processors });
     }
   }
@@ -54,5 +63,6 @@ export function createEdgeq(options: EdgeqOptions = {}) {
     Coordinator,
     EventHub,
     Scheduler,
+    EdgeqRpc,
   };
 }
