@@ -48,6 +48,16 @@ export const tasks = sqliteTable(
     leaseHolder: text("lease_holder"),
     /** The lease is void from this time; the reaper then retries or buries the task. */
     leaseExpiresAt: integer("lease_expires_at"),
+    /** The length of the current (or last) lease in seconds, as it was leased: the lease request's visibility
+     * timeout, else the queue's at that moment. A heartbeat or extend that names no length extends by it, so
+     * a lease taken for 600 s is not cut to the queue's default by its first heartbeat. Null for leases
+     * handed out before this column existed (they fall back to the queue's). */
+    leaseVisibilityS: integer("lease_visibility_s"),
+    /** 1 when the current lease took the task over from an expired lease (its holder went silent) and so
+     * recorded that attempt as `lease expired`; 0 or null otherwise. Read from the lease's RETURNING (which
+     * sees only new values) so the lease counts that attempt as failed — once: the reaper ends only tasks
+     * still under an expired lease, so an attempt is ended by one of the two, never both. */
+    leaseTookOverExpired: integer("lease_took_over_expired"),
     /** Set while a lease handed to a long poll after it waited is not yet claimed: unless the holder makes
      * a fenced call (heartbeat, extend, complete, fail, release) before this time, the lease is void and the
      * task is leasable again with the attempt refunded — the client that waited may have gone. Null once

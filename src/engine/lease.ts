@@ -25,7 +25,8 @@ export interface LeaseRequest {
 /**
  * Leases up to `max` leasable tasks of a queue in one statement: a CTE picks them in priority order
  * (higher first), then run_at, then id, and the UPDATE marks them processing, counts the attempt, and
- * gives each a fresh random lease token and an expiry `now + visibility timeout`.
+ * gives each a fresh random lease token and an expiry `now + visibility timeout`; the lease's length is
+ * kept on the row (`lease_visibility_s`), the default of a heartbeat or extend that names none.
  *
  * Leasable (src/engine/redelivery.ts) includes processing tasks whose lease ran out: an expired lease is
  * taken over as soon as its backoff is due (the attempt it used is recorded as "lease expired"), and a
@@ -57,6 +58,8 @@ export interface LeasedAnswer {
   startedAt: number;
   priority: number;
   runAt: number;
+  /** 1 when this lease took the task over from an expired lease (that attempt counts as failed). */
+  leaseTookOverExpired: number;
   /** The task's LeasedTaskView as JSON text, rendered by SQLite inside the lease statement. */
   view: string;
 }
@@ -79,7 +82,8 @@ export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): 
     leaseSql(
       request,
       now,
-      sql`id, lease_token, type, priority, run_at, created_at, started_at, ${leasedViewJsonSql} AS view`,
+      sql`id, lease_token, type, priority, run_at, created_at, started_at, lease_took_over_expired,
+        ${leasedViewJsonSql} AS view`,
     ),
   );
   const leased = rows
@@ -91,6 +95,7 @@ export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): 
       runAt: r.run_at,
       createdAt: r.created_at,
       startedAt: r.started_at,
+      leaseTookOverExpired: r.lease_took_over_expired,
       view: r.view,
     }))
     .sort(leaseOrder);
@@ -106,6 +111,7 @@ interface LeasedAnswerRow {
   run_at: number;
   created_at: number;
   started_at: number;
+  lease_took_over_expired: number;
   view: string;
 }
 
@@ -115,13 +121,16 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
     // SQLite reads LIMIT -1 as "no limit": never let a bad max through to SQL.
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
-  const vtMs =
+  const vtS =
     request.visibilityTimeoutS !== null
-      ? sql`${request.visibilityTimeoutS * 1000}`
+      ? sql`${request.visibilityTimeoutS}`
       : sql`coalesce((SELECT q.visibility_timeout_s FROM queues q WHERE q.name = ${request.queue}),
-          ${DEFAULT_QUEUE_CONFIG.visibility_timeout_s}) * 1000`;
-  const expiresAt = sql`(${now} + ${vtMs})`;
+          ${DEFAULT_QUEUE_CONFIG.visibility_timeout_s})`;
+  const expiresAt = sql`(${now} + ${vtS} * 1000)`;
   const claimBy = request.provisional ? sql`min(${now + CLAIM_WINDOW_S * 1000}, ${expiresAt})` : sql`NULL`;
+  // A leasable task still processing and not an unclaimed provisional lease: an expired lease taken over,
+  // whose attempt this statement ends as "lease expired" (src/engine/redelivery.ts).
+  const takesOverExpired = sql`(tasks.state = 'processing' AND NOT ${unclaimedSql(now)})`;
   return sql`WITH picked AS (
       SELECT id FROM tasks
       WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}
@@ -131,13 +140,15 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
     UPDATE tasks SET
       state = 'processing',
       attempts = CASE WHEN ${unclaimedSql(now)} THEN attempts ELSE attempts + 1 END,
-      errors = CASE WHEN tasks.state = 'processing' AND NOT ${unclaimedSql(now)}
+      errors = CASE WHEN ${takesOverExpired}
         THEN json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', lease_expires_at,
           'message', 'lease expired', 'kind', 'lease_expired'))
         ELSE errors END,
       lease_token = lower(hex(randomblob(16))),
       lease_holder = ${request.holder},
       lease_expires_at = ${expiresAt},
+      lease_visibility_s = ${vtS},
+      lease_took_over_expired = CASE WHEN ${takesOverExpired} THEN 1 ELSE 0 END,
       claim_by = ${claimBy},
       started_at = coalesce(started_at, ${now}),
       updated_at = ${now}
