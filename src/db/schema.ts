@@ -179,7 +179,8 @@ export const taskCounters = sqliteTable(
     leased: zero("leased"),
     /** Completions (one per task). */
     completed: zero("completed"),
-    /** Failed attempts: every fail, and every expired lease the reaper ends (retried or not). */
+    /** Failed attempts: every fail, and every expired lease — whether the reaper ends it or the next lease
+     * takes it over (src/engine/lease.ts), counted once by whichever changes the row. */
     failed: zero("failed"),
     /** Tasks that went dead (attempts exhausted or a permanent failure). */
     dead: zero("dead"),

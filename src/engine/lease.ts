@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
-import { recordCounters } from "./counters";
+import { recordCounters, type CounterEvent } from "./counters";
 import { EdgeqError } from "../contracts/errors";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
@@ -29,7 +29,8 @@ export interface LeaseRequest {
  * kept on the row (`lease_visibility_s`), the default of a heartbeat or extend that names none.
  *
  * Leasable (src/engine/redelivery.ts) includes processing tasks whose lease ran out: an expired lease is
- * taken over as soon as its backoff is due (the attempt it used is recorded as "lease expired"), and a
+ * taken over as soon as its backoff is due (the attempt it used is recorded as "lease expired" and counted
+ * as failed, as the reaper would have), and a
  * provisional lease nobody claimed is taken over at once with its attempt refunded — no cron tick needed.
  *
  * Why it is safe under concurrency: D1 runs one statement at a time per database, and the UPDATE
@@ -157,8 +158,11 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
 }
 
 /**
- * Counts a lease's tasks (src/engine/counters.ts): each one leased, and for a first lease (started_at set
- * just now) the wait since it became due. From the lease's answer, in a call of its own: counting inside
+ * Counts a lease's tasks (src/engine/counters.ts): each one leased, for a first lease (started_at set just
+ * now) the wait since it became due, and for a task taken over from an expired lease the attempt that
+ * lapsed, as failed — as the reaper counts the lapsed attempts it ends. Each lapsed attempt is counted
+ * once, by whichever statement ends it: the lease's UPDATE and the reaper's both re-check that the lease
+ * is still the expired one, and D1 runs one statement at a time. From the lease's answer, in a call of its own: counting inside
  * the lease's batch has to pick the same tasks a second time (the pick walks past every task in flight),
  * and that made a burn-down's lease of 100 take 4.4-5.1 ms of SQL instead of 3.3 ms (D1's
  * `meta.duration`, `npm run bench -- --only http-profile`, 2026-11-23) — more database time than the
@@ -167,17 +171,20 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
 function countLeases(
   db: Db,
   queue: string,
-  leased: Array<Pick<TaskRow, "type" | "createdAt" | "runAt" | "startedAt">>,
+  leased: Array<Pick<TaskRow, "type" | "createdAt" | "runAt" | "startedAt" | "leaseTookOverExpired">>,
   now: number,
 ): Promise<void> {
   return recordCounters(
     db,
-    leased.map((t) => ({
-      queue,
-      type: t.type,
-      counter: "leased" as const,
-      wait: t.startedAt === now ? now - Math.max(t.createdAt, t.runAt) : undefined,
-    })),
+    leased.flatMap((t): CounterEvent[] => {
+      const lease: CounterEvent = {
+        queue,
+        type: t.type,
+        counter: "leased",
+        wait: t.startedAt === now ? now - Math.max(t.createdAt, t.runAt) : undefined,
+      };
+      return t.leaseTookOverExpired === 1 ? [lease, { queue, type: t.type, counter: "failed" }] : [lease];
+    }),
     now,
   );
 }
