@@ -135,6 +135,9 @@ export const queues = sqliteTable("queues", {
   /** SQS endpoint only: the queue's ReceiveMessageWaitTimeSeconds, the long-poll wait of a ReceiveMessage
    * that names none (the native API takes wait_s per lease); null for 0. */
   sqsReceiveWaitS: integer("sqs_receive_wait_s"),
+  /** SQS endpoint only: the queue's tags (TagQueue, CreateQueue's tags) as a JSON object of key -> value;
+   * null for none. Tags mean nothing to SQS and nothing to edgeq: they are stored and listed back. */
+  sqsTags: text("sqs_tags"),
 });
 
 /** The counter columns of `task_counters`, one per transition counted. */
