@@ -29,8 +29,7 @@ import { configureQueue } from "../operations/queue";
 import { cancel, heartbeat, readTask, retry } from "../operations/task";
 import type { ProcessorRegistry } from "../processors/registry";
 import { listTasksOf, queueStatsOf } from "../shards/queue-ops";
-import { queueConfigOf } from "../shards/queue-config-ops";
-import { queueRoute, readRoute } from "../shards/queue-route";
+import { readRoute } from "../shards/queue-route";
 import { rpcCall } from "./rpc-errors";
 
 /** A task row as the API shows it, typed for callers across RPC. */
@@ -135,16 +134,14 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
       const name = parseWire(QueueName, queue, "queue");
       const parsed = parseWire(ExtendBody, body, "body");
       const op = this.operation();
-      const fallbackS =
-        parsed.visibility_timeout_s ??
-        (await queueConfigOf(await queueRoute(op.env, name, op.now))).visibility_timeout_s;
+      // No length named: each lease's own, as it was leased (read in the extend statement).
       const outcomes = await extendTaskLeases(
         op,
         name,
         parsed.leases.map((l) => ({
           id: l.id,
           leaseToken: l.lease_token,
-          visibilityTimeoutS: l.visibility_timeout_s ?? fallbackS,
+          visibilityTimeoutS: l.visibility_timeout_s ?? parsed.visibility_timeout_s,
         })),
       );
       return { results: extendResults(outcomes, op.now) };

@@ -77,7 +77,7 @@ const extendRoute = authRoute({
   tags: ["leases"],
   summary: "Extend and claim up to 100 leases; each item succeeds or fails on its own",
   description:
-    "Sets each lease to expire `visibility_timeout_s` from now and claims it. A long poll answered after it waited hands out provisional leases (`claim_by`): claim them here on receipt.",
+    "Sets each lease to expire `visibility_timeout_s` from now (the item's, else the body's, else the lease's own length as it was leased) and claims it. A long poll answered after it waited hands out provisional leases (`claim_by`): claim them here on receipt.",
   request: { params: QueueParams, body: jsonBody(ExtendBody) },
   responses: { 200: jsonResponse(ExtendResponse) },
 });
@@ -209,15 +209,14 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(extendRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
-    const route = await queueRoute(c.env, queue, c.var.now);
-    const fallbackS = body.visibility_timeout_s ?? (await queueConfigOf(route)).visibility_timeout_s;
+    // No length named: each lease's own, as it was leased (read in the extend statement).
     const outcomes = await extendTaskLeases(
       c.var.op,
       queue,
       body.leases.map((l) => ({
         id: l.id,
         leaseToken: l.lease_token,
-        visibilityTimeoutS: l.visibility_timeout_s ?? fallbackS,
+        visibilityTimeoutS: l.visibility_timeout_s ?? body.visibility_timeout_s,
       })),
     );
     return c.json({ results: extendResults(outcomes, c.var.now) }, 200);
