@@ -173,17 +173,23 @@ describe("Worker", () => {
     expect(await getTask(slow!)).toMatchObject({ state: "pending", attempts: 0, lease_expires_at: null });
   });
 
-  it("stops at once when idle, ending the long poll", async () => {
+  it("stops at once when idle, ending its long poll", async () => {
     const queue = uniqueQueue("sdk-idle");
-    const worker = track(sdkWorker(queue, async () => "never"));
+    const polling = deferred();
+    const watching: typeof fetch = (input, init) => {
+      const body = typeof init?.body === "string" ? (JSON.parse(init.body) as { wait_s?: number }) : {};
+      if (String(input).endsWith("/lease") && (body.wait_s ?? 0) > 0) polling.resolve();
+      return fetch(input, init);
+    };
+    const client = new EdgeqClient({ url: inject("edgeqUrl"), token: inject("edgeqToken"), fetch: watching });
+    const worker = track(sdkWorker(queue, async () => "never", { client }));
     const running = worker.run();
-    // The worker reads the queue's config, then long-polls: wait for its poll to be on the server.
-    await waitFor("the worker to start", () => (worker as unknown as { runner?: unknown }).runner);
+    await polling.promise;
     const before = Date.now();
     await worker.close();
     await running;
-    // A 20 s long poll ended in well under its wait.
-    expect(Date.now() - before).toBeLessThan(10_000);
+    // The 20 s long poll was ended, not waited out.
+    expect(Date.now() - before).toBeLessThan(5_000);
   });
 
   it("repeats an ack whose answer was lost: the server applied it once, the worker reports it once", async () => {
@@ -209,5 +215,24 @@ describe("Worker", () => {
     expect(completions).toEqual([id]);
     expect(errors).toEqual([]);
     expect(await getTask(id!)).toMatchObject({ state: "completed", result: { ok: 1 }, attempts: 1 });
+  });
+
+  it("sends the acks of finished tasks with the next lease when every slot was busy", async () => {
+    const queue = uniqueQueue("sdk-carry");
+    const ids = await enqueue(queue, [{ type: "a" }, { type: "b" }, { type: "c" }, { type: "d" }]);
+    const ackBodies: Array<{ lease?: unknown }> = [];
+    const recording: typeof fetch = async (input, init) => {
+      if (String(input).endsWith("/ack")) ackBodies.push(JSON.parse(String(init?.body)) as { lease?: unknown });
+      return fetch(input, init);
+    };
+    const client = new EdgeqClient({ url: inject("edgeqUrl"), token: inject("edgeqToken"), fetch: recording });
+    const worker = track(sdkWorker(queue, async (task) => task.type, { client, concurrency: 1 }));
+    const completions: string[] = [];
+    worker.on("completed", (task) => completions.push(task.id));
+    void worker.run();
+    await waitFor("four completions", () => completions.length === 4);
+    expect(completions.sort()).toEqual([...ids].sort());
+    // One slot: each finish frees it while the worker waits for it, so the ack carries the next lease.
+    expect(ackBodies.filter((b) => b.lease !== undefined).length).toBeGreaterThanOrEqual(3);
   });
 });
