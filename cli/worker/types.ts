@@ -1,14 +1,11 @@
 import type { Artifact, LeasedTask, TaskContext } from "../../src/node/index";
+import type { Outcome } from "../../src/node/types";
 
-export type { LeasedTask };
+export type { LeasedTask, Outcome };
 /** An artifact as the API describes it. */
 export type ArtifactInfo = Artifact;
 /** What a handler may do while it runs a task (the SDK's task context). */
 export type HandlerContext = TaskContext;
-
-/** What a handler decided: complete with a result, or fail (retryable or not, optionally after a delay). */
-export type Outcome =
-  { kind: "complete"; result: unknown } | { kind: "fail"; error: string; retryable: boolean; retryAfterS?: number };
 
 /**
  * How `edgeq worker` runs one leased task (a shell command, or the tts engine): it returns an

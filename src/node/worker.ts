@@ -120,12 +120,10 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
    * A second call hands back at once. Resolves when the worker has stopped.
    */
   async close(): Promise<void> {
-    if (!this.running) {
-      this.closing = true;
-      return;
-    }
+    // Before the runner exists (run() not called, or still reading the queue's config) it stops on creation.
+    this.closing = true;
     this.runner?.stop();
-    await this.running.catch(() => {});
+    await this.running?.catch(() => {});
   }
 
   private async work(): Promise<void> {
