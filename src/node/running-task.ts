@@ -157,7 +157,12 @@ export class RunningTask {
     return {
       signal,
       heartbeat: (update) => keeper.beat(update),
-      progress: (percent, message) => keeper.beat({ progress: percent, ...(message === undefined ? {} : { message }) }),
+      // The API takes whole percents 0-100: 33.3 is 33, not a refusal that fails the handler.
+      progress: (percent, message) =>
+        keeper.beat({
+          progress: Math.min(100, Math.max(0, Math.round(percent))),
+          ...(message === undefined ? {} : { message }),
+        }),
       checkpoint: (value) => keeper.beat({ checkpoint: value }),
       putArtifact: (name, bytes, type) => api.putArtifact(this.task, name, bytes, type, signal).catch(stopOn409),
       listArtifacts: () => api.listArtifacts(this.task).catch(stopOn409),

@@ -43,7 +43,7 @@ export interface TaskContext {
   /** Aborted (its reason a {@link TaskStopped}) when the task must stop: the lease was lost, the task was
    * cancelled, it ran past its time limit, or the worker is handing it back. Stop, and return or throw. */
   signal: AbortSignal;
-  /** Extends the lease now and records progress (an integer 0-100) and a message. */
+  /** Extends the lease now and records progress (percent, rounded and kept within 0-100) and a message. */
   progress(percent: number, message?: string): Promise<void>;
   /** Extends the lease now and saves a checkpoint: a retry of this task gets it back as `task.checkpoint`. */
   checkpoint(value: unknown): Promise<void>;
