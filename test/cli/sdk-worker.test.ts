@@ -235,4 +235,57 @@ describe("Worker", () => {
     // One slot: each finish frees it while the worker waits for it, so the ack carries the next lease.
     expect(ackBodies.filter((b) => b.lease !== undefined).length).toBeGreaterThanOrEqual(3);
   });
+
+  it("aborts ctx.signal past the time limit and fails the task for a retry, saying so", async () => {
+    const queue = uniqueQueue("sdk-timeout");
+    const [id] = await enqueue(queue, [{ type: "t" }]);
+    let reason: unknown;
+    const worker = track(
+      sdkWorker(
+        queue,
+        async (_task, ctx) => {
+          await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+          reason = ctx.signal.reason;
+          throw new Error("stopped half way");
+        },
+        { timeoutS: 1 },
+      ),
+    );
+    const failed = nextEvent<[{ id: string }, string, { retryable: boolean }]>(worker, "failed");
+    void worker.run();
+    const [task, error, info] = await failed;
+    expect(task.id).toBe(id);
+    expect((reason as TaskStopped).reason).toBe("timeout");
+    expect(error).toBe("timed out after 1s (timeoutS); stopped half way");
+    expect(info.retryable).toBe(true);
+    expect((await getTask(id!)).errors[0]?.message).toBe(error);
+  });
+
+  it("aborts ctx.signal when the lease is lost, and reports it without acking", async () => {
+    const queue = uniqueQueue("sdk-lost");
+    const [id] = await enqueue(queue, [{ type: "t" }]);
+    const token = deferred<string>();
+    let reason: unknown;
+    const worker = track(
+      sdkWorker(
+        queue,
+        async (task, ctx) => {
+          token.resolve(task.lease_token);
+          await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+          reason = ctx.signal.reason;
+          return "too late";
+        },
+        // A 3 s lease: a heartbeat every second finds the lease gone.
+        { visibilityS: 3 },
+      ),
+    );
+    const lost = nextEvent<[{ id: string }]>(worker, "lease_lost");
+    void worker.run();
+    // Someone else completes the task with the token: the worker's lease is over.
+    await api("POST", `/v1/tasks/${id}/complete`, { lease_token: await token.promise, result: "elsewhere" });
+    const [task] = await lost;
+    expect(task.id).toBe(id);
+    expect((reason as TaskStopped).reason).toBe("lease_lost");
+    expect(await getTask(id!)).toMatchObject({ state: "completed", result: "elsewhere" });
+  });
 });
