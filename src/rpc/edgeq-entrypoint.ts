@@ -67,6 +67,9 @@ export type RpcLeasedTask = OverRpc<z.infer<typeof LeasedTaskSchema>>;
 /** A schedule as the API shows it (its task's JSON fields one level deep, as above). */
 export type RpcSchedule = Omit<z.infer<typeof ScheduleView>, "task"> & { task: Record<string, JsonValue> };
 
+/** The type of a service binding to edgeq's entrypoint: `interface Env { EDGEQ: EdgeqService }`. */
+export type EdgeqService = Service<EdgeqEntrypoint>;
+
 const StatsQuery = z.strictObject({ group: z.string().min(1).max(128).optional() });
 
 /**
