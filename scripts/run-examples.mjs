@@ -12,9 +12,12 @@ const examples = join(root, "examples");
 const ORDER = ["queue-worker", "producer", "node-worker"];
 const only = process.argv.slice(2);
 
+/** @param {string[]} args @param {string} cwd */
 const npm = (args, cwd) => spawnSync("npm", args, { cwd, stdio: "inherit", env: process.env });
 
-const packed = JSON.parse(execFileSync("npm", ["pack", "--json", "--pack-destination", examples], { cwd: root }));
+const packed = JSON.parse(
+  execFileSync("npm", ["pack", "--json", "--pack-destination", examples], { cwd: root, encoding: "utf8" }),
+);
 renameSync(join(examples, packed[0].filename), join(examples, "edgeq.tgz"));
 
 const failed = [];
