@@ -42,6 +42,11 @@ const ALLOWED = {
   worker: ["contracts", "coordinator", "cron", "env.ts", "events", "http", "processors", "rpc", "schedules"],
   // The Workers RPC binding: the API's bodies and answers over a service binding, through operations.
   rpc: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "schedules", "shards"],
+  // The typed HTTP client (edgeq/client): fetch only, types from the wire's schemas.
+  client: ["contracts"],
+  // The Node worker runtime (edgeq/node), on the client; processors/errors.ts gives it the same
+  // PermanentError and RetryAfterError classes a processor throws.
+  node: ["client", "contracts", "processors"],
   // Entry points.
   cron: ["contracts", "db", "effects", "engine", "env.ts", "events", "health", "schedules", "shards"],
   sqs: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "shards"],
@@ -123,10 +128,13 @@ module.exports = {
     {
       name: "cli-speaks-the-wire",
       comment:
-        "The CLI talks to edgeq over HTTP: it may use the wire contracts, the app's type and the tts plugin's payload.",
+        "The CLI talks to edgeq over HTTP: it may use the wire contracts, the app's type, the tts plugin's payload, the client and the Node worker runtime.",
       severity: "error",
       from: { path: "^cli/" },
-      to: { path: "^src/", pathNot: ["^src/contracts/", "^src/http/app\\.ts$", "^src/plugins/tts/"] },
+      to: {
+        path: "^src/",
+        pathNot: ["^src/contracts/", "^src/http/app\\.ts$", "^src/plugins/tts/", "^src/client/", "^src/node/"],
+      },
     },
   ],
   options: {

@@ -25,7 +25,7 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     files: ["src/**/*.ts", "test/**/*.ts"],
-    ignores: ["src/dashboard/client/**"],
+    ignores: ["src/dashboard/client/**", "src/node/**"],
     languageOptions: { parserOptions: { project: "./tsconfig.json", tsconfigRootDir: import.meta.dirname } },
     rules: {
       // An unawaited promise in a Worker is lost work: every promise is awaited or handed to waitUntil.
@@ -36,9 +36,27 @@ export default tseslint.config(
       "no-restricted-imports": [
         "error",
         {
-          patterns: [{ regex: "(^|/)client/", message: "browser code (src/dashboard/client/): import the built text" }],
+          patterns: [
+            {
+              regex: "(^\\./|dashboard/)client/",
+              message: "browser code (src/dashboard/client/): import the built text",
+            },
+          ],
         },
       ],
+    },
+  },
+  {
+    // The Node worker runtime (edgeq/node), type-checked with Node's types (tsconfig.build-node.json).
+    files: ["src/node/**/*.ts"],
+    languageOptions: {
+      parserOptions: { project: "./tsconfig.build-node.json", tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      // An unawaited promise in a worker is a lost ack or a crash nobody sees.
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
+      "@typescript-eslint/no-non-null-assertion": "off",
     },
   },
   {

@@ -1,14 +1,16 @@
+import { EdgeqClient, EdgeqError, Worker } from "../../src/node/index";
+import type { RunTimeout } from "../../src/node/types";
 import { expectOk } from "../client";
-import { EXIT } from "../errors";
+import type { CliConfig } from "../config";
+import { CliError, EXIT } from "../errors";
 import type { Command, CommandContext } from "../command";
-import { WorkerApi } from "../worker/api";
 import { execHandler } from "../worker/exec-handler";
 import { parseWorkerSettings, WORKER_FLAGS } from "../worker/options";
+import { sdkHandler } from "../worker/outcome-handler";
 import { watchParent } from "../worker/parent-watch";
 import { claimPidFile, releasePidFile } from "../worker/pid-file";
-import { WorkerRunner } from "../worker/runner";
 import { checkEspeak, ttsHandler } from "../worker/tts-handler";
-import type { RunTimeout, TaskHandler } from "../worker/types";
+import type { TaskHandler } from "../worker/types";
 
 const USAGE =
   'edgeq worker <queue> (--exec "<command>" | --engine tts) [--concurrency N] [--batch N] [--visibility S] ' +
@@ -52,12 +54,26 @@ export const worker: Command = {
     // crash the worker with EPIPE while it stops and hands its tasks back.
     ctx.stderr.on("error", () => {});
     claimPidFile(pidFile);
-    const runner = new WorkerRunner(new WorkerApi(ctx.client, ctx.config, options.queue), handler, options, log);
+    const sdkWorker = new Worker(options.queue, sdkHandler(handler), {
+      client: new EdgeqClient({ url: ctx.config.url, token: ctx.config.token }),
+      concurrency: options.concurrency,
+      batch: options.batch,
+      visibilityS: options.visibilityS,
+      waitS: options.waitS,
+      graceS: options.graceS,
+      holder: options.holder,
+      once: options.once,
+      timeoutS: options.timeout?.seconds ?? null,
+      timeoutSource: options.timeout?.source,
+      // Signals are this command's: it logs them and also stops when its parent process is gone.
+      handleSignals: false,
+    });
+    sdkWorker.on("log", log);
     let stopping = false;
     const stop = (why: string) => {
       log(`${why}: ${stopping ? "handing back now" : "stopping"}`);
       stopping = true;
-      runner.stop();
+      void sdkWorker.close();
     };
     const onSignal = (signal: NodeJS.Signals) => stop(signal);
     process.on("SIGINT", onSignal);
@@ -68,7 +84,9 @@ export const worker: Command = {
     const limit = options.timeout ? `, time limit ${options.timeout.seconds}s (${options.timeout.source})` : "";
     log(`started: ${handler.describe}, concurrency ${options.concurrency}${limit}, pid ${process.pid} (${pidFile})`);
     try {
-      await runner.run();
+      await sdkWorker.run().catch((error: unknown) => {
+        throw error instanceof EdgeqError ? cliErrorOf(error, ctx.config) : error;
+      });
     } finally {
       unwatch();
       process.off("SIGINT", onSignal);
@@ -79,3 +97,15 @@ export const worker: Command = {
     return EXIT.ok;
   },
 };
+
+/** An SDK error as the CLI reports it: the exit code says unreachable, bad token or refused. */
+function cliErrorOf(error: EdgeqError, config: CliConfig): CliError {
+  if (error.code === "unreachable" || error.code === "timeout") {
+    return new CliError(`${error.message}; is the server running? (EDGEQ_URL)`, EXIT.unreachable);
+  }
+  if (error.status === 401) {
+    const source = config.tokenSource ? ` (the token sent came from ${config.tokenSource})` : "";
+    return new CliError(`unauthorized: ${error.message}${source}`, EXIT.auth, "unauthorized");
+  }
+  return new CliError(`${error.code}: ${error.message}`, EXIT.api, error.code);
+}

@@ -1,6 +1,6 @@
-import { CliError, EXIT } from "../errors";
-import type { HeartbeatUpdate, WorkerApi } from "./api";
-import type { LeasedTask, Log, StopReason } from "./types";
+import { EdgeqError } from "../client/edgeq-error";
+import type { WorkerApi } from "./worker-api";
+import type { HeartbeatUpdate, LeasedTask, Log, StopReason } from "./types";
 
 /** Heart-beats per lease period: three chances for a beat to land before the lease runs out, so one slow
  * or failed request does not lose the task. */
@@ -8,7 +8,7 @@ const BEATS_PER_LEASE = 3;
 
 /** The API's codes that mean "stop working on this task" (and why), or null for any other failure. */
 export function stopReasonOf(error: unknown): StopReason | null {
-  if (!(error instanceof CliError)) return null;
+  if (!(error instanceof EdgeqError)) return null;
   if (error.code === "task_cancelled") return "cancelled";
   if (error.code === "lease_lost" || error.code === "not_found") return "lease_lost";
   return null;
@@ -26,7 +26,7 @@ export function stopReasonOf(error: unknown): StopReason | null {
  * keeper.stop();
  */
 export class LeaseKeeper {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ReturnType<typeof setInterval> | undefined;
   private beating = false;
   private stopped = false;
   private warned = false;
@@ -61,7 +61,7 @@ export class LeaseKeeper {
    * stop, `onStop` has been called first.
    */
   async beat(update: HeartbeatUpdate): Promise<void> {
-    if (this.stopped) throw new CliError(`${this.task.id}: the lease is no longer kept`, EXIT.api, "lease_lost");
+    if (this.stopped) throw new EdgeqError("lease_lost", 0, `${this.task.id}: the lease is no longer kept`);
     try {
       await this.api.heartbeat(this.task, this.visibilityS, update);
       this.warned = false;

@@ -1,27 +1,30 @@
-import { MAX_DELAY_S, MAX_ERROR_MESSAGE_CHARS } from "../../src/contracts/limits";
+import { MAX_DELAY_S, MAX_ERROR_MESSAGE_CHARS } from "../contracts/limits";
 import type { AckBatcher } from "./ack-batcher";
-import type { AckItem, AckResult, WorkerApi } from "./api";
+import type { AckItem, AckResult, WorkerApi } from "./worker-api";
 import { LeaseKeeper, stopReasonOf } from "./lease-keeper";
 import {
   TaskStopped,
-  type HandlerContext,
   type LeasedTask,
-  type Log,
   type Outcome,
+  type Reporter,
+  type RunTask,
   type RunTimeout,
   type StopReason,
-  type TaskHandler,
+  type TaskContext,
+  type TaskReport,
 } from "./types";
 
 /** What a running task needs from its worker. */
 export interface RunDeps {
   api: WorkerApi;
   acks: AckBatcher;
-  handler: TaskHandler;
+  run: RunTask;
   visibilityS: number;
   /** Per-task run-time limit, or null for none. */
   timeout: RunTimeout | null;
-  log: Log;
+  reporter: Reporter;
+  /** Called once the handler has finished and its outcome is on its way: its slot is free. */
+  onFree(): void;
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)}s`;
@@ -50,6 +53,33 @@ function describe(item: AckItem, result: AckResult): [string, string?] {
 const line = (id: string, started: number, [what, detail]: [string, string?]) =>
   `${id} ${what} in ${seconds(Date.now() - started)}${detail ? `: ${detail}` : ""}`;
 
+/** The report of an ack's answer (the worker's events). */
+function reportOf(task: LeasedTask, item: AckItem, result: AckResult, durationMs: number): TaskReport {
+  if (!result.ok) {
+    if (result.code === "task_cancelled") return { kind: "cancelled", task, durationMs };
+    if (result.code === "lease_lost") return { kind: "lease_lost", task, durationMs };
+    return { kind: "ack_failed", task, code: result.code, message: result.message, durationMs };
+  }
+  if (result.state === "cancelled") return { kind: "cancelled", task, durationMs };
+  if (item.kind === "complete") return { kind: "completed", task, result: item.result, durationMs };
+  if (item.kind === "release") return { kind: "released", task, durationMs };
+  return {
+    kind: "failed",
+    task,
+    error: item.error,
+    retryable: item.retryable,
+    dead: result.state === "dead",
+    durationMs,
+  };
+}
+
+/** Logs and reports an ack's answer. */
+function tell(reporter: Reporter, task: LeasedTask, started: number, item: AckItem, result: AckResult, unrun = "") {
+  const [what, detail] = describe(item, result);
+  reporter.log(line(task.id, started, [`${what}${unrun}`, detail]));
+  reporter.report(reportOf(task, item, result, Date.now() - started));
+}
+
 /** A handler's failure as the API takes it: 1 to MAX_ERROR_MESSAGE_CHARS characters. */
 function errorText(message: string): string {
   const text = message.trim() || "failed (no message)";
@@ -60,13 +90,12 @@ function errorText(message: string): string {
  * Hands back a task leased after the worker began stopping, without running it.
  *
  * @example
- * await releaseUnrun(task, acks, log);
+ * await releaseUnrun(task, acks, reporter);
  */
-export async function releaseUnrun(task: LeasedTask, acks: AckBatcher, log: Log): Promise<void> {
+export async function releaseUnrun(task: LeasedTask, acks: AckBatcher, reporter: Reporter): Promise<void> {
   const started = Date.now();
   const item: AckItem = { kind: "release", id: task.id, lease_token: task.lease_token };
-  const [what, detail] = describe(item, await acks.send(item));
-  log(line(task.id, started, [`${what} unrun`, detail]));
+  tell(reporter, task, started, item, await acks.send(item), " unrun");
 }
 
 /**
@@ -91,7 +120,7 @@ export class RunningTask {
     private readonly deps: RunDeps,
   ) {
     this.done = this.run().catch((error: unknown) => {
-      deps.log(`${task.id} worker error: ${(error as Error).stack ?? String(error)}`);
+      deps.reporter.log(`${task.id} worker error: ${(error as Error).stack ?? String(error)}`);
     });
   }
 
@@ -112,7 +141,12 @@ export class RunningTask {
     if (!this.controller.signal.aborted) this.controller.abort(new TaskStopped(reason));
   }
 
-  private context(keeper: LeaseKeeper): HandlerContext {
+  /** Whether its handler is still running (the task holds a concurrency slot). */
+  get running(): boolean {
+    return this.phase === "running";
+  }
+
+  private context(keeper: LeaseKeeper): TaskContext {
     const { api } = this.deps;
     const signal = this.controller.signal;
     const stopOn409 = (error: unknown): never => {
@@ -123,6 +157,13 @@ export class RunningTask {
     return {
       signal,
       heartbeat: (update) => keeper.beat(update),
+      // The API takes whole percents 0-100: 33.3 is 33, not a refusal that fails the handler.
+      progress: (percent, message) =>
+        keeper.beat({
+          progress: Math.min(100, Math.max(0, Math.round(percent))),
+          ...(message === undefined ? {} : { message }),
+        }),
+      checkpoint: (value) => keeper.beat({ checkpoint: value }),
       putArtifact: (name, bytes, type) => api.putArtifact(this.task, name, bytes, type, signal).catch(stopOn409),
       listArtifacts: () => api.listArtifacts(this.task).catch(stopOn409),
     };
@@ -130,7 +171,8 @@ export class RunningTask {
 
   private async run(): Promise<void> {
     const { task } = this;
-    const { handler, acks, log } = this.deps;
+    const { acks, reporter } = this.deps;
+    const log = reporter.log;
     const started = Date.now();
     const signal = this.controller.signal;
     const keeper = new LeaseKeeper(this.deps.api, task, this.deps.visibilityS, (r) => this.stop(r), log);
@@ -138,8 +180,8 @@ export class RunningTask {
     const { timeout } = this.deps;
     const timer = timeout === null ? undefined : setTimeout(() => this.stop("timeout"), timeout.seconds * 1000);
 
-    const handled: Promise<Outcome> = handler
-      .run(task, this.context(keeper))
+    const handled: Promise<Outcome> = Promise.resolve()
+      .then(() => this.deps.run(task, this.context(keeper)))
       .catch((error: unknown): Outcome => ({
         kind: "fail",
         // A handler that stopped because it was told to has nothing to add to the reason it was told.
@@ -170,7 +212,7 @@ export class RunningTask {
           error: errorText(error),
           retryable: true,
         };
-        log(line(task.id, started, describe(item, await acks.send(item))));
+        tell(reporter, task, started, item, await acks.send(item));
         return;
       }
       keeper.stop();
@@ -178,10 +220,15 @@ export class RunningTask {
         // Release while the handler's child process is being killed: the server knows at once.
         const item: AckItem = { kind: "release", id: task.id, lease_token: task.lease_token };
         const [result] = await Promise.all([acks.send(item), handled]);
-        log(line(task.id, started, describe(item, result)));
+        tell(reporter, task, started, item, result);
       } else {
         await handled;
         log(line(task.id, started, [reason === "cancelled" ? "cancelled" : "lease lost", "stopped, not acked"]));
+        reporter.report({
+          kind: reason === "cancelled" ? "cancelled" : "lease_lost",
+          task,
+          durationMs: Date.now() - started,
+        });
       }
       return;
     }
@@ -201,12 +248,14 @@ export class RunningTask {
               ? {}
               : { retry_after_s: Math.min(Math.max(outcome.retryAfterS, 0), MAX_DELAY_S) }),
           };
-    let result = await acks.send(item);
+    const sent = acks.send(item);
+    this.deps.onFree();
+    let result = await sent;
     if (!result.ok && item.kind === "complete" && ["payload_too_large", "invalid_request"].includes(result.code)) {
       // The result itself was refused (e.g. over 256 KiB): the same run would be refused again.
       item = { kind: "fail", ...base, error: errorText(`result refused: ${result.message}`), retryable: false };
       result = await acks.send(item);
     }
-    log(line(task.id, started, describe(item, result)));
+    tell(reporter, task, started, item, result);
   }
 }

@@ -1,10 +1,10 @@
 import { AckBatcher } from "./ack-batcher";
-import { isTransient, type WorkerApi } from "./api";
+import { isTransient, type LeaseRequest, type WorkerApi } from "./worker-api";
 import { releaseUnrun, RunningTask } from "./running-task";
-import type { LeasedTask, Log, RunTimeout, TaskHandler } from "./types";
+import type { LeasedTask, Reporter, RunTask, RunTimeout } from "./types";
 
 /** How the worker leases and runs. */
-export interface WorkerOptions {
+export interface RunnerOptions {
   queue: string;
   /** Most tasks in flight at once. */
   concurrency: number;
@@ -40,6 +40,13 @@ const IDLE_POLL_MS = 1_000;
  */
 const HAND_BACK_SETTLE_MS = 1_000;
 
+/** After a withdraw was answered, how long the withdrawn poll may take to answer before it is abandoned: the
+ * server answers it at once (well under a second locally); five seconds covers a slow link. */
+const WITHDRAWN_POLL_MS = 5_000;
+
+/** Names a long poll, unique enough that two polls (of any worker) never share one. */
+const newWaiterId = () => `w-${crypto.randomUUID()}`;
+
 /**
  * The lease loop. Leases batches (never more than the free slots), runs each task as a
  * {@link RunningTask}. On {@link stop} it starts no new lease, lets in-flight tasks finish within the grace
@@ -49,11 +56,16 @@ const HAND_BACK_SETTLE_MS = 1_000;
  * server (under `wrangler dev` the disconnect never reaches the Worker), and a task handed back while such
  * an abandoned poll waits is leased to it — to nobody — until its lease runs out, an attempt counted. So
  * while tasks may still be handed back the poll stays open, and whatever it returns once stopping began
- * is released at once, unrun; it is aborted when nothing is running (at once for an idle worker, so a stop
+ * is released at once, unrun; it is ended when nothing is running (at once for an idle worker, so a stop
  * takes a moment rather than the rest of the wait) or {@link HAND_BACK_SETTLE_MS} after the last hand-back.
+ * Each long poll carries a `waiter_id`; it is ended by withdrawing it on the server (which answers it at
+ * once and takes back what it had handed out unclaimed), and only aborted when the server cannot withdraw.
+ *
+ * Slots: a task holds one while its handler runs. When a handler finishes while the worker waits for a
+ * slot, its ack goes in the same request as the next lease (the ack API's `lease`): one round trip.
  *
  * @example
- * const runner = new WorkerRunner(api, handler, options, log);
+ * const runner = new WorkerRunner(api, run, options, reporter);
  * process.once("SIGTERM", () => runner.stop());
  * await runner.run();
  */
@@ -62,26 +74,38 @@ export class WorkerRunner {
   private readonly acks: AckBatcher;
   /** Aborted on the first stop: ends retry sleeps. */
   private readonly stopped = new AbortController();
-  /** The long poll in flight, if any: aborting it abandons that request. */
-  private poll: AbortController | undefined;
+  /** The long poll in flight, if any: its name on the server, and aborting it abandons the request. */
+  private poll: { controller: AbortController; waiterId: string; ending: boolean } | undefined;
   /** Releases of tasks leased after the stop began. */
   private readonly releases: Array<Promise<void>> = [];
   private stopping = false;
   private handingBack = false;
   /** When the last handed-back task's release was answered (ms), or undefined if none was handed back. */
   private lastHandBackAt: number | undefined;
-  private graceTimer: NodeJS.Timeout | undefined;
-  private settleTimer: NodeJS.Timeout | undefined;
+  private graceTimer: ReturnType<typeof setTimeout> | undefined;
+  private settleTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Withdraw requests in flight, awaited before run() returns. */
+  private readonly withdrawals: Array<Promise<void>> = [];
   /** Resolvers waiting for the next change (a task finished, or the worker is stopping). */
   private waiters: Array<() => void> = [];
 
+  private readonly log: Reporter["log"];
+
   constructor(
     private readonly api: WorkerApi,
-    private readonly handler: TaskHandler,
-    private readonly options: WorkerOptions,
-    private readonly log: Log,
+    private readonly runTask: RunTask,
+    private readonly options: RunnerOptions,
+    private readonly reporter: Reporter,
   ) {
-    this.acks = new AckBatcher(api);
+    this.acks = new AckBatcher(api, options.visibilityS);
+    this.log = reporter.log;
+  }
+
+  /** Tasks whose handler is still running: each holds a concurrency slot. */
+  private get busy(): number {
+    let n = 0;
+    for (const task of this.inflight.values()) if (task.running) n++;
+    return n;
   }
 
   /**
@@ -113,22 +137,27 @@ export class WorkerRunner {
     let leasedOnce = false;
     let failures = 0;
     while (!this.stopping) {
-      while (this.inflight.size >= this.options.concurrency && !this.stopping) await this.nextChange();
+      while (this.busy >= this.options.concurrency && !this.stopping) await this.nextChange();
       if (this.stopping) break;
-      const max = Math.min(this.options.batch, this.options.concurrency - this.inflight.size);
+      const max = Math.min(this.options.batch, this.options.concurrency - this.busy);
+      const request: LeaseRequest = {
+        max,
+        waitS: this.options.once ? 0 : this.options.waitS,
+        visibilityS: this.options.visibilityS,
+        holder: this.options.holder,
+      };
       let tasks: LeasedTask[];
-      const poll = new AbortController();
-      this.poll = poll;
+      // Acks waiting to go carry this lease (no wait); only when that brings nothing does the worker poll.
+      const carried = leasedOnce ? await this.acks.sendWithLease(request) : null;
+      const poll = { controller: new AbortController(), waiterId: newWaiterId(), ending: false };
       try {
-        tasks = await this.api.lease(
-          {
-            max,
-            waitS: this.options.once ? 0 : this.options.waitS,
-            visibilityS: this.options.visibilityS,
-            holder: this.options.holder,
-          },
-          poll.signal,
-        );
+        if (carried !== null && carried.length > 0) {
+          tasks = carried;
+        } else {
+          if (this.stopping) break;
+          this.poll = poll;
+          tasks = await this.api.lease(request, poll.controller.signal, poll.waiterId);
+        }
       } catch (error) {
         if (this.stopping) break;
         // The first lease checks the URL, token and queue: a mistake there should end the worker at once.
@@ -144,6 +173,8 @@ export class WorkerRunner {
         continue;
       } finally {
         this.poll = undefined;
+        // Over (answered or failed): aborting it now only clears what waits on it (a withdraw's timer).
+        poll.controller.abort();
       }
       leasedOnce = true;
       failures = 0;
@@ -151,7 +182,7 @@ export class WorkerRunner {
       const ready = this.stopping ? tasks : await this.claimProvisional(tasks);
       if (this.stopping) {
         // Leased after the stop began (perhaps tasks this worker just handed back): release them unrun.
-        for (const task of ready) this.releases.push(releaseUnrun(task, this.acks, this.log));
+        for (const task of ready) this.releases.push(releaseUnrun(task, this.acks, this.reporter));
         break;
       }
       for (const task of ready) this.start(task);
@@ -167,7 +198,7 @@ export class WorkerRunner {
     while (this.inflight.size > 0) await this.nextChange();
     clearTimeout(this.graceTimer);
     clearTimeout(this.settleTimer);
-    await Promise.all([this.acks.flush(), ...this.releases]);
+    await Promise.all([this.acks.flush(), ...this.releases, ...this.withdrawals]);
     if (fatal !== undefined) throw fatal;
   }
 
@@ -195,10 +226,11 @@ export class WorkerRunner {
     const running = new RunningTask(task, {
       api: this.api,
       acks: this.acks,
-      handler: this.handler,
+      run: this.runTask,
       visibilityS: this.options.visibilityS,
       timeout: this.options.timeout,
-      log: this.log,
+      reporter: this.reporter,
+      onFree: () => this.notify(),
     });
     this.inflight.set(task.id, running);
     void running.done.then(() => {
@@ -232,8 +264,36 @@ export class WorkerRunner {
     const poll = this.poll;
     const wait = this.lastHandBackAt === undefined ? 0 : this.lastHandBackAt + HAND_BACK_SETTLE_MS - Date.now();
     clearTimeout(this.settleTimer);
-    if (wait <= 0) poll.abort();
-    else this.settleTimer = setTimeout(() => poll.abort(), wait);
+    if (wait <= 0) this.endPoll(poll);
+    else this.settleTimer = setTimeout(() => this.endPoll(poll), wait);
+  }
+
+  /**
+   * Ends a long poll: withdraws it on the server, which answers it at once (what it brings is released by
+   * the loop); aborts it when the server cannot withdraw (an older server: 404) or the withdraw fails, and
+   * {@link WITHDRAWN_POLL_MS} after a withdraw in case the answer is lost on the way.
+   */
+  private endPoll(poll: NonNullable<WorkerRunner["poll"]>): void {
+    if (poll.ending) return;
+    poll.ending = true;
+    if (!this.api.namesPolls || this.options.once || this.options.waitS === 0) {
+      poll.controller.abort();
+      return;
+    }
+    const withdrawal = this.api
+      .withdraw(poll.waiterId)
+      .then((supported) => {
+        if (!supported) return poll.controller.abort();
+        if (poll.controller.signal.aborted) return;
+        const timer = setTimeout(() => poll.controller.abort(), WITHDRAWN_POLL_MS);
+        // The poll's own end (the loop's finally aborts it) makes the timer moot.
+        poll.controller.signal.addEventListener("abort", () => clearTimeout(timer));
+      })
+      .catch((error: unknown) => {
+        this.log(`withdrawing the lease request failed, abandoning it: ${(error as Error).message}`);
+        poll.controller.abort();
+      });
+    this.withdrawals.push(withdrawal);
   }
 
   private nextChange(): Promise<void> {

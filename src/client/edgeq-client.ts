@@ -1,0 +1,267 @@
+import { EdgeqError } from "./edgeq-error";
+import type {
+  AckAnswer,
+  AckInput,
+  Artifact,
+  CompleteInput,
+  EnqueueAnswer,
+  EnqueueInput,
+  ExtendAnswer,
+  ExtendInput,
+  FailInput,
+  HeartbeatAnswer,
+  HeartbeatInput,
+  LeasedTask,
+  LeaseInput,
+  ListQuery,
+  Outcome,
+  QueueConfig,
+  QueueStats,
+  ReleaseInput,
+  Task,
+  TaskPage,
+  WithdrawAnswer,
+} from "./types";
+
+/** A request gives up after this long by default: a hung request must not hold a caller (or a stopping
+ * worker) forever, and a heartbeat answered later than a lease lasts is useless anyway. */
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** A long poll may take its `wait_s`, plus this for the server to answer once the wait is over; past that
+ * the connection is taken for lost. */
+const LEASE_GRACE_MS = 15_000;
+
+/** An artifact (up to the API's 100 MiB) may take minutes on a slow link; past 10 minutes something is
+ * wrong and the task should fail (and be retried) rather than hang. */
+const UPLOAD_TIMEOUT_MS = 10 * 60_000;
+
+/** How to reach edgeq. */
+export interface EdgeqClientOptions {
+  /** The Worker's base URL, e.g. `https://edgeq.example.workers.dev` or `http://127.0.0.1:8787`. */
+  url: string;
+  /** The bearer token (the Worker's `EDGEQ_TOKEN`). */
+  token: string;
+  /** The fetch to use (default: the global one) — a service binding's `fetch`, a test double, a proxy. */
+  fetch?: typeof fetch;
+  /** Per-request time limit in ms, long polls excepted (they get their wait plus 15 s). Default 30 s. */
+  timeoutMs?: number;
+}
+
+/** Per call: an abort signal of the caller's. */
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+const q = (name: string) => encodeURIComponent(name);
+
+/**
+ * A typed client of the edgeq HTTP API for Node, Workers and browsers: fetch only. Every refusal is thrown
+ * as an {@link EdgeqError} carrying the API's `code` and the HTTP `status`; request and answer types come
+ * from the server's own schemas.
+ *
+ * @example
+ * const edgeq = new EdgeqClient({ url: "http://127.0.0.1:8787", token: process.env.EDGEQ_TOKEN! });
+ * const { tasks } = await edgeq.enqueue("renders", { type: "tts", payload: { items: ["Hello"] } });
+ * const task = await edgeq.get(tasks[0]!.id);
+ */
+export class EdgeqClient {
+  readonly url: string;
+  private readonly token: string;
+  private readonly fetcher: typeof fetch;
+  private readonly timeoutMs: number;
+
+  constructor(options: EdgeqClientOptions) {
+    this.url = options.url.replace(/\/+$/, "");
+    this.token = options.token;
+    // Called unbound: a browser's fetch refuses to run with `this` set to another object.
+    const f = options.fetch ?? globalThis.fetch;
+    this.fetcher = (input, init) => f(input, init);
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  /** Enqueues one task, or a batch as `{ tasks: [...] }`. */
+  enqueue(queue: string, body: EnqueueInput, opts?: CallOptions): Promise<EnqueueAnswer> {
+    return this.call("POST", `/v1/queues/${q(queue)}/tasks`, body, opts);
+  }
+
+  /** Leases up to `max` due tasks, waiting up to `wait_s` seconds (a long poll) when none is due. */
+  async lease(queue: string, body: LeaseInput, opts?: CallOptions): Promise<LeasedTask[]> {
+    const timeoutMs = (body.wait_s ?? 0) * 1000 + LEASE_GRACE_MS;
+    const answer = await this.call<{ tasks: LeasedTask[] }>("POST", `/v1/queues/${q(queue)}/lease`, body, {
+      ...opts,
+      timeoutMs,
+    });
+    return answer.tasks;
+  }
+
+  /**
+   * Ends the long poll sent with this `waiter_id`: it answers at once with no tasks, and tasks handed to it
+   * but not yet claimed go back to the queue. A server without the route answers `supported: false`.
+   */
+  async withdraw(queue: string, waiterId: string, opts?: CallOptions): Promise<WithdrawAnswer> {
+    try {
+      const answer = await this.call<{ withdrawn: boolean }>(
+        "POST",
+        `/v1/queues/${q(queue)}/lease/withdraw`,
+        { waiter_id: waiterId },
+        opts,
+      );
+      return { withdrawn: answer.withdrawn, supported: true };
+    } catch (error) {
+      if (error instanceof EdgeqError && (error.status === 404 || error.status === 405)) {
+        return { withdrawn: false, supported: false };
+      }
+      throw error;
+    }
+  }
+
+  /** Completes, fails and releases up to 100 leased tasks in one request, optionally leasing the next. */
+  ack(queue: string, body: AckInput, opts?: CallOptions): Promise<AckAnswer> {
+    return this.call("POST", `/v1/queues/${q(queue)}/ack`, body, opts);
+  }
+
+  /** Extends (and claims) up to 100 leases: claim a long poll's provisional leases (`claim_by`) with it. */
+  extend(queue: string, body: ExtendInput, opts?: CallOptions): Promise<ExtendAnswer> {
+    return this.call("POST", `/v1/queues/${q(queue)}/extend`, body, opts);
+  }
+
+  complete(id: string, body: CompleteInput, opts?: CallOptions): Promise<Outcome> {
+    return this.call("POST", `/v1/tasks/${q(id)}/complete`, body, opts);
+  }
+
+  fail(id: string, body: FailInput, opts?: CallOptions): Promise<Outcome> {
+    return this.call("POST", `/v1/tasks/${q(id)}/fail`, body, opts);
+  }
+
+  /** Hands a leased task back unfinished: pending at once, the attempt not counted. */
+  release(id: string, body: ReleaseInput, opts?: CallOptions): Promise<Outcome> {
+    return this.call("POST", `/v1/tasks/${q(id)}/release`, body, opts);
+  }
+
+  /** Extends a lease and records progress, a message or a checkpoint; `task_cancelled` means stop. */
+  heartbeat(id: string, body: HeartbeatInput, opts?: CallOptions): Promise<HeartbeatAnswer> {
+    return this.call("POST", `/v1/tasks/${q(id)}/heartbeat`, body, opts);
+  }
+
+  get(id: string, opts?: CallOptions): Promise<Task> {
+    return this.call("GET", `/v1/tasks/${q(id)}`, undefined, opts);
+  }
+
+  /** A page of the queue's tasks in creation order; pass `next_cursor` back as `cursor` for the next. */
+  list(queue: string, query: ListQuery = {}, opts?: CallOptions): Promise<TaskPage> {
+    return this.call("GET", `/v1/queues/${q(queue)}/tasks${search(query)}`, undefined, opts);
+  }
+
+  /** Cancels a pending task, or asks the holder of a processing one to stop. */
+  cancel(id: string, opts?: CallOptions): Promise<Task> {
+    return this.call("POST", `/v1/tasks/${q(id)}/cancel`, undefined, opts);
+  }
+
+  /** Runs a dead or cancelled task again now, attempts reset. */
+  retry(id: string, opts?: CallOptions): Promise<Task> {
+    return this.call("POST", `/v1/tasks/${q(id)}/retry`, undefined, opts);
+  }
+
+  stats(queue: string, query: { group?: string } = {}, opts?: CallOptions): Promise<QueueStats> {
+    return this.call("GET", `/v1/queues/${q(queue)}/stats${search(query)}`, undefined, opts);
+  }
+
+  /** The queue's effective configuration. */
+  config(queue: string, opts?: CallOptions): Promise<QueueConfig> {
+    return this.call("GET", `/v1/queues/${q(queue)}/config`, undefined, opts);
+  }
+
+  async artifacts(id: string, opts?: CallOptions): Promise<Artifact[]> {
+    const answer = await this.call<{ artifacts: Artifact[] }>("GET", `/v1/tasks/${q(id)}/artifacts`, undefined, opts);
+    return answer.artifacts;
+  }
+
+  /** Stores an artifact of a leased task, fenced by its lease token. */
+  putArtifact(
+    id: string,
+    name: string,
+    bytes: Uint8Array,
+    contentType: string,
+    leaseToken: string,
+    opts?: CallOptions,
+  ): Promise<Artifact> {
+    return this.send("PUT", `/v1/tasks/${q(id)}/artifacts/${q(name)}`, {
+      headers: { "Content-Type": contentType, "Edgeq-Lease-Token": leaseToken },
+      body: bytes,
+      signal: opts?.signal,
+      timeoutMs: UPLOAD_TIMEOUT_MS,
+    });
+  }
+
+  private call<T>(
+    method: string,
+    path: string,
+    body: unknown,
+    opts?: CallOptions & { timeoutMs?: number },
+  ): Promise<T> {
+    return this.send(method, path, {
+      headers: body === undefined ? {} : { "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: opts?.signal,
+      timeoutMs: opts?.timeoutMs ?? this.timeoutMs,
+    });
+  }
+
+  private async send<T>(
+    method: string,
+    path: string,
+    req: { headers: Record<string, string>; body?: RequestInit["body"]; signal?: AbortSignal; timeoutMs: number },
+  ): Promise<T> {
+    const timeout = AbortSignal.timeout(req.timeoutMs);
+    const signal = req.signal ? AbortSignal.any([req.signal, timeout]) : timeout;
+    let response: Response;
+    try {
+      response = await this.fetcher(`${this.url}${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${this.token}`, ...req.headers },
+        body: req.body,
+        signal,
+      });
+    } catch (error) {
+      // The caller's own abort is theirs to handle: pass it on as it is.
+      if (req.signal?.aborted) throw req.signal.reason;
+      if (timeout.aborted) {
+        throw new EdgeqError("timeout", 0, `${method} ${path}: no answer from ${this.url} within ${req.timeoutMs} ms`);
+      }
+      const cause = (error as Error).cause ?? (error as Error).message;
+      throw new EdgeqError("unreachable", 0, `cannot reach ${this.url} (${String(cause)})`, { cause: error });
+    }
+    return read<T>(response, `${method} ${path}`);
+  }
+}
+
+/** A response's JSON when it succeeded, else its `{ error }` as an {@link EdgeqError}. */
+async function read<T>(response: Response, what: string): Promise<T> {
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (error) {
+    throw new EdgeqError("unreachable", 0, `${what}: the answer was cut off (${(error as Error).message})`);
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new EdgeqError("bad_response", response.status, `${what}: HTTP ${response.status}, not JSON`);
+  }
+  if (response.ok) return body as T;
+  const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+  if (typeof error?.code !== "string") {
+    throw new EdgeqError("bad_response", response.status, `${what}: HTTP ${response.status}`);
+  }
+  const message = typeof error.message === "string" ? error.message : `HTTP ${response.status}`;
+  throw new EdgeqError(error.code as EdgeqError["code"], response.status, message);
+}
+
+/** A query string of the defined values, or "" when there are none. */
+function search(query: object): string {
+  const entries = Object.entries(query).filter(([, v]) => v !== undefined && v !== null);
+  return entries.length === 0
+    ? ""
+    : `?${new URLSearchParams(entries.map(([k, v]): [string, string] => [k, String(v)])).toString()}`;
+}

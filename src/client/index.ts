@@ -1,0 +1,12 @@
+/**
+ * `edgeq/client`: a typed client of the edgeq HTTP API for Node, Workers and browsers (fetch only).
+ *
+ * @example
+ * import { EdgeqClient, EdgeqError } from "edgeq/client";
+ * const edgeq = new EdgeqClient({ url: "https://edgeq.example.workers.dev", token });
+ * await edgeq.enqueue("emails", { type: "welcome", payload: { to: "a@example.com" } });
+ */
+export { EdgeqClient, type CallOptions, type EdgeqClientOptions } from "./edgeq-client";
+export { EdgeqError, type EdgeqErrorCode } from "./edgeq-error";
+export { ERRORS, type ErrorCode } from "../contracts/errors";
+export type * from "./types";

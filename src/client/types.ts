@@ -1,0 +1,73 @@
+import type { z } from "zod";
+import type {
+  AckBody,
+  AckResponse,
+  ArtifactSchema,
+  CompleteBody,
+  EnqueueBody,
+  EnqueueResponse,
+  ExtendBody,
+  ExtendResponse,
+  FailBody,
+  HeartbeatBody,
+  LeaseBody,
+  LeasedTaskSchema,
+  OutcomeResponse,
+  QueueConfigSchema,
+  QueueStatsResponse,
+  ReleaseBody,
+  TaskListQuery,
+  TaskListResponse,
+  TaskSchema,
+} from "../contracts/api";
+
+/**
+ * The client's request and answer types, taken from the zod schemas that validate the wire on the server
+ * (src/contracts/api.ts): what you send is the schema's input (defaults optional), what you get back is its
+ * output. A schema change there changes these types; nothing here is written twice.
+ */
+
+/** One task to enqueue, or `{ tasks: [...] }` for up to 10,000. */
+export type EnqueueInput = z.input<typeof EnqueueBody>;
+export type EnqueueAnswer = z.infer<typeof EnqueueResponse>;
+
+/**
+ * A lease request. `waiter_id` names a long poll so that {@link EdgeqClient.withdraw} can end it; a server
+ * that does not know the field yet refuses it (`invalid_request`), and the worker then stops sending it.
+ */
+export type LeaseInput = z.input<typeof LeaseBody> & { waiter_id?: string };
+/** A task as a lease hands it out, with the `lease_token` its holder presents. */
+export type LeasedTask = z.infer<typeof LeasedTaskSchema>;
+/** A task as the API shows it. */
+export type Task = z.infer<typeof TaskSchema>;
+
+export type AckInput = z.input<typeof AckBody>;
+export type AckAnswer = z.infer<typeof AckResponse>;
+export type ExtendInput = z.input<typeof ExtendBody>;
+export type ExtendAnswer = z.infer<typeof ExtendResponse>;
+export type CompleteInput = z.input<typeof CompleteBody>;
+export type FailInput = z.input<typeof FailBody>;
+export type ReleaseInput = z.input<typeof ReleaseBody>;
+/** What a complete, fail or release answers: the task's state now. */
+export type Outcome = z.infer<typeof OutcomeResponse>;
+export type HeartbeatInput = z.input<typeof HeartbeatBody>;
+
+/** What a heartbeat answers (the route declares this shape inline, src/http/routes/tasks.ts). */
+export interface HeartbeatAnswer {
+  id: string;
+  lease_expires_at: string;
+  progress: number | null;
+  progress_message: string | null;
+}
+
+/** What a withdraw answers; `supported: false` when the server has no withdraw route (older servers). */
+export interface WithdrawAnswer {
+  withdrawn: boolean;
+  supported: boolean;
+}
+
+export type ListQuery = z.input<typeof TaskListQuery>;
+export type TaskPage = z.infer<typeof TaskListResponse>;
+export type QueueStats = z.infer<typeof QueueStatsResponse>;
+export type QueueConfig = z.infer<typeof QueueConfigSchema>;
+export type Artifact = z.infer<typeof ArtifactSchema>;

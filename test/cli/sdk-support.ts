@@ -1,0 +1,41 @@
+import { inject } from "vitest";
+import { Worker, type Handler, type WorkerOptions } from "../../src/node/index";
+
+/** Helpers for the Node SDK's tests: a worker on the test server, deferred promises, event waits. */
+
+/** A promise with its resolve at hand: a handler holds a task in flight until the test lets it go. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** A Worker on the test server (or `url`), signals left alone (vitest owns the process). */
+export function sdkWorker<P = unknown>(queue: string, handler: Handler<P>, options: WorkerOptions<P> = {}): Worker<P> {
+  return new Worker<P>(queue, handler, {
+    url: inject("edgeqUrl"),
+    token: inject("edgeqToken"),
+    handleSignals: false,
+    timeoutS: null,
+    ...options,
+  });
+}
+
+/** Resolves with the arguments of the worker's next `event` matching `match`. */
+export function nextEvent<A extends unknown[]>(
+  worker: {
+    on(event: string, listener: (...args: A) => void): unknown;
+    off(event: string, listener: (...args: A) => void): unknown;
+  },
+  event: string,
+  match: (...args: A) => boolean = () => true,
+): Promise<A> {
+  return new Promise((resolve) => {
+    const listener = (...args: A) => {
+      if (!match(...args)) return;
+      worker.off(event, listener);
+      resolve(args);
+    };
+    worker.on(event, listener);
+  });
+}
