@@ -15,6 +15,24 @@ export interface EdgeqOptions {
   processors?: readonly Processor[];
 }
 
+/** What createEdgeq builds: a Worker's handlers and the classes its module exports. */
+export interface Edgeq {
+  /** The processors, checked and registered. */
+  processors: ProcessorRegistry;
+  /** The HTTP API, the dashboard and the SQS endpoint. */
+  fetch: (request: Request, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
+  /** The minute tick (wrangler.toml's cron trigger). */
+  scheduled: (controller: ScheduledController, env: Env, ctx: ExecutionContext) => void;
+  /** Durable Object class `Coordinator`: one per queue partition, running this Worker's processors. */
+  Coordinator: new (ctx: DurableObjectState, env: Env) => QueueCoordinator;
+  /** Durable Object class `EventHub`: one per queue, its event stream. */
+  EventHub: typeof EventHub;
+  /** Durable Object class `Scheduler`: fires every schedule. */
+  Scheduler: typeof Scheduler;
+  /** The Workers RPC entrypoint other Workers bind (docs/rpc.md). */
+  EdgeqRpc: new (ctx: ExecutionContext, env: Env) => EdgeqEntrypoint;
+}
+
 /**
  * Builds edgeq for a Worker: its `fetch` (the HTTP API, the dashboard, the SQS endpoint) and `scheduled`
  * (the minute tick) handlers, the Durable Object classes the Worker's module must export under the class
@@ -28,7 +46,7 @@ export interface EdgeqOptions {
  * export const { Coordinator, EventHub, Scheduler, EdgeqRpc } = edgeq;
  * export default { fetch: edgeq.fetch, scheduled: edgeq.scheduled } satisfies ExportedHandler<Env>;
  */
-export function createEdgeq(options: EdgeqOptions = {}) {
+export function createEdgeq(options: EdgeqOptions = {}): Edgeq {
   const list = options.processors ?? [];
   const problem = processorListProblem(list);
   if (problem !== null) throw new Error(`edgeq: ${problem}`);
@@ -51,9 +69,9 @@ export function createEdgeq(options: EdgeqOptions = {}) {
 
   return {
     processors,
-    fetch: app.fetch,
+    fetch: (request, env, ctx) => app.fetch(request, env, ctx),
     /** The cron tick, awaited through waitUntil (never fire-and-forget). */
-    scheduled(controller: ScheduledController, env: Env, ctx: ExecutionContext): void {
+    scheduled(controller, env, ctx): void {
       ctx.waitUntil(
         runTick(env, controller.scheduledTime).then((result) => {
           console.log("cron tick", JSON.stringify(result));
