@@ -119,12 +119,10 @@ const LeaseFields = {
   visibility_timeout_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
   wait_s: z.number().min(0).max(MAX_WAIT_S).default(0),
   holder: ShortText(MAX_HOLDER_CHARS).optional(),
-  waiter_id: ShortText(MAX_WAITER_ID_CHARS)
-    .optional()
-    .openapi({
-      description:
-        "names this long poll so the client can withdraw it (POST /v1/queues/{queue}/lease/withdraw) when it stops; unique per poll, e.g. a UUID",
-    }),
+  waiter_id: ShortText(MAX_WAITER_ID_CHARS).optional().openapi({
+    description:
+      "names this long poll so the client can withdraw it (POST /v1/queues/{queue}/lease/withdraw) when it stops; unique per poll, e.g. a UUID",
+  }),
 };
 export const LeaseBody = z.strictObject(LeaseFields);
 
