@@ -5,6 +5,8 @@ import { RateLimiter } from "../dispatch/rate-limiter";
 import { eventRowOf, type Change } from "../effects/changes";
 import { follow } from "../effects/follow";
 import { leaseFromQueue, nextRunOn, revokeOnQueue } from "../shards/queue-ops";
+import { ackOnRoute } from "../shards/ack-routing";
+import { releaseTasks } from "../engine/release";
 import { queueConfigOf } from "../shards/queue-config-ops";
 import { queueRoute, type QueueRoute } from "../shards/queue-route";
 import type { Shard } from "../shards/shard-set";
@@ -108,6 +110,11 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     // The newest request comes first (wait-line.ts): it leases at once, whoever waits.
     const leased = await this.leaseFor(request, false);
     this.after(this.leasedChange(request.queue, leased));
+    // Withdrawn while this lease was in flight (it found no wait yet, so it was remembered): hand back.
+    if (leased.length > 0 && this.line.wasWithdrawn(request.waiterId, this.now())) {
+      await this.handBack(leased);
+      return [];
+    }
     if (leased.length > 0 || request.waitMs === 0) return leased;
     await this.announceWaiting(request);
     const answer = new Promise<TaskRow[]>((resolve, reject) => {
@@ -371,6 +378,24 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     const tasks = await revokeOnQueue(await queueRoute(this.env, queue, now), items, now);
     const part = (await this.ctx.storage.get<number>(PART_KEY)) ?? 0;
     if (tasks.length > 0) this.after({ kind: "revoked", queue, part, tasks });
+  }
+
+  /**
+   * Releases tasks this request leased (claimed leases) for a poll withdrawn meanwhile: pending at once,
+   * attempt refunded, as a client's own release. A failure is logged: the lease still lapses at its expiry.
+   */
+  private async handBack(leased: TaskRow[]): Promise<void> {
+    const now = this.now();
+    const queue = leased[0]!.queue;
+    const items = leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! }));
+    try {
+      const outcomes = await ackOnRoute(await queueRoute(this.env, queue, now), items, (db, group) =>
+        releaseTasks(db, group, now),
+      );
+      this.after({ kind: "acked", outcomes, kinds: outcomes.map(() => "release") });
+    } catch (error) {
+      console.error("coordinator: handing back a withdrawn poll's lease failed", error);
+    }
   }
 
   private serve(): Promise<void> {

@@ -30,17 +30,21 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 type LeaseFor = (request: unknown, provisional: boolean) => Promise<TaskRow[]>;
 
 /**
- * Holds the coordinator's next lease for a waiter in flight: the lease statement runs (the task is leased),
+ * Holds the coordinator's next lease for a waiter (or, with "first", a request's own lease on arrival) in flight: the lease statement runs (the task is leased),
  * but its answer reaches the coordinator only when `land()` is called. `entered` resolves once it ran.
  */
-async function holdNextWaiterLease(queue: string): Promise<{ entered: Promise<void>; land: () => void }> {
+async function holdNextWaiterLease(
+  queue: string,
+  which: "waiter" | "first" = "waiter",
+): Promise<{ entered: Promise<void>; land: () => void }> {
   const entered = deferred();
   const gate = deferred();
   await inObject(coordinator(queue), (instance: QueueCoordinator) => {
     const target = instance as unknown as { leaseFor: LeaseFor };
     const original = target.leaseFor.bind(instance);
     target.leaseFor = async (request, provisional) => {
-      if (!provisional) return original(request, provisional);
+      // A waiter's lease is provisional; a request's own first lease, on arrival, is not.
+      if (provisional !== (which === "waiter")) return original(request, provisional);
       target.leaseFor = original; // once
       const leased = await original(request, provisional);
       entered.resolve();
@@ -150,5 +154,24 @@ describe("withdrawing a long poll (forget)", () => {
     // Claimed first: the client has it (a stopping worker releases it itself), so the withdrawal leaves it.
     await coordinator(other).forget({ waiterId: "b" });
     expect(await row(second)).toMatchObject({ state: "processing", leaseToken: toB!.leaseToken, claimBy: null });
+  });
+
+  it("racing the poll's own first lease: what it took is handed back, the poll answers nothing, leased once", async () => {
+    const queue = uniqueQueue("wd-first");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+    const id = await enqueueOne(queue, t0 - 1);
+    const held = await holdNextWaiterLease(queue, "first");
+    const polled = poll(queue, "early");
+    await held.entered; // leased on arrival, before the poll could park ...
+    expect(await row(id)).toMatchObject({ state: "processing", leaseHolder: "early", claimBy: null });
+    const token = (await row(id)).leaseToken!;
+    // ... as its withdrawal arrives: no wait to find yet, so it is remembered.
+    expect(await coordinator(queue).forget({ waiterId: "early" })).toBe(false);
+    held.land();
+    expect(await polled).toEqual([]);
+    expect(await row(id)).toMatchObject({ state: "pending", attempts: 0, leaseToken: null });
+    const [late] = await completeTasks(await queueDb(queue), [{ id, leaseToken: token }], t0 + 1);
+    expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
   });
 });
