@@ -117,6 +117,8 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     }
     if (leased.length > 0 || request.waitMs === 0) return leased;
     await this.announceWaiting(request);
+    // Withdrawn while it told its siblings (no wait to find yet, so remembered): do not park.
+    if (this.line.wasWithdrawn(request.waiterId, this.now())) return [];
     const answer = new Promise<TaskRow[]>((resolve, reject) => {
       const waiter: Waiter = {
         request,
