@@ -4,14 +4,12 @@ import { drainQueue } from "../dispatch/drain";
 import { RateLimiter } from "../dispatch/rate-limiter";
 import { eventRowOf, type Change } from "../effects/changes";
 import { follow } from "../effects/follow";
-import { leaseFromQueue, nextRunOn, revokeOnQueue } from "../shards/queue-ops";
-import { ackOnRoute } from "../shards/ack-routing";
-import { releaseTasks } from "../engine/release";
+import { leaseFromQueue, nextRunOn } from "../shards/queue-ops";
 import { queueConfigOf } from "../shards/queue-config-ops";
 import { queueRoute, type QueueRoute } from "../shards/queue-route";
 import type { Shard } from "../shards/shard-set";
 import type { ProcessorRegistry } from "../processors/registry";
-import { armScheduler, coordinatorOf } from "../effects/wake";
+import { armScheduler } from "../effects/wake";
 import type { Env } from "../env";
 import {
   coordinatorForgetSchema,
@@ -30,6 +28,7 @@ import {
 import type { FencedItem } from "../engine/ack";
 import { HandOuts } from "./hand-outs";
 import { SiblingPolls } from "./sibling-polls";
+import { handBackLeased, takeBackUnclaimed } from "./take-back";
 import { WaitLine, type Waiter } from "./wait-line";
 
 /** What the Worker's entry builds a coordinator with (src/index.ts): its processors, for push dispatch. */
@@ -325,23 +324,12 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
   }
 
-  /**
-   * On a partitioned queue, tells the sibling partitions' coordinators that polls wait here, unless a
-   * recent announcement still covers this one (sibling-polls.ts). A failure is logged, not the poll's: its
-   * own partition's arrivals and the end of its wait still answer it.
-   */
+  /** On a partitioned queue, tells the sibling partitions that polls wait here (sibling-polls.ts). A failure
+   * is logged, not the poll's: its own partition's arrivals and the end of its wait still answer it. */
   private async announceWaiting(request: CoordinatorLease): Promise<void> {
-    const now = this.now();
-    if (!this.siblings.mustAnnounce(now, request.waitMs)) return;
-    const route = await queueRoute(this.env, request.queue, now);
-    if (route.parts.length < 2) return;
-    const until = this.siblings.announced(now);
-    const { queue, part: watcher } = request;
-    await Promise.all(
-      route.parts
-        .filter((p) => p.part !== watcher)
-        .map((p) => coordinatorOf(this.env, queue, p.part).watch({ queue, part: p.part, watcher, until })),
-    ).catch((error: unknown) => console.error("coordinator: telling sibling partitions failed", error));
+    await this.siblings
+      .announce(this.env, request, this.now())
+      .catch((error: unknown) => console.error("coordinator: telling sibling partitions failed", error));
   }
 
   /** With no poll of its own left (it would have taken what is leasable), passes arrivals on to the sibling
@@ -372,32 +360,22 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     return leaseFromQueue(route, { ...request, provisional }, this.now(), request.part);
   }
 
-  /** Takes back provisional leases still unclaimed (pending at once, attempt refunded) and reports it. */
+  /** Takes back provisional leases still unclaimed (take-back.ts) and reports it. */
   private async revoke(items: FencedItem[]): Promise<void> {
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
-    if (queue === undefined || items.length === 0) return;
-    const now = this.now();
-    const tasks = await revokeOnQueue(await queueRoute(this.env, queue, now), items, now);
+    if (queue === undefined) return;
     const part = (await this.ctx.storage.get<number>(PART_KEY)) ?? 0;
-    if (tasks.length > 0) this.after({ kind: "revoked", queue, part, tasks });
+    const change = await takeBackUnclaimed(this.env, queue, part, items, this.now());
+    if (change) this.after(change);
   }
 
-  /**
-   * Releases tasks this request leased (claimed leases) for a poll withdrawn meanwhile: pending at once,
-   * attempt refunded, as a client's own release. A failure is logged: the lease still lapses at its expiry.
-   */
+  /** Hands back what a withdrawn poll's own first lease took (take-back.ts). A failure is logged: the
+   * leases still lapse at their expiry. */
   private async handBack(leased: TaskRow[]): Promise<void> {
-    const now = this.now();
-    const queue = leased[0]!.queue;
     const items = leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! }));
-    try {
-      const outcomes = await ackOnRoute(await queueRoute(this.env, queue, now), items, (db, group) =>
-        releaseTasks(db, group, now),
-      );
-      this.after({ kind: "acked", outcomes, kinds: outcomes.map(() => "release") });
-    } catch (error) {
-      console.error("coordinator: handing back a withdrawn poll's lease failed", error);
-    }
+    await handBackLeased(this.env, leased[0]!.queue, items, this.now())
+      .then((change) => this.after(change))
+      .catch((error: unknown) => console.error("coordinator: handing back a withdrawn poll's lease failed", error));
   }
 
   private serve(): Promise<void> {

@@ -1,4 +1,8 @@
 import { MAX_WAIT_S } from "../contracts/limits";
+import { coordinatorOf } from "../effects/wake";
+import type { Env } from "../env";
+import type { CoordinatorLease } from "../protocols/durable-objects";
+import { queueRoute } from "../shards/queue-route";
 
 /** How far ahead a coordinator's "I hold polls" reaches its sibling partitions: twice the longest wait, so
  * one announcement covers every poll parked in the next MAX_WAIT_S and a coordinator that keeps polls
@@ -17,7 +21,7 @@ const ANNOUNCE_SPAN_MS = 2 * MAX_WAIT_S * 1000;
  * its wait, as before.
  *
  * @example
- * if (siblings.mustAnnounce(now, waitMs)) await tellSiblings(siblings.announced(now));
+ * await siblings.announce(env, request, now); // before parking a poll
  * for (const part of siblings.waiting(now)) wake(part);
  */
 export class SiblingPolls {
@@ -35,6 +39,23 @@ export class SiblingPolls {
   waiting(now: number): number[] {
     for (const [part, until] of this.until) if (until <= now) this.until.delete(part);
     return [...this.until.keys()];
+  }
+
+  /**
+   * Tells the coordinators of the queue's other partitions that a poll parks here (`watch`), unless this
+   * coordinator's last announcement still covers its wait; nothing on an unpartitioned queue.
+   */
+  async announce(env: Env, request: CoordinatorLease, now: number): Promise<void> {
+    if (!this.mustAnnounce(now, request.waitMs)) return;
+    const route = await queueRoute(env, request.queue, now);
+    if (route.parts.length < 2) return;
+    const until = this.announced(now);
+    const { queue, part: watcher } = request;
+    await Promise.all(
+      route.parts
+        .filter((p) => p.part !== watcher)
+        .map((p) => coordinatorOf(env, queue, p.part).watch({ queue, part: p.part, watcher, until })),
+    );
   }
 
   /** Whether a poll parked now for `waitMs` outlasts this coordinator's last announcement. */
