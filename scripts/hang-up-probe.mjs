@@ -27,8 +27,9 @@ const WATCH_MS = 3_000;
 /** How often a task's state is read while watching: fine enough for the 3 s window, light on the server. */
 const READ_EVERY_MS = 50;
 
-/** Past this a live client is taken not to get the task at all (the issue saw 12 s and more). */
-const GIVE_UP_MS = 20_000;
+/** Past this a live client is taken not to get the task at all: the issue saw 12 s and more, and before the
+ * fix each of the two gone polls could hold the task for a whole 10 s claim window (20 s); 45 s is well past. */
+const GIVE_UP_MS = 45_000;
 
 const { values } = parseArgs({
   options: { url: { type: "string" }, token: { type: "string" }, trials: { type: "string", default: "5" } },
