@@ -41,7 +41,7 @@ const ALLOWED = {
   // What a Worker builds edgeq with: createEdgeq wires the app, the tick and the Durable Object classes.
   worker: ["contracts", "coordinator", "cron", "env.ts", "events", "http", "processors", "rpc", "schedules"],
   // The Workers RPC binding: the API's bodies and answers over a service binding, through operations.
-  rpc: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "shards"],
+  rpc: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "schedules", "shards"],
   // Entry points.
   cron: ["contracts", "db", "effects", "engine", "env.ts", "events", "health", "schedules", "shards"],
   sqs: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "shards"],
@@ -109,6 +109,16 @@ module.exports = {
       severity: "error",
       from: { path: "^src/(http|sqs|dashboard|rpc)/" },
       to: { path: "^src/effects/(wake|publish-batcher)\\.ts$" },
+    },
+    {
+      name: "reference-deployment-uses-the-package",
+      comment:
+        "src/index.ts is built only on what the package exports (package.json exports): edgeq and edgeq/plugins/*, as a user's Worker is.",
+      severity: "error",
+      from: { path: "^src/index\\.ts$" },
+      to: {
+        pathNot: ["^src/worker/index\\.ts$", "^src/plugins/(echo|reference)\\.ts$", "^src/plugins/[^/]+/index\\.ts$"],
+      },
     },
     {
       name: "cli-speaks-the-wire",

@@ -111,7 +111,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["scripts/**/*.mjs", "bin/**/*.mjs", "*.config.ts", "*.config.js"],
+    files: ["scripts/**/*.mjs", "bin/**/*.mjs", "examples/**/*.mjs", "*.config.ts", "*.config.js"],
     languageOptions: {
       globals: { process: "readonly", console: "readonly", URL: "readonly", setTimeout: "readonly", fetch: "readonly" },
     },

@@ -34,7 +34,7 @@ export default defineConfig(async () => {
             // cron tests in time windows of their own (test/cron/tick.test.ts).
             isolate: false,
             include: ["test/**/*.test.ts"],
-            exclude: ["test/cli/**"],
+            exclude: ["test/cli/**", "test/examples/**"],
             setupFiles: ["./test/setup.ts"],
             // Runs in Node: a real webhook receiver on 127.0.0.1 for the `http` processor tests.
             globalSetup: ["./test/support/webhook-receiver.ts"],
@@ -71,6 +71,18 @@ export default defineConfig(async () => {
             sequence: { groupOrder: 1 },
             // One browser at a time, for the same reason.
             fileParallelism: false,
+          },
+        },
+        {
+          test: {
+            name: "examples",
+            // The examples installed from the packed tarball (scripts/run-examples.mjs), last and alone:
+            // `npm pack` rebuilds dist/ (which the cli tests run) and each example starts its own wrangler dev.
+            include: ["test/examples/**/*.test.ts"],
+            environment: "node",
+            // Packing (~25 s), three installs (~12 s each from npm's cache) and three wrangler dev runs.
+            testTimeout: 900_000,
+            sequence: { groupOrder: 2 },
           },
         },
       ],

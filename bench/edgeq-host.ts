@@ -20,6 +20,8 @@ import { migrationStatements } from "./workerd-host";
 
 export interface EdgeqHost {
   url: string;
+  /** A request to one of `opts.workers` by name, straight into workerd (no port of its own). */
+  fetchWorker(name: string, url: string, init?: RequestInit): Promise<Response>;
   /** The bundle's source map (for bench/inspector-profile.ts), until `stop()`. */
   sourceMap: string;
   stop(): Promise<void>;
@@ -57,7 +59,7 @@ function run(command: string, args: string[], cwd: string): Promise<void> {
 export async function startEdgeqInWorkerd(
   root: string,
   vars: Record<string, string>,
-  opts: { inspectorPort?: number; main?: string } = {},
+  opts: { inspectorPort?: number; main?: string; workers?: Array<Record<string, unknown>> } = {},
 ): Promise<EdgeqHost> {
   const dir = mkdtempSync(join(tmpdir(), "edgeq-bench-workerd-"));
   try {
@@ -89,6 +91,24 @@ export async function startEdgeqInWorkerd(
     const { Miniflare, convertV4MiniflareOptions } = (await import(
       pathToFileURL(miniflarePath).href
     )) as MiniflareModule;
+    const edgeq = {
+      name: "edgeq",
+      modulesRoot: outdir,
+      modules: [
+        {
+          type: "ESModule",
+          path: bundle,
+          contents: readFileSync(bundle, "utf8"),
+        },
+      ],
+      compatibilityDate: toml.compatibility_date,
+      compatibilityFlags: toml.compatibility_flags,
+      bindings: { ...toml.env.local.vars, ...vars },
+      // Every local shard of [env.local] (DB, DB_1, …), as wrangler dev binds them.
+      d1Databases: Object.fromEntries(toml.env.local.d1_databases.map((d) => [d.binding, d.database_id])),
+      r2Buckets: ["ARTIFACTS"],
+      durableObjects: { COORDINATOR: "Coordinator", EVENT_HUB: "EventHub", SCHEDULER: "Scheduler" },
+    };
     const mf = new Miniflare(
       // Miniflare 5 (wrangler's) converts the Miniflare 4 options wrangler itself passes.
       convertV4MiniflareOptions({
@@ -96,26 +116,12 @@ export async function startEdgeqInWorkerd(
         port: 0,
         // workerd's DevTools inspector, for a CPU profile of the Worker (bench/inspector-profile.ts).
         ...(opts.inspectorPort === undefined ? {} : { inspectorPort: opts.inspectorPort }),
-        name: "edgeq",
-        modulesRoot: outdir,
-        modules: [
-          {
-            type: "ESModule",
-            path: bundle,
-            contents: readFileSync(bundle, "utf8"),
-          },
-        ],
-        compatibilityDate: toml.compatibility_date,
-        compatibilityFlags: toml.compatibility_flags,
-        bindings: { ...toml.env.local.vars, ...vars },
-        // Every local shard of [env.local] (DB, DB_1, …), as wrangler dev binds them.
-        d1Databases: Object.fromEntries(toml.env.local.d1_databases.map((d) => [d.binding, d.database_id])),
-        r2Buckets: ["ARTIFACTS"],
-        durableObjects: { COORDINATOR: "Coordinator", EVENT_HUB: "EventHub", SCHEDULER: "Scheduler" },
         d1Persist: join(dir, "d1"),
         r2Persist: join(dir, "r2"),
         durableObjectsPersist: join(dir, "do"),
-      }),
+        // edgeq first: the one served on the port; the others are reached by fetchWorker or bindings.
+        workers: [edgeq, ...(opts.workers ?? [])],
+      } as import("miniflare").MiniflareOptions),
     );
     const url = await mf.ready;
     for (const { binding } of toml.env.local.d1_databases) {
@@ -125,6 +131,12 @@ export async function startEdgeqInWorkerd(
     return {
       url: url.origin,
       sourceMap: `${bundle}.map`,
+      async fetchWorker(name, url, init) {
+        const worker = (await mf.getWorker(name)) as unknown as {
+          fetch(u: string, i?: RequestInit): Promise<Response>;
+        };
+        return worker.fetch(url, init);
+      },
       async stop() {
         await mf.dispose();
         rmSync(dir, { recursive: true, force: true });

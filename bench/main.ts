@@ -23,12 +23,13 @@ import { runGrowthSection } from "./section-growth";
 import { runHttpSection } from "./section-http";
 import { runScaleSection } from "./section-scale";
 import { runHttpProfileSection } from "./section-http-profile";
+import { runRpcSection } from "./section-rpc";
 import { runSqsSection } from "./section-sqs";
 import { startWorkerdBench } from "./workerd-host";
 
 const quick = process.argv.includes("--quick");
 /** The sections, by the name `--only` takes. */
-const SECTIONS = ["cost", "burn", "http", "http-profile", "alternatives", "growth", "sqs", "scale"] as const;
+const SECTIONS = ["cost", "burn", "http", "http-profile", "rpc", "alternatives", "growth", "sqs", "scale"] as const;
 // `--only http-profile` (or a comma list): just those sections, e.g. to check one after changing it.
 const onlyAt = process.argv.indexOf("--only");
 const only = onlyAt >= 0 ? (process.argv[onlyAt + 1] ?? "").split(",") : null;
@@ -53,6 +54,7 @@ const plan: Plan = quick
       httpReps: 3,
       httpWorkers: [1, 4, 16],
       latencySamples: 60,
+      rpcCalls: 200,
       altTasks: 3_000,
       altCapS: 5,
       growthSizes: [1_000, 100_000],
@@ -73,6 +75,7 @@ const plan: Plan = quick
       httpReps: 3,
       httpWorkers: [1, 4, 16],
       latencySamples: 300,
+      rpcCalls: 2_000,
       altTasks: 100_000,
       altCapS: 25,
       growthSizes: [1_000, 100_000, 1_000_000],
@@ -190,6 +193,12 @@ if (wanted("http-profile")) {
   );
   results.httpProfile = profile;
   results.durations.httpProfile = profile.seconds;
+}
+
+if (wanted("rpc")) {
+  const rpc = await section("3c. RPC binding against HTTP", () => runRpcSection(root, { calls: plan.rpcCalls, log }));
+  results.rpc = rpc;
+  results.durations.rpc = rpc.seconds;
 }
 
 if (wanted("alternatives")) {

@@ -8,6 +8,7 @@ import type { GrowthRow } from "./section-growth";
 import type { HttpSection } from "./section-http";
 import { httpProfileReportSection } from "./report-http-profile";
 import type { HttpProfileSection } from "./section-http-profile";
+import { rpcReportSection, type RpcSection } from "./section-rpc";
 import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./section-scale";
 import { sqsReportSection, type SqsSection } from "./section-sqs";
 import { fmt, fmtSpread, spread, type Spread } from "./stats";
@@ -24,6 +25,8 @@ export interface Plan {
   httpReps: number;
   httpWorkers: number[];
   latencySamples: number;
+  /** Sequential calls per path and operation in section 3c. */
+  rpcCalls: number;
   altTasks: number;
   altCapS: number;
   growthSizes: number[];
@@ -50,6 +53,7 @@ export interface BenchResults {
   burn?: Outcome<BurnRow[]>;
   http?: Outcome<HttpSection>;
   httpProfile?: Outcome<HttpProfileSection>;
+  rpc?: Outcome<RpcSection>;
   alternatives?: Outcome<AltService[]>;
   growth?: Outcome<GrowthRow[]>;
   sqs?: Outcome<SqsSection>;
@@ -544,6 +548,7 @@ function notes(r: BenchResults, out: string[]) {
       ["2. burn-down", r.burn],
       ["3. HTTP", r.http],
       ["3b. HTTP profile", r.httpProfile],
+      ["3c. RPC binding", r.rpc],
       ["4. alternatives", r.alternatives],
       ["5. growth", r.growth],
       ["6. SQS endpoint", r.sqs],
@@ -633,6 +638,7 @@ export function renderReport(r: BenchResults): string {
   burnSection(r, out);
   httpSection(r, out);
   httpProfileReportSection(r.httpProfile, r.httpProfile?.value?.before ?? null, out);
+  rpcReportSection(r.rpc, out);
   altSection(r, out);
   growthSection(r, out);
   sqsReportSection(r.sqs, out);

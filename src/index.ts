@@ -2,7 +2,8 @@ import { REFERENCE_PROCESSORS } from "./plugins/reference";
 import { createEdgeq, type Env } from "./worker/index";
 
 /** This repository's own deployment, built only on the package's public entry points (src/worker/index.ts
- * is `edgeq`, src/plugins/<name>/index.ts is `edgeq/plugins/<name>`): every built-in processor and `echo`. */
+ * is `edgeq`, src/plugins/reference.ts is `edgeq/plugins/reference`: every built-in processor and `echo`);
+ * `npm run lint:deps` refuses any other import here. */
 const edgeq = createEdgeq({ processors: REFERENCE_PROCESSORS });
 
 /** The Durable Object classes wrangler.toml binds, and the Workers RPC entrypoint other Workers bind. */

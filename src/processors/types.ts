@@ -70,7 +70,6 @@ export interface CompletedResults {
  * export const echo: Processor<{ text: string }> = {
  *   type: "echo",
  *   payload: z.object({ text: z.string() }),
- *   engine: () => ({ name: "built-in", available: true }),
  *   async run(payload) { return { text: payload.text }; },
  * };
  */
@@ -79,7 +78,8 @@ export interface Processor<P = unknown> {
   type: string;
   /** Validates the payload before `run`; an invalid payload is a permanent failure naming the field. */
   payload: z.ZodType<P>;
-  /** Which engine this processor would use with these bindings, for `GET /v1/processors` and `npm start`. */
-  engine(env: ProcessorEnv): { name: string; available: boolean; note?: string };
+  /** Which engine this processor would use with these bindings, for `GET /v1/processors` and `npm start`.
+   * Optional: without it the processor is listed as `{ engine: "built-in", available: true }`. */
+  engine?(env: ProcessorEnv): { name: string; available: boolean; note?: string };
   run(payload: P, ctx: ProcessorContext): Promise<unknown>;
 }

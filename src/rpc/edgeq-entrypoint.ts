@@ -27,10 +27,16 @@ import type { OperationContext } from "../operations/context";
 import { enqueue } from "../operations/enqueue";
 import { leaseTexts, withdrawPoll } from "../operations/lease";
 import { configureQueue } from "../operations/queue";
+import { saveSchedule, setSchedulePaused, triggerScheduleNow } from "../operations/schedule";
 import { cancel, heartbeat, readTask, retry } from "../operations/task";
 import type { ProcessorRegistry } from "../processors/registry";
 import { listTasksOf, queueStatsOf } from "../shards/queue-ops";
 import { readRoute } from "../shards/queue-route";
+import { homeShard } from "../shards/shard-set";
+import { shardedTaskStore } from "../shards/task-store";
+import { ScheduleBody, ScheduleName, type ScheduleView } from "../schedules/schedule-schemas";
+import { scheduleView } from "../schedules/schedule-service";
+import { deleteSchedule, getSchedule, listSchedules, type ScheduleRow } from "../schedules/schedule-store";
 import { rpcCall } from "./rpc-errors";
 
 /** A task row as the API shows it, typed for callers across RPC. */
@@ -58,6 +64,12 @@ type OverRpc<T> = { [K in keyof T as K extends "then" ? never : K]: unknown exte
 /** A task as the API shows it, and a leased one (with its lease token). */
 export type RpcTask = OverRpc<TaskView>;
 export type RpcLeasedTask = OverRpc<z.infer<typeof LeasedTaskSchema>>;
+
+/** A schedule as the API shows it (its task's JSON fields one level deep, as above). */
+export type RpcSchedule = Omit<z.infer<typeof ScheduleView>, "task"> & { task: Record<string, JsonValue> };
+
+/** The type of a service binding to edgeq's entrypoint: `interface Env { EDGEQ: EdgeqService }`. */
+export type EdgeqService = Service<EdgeqEntrypoint>;
 
 const StatsQuery = z.strictObject({ group: z.string().min(1).max(128).optional() });
 
@@ -257,6 +269,65 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
       const name = parseWire(QueueName, queue, "queue");
       return configureQueue(this.operation(), name, parseWire(QueueConfigPatch, patch, "body"));
     });
+  }
+
+  /** Creates or replaces a schedule (PUT /v1/schedules/{name}); an active one is armed before this returns. */
+  putSchedule(name: string, body: unknown) {
+    return rpcCall("putSchedule", async () => {
+      const key = parseWire(ScheduleName, name, "name");
+      const op = this.operation();
+      return this.scheduleOverRpc(await saveSchedule(op, key, parseWire(ScheduleBody, body, "body")), op.now);
+    });
+  }
+
+  /** A schedule with its next 5 fire times and its last run (GET /v1/schedules/{name}). */
+  getSchedule(name: string) {
+    return rpcCall("getSchedule", async () => {
+      const key = parseWire(ScheduleName, name, "name");
+      return this.scheduleOverRpc(await getSchedule(homeShard(this.env).db, key), Date.now());
+    });
+  }
+
+  /** Every schedule, by name (GET /v1/schedules). */
+  listSchedules() {
+    return rpcCall("listSchedules", async () => {
+      const now = Date.now();
+      const rows = await listSchedules(homeShard(this.env).db);
+      return { schedules: await Promise.all(rows.map((row) => this.scheduleOverRpc(row, now))) };
+    });
+  }
+
+  /** Deletes a schedule; the tasks it enqueued stay (DELETE /v1/schedules/{name}). */
+  deleteSchedule(name: string) {
+    return rpcCall("deleteSchedule", async () => {
+      const key = parseWire(ScheduleName, name, "name");
+      await deleteSchedule(homeShard(this.env).db, key);
+      return { deleted: key };
+    });
+  }
+
+  /** Pauses a schedule, or resumes it from its first slot after now (POST /v1/schedules/{name}/pause|resume). */
+  pauseSchedule(name: string, paused = true) {
+    return rpcCall("pauseSchedule", async () => {
+      const key = parseWire(ScheduleName, name, "name");
+      const op = this.operation();
+      return this.scheduleOverRpc(await setSchedulePaused(op, key, parseWire(z.boolean(), paused, "paused")), op.now);
+    });
+  }
+
+  /** Runs a schedule now: enqueues its task once, outside its slots (POST /v1/schedules/{name}/trigger). */
+  triggerSchedule(name: string) {
+    return rpcCall("triggerSchedule", async () => {
+      const key = parseWire(ScheduleName, name, "name");
+      const { id, deduplicated } = await triggerScheduleNow(this.operation(), key);
+      return { name: key, task: { id, deduplicated } };
+    });
+  }
+
+  /** A schedule as the API shows it, its task typed for callers across RPC. */
+  private async scheduleOverRpc(row: ScheduleRow, now: number): Promise<RpcSchedule> {
+    const view = await scheduleView(homeShard(this.env).db, row, now, shardedTaskStore(this.env));
+    return view as RpcSchedule;
   }
 
   /** The leased tasks' views, parsed from the text the lease statement rendered. */

@@ -14,4 +14,11 @@ export type { Processor, ProcessorContext, ProcessorEnv, CompletedResults } from
 export { PermanentError, RetryAfterError } from "../processors/errors";
 export { ERRORS, type ErrorCode } from "../contracts/errors";
 export { rpcErrorOf } from "../rpc/rpc-errors";
-export type { EdgeqEntrypoint, JsonValue, RpcLeasedTask, RpcTask } from "../rpc/edgeq-entrypoint";
+export type {
+  EdgeqEntrypoint,
+  EdgeqService,
+  JsonValue,
+  RpcLeasedTask,
+  RpcSchedule,
+  RpcTask,
+} from "../rpc/edgeq-entrypoint";

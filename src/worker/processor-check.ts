@@ -5,7 +5,7 @@ import type { Processor } from "../processors/types";
  * Why a Worker's processor list cannot run, or null: checked once when the Worker is built, so a mistake
  * fails the deployment's first request with a message naming the processor — never the first task that
  * needs it. A processor needs a `type` a task can carry (the API's task type rule), a zod `payload`
- * schema, an `engine` and a `run` function; two processors may not share a type.
+ * schema and a `run` function (an `engine`, if given, a function); two processors may not share a type.
  *
  * @example
  * processorListProblem([{ type: "bad type!", ... }]); // 'processors[0] ("bad type!"): type: 1-64 letters, …'
@@ -20,7 +20,7 @@ export function processorListProblem(processors: readonly unknown[]): string | n
     const type = TaskType.safeParse(p.type);
     if (!type.success) return `${where}: type: ${type.error.issues[0]?.message ?? "invalid"}`;
     if (typeof p.payload?.safeParse !== "function") return `${where}: payload: a zod schema is required`;
-    if (typeof p.engine !== "function") return `${where}: engine: a function is required`;
+    if (p.engine !== undefined && typeof p.engine !== "function") return `${where}: engine: must be a function`;
     if (typeof p.run !== "function") return `${where}: run: a function is required`;
     const earlier = seen.get(type.data);
     if (earlier !== undefined) return `${where}: type "${type.data}" is already processors[${earlier}]'s`;

@@ -28,7 +28,7 @@ describe("GET /v1/processors", () => {
     expect(registered.length).toBeGreaterThan(0);
     expect(res.body.processors.map((p) => p.type)).toEqual(registered.map((p) => p.type));
     for (const processor of registered) {
-      const engine = processor.engine(env);
+      const engine = processor.engine!(env);
       const expected: ProcessorInfo = { type: processor.type, engine: engine.name, available: engine.available };
       if (engine.note !== undefined) expected.note = engine.note;
       expect(res.body.processors.find((p) => p.type === processor.type)).toEqual(expected);

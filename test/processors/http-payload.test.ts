@@ -88,12 +88,12 @@ describe("http processor registration", () => {
   });
 
   it("reports its engine as available only with WEBHOOK_SECRET", () => {
-    expect(httpProcessor.engine({ ...env, WEBHOOK_SECRET: "s" })).toEqual({
+    expect(httpProcessor.engine!({ ...env, WEBHOOK_SECRET: "s" })).toEqual({
       name: "fetch",
       available: true,
       note: undefined,
     });
-    expect(httpProcessor.engine({ ...env, WEBHOOK_SECRET: undefined })).toEqual({
+    expect(httpProcessor.engine!({ ...env, WEBHOOK_SECRET: undefined })).toEqual({
       name: "fetch",
       available: false,
       note: "set the WEBHOOK_SECRET secret",

@@ -39,16 +39,16 @@ function expectSortedScores(tags: { score: number }[]): void {
 describe("tag: registration and payload", () => {
   it("is registered and names its engine from the bindings", () => {
     expect(REFERENCE_REGISTRY.get("tag")).toBe(tagProcessor);
-    expect(tagProcessor.engine({ ...env, AI: undefined })).toEqual({
+    expect(tagProcessor.engine!({ ...env, AI: undefined })).toEqual({
       name: "local (retext-keywords)",
       available: true,
     });
     const ai = modelReplying("{}").ai;
-    expect(tagProcessor.engine({ ...env, AI: ai, TAG_MODEL: "@cf/x/y" })).toEqual({
+    expect(tagProcessor.engine!({ ...env, AI: ai, TAG_MODEL: "@cf/x/y" })).toEqual({
       name: "workers-ai (@cf/x/y)",
       available: true,
     });
-    expect(tagProcessor.engine({ ...env, AI: ai, TAG_MODEL: undefined }).name).toBe(
+    expect(tagProcessor.engine!({ ...env, AI: ai, TAG_MODEL: undefined }).name).toBe(
       `workers-ai (${DEFAULT_TAG_MODEL})`,
     );
   });

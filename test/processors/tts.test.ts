@@ -243,7 +243,7 @@ describe("tts processor", () => {
     const run = ttsProcessor.run(parse({ text: "x" }), ctx);
     await expect(run).rejects.toBeInstanceOf(PermanentError);
     await expect(run).rejects.toThrow("no AI binding: serve tts queues with a pull worker (edgeq worker --engine tts)");
-    expect(ttsProcessor.engine({ ...env, AI: undefined })).toEqual({
+    expect(ttsProcessor.engine!({ ...env, AI: undefined })).toEqual({
       name: `workers-ai (${MELOTTS})`,
       available: false,
       note: "no AI binding: serve tts queues with a pull worker (edgeq worker --engine tts)",
@@ -252,15 +252,15 @@ describe("tts processor", () => {
 
   it("reports its engine from TTS_MODEL, defaulting to melotts", () => {
     const ai = ttsAi().ai;
-    expect(ttsProcessor.engine({ ...env, AI: ai, TTS_MODEL: AURA })).toEqual({
+    expect(ttsProcessor.engine!({ ...env, AI: ai, TTS_MODEL: AURA })).toEqual({
       name: `workers-ai (${AURA})`,
       available: true,
     });
-    expect(ttsProcessor.engine({ ...env, AI: ai, TTS_MODEL: undefined })).toEqual({
+    expect(ttsProcessor.engine!({ ...env, AI: ai, TTS_MODEL: undefined })).toEqual({
       name: `workers-ai (${MELOTTS})`,
       available: true,
     });
-    expect(ttsProcessor.engine({ ...env, AI: ai, TTS_MODEL: "@cf/x/y" }).available).toBe(false);
+    expect(ttsProcessor.engine!({ ...env, AI: ai, TTS_MODEL: "@cf/x/y" }).available).toBe(false);
   });
 });
 

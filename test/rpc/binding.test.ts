@@ -99,4 +99,41 @@ describe("the Workers RPC binding", () => {
       message: expect.stringContaining("waiter_id"),
     });
   });
+
+  it("creates, reads, pauses, triggers and deletes a schedule, as the schedules API does", async () => {
+    const queue = uniqueQueue("rpc-sched");
+    const name = uniqueQueue("rpc-nightly");
+    const saved = await edgeq().putSchedule(name, { queue, cron: "0 3 * * *", task: { payload: { report: 1 } } });
+    expect(saved).toMatchObject({ name, queue, cron: "0 3 * * *", paused: false, task: { payload: { report: 1 } } });
+    expect(saved.next_runs).toHaveLength(5);
+    expect(await edgeq().getSchedule(name)).toMatchObject({ name, next_run_at: saved.next_run_at });
+    expect((await edgeq().listSchedules()).schedules.map((s) => s.name)).toContain(name);
+    expect(await edgeq().pauseSchedule(name)).toMatchObject({ name, paused: true });
+    expect(await edgeq().pauseSchedule(name, false)).toMatchObject({ name, paused: false });
+
+    const fired = await edgeq().triggerSchedule(name);
+    expect(fired).toMatchObject({ name, task: { id: expect.any(String), deduplicated: false } });
+    expect(await edgeq().get(fired.task.id)).toMatchObject({ queue, state: "pending", payload: { report: 1 } });
+
+    expect(await edgeq().deleteSchedule(name)).toEqual({ deleted: name });
+    expect(await refusal(edgeq().getSchedule(name))).toMatchObject({ code: "not_found" });
+    // The task it enqueued stays.
+    expect(await edgeq().get(fired.task.id)).toMatchObject({ state: "pending" });
+  });
+
+  it("refuses a bad schedule with the field named, saving nothing", async () => {
+    const name = uniqueQueue("rpc-bad-sched");
+    expect(await refusal(edgeq().putSchedule(name, { queue: "q", cron: "not a cron" }))).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("cron"),
+    });
+    expect(await refusal(edgeq().putSchedule(name, { queue: "q", cron: "* * * * *", extra: 1 }))).toMatchObject({
+      code: "invalid_request",
+    });
+    expect(await refusal(edgeq().pauseSchedule(name, "yes" as unknown as boolean))).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("paused"),
+    });
+    expect(await refusal(edgeq().getSchedule(name))).toMatchObject({ code: "not_found" });
+  });
 });

@@ -1,3 +1,5 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { echoProcessor } from "../../src/plugins/echo";
@@ -22,12 +24,29 @@ describe("createEdgeq", () => {
     expect(createEdgeq().processors.types()).toEqual([]);
   });
 
+  it("lists a processor without an engine function as built-in and available", async () => {
+    const edgeq = createEdgeq({ processors: [{ type: "shout", payload: z.string(), run: async (s) => s }] });
+    const ctx = createExecutionContext();
+    const res = await edgeq.fetch(
+      new Request("http://edgeq.test/v1/processors", { headers: { Authorization: `Bearer ${env.EDGEQ_TOKEN}` } }),
+      env,
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ processors: [{ type: "shout", engine: "built-in", available: true }] });
+  });
+
   const broken: Array<[string, unknown[], string]> = [
     ["a type no task can carry", [valid("echo"), valid("bad type!")], 'processors[1] ("bad type!"): type: 1-64'],
     ["no type", [{ ...valid("x"), type: undefined }], "processors[0]: type:"],
     ["no payload schema", [{ ...valid("sum"), payload: undefined }], 'processors[0] ("sum"): payload: a zod schema'],
     ["no run function", [{ ...valid("sum"), run: "go" }], 'processors[0] ("sum"): run: a function is required'],
-    ["no engine function", [{ ...valid("sum"), engine: undefined }], 'processors[0] ("sum"): engine: a function'],
+    [
+      "an engine that is not a function",
+      [{ ...valid("sum"), engine: "gpu" }],
+      'processors[0] ("sum"): engine: must be a function',
+    ],
     [
       "two of one type",
       [valid("a"), valid("b"), valid("a")],

@@ -14,6 +14,9 @@ const ProcessorsResponse = z.object({
   ),
 });
 
+/** What a processor without an `engine` function reports: it runs on nothing but the Worker. */
+const BUILT_IN = { name: "built-in", available: true, note: undefined };
+
 const listRoute = authRoute({
   method: "get",
   path: "/v1/processors",
@@ -26,7 +29,7 @@ export const processorRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validation
   c.json(
     {
       processors: c.var.op.processors.list().map((p) => {
-        const engine = p.engine(c.env);
+        const engine = p.engine?.(c.env) ?? BUILT_IN;
         return { type: p.type, engine: engine.name, available: engine.available, note: engine.note };
       }),
     },

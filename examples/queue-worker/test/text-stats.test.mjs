@@ -1,0 +1,66 @@
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { startDev, until } from "../../dev-server.mjs";
+
+// This Worker under `wrangler dev`: its own processor runs tasks enqueued over edgeq's HTTP API.
+const TOKEN = "example-dev-token"; // .dev.vars
+let dev;
+before(async () => {
+  dev = await startDev({
+    cwd: process.cwd(),
+    configs: ["wrangler.toml"],
+    migrate: ["wrangler.toml"],
+    ready: "/health",
+  });
+});
+after(() => dev?.stop());
+
+const call = async (method, path, body) => {
+  const res = await fetch(dev.url + path, {
+    method,
+    headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+};
+const settled = (id) =>
+  until(async () => {
+    const { body } = await call("GET", `/v1/tasks/${id}`);
+    return ["completed", "dead"].includes(body.state) ? body : undefined;
+  });
+
+test("lists the Worker's processor", async () => {
+  const { body } = await call("GET", "/v1/processors");
+  assert.deepEqual(
+    body.processors.map((p) => p.type),
+    ["text-stats"],
+  );
+});
+
+test("runs text-stats in push mode and stores its result and progress", async () => {
+  assert.equal((await call("PUT", "/v1/queues/transcripts/config", { mode: "push" })).status, 200);
+  const text = "the quick brown fox jumps over the lazy dog";
+  const { status, body } = await call("POST", "/v1/queues/transcripts/tasks", {
+    type: "text-stats",
+    payload: { text, wpm: 90 },
+  });
+  assert.equal(status, 201);
+  const task = await settled(body.tasks[0].id);
+  assert.equal(task.state, "completed");
+  assert.deepEqual(task.result, { words: 9, reading_s: 6 });
+  assert.equal(task.progress, 100);
+});
+
+test("a payload its schema refuses is dead at once, the field named", async () => {
+  const { body } = await call("POST", "/v1/queues/transcripts/tasks", { type: "text-stats", payload: { text: "" } });
+  const task = await settled(body.tasks[0].id);
+  assert.equal(task.state, "dead");
+  assert.equal(task.errors.length, 1);
+  assert.equal(task.errors[0].kind, "permanent");
+  assert.match(task.errors[0].message, /^invalid payload: text: /);
+});
+
+test("without the token the API refuses", async () => {
+  const res = await fetch(`${dev.url}/v1/queues/transcripts/stats`);
+  assert.equal(res.status, 401);
+});

@@ -1,0 +1,38 @@
+// `npm run examples` (and test/examples/examples.test.ts): what a user of the package gets, tried as one.
+// Packs edgeq (`npm pack`, which builds it) into examples/edgeq.tgz, installs each example from that
+// tarball in its own folder, and runs its `npm test`. Exits non-zero naming the examples that failed.
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, renameSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import process from "node:process";
+
+const root = new URL("..", import.meta.url).pathname;
+const examples = join(root, "examples");
+/** In the order they depend on each other: producer's test serves queue-worker beside it. */
+const ORDER = ["queue-worker", "producer", "node-worker"];
+const only = process.argv.slice(2);
+
+/** @param {string[]} args @param {string} cwd */
+const npm = (args, cwd) => spawnSync("npm", args, { cwd, stdio: "inherit", env: process.env });
+
+const packed = JSON.parse(
+  execFileSync("npm", ["pack", "--json", "--pack-destination", examples], { cwd: root, encoding: "utf8" }),
+);
+renameSync(join(examples, packed[0].filename), join(examples, "edgeq.tgz"));
+
+const failed = [];
+for (const name of ORDER.filter((n) => only.length === 0 || only.includes(n))) {
+  const dir = join(examples, name);
+  if (!existsSync(join(dir, "package.json"))) continue;
+  // A fresh install of the new tarball: npm keeps a file: dependency's old copy and lock entry otherwise.
+  rmSync(join(dir, "node_modules", "edgeq"), { recursive: true, force: true });
+  rmSync(join(dir, "package-lock.json"), { force: true });
+  console.log(`\n== examples/${name}: npm install && npm test`);
+  const installed = npm(["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], dir);
+  if (installed.status !== 0 || npm(["test"], dir).status !== 0) failed.push(name);
+}
+if (failed.length > 0) {
+  console.error(`\nexamples failed: ${failed.join(", ")}`);
+  process.exit(1);
+}
+console.log("\nevery example passed");

@@ -1,0 +1,19 @@
+import { spawn } from "node:child_process";
+import { expect, it } from "vitest";
+
+/**
+ * The examples as a user of the package gets them: scripts/run-examples.mjs packs edgeq, installs each
+ * example from the tarball in its own folder and runs its own `npm test` (a Worker embedding edgeq with a
+ * processor of its own, a second Worker enqueuing through the RPC binding, a Node worker on the SDK).
+ */
+it("every example installs from the packed tarball and passes its own tests", async () => {
+  const child = spawn(process.execPath, ["scripts/run-examples.mjs"], { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  for (const stream of [child.stdout, child.stderr]) stream.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+  expect(output, output.slice(-6_000)).toContain("every example passed");
+  expect(code).toBe(0);
+  for (const example of ["queue-worker", "producer"]) expect(output).toContain(`== examples/${example}`);
+  expect(output).toMatch(/# fail 0/);
+  expect(output).not.toMatch(/# fail [1-9]/);
+});
