@@ -12,6 +12,7 @@ import {
   MAX_PARTITIONS,
   MAX_REDRIVE_PER_CALL,
   MAX_HOLDER_CHARS,
+  MAX_WAITER_ID_CHARS,
 } from "./limits";
 import { FINAL_STATES } from "./states";
 import {
@@ -118,10 +119,22 @@ const LeaseFields = {
   visibility_timeout_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
   wait_s: z.number().min(0).max(MAX_WAIT_S).default(0),
   holder: ShortText(MAX_HOLDER_CHARS).optional(),
+  waiter_id: ShortText(MAX_WAITER_ID_CHARS).optional().openapi({
+    description:
+      "names this long poll so the client can withdraw it (POST /v1/queues/{queue}/lease/withdraw) when it stops; unique per poll, e.g. a UUID",
+  }),
 };
 export const LeaseBody = z.strictObject(LeaseFields);
 
 export const LeaseResponse = z.object({ tasks: z.array(LeasedTaskSchema) });
+
+export const WithdrawBody = z.strictObject({ waiter_id: ShortText(MAX_WAITER_ID_CHARS) });
+
+export const WithdrawResponse = z.object({
+  withdrawn: z
+    .boolean()
+    .openapi({ description: "whether the poll was found (waiting, or answered moments ago); false changes nothing" }),
+});
 
 const LeaseToken = Text().min(1).max(64);
 

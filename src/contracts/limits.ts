@@ -75,6 +75,16 @@ export const MAX_RUN_S_LIMIT = 7 * 24 * 60 * 60;
  * client can delay a task to 10 s instead of a whole visibility timeout. */
 export const CLAIM_WINDOW_S = 10;
 
+/** How long a provisional lease stays its holder's, unclaimed, while another long poll of the queue waits:
+ * past this the coordinator takes it back and serves the waiting poll. Under `wrangler dev` (and any
+ * proxy that hides a hang-up) a poll whose client left is answered all the same, and two such polls held a
+ * new task 10 s each in turn while a live client waited. A live client claims within one round trip of
+ * receiving the answer (edgeq's worker on receipt: tens of ms on these 2 busy cores, the claim's HTTP
+ * round trip); 1 s is many times that, and keeps what each gone poll can cost a live one to about a second
+ * (the goal: a live client gets a new task within 2 s with two hung-up polls parked). With nobody else
+ * waiting the full CLAIM_WINDOW_S applies, so a slow link loses nothing unless someone could run the task. */
+export const CONTESTED_CLAIM_S = 1;
+
 /** Task priorities run from -MAX_PRIORITY to MAX_PRIORITY (higher runs first). A million levels is more
  * than any scheme of tiers needs, and the bound keeps priorities exact small integers in SQLite and JSON. */
 export const MAX_PRIORITY = 1_000_000;
@@ -85,6 +95,10 @@ export const MAX_REDRIVE_PER_CALL = 5_000;
 
 /** Longest lease holder name: a host name and a pid, or a pod name, fit; the holder is only a label. */
 export const MAX_HOLDER_CHARS = 128;
+
+/** Longest name a client gives its long poll (`waiter_id`, to withdraw it later): a UUID (36 characters)
+ * fits with room for a prefix; the coordinator keeps each name in memory while its poll waits. */
+export const MAX_WAITER_ID_CHARS = 64;
 
 /** Queue names: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit. They appear in URL
  * paths, Durable Object names and the CLI's pid-file names, so nothing needs escaping anywhere; 64

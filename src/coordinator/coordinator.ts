@@ -15,27 +15,25 @@ import {
   coordinatorForgetSchema,
   coordinatorLeaseSchema,
   coordinatorNotifySchema,
+  coordinatorWakeWaitersSchema,
+  coordinatorWatchSchema,
   type CoordinatorForget,
   type CoordinatorLease,
   type CoordinatorLeaseInput,
   type CoordinatorNotify,
+  type CoordinatorWakeWaiters,
+  type CoordinatorWatch,
   type QueueCoordinatorRpc,
 } from "../protocols/durable-objects";
+import type { FencedItem } from "../engine/ack";
+import { HandOuts } from "./hand-outs";
+import { SiblingPolls } from "./sibling-polls";
+import { handBackLeased, takeBackUnclaimed } from "./take-back";
+import { WaitLine, type Waiter } from "./wait-line";
 
 /** What the Worker's entry builds a coordinator with (src/index.ts): its processors, for push dispatch. */
 export interface CoordinatorDeps {
   processors: ProcessorRegistry;
-}
-
-interface Waiter {
-  request: CoordinatorLease;
-  resolve: (tasks: TaskRow[]) => void;
-  reject: (error: unknown) => void;
-  timer: ReturnType<typeof setTimeout>;
-  /** A lease for this waiter is in flight: its timeout must not answer it meanwhile. */
-  busy: boolean;
-  /** The wait ran out while a lease was in flight. */
-  expired: boolean;
 }
 
 /** Storage keys an object of this class kept when it also fired schedules (the object "~schedules") and
@@ -49,15 +47,22 @@ const PART_KEY = "part";
 
 /**
  * COORDINATOR: one per queue partition (`coordinatorName`: the queue's name for partition 0, the only one
- * of an unpartitioned queue). It holds long-poll lease requests and answers them, first come first served,
- * as soon as tasks are enqueued or become leasable; it keeps an alarm at the queue's next due `run_at`
- * (and, while requests wait, at the next lease to lapse) so delayed and abandoned work is noticed within
- * milliseconds; in push mode its alarm runs the partition's tasks through their processors. The cron tick
- * wakes it as a safety net. Events go to the queue's EventHub, schedules are the Scheduler's: one job here.
+ * of an unpartitioned queue). It holds long-poll lease requests and answers them, newest first (why:
+ * wait-line.ts), as soon as tasks are enqueued or become leasable; it keeps an alarm at the queue's next
+ * due `run_at` (and, while requests wait, at the next lease to lapse) so delayed and abandoned work is
+ * noticed within milliseconds; in push mode its alarm runs the partition's tasks through their processors.
+ * The cron tick wakes it as a safety net. Events go to the queue's EventHub, schedules are the Scheduler's.
  *
- * A waiter answered after it waited gets its tasks under a provisional lease (CLAIM_WINDOW_S): its
- * client may have hung up meanwhile — nothing reliably tells the Worker — so unless the holder claims
- * the lease (any fenced call) the tasks come back with their attempt refunded, within seconds.
+ * A waiter answered after it waited gets its tasks under a provisional lease (CLAIM_WINDOW_S): its client
+ * may have hung up meanwhile — under `wrangler dev` nothing tells the Worker (docs/api.md, "Long polls")
+ * — so unless the holder claims the lease (any fenced call) the tasks come back with their attempt
+ * refunded. While another poll waits, a hand-out left unclaimed for CONTESTED_CLAIM_S is taken back and
+ * served to it (hand-outs.ts). A withdrawn poll (`forget`: its client's disconnect where the platform
+ * reports it, or the client's own POST .../lease/withdraw) leaves the line, and whatever was leased for it
+ * and is still unclaimed goes back to pending at once.
+ *
+ * A poll on a partitioned queue leases from every partition: a coordinator holding polls tells its
+ * sibling partitions, which pass on the arrivals they have no poll of their own for (sibling-polls.ts).
  *
  * It never owns task state: every lease goes through the same engine call (one guarded D1 statement)
  * as a direct lease, so a coordinator that is evicted or restarted loses only its waiters, who then
@@ -68,7 +73,9 @@ const PART_KEY = "part";
  * objects keep their storage and alarms across upgrades.
  */
 export class QueueCoordinator extends DurableObject<Env> implements QueueCoordinatorRpc {
-  private readonly waiters: Waiter[] = [];
+  private readonly line = new WaitLine();
+  private readonly handOuts = new HandOuts();
+  private readonly siblings = new SiblingPolls();
   /** Serialises serving, so two wake-ups never hand the same waiter two batches. */
   private serving: Promise<void> = Promise.resolve();
   /** Counts wake-ups, to notice one that arrived while a request was leasing for itself. */
@@ -96,27 +103,45 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   async lease(input: CoordinatorLeaseInput): Promise<TaskRow[]> {
     const request = coordinatorLeaseSchema.parse(input);
     await this.remember(request.queue, request.part);
+    // Its withdrawal overtook it (sent after it, arrived first): its client is stopping.
+    if (this.line.wasWithdrawn(request.waiterId, this.now())) return [];
     const wakeupsBefore = this.wakeups;
-    // Earlier waiters come first: only lease at once when nobody is queued ahead.
-    if (this.waiters.length === 0) {
-      const leased = await this.leaseFor(request, false);
-      this.after(this.leasedChange(request.queue, leased));
-      if (leased.length > 0 || request.waitMs === 0) return leased;
+    // The newest request comes first (wait-line.ts): it leases at once, whoever waits.
+    const leased = await this.leaseFor(request, false);
+    this.after(this.leasedChange(request.queue, leased));
+    // Withdrawn while this lease was in flight (it found no wait yet, so it was remembered): hand back.
+    if (leased.length > 0 && this.line.wasWithdrawn(request.waiterId, this.now())) {
+      await this.handBack(leased);
+      return [];
     }
+    if (leased.length > 0 || request.waitMs === 0) return leased;
+    await this.announceWaiting(request);
+    // Withdrawn while it told its siblings (no wait to find yet, so remembered): do not park.
+    if (this.line.wasWithdrawn(request.waiterId, this.now())) return [];
     const answer = new Promise<TaskRow[]>((resolve, reject) => {
-      const waiter: Waiter = { request, resolve, reject, busy: false, expired: false, timer: undefined! };
+      const waiter: Waiter = {
+        request,
+        resolve,
+        reject,
+        busy: false,
+        expired: false,
+        withdrawn: false,
+        timer: undefined!,
+      };
       waiter.timer = setTimeout(() => {
         if (waiter.busy) {
           waiter.expired = true;
           return;
         }
-        this.drop(waiter);
+        this.line.drop(waiter);
         resolve([]);
       }, request.waitMs);
-      this.waiters.push(waiter);
+      this.line.add(waiter);
     });
-    // Tasks may have arrived while we leased for ourselves; their wake-up found no waiter to serve.
-    if (this.wakeups !== wakeupsBefore) await this.serve();
+    // Tasks may have arrived while we leased for ourselves (their wake-up found no waiter to serve), or a
+    // hand-out has been left unclaimed long enough to take back for this request.
+    const now = this.now();
+    if (this.wakeups !== wakeupsBefore || (this.handOuts.nextContestedAt(now) ?? Infinity) <= now) await this.serve();
     else await this.alarmForWaiters();
     return answer;
   }
@@ -131,6 +156,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     const now = this.now();
     if (runAt <= now) {
       await this.serve();
+      this.passOnArrivals(queue);
       // Push queues run their tasks in the alarm handler, never inside the enqueue's own request.
       const config = await queueConfigOf(await queueRoute(this.env, queue, now));
       if (config.mode === "push") await this.alarmNoLaterThan(now);
@@ -140,21 +166,53 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   }
 
   /**
-   * Withdraws a waiting long poll (its client disconnected): it is answered with nothing and leaves the
-   * line, so no task is leased for a client that is gone. Returns whether it was still waiting.
+   * Withdraws a long poll by the name its caller gave it: its client disconnected, or is stopping and
+   * asked. A waiting poll is answered with nothing and leaves the line; one whose lease is in flight is
+   * answered with nothing when it lands, its tasks taken back; tasks handed to it within the claim window
+   * and still unclaimed are taken back (pending at once, attempt refunded). A name found nowhere is
+   * remembered for a while (its poll may still be on the way) and changes nothing else: withdrawing is
+   * never an error. Returns whether the poll was found (waiting, leasing or recently answered).
    */
   async forget(input: CoordinatorForget): Promise<boolean> {
     const { waiterId } = coordinatorForgetSchema.parse(input);
-    const waiter = this.waiters.find((w) => w.request.waiterId === waiterId);
-    if (!waiter || waiter.busy) return false; // a lease in flight for it is handed back by the route
-    this.drop(waiter);
-    waiter.resolve([]);
-    return true;
+    const now = this.now();
+    const waiters = this.line.named(waiterId);
+    for (const waiter of waiters) {
+      if (waiter.busy) {
+        waiter.withdrawn = true; // serveWaiters answers it and takes its lease back
+        continue;
+      }
+      this.line.drop(waiter);
+      waiter.resolve([]);
+    }
+    const handed = this.handOuts.takeFor(waiterId, now);
+    if (handed.length > 0) {
+      // The claim window still voids them if this fails: a withdrawal must not fail for it.
+      await this.revoke(handed).catch((error: unknown) => console.error("coordinator: taking back failed", error));
+    }
+    if (waiters.length === 0 && handed.length === 0) this.line.rememberWithdrawn(waiterId, now);
+    return waiters.length > 0 || handed.length > 0;
+  }
+
+  /** A sibling partition's coordinator holds polls until `until`: pass arrivals on to it meanwhile. */
+  async watch(input: CoordinatorWatch): Promise<void> {
+    const { queue, part, watcher, until } = coordinatorWatchSchema.parse(input);
+    await this.remember(queue, part);
+    this.siblings.note(watcher, until);
+    // Leases lapsing here now matter to someone: keep the alarm at this partition's next leasable time.
+    await this.alarmForWaiters();
+  }
+
+  /** Tasks became leasable on a sibling partition: serve the polls waiting here (they lease from all). */
+  async wakeWaiters(input: CoordinatorWakeWaiters): Promise<void> {
+    const { queue, part } = coordinatorWakeWaitersSchema.parse(input);
+    await this.remember(queue, part);
+    if (this.line.size > 0) await this.serve();
   }
 
   /** How many long-poll requests are waiting (for tests and stats). */
   async waiting(): Promise<number> {
-    return this.waiters.length;
+    return this.line.size;
   }
 
   /**
@@ -170,14 +228,16 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   }
 
   /**
-   * Serves long-poll waiters; in push mode, drains due tasks through their processors; then re-arms at
-   * the earliest of the queue's next due run_at and what the drain asked for (rate limit, budget, retry).
+   * Serves long-poll waiters (or passes arrivals on to siblings' polls); in push mode, drains due tasks
+   * through their processors; then re-arms at the earliest of the queue's next due run_at, what the drain
+   * asked for (rate limit, budget, retry) and the next hand-out to take back for a waiting poll.
    */
   override async alarm(): Promise<void> {
     if (await this.ctx.storage.get<boolean>(LEGACY_SCHEDULES_KEY)) return this.handOverSchedules();
     await this.serve();
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
+    this.passOnArrivals(queue);
     const route = await queueRoute(this.env, queue, this.now());
     let drainNextAt: number | null = null;
     const config = await queueConfigOf(route);
@@ -205,10 +265,13 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
         if (drained.nextAt !== null) drainNextAt = Math.min(drainNextAt ?? Infinity, drained.nextAt);
       }
     }
-    // Lapsing leases matter only to someone waiting for tasks: long polls, or push mode's own dispatch.
-    const leases = this.waiters.length > 0 || config.mode === "push";
-    const next = await nextRunOn(own, queue, this.now(), { leases });
-    const at = Math.min(next ?? Infinity, drainNextAt ?? Infinity);
+    // Lapsing leases matter only to someone waiting for tasks: long polls (here or at a sibling), or push
+    // mode's own dispatch.
+    const now = this.now();
+    const leases = this.line.size > 0 || this.siblings.waiting(now).length > 0 || config.mode === "push";
+    const next = await nextRunOn(own, queue, now, { leases });
+    const contested = this.line.size > 0 ? this.handOuts.nextContestedAt(now) : null;
+    const at = Math.min(next ?? Infinity, drainNextAt ?? Infinity, contested ?? Infinity);
     if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
   }
 
@@ -246,15 +309,35 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     if (current == null || at < current) await this.ctx.storage.setAlarm(at);
   }
 
-  /** While requests wait, makes sure the alarm fires when the next task becomes leasable — including a
-   * lease that lapses (expired, or provisional and unclaimed), which no enqueue or ack announces. */
+  /** While requests wait here or at a sibling, makes sure the alarm fires when the next task becomes
+   * leasable — including a lease that lapses (expired, or provisional and unclaimed), which no enqueue or
+   * ack announces — and, while requests wait here, when the next hand-out may be taken back for them. */
   private async alarmForWaiters(): Promise<void> {
-    if (this.waiters.length === 0) return;
+    const now = this.now();
+    if (this.line.size === 0 && this.siblings.waiting(now).length === 0) return;
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
-    const route = await queueRoute(this.env, queue, this.now());
-    const next = await nextRunOn(await this.ownShards(route), queue, this.now(), { leases: true });
-    if (next !== null) await this.alarmNoLaterThan(next);
+    const route = await queueRoute(this.env, queue, now);
+    const next = await nextRunOn(await this.ownShards(route), queue, now, { leases: true });
+    const contested = this.line.size > 0 ? this.handOuts.nextContestedAt(now) : null;
+    const at = Math.min(next ?? Infinity, contested ?? Infinity);
+    if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
+  }
+
+  /** On a partitioned queue, tells the sibling partitions that polls wait here (sibling-polls.ts). A failure
+   * is logged, not the poll's: its own partition's arrivals and the end of its wait still answer it. */
+  private async announceWaiting(request: CoordinatorLease): Promise<void> {
+    await this.siblings
+      .announce(this.env, request, this.now())
+      .catch((error: unknown) => console.error("coordinator: telling sibling partitions failed", error));
+  }
+
+  /** With no poll of its own left (it would have taken what is leasable), passes arrivals on to the sibling
+   * partitions holding polls. */
+  private passOnArrivals(queue: string): void {
+    if (this.line.size > 0) return;
+    const parts = this.siblings.waiting(this.now());
+    if (parts.length > 0) this.after({ kind: "sibling-arrivals", queue, parts });
   }
 
   private async remember(queue: string, part?: number): Promise<void> {
@@ -277,44 +360,71 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     return leaseFromQueue(route, { ...request, provisional }, this.now(), request.part);
   }
 
+  /** Takes back provisional leases still unclaimed (take-back.ts) and reports it. */
+  private async revoke(items: FencedItem[]): Promise<void> {
+    const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
+    if (queue === undefined) return;
+    const part = (await this.ctx.storage.get<number>(PART_KEY)) ?? 0;
+    const change = await takeBackUnclaimed(this.env, queue, part, items, this.now());
+    if (change) this.after(change);
+  }
+
+  /** Hands back what a withdrawn poll's own first lease took (take-back.ts). A failure is logged: the
+   * leases still lapse at their expiry. */
+  private async handBack(leased: TaskRow[]): Promise<void> {
+    const items = leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! }));
+    await handBackLeased(this.env, leased[0]!.queue, items, this.now())
+      .then((change) => this.after(change))
+      .catch((error: unknown) => console.error("coordinator: handing back a withdrawn poll's lease failed", error));
+  }
+
   private serve(): Promise<void> {
     this.wakeups++;
     // Errors are handled per waiter inside; the catch keeps one unexpected failure from ending the chain.
     this.serving = this.serving
+      .then(() => this.takeBackContested())
       .then(() => this.serveWaiters())
       .then(() => this.alarmForWaiters())
       .catch((error: unknown) => console.error("coordinator: serving waiters failed", error));
     return this.serving;
   }
 
-  /** Leases for waiters in arrival order until the queue has nothing due. */
+  /** While requests wait, takes back hand-outs left unclaimed for CONTESTED_CLAIM_S (hand-outs.ts). */
+  private async takeBackContested(): Promise<void> {
+    if (this.line.size === 0) return;
+    await this.revoke(this.handOuts.takeContested(this.now()));
+  }
+
+  /** Leases for waiters, newest first, until the queue has nothing due. */
   private async serveWaiters(): Promise<void> {
-    while (this.waiters.length > 0) {
-      const waiter = this.waiters[0]!;
+    for (let waiter = this.line.next(); waiter !== undefined; waiter = this.line.next()) {
       let leased: TaskRow[];
       waiter.busy = true;
       try {
         // Answered after waiting: provisional, its client may be gone (see the class comment).
         leased = await this.leaseFor(waiter.request, true);
       } catch (error) {
-        this.drop(waiter);
+        this.line.drop(waiter);
         waiter.reject(error);
         continue;
       } finally {
         waiter.busy = false;
       }
+      if (leased.length > 0) this.after(this.leasedChange(waiter.request.queue, leased));
+      if (waiter.withdrawn) {
+        // Withdrawn while this lease was in flight: nobody will run these; the next waiter may.
+        this.line.drop(waiter);
+        waiter.resolve([]);
+        if (leased.length === 0) return;
+        await this.revoke(leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })));
+        continue;
+      }
       if (leased.length > 0 || waiter.expired) {
-        this.drop(waiter);
+        this.line.drop(waiter);
+        this.handOuts.record(this.now(), waiter.request.waiterId, leased);
         waiter.resolve(leased);
       }
-      if (leased.length > 0) this.after(this.leasedChange(waiter.request.queue, leased));
       if (leased.length === 0) return;
     }
-  }
-
-  private drop(waiter: Waiter): void {
-    clearTimeout(waiter.timer);
-    const index = this.waiters.indexOf(waiter);
-    if (index >= 0) this.waiters.splice(index, 1);
   }
 }

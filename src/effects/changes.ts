@@ -2,6 +2,7 @@ import type { EventRow } from "../protocols/durable-objects";
 import type { PublishedEvent } from "../contracts/events";
 import type { TaskRow } from "../db/schema";
 import type { AckKind, AckOutcome } from "../engine/ack";
+import type { RevokedTask } from "../engine/revoke";
 
 /**
  * What a state change did, as an operation reports it to the effects owner (follow.ts). Every entry point
@@ -29,6 +30,12 @@ export type Change =
   /** The cron tick swept a queue: work is due at `runAt` (reaped retries, relayed or found due tasks),
    * and the reaper's `events` (failed, dead, cancelled, released) are published on the same wake-up. */
   | { kind: "swept"; queue: string; runAt?: number; events: PublishedEvent[] }
+  /** A coordinator took back provisional leases nobody claimed (their poll was withdrawn, or left them
+   * while other polls waited): pending again; published as released, the queue's other partitions woken. */
+  | { kind: "revoked"; queue: string; part: number; tasks: RevokedTask[] }
+  /** Tasks became leasable on one partition while long polls wait at other partitions' coordinators
+   * (`parts`): those serve their polls, which lease from every partition. */
+  | { kind: "sibling-arrivals"; queue: string; parts: number[] }
   /** Health was evaluated and may have recorded alerts to deliver. */
   | { kind: "alerts-recorded" }
   /** A partition started moving to another shard: relay its tasks for a while after the answer. */

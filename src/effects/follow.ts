@@ -6,7 +6,9 @@ import { runMove } from "../shards/move";
 import { relayQueueHome } from "../shards/relay";
 import { homeShard } from "../shards/shard-set";
 import type { Change } from "./changes";
-import { eventHubOf, partOfTask, wakeCoordinator } from "./wake";
+import { eventHubOf, partOfTask, wakeCoordinator, wakeWaitersAt } from "./wake";
+import { existingPlacements } from "../shards/directory";
+import type { RevokedTask } from "../engine/revoke";
 
 /** How long a move request keeps relaying after it answers; the cron tick continues whatever is left. */
 export const MOVE_REQUEST_BUDGET_MS = 20_000;
@@ -59,6 +61,10 @@ export async function follow(env: Env, change: Change, clock: () => number = Dat
       return wakeCoordinator(env, change.queue, change.runAt);
     case "swept":
       return wakeCoordinator(env, change.queue, change.runAt, change.events);
+    case "revoked":
+      return followRevoked(env, change.queue, change.part, change.tasks);
+    case "sibling-arrivals":
+      return wakeWaitersAt(env, change.queue, change.parts);
     case "alerts-recorded":
       return deliverAlerts(homeShard(env).db, env.WEBHOOK_SECRET, clock()).then(() => undefined);
     case "move-started":
@@ -76,6 +82,19 @@ function publish(env: Env, queue: string, ids: string[], kind: TaskEventKind): P
     ids.map((id) => ({ kind, id })),
     [],
   );
+}
+
+/**
+ * After a coordinator took leases back: each task is published as released, and the queue's other
+ * partitions are woken (their polls lease from every partition); the coordinator that took them back
+ * serves its own polls itself.
+ */
+async function followRevoked(env: Env, queue: string, part: number, tasks: RevokedTask[]): Promise<void> {
+  if (tasks.length === 0) return;
+  const events = tasks.map((t): PublishedEvent => ({ kind: "released", id: t.id }));
+  const others = (await existingPlacements(env, queue)).map((p) => p.part).filter((p) => p !== part);
+  if (others.length === 0) return wakeCoordinator(env, queue, undefined, events, []);
+  return wakeCoordinator(env, queue, Math.min(...tasks.map((t) => t.run_at)), events, others);
 }
 
 /** The event an ack's outcome publishes. */

@@ -53,6 +53,18 @@ export async function wakeCoordinator(
   await Promise.all(calls);
 }
 
+/**
+ * Tells the coordinators of `parts` that tasks of `queue` became leasable on a sibling partition: each
+ * serves the long polls it holds (they lease from every partition). Only the effects owner calls it, for
+ * a coordinator that had arrivals and no poll of its own left to give them to.
+ *
+ * @example
+ * await wakeWaitersAt(env, "emails", [2, 5]);
+ */
+export async function wakeWaitersAt(env: Env, queue: string, parts: number[]): Promise<void> {
+  await Promise.all(parts.map((part) => coordinatorOf(env, queue, part).wakeWaiters({ queue, part })));
+}
+
 /** One publish batcher per event hub namespace (per deployment's env) in this isolate. */
 const batchers = new WeakMap<object, PublishBatcher>();
 

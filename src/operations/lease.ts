@@ -1,15 +1,14 @@
 import type { TaskRow } from "../db/schema";
 import { coordinatorOf } from "../effects/wake";
 import { leaseAnswers, type LeaseRequest } from "../engine/lease";
-import { releaseTasks } from "../engine/release";
 import { leasedTaskJson } from "../engine/task-row";
-import { ackOnRoute } from "../shards/ack-routing";
 import { leaseFromQueue } from "../shards/queue-ops";
 import { nextLeaseOffset, queueRoute, type QueueRoute } from "../shards/queue-route";
 import type { OperationContext } from "./context";
 
-/** A lease as a client asks for it: `waitMs` 0 answers at once, more waits in the queue's coordinator. */
-export type LeaseAsk = Omit<LeaseRequest, "queue" | "provisional"> & { waitMs: number };
+/** A lease as a client asks for it: `waitMs` 0 answers at once, more waits in the queue's coordinator;
+ * `waiterId` names that wait, so the client can withdraw it (`withdrawPoll`). */
+export type LeaseAsk = Omit<LeaseRequest, "queue" | "provisional"> & { waitMs: number; waiterId?: string };
 
 /**
  * Leases up to `max` tasks of `queue` as rows (SQS, Durable Objects). With `waitMs` the request waits in
@@ -21,8 +20,8 @@ export type LeaseAsk = Omit<LeaseRequest, "queue" | "provisional"> & { waitMs: n
  */
 export async function leaseRows(op: OperationContext, queue: string, ask: LeaseAsk): Promise<TaskRow[]> {
   const route = await queueRoute(op.env, queue, op.now);
-  const { waitMs, ...request } = ask;
-  if (waitMs > 0) return longPoll(op, route, { ...request, queue }, waitMs);
+  const { waitMs, waiterId, ...request } = ask;
+  if (waitMs > 0) return longPoll(op, route, { ...request, queue }, waitMs, waiterId);
   const leased = await leaseFromQueue(route, request, op.now);
   op.effects.after({ kind: "leased", queue, ids: leased.map((t) => t.id) });
   return leased;
@@ -38,41 +37,57 @@ export async function leaseRows(op: OperationContext, queue: string, ask: LeaseA
  */
 export async function leaseTexts(op: OperationContext, queue: string, ask: LeaseAsk): Promise<string[]> {
   const route = await queueRoute(op.env, queue, op.now);
-  const { waitMs, ...request } = ask;
-  if (waitMs > 0) return (await longPoll(op, route, { ...request, queue }, waitMs)).map(leasedTaskJson);
+  const { waitMs, waiterId, ...request } = ask;
+  if (waitMs > 0) return (await longPoll(op, route, { ...request, queue }, waitMs, waiterId)).map(leasedTaskJson);
   const leased = await leaseFromQueue(route, request, op.now, undefined, leaseAnswers);
   op.effects.after({ kind: "leased", queue, ids: leased.map((t) => t.id) });
   return leased.map((t) => t.view);
 }
 
 /**
- * A long-poll lease: one partition's coordinator (in turn, for a partitioned queue; it leases from all)
- * holds the request until tasks are leasable or `waitMs` passes; it publishes the leases it makes. When the
- * client's disconnect is seen (`op.signal`) the wait is withdrawn, and tasks leased for it in the meantime
- * are handed back at once (pending, the attempt not counted). A disconnect that is never seen is covered
- * by the provisional lease: correctness never depends on the signal, it only makes the hand-back immediate.
+ * A long-poll lease: one partition's coordinator (in turn, for a partitioned queue; it leases from all and
+ * is woken by any partition's arrivals) holds the request until tasks are leasable or `waitMs` passes; it
+ * publishes the leases it makes. The wait is named (`waiterId`: the client's, else a fresh one) so it can
+ * be withdrawn: by the client (`withdrawPoll`), or here when the client's disconnect is seen (`op.signal`;
+ * what the platform reports where: docs/api.md, "Long polls"). The coordinator then answers it with
+ * nothing and takes back whatever it had leased for it and is still unclaimed. A disconnect that is never
+ * seen is covered by the provisional lease: correctness never depends on the signal.
  */
 async function longPoll(
   op: OperationContext,
   route: QueueRoute,
   request: LeaseRequest,
   waitMs: number,
+  waiterId: string = crypto.randomUUID(),
 ): Promise<TaskRow[]> {
   const part = route.parts[nextLeaseOffset(route.parts.length)]!.part;
   const coordinator = coordinatorOf(op.env, request.queue, part);
-  const waiterId = crypto.randomUUID();
+  // The handler itself is cancelled with the request (nothing after its await runs): withdraw from here.
   const withdraw = () => op.defer(coordinator.forget({ waiterId }));
   op.signal.addEventListener("abort", withdraw, { once: true });
-  const leased: TaskRow[] = await coordinator.lease({ ...request, part, waitMs, waiterId });
-  op.signal.removeEventListener("abort", withdraw);
-  if (!op.signal.aborted || leased.length === 0) return leased;
-  // The client left while a lease for it was in flight: nobody will run these tasks.
-  const now = op.clock();
-  const outcomes = await ackOnRoute(
-    await queueRoute(op.env, request.queue, now),
-    leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
-    (db, items) => releaseTasks(db, items, now),
-  );
-  op.effects.after({ kind: "acked", outcomes, kinds: outcomes.map(() => "release") });
-  return [];
+  try {
+    return await coordinator.lease({ ...request, part, waitMs, waiterId });
+  } finally {
+    op.signal.removeEventListener("abort", withdraw);
+  }
+}
+
+/**
+ * Withdraws the long poll a client named `waiterId` (POST /v1/queues/{queue}/lease/withdraw): it is
+ * answered at once with no tasks, and tasks already leased for it and not yet claimed go back to pending.
+ * A client stopping calls this, then reads the poll's answer (and releases what it may still bring). The
+ * poll may wait at any partition's coordinator: each is asked (a withdrawal is rare; K ≤ MAX_PARTITIONS).
+ * A name no coordinator knows is a no-op, never an error. Returns whether the poll was found.
+ *
+ * @example
+ * const { withdrawn } = await withdrawPoll(op, "emails", "w-4f1c…");
+ */
+export async function withdrawPoll(
+  op: OperationContext,
+  queue: string,
+  waiterId: string,
+): Promise<{ withdrawn: boolean }> {
+  const route = await queueRoute(op.env, queue, op.now);
+  const found = await Promise.all(route.parts.map((p) => coordinatorOf(op.env, queue, p.part).forget({ waiterId })));
+  return { withdrawn: found.some(Boolean) };
 }

@@ -4,6 +4,7 @@ import {
   MAX_PARTITIONS,
   MAX_VISIBILITY_TIMEOUT_S,
   MAX_WAIT_S,
+  MAX_WAITER_ID_CHARS,
   MIN_VISIBILITY_TIMEOUT_S,
 } from "../contracts/limits";
 import { TASK_STATES } from "../contracts/states";
@@ -23,7 +24,7 @@ export const coordinatorLeaseSchema = z.object({
     .min(0)
     .max(MAX_WAIT_S * 1000),
   /** Names the wait so the caller can withdraw it (`forget`) when its client disconnects. */
-  waiterId: z.string().min(1).max(64).optional(),
+  waiterId: z.string().min(1).max(MAX_WAITER_ID_CHARS).optional(),
   /** The partition this coordinator serves (src/shards/); it leases from its own first, then the others. */
   part: z.number().int().min(0).max(MAX_PARTITIONS).default(0),
 });
@@ -31,9 +32,26 @@ export type CoordinatorLease = z.infer<typeof coordinatorLeaseSchema>;
 /** What a caller sends (`part` may be left out: partition 0). */
 export type CoordinatorLeaseInput = z.input<typeof coordinatorLeaseSchema>;
 
-/** Withdraws a waiting long poll whose client went away. */
-export const coordinatorForgetSchema = z.object({ waiterId: z.string().min(1).max(64) });
+/** Withdraws a long poll: its client went away (request.signal) or asked (POST .../lease/withdraw). */
+export const coordinatorForgetSchema = z.object({ waiterId: z.string().min(1).max(MAX_WAITER_ID_CHARS) });
 export type CoordinatorForget = z.infer<typeof coordinatorForgetSchema>;
+
+/** A sibling partition's coordinator (`watcher`) holds long polls until `until` (ms): pass arrivals on. */
+export const coordinatorWatchSchema = z.object({
+  queue: z.string().min(1),
+  /** The partition of the coordinator told. */
+  part: z.number().int().min(0).max(MAX_PARTITIONS),
+  watcher: z.number().int().min(0).max(MAX_PARTITIONS),
+  until: z.number().int(),
+});
+export type CoordinatorWatch = z.infer<typeof coordinatorWatchSchema>;
+
+/** Tasks became leasable on a sibling partition: serve the polls waiting here (they lease from all). */
+export const coordinatorWakeWaitersSchema = z.object({
+  queue: z.string().min(1),
+  part: z.number().int().min(0).max(MAX_PARTITIONS),
+});
+export type CoordinatorWakeWaiters = z.infer<typeof coordinatorWakeWaitersSchema>;
 
 /** Tells the coordinator that tasks of its queue become due at `runAt` (ms). */
 export const coordinatorNotifySchema = z.object({
@@ -78,6 +96,8 @@ export interface QueueCoordinatorRpc extends Rpc.DurableObjectBranded {
   lease(input: CoordinatorLeaseInput): Promise<TaskRow[]>;
   notify(input: CoordinatorNotify): Promise<void>;
   forget(input: CoordinatorForget): Promise<boolean>;
+  watch(input: CoordinatorWatch): Promise<void>;
+  wakeWaiters(input: CoordinatorWakeWaiters): Promise<void>;
   waiting(): Promise<number>;
   /** Upgrade from one Coordinator class doing three jobs: the event seq it stored, handed to the hub once. */
   handOverEventSeq(): Promise<number | null>;

@@ -12,6 +12,7 @@ import {
   ReleaseBody,
   TaskId,
   TaskListQuery,
+  WithdrawBody,
 } from "../contracts/api";
 import { QueueName } from "../contracts/fields";
 import { parseEnqueueBody, parseWire } from "../contracts/parse";
@@ -24,7 +25,7 @@ import { ackTask, ackTasks, extendTaskLeases } from "../operations/ack";
 import { ackResults, extendResults, heartbeatAnswer, newTaskOf, singleAckAnswer } from "../operations/answers";
 import type { OperationContext } from "../operations/context";
 import { enqueue } from "../operations/enqueue";
-import { leaseTexts } from "../operations/lease";
+import { leaseTexts, withdrawPoll } from "../operations/lease";
 import { configureQueue } from "../operations/queue";
 import { saveSchedule, setSchedulePaused, triggerScheduleNow } from "../operations/schedule";
 import { cancel, heartbeat, readTask, retry } from "../operations/task";
@@ -115,6 +116,15 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
       const name = parseWire(QueueName, queue, "queue");
       const ask = parseWire(LeaseBody, body, "body");
       return { tasks: await this.leaseTasks(name, ask) };
+    });
+  }
+
+  /** Withdraws a long poll by its `waiter_id`: it answers at once, with no tasks (POST /v1/queues/{queue}/lease/withdraw). */
+  withdraw(queue: string, body: unknown) {
+    return rpcCall("withdraw", async () => {
+      const name = parseWire(QueueName, queue, "queue");
+      const { waiter_id } = parseWire(WithdrawBody, body, "body");
+      return withdrawPoll(this.operation(), name, waiter_id);
     });
   }
 
@@ -327,6 +337,7 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
       visibilityTimeoutS: ask.visibility_timeout_s ?? null,
       holder: ask.holder ?? null,
       waitMs: Math.round(ask.wait_s * 1000),
+      waiterId: ask.waiter_id,
     });
     return JSON.parse(`[${texts.join(",")}]`) as RpcLeasedTask[];
   }

@@ -7,6 +7,8 @@ import { leaseTasks, nextRunAt, type LeaseOrdered, type LeaseRequest } from "../
 import { purgeTasks } from "../engine/purge";
 import { listTasks, queueStats, type ListFilter, type QueueStats } from "../engine/read";
 import { redriveQueue, type RedriveScope } from "../engine/redrive";
+import { revokeUnclaimed, type RevokedTask } from "../engine/revoke";
+import type { FencedItem } from "../engine/ack";
 import { leaseFromPartitions, type LeaseOn } from "./partitioned-lease";
 import { nextLeaseOffset, pickPart, routeShards, type PartRoute, type QueueRoute } from "./queue-route";
 import { homeShard, shardNames, type Shard } from "./shard-set";
@@ -122,6 +124,21 @@ export function leaseFromQueue(
     now,
     lease,
   );
+}
+
+/**
+ * Takes back unclaimed provisional leases of the queue (revokeUnclaimed) on every shard it spans: the
+ * statement matches a task by id and token, so only the shard holding it changes anything, and a coordinator
+ * that handed tasks out from several partitions need not know which shard each came from (a rare call:
+ * a withdrawn poll, or a hand-out left unclaimed while others wait).
+ *
+ * @example
+ * const revoked = await revokeOnQueue(route, [{ id, leaseToken }], Date.now());
+ */
+export async function revokeOnQueue(route: QueueRoute, items: FencedItem[], now: number): Promise<RevokedTask[]> {
+  if (items.length === 0) return [];
+  const all = await Promise.all(routeShards(route).map((s) => revokeUnclaimed(s.db, items, now)));
+  return all.flat();
 }
 
 /** Counts and due work over every shard holding the queue. */

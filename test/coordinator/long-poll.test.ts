@@ -49,7 +49,7 @@ describe("long-poll lease through the coordinator", () => {
     expect(await stub.waiting()).toBe(0);
   });
 
-  it("serves several waiters first come, first served, never handing a task to two of them", async () => {
+  it("serves several waiters newest first, never handing a task to two of them", async () => {
     const queue = uniqueQueue("lp");
     const stub = coordinator(queue);
     const first = stub.lease(leaseRequest(queue, 15_000, "first"));
@@ -59,19 +59,19 @@ describe("long-poll lease through the coordinator", () => {
     const third = stub.lease(leaseRequest(queue, 15_000, "third"));
     await untilWaiting(queue, 3);
 
-    // Two tasks for three waiters: the first two waiters get one each, in lease order; the third waits on.
+    // Two tasks for three waiters: the two newest get one each, newest first; the oldest waits on.
     const ids = await enqueueDue(queue, 2);
     await stub.notify({ queue, runAt: Date.now() });
-    const [a, b] = await Promise.all([first, second]);
-    expect(a.map((t) => t.id)).toEqual([ids[0]]);
+    const [c, b] = await Promise.all([third, second]);
+    expect(c.map((t) => t.id)).toEqual([ids[0]]);
     expect(b.map((t) => t.id)).toEqual([ids[1]]);
-    expect(await stillPending(third, queue)).toBe(true);
+    expect(await stillPending(first, queue)).toBe(true);
     expect(await stub.waiting()).toBe(1);
 
     const [late] = await enqueueDue(queue, 1);
     await stub.notify({ queue, runAt: Date.now() });
-    const c = await third;
-    expect(c.map((t) => t.id)).toEqual([late]);
+    const a = await first;
+    expect(a.map((t) => t.id)).toEqual([late]);
 
     const all: TaskRow[] = [...a, ...b, ...c];
     expect(new Set(all.map((t) => t.id)).size).toBe(3);
@@ -94,9 +94,9 @@ describe("long-poll lease through the coordinator", () => {
     // Two notifications at once: serving is serialised, so no waiter is answered twice.
     await Promise.all([stub.notify({ queue, runAt: Date.now() }), stub.notify({ queue, runAt: Date.now() })]);
     const batches = await Promise.all(waiters);
-    expect(batches.map((b) => b.length)).toEqual([3, 3, 3, 1]);
-    const handed = batches.flat().map((t) => t.id);
-    expect(handed).toEqual(ids); // first come, first served, in lease order
+    // Newest first: w3 takes the first three in lease order, then w2, w1, and w0 the last one.
+    expect(batches.map((b) => b.length)).toEqual([1, 3, 3, 3]);
+    expect([...batches].reverse().flatMap((b) => b.map((t) => t.id))).toEqual(ids);
     for (const id of ids) expect(await row(id)).toMatchObject({ state: "processing", attempts: 1 });
     expect(await stub.waiting()).toBe(0);
   });

@@ -4,7 +4,7 @@ import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { extendLeases } from "../../src/engine/extend";
 import { leaseTasks } from "../../src/engine/lease";
-import { CLAIM_WINDOW_S } from "../../src/contracts/limits";
+import { CLAIM_WINDOW_S, CONTESTED_CLAIM_S } from "../../src/contracts/limits";
 import { reapExpiredLeases } from "../../src/engine/reap";
 import { queueDb, row, uniqueQueue } from "../helpers";
 import { alarmOf, coordinator, setClock, untilWaiting } from "../support/coordinator";
@@ -14,6 +14,7 @@ import { alarmOf, coordinator, setClock, untilWaiting } from "../support/coordin
 // its attempt refunded. These tests drive the coordinator's clock (`now`) instead of sleeping.
 
 const CLAIM_MS = CLAIM_WINDOW_S * 1000;
+const CONTESTED_MS = CONTESTED_CLAIM_S * 1000;
 
 /** A long poll that waits for one task, as the lease route makes it. */
 function longPoll(queue: string, holder: string) {
@@ -40,36 +41,35 @@ describe("provisional leases for long polls answered after a wait", () => {
     expect(toA).toMatchObject({ id, attempts: 1, leaseHolder: "gone-a", claimBy: t0 + CLAIM_MS });
     expect(toA!.leaseExpiresAt).toBe(t0 + 60_000);
 
-    // Client B waits meanwhile; the coordinator's alarm is set for the moment A's claim lapses.
+    // Client B waits meanwhile: A's hand-out is contested, so the alarm is set for the moment it has been
+    // unclaimed for CONTESTED_CLAIM_S; then it is taken back (attempt refunded) and B is served.
     const b = longPoll(queue, "gone-b");
     await untilWaiting(queue, 1);
-    expect(await alarmOf(queue)).toBe(t0 + CLAIM_MS);
-    await setClock(queue, t0 + CLAIM_MS);
+    expect(await alarmOf(queue)).toBe(t0 + CONTESTED_MS);
+    const t1 = t0 + CONTESTED_MS;
+    await setClock(queue, t1);
     expect(await runDurableObjectAlarm(coordinator(queue))).toBe(true);
     const [toB] = await b;
-    // Taken over from A with A's attempt refunded; B (also gone) is provisional too.
-    expect(toB).toMatchObject({ id, attempts: 1, leaseHolder: "gone-b", claimBy: t0 + 2 * CLAIM_MS });
+    // B (also gone) gets it on the same attempt, provisional too; nobody waits now, so B keeps the whole window.
+    expect(toB).toMatchObject({ id, attempts: 1, leaseHolder: "gone-b", claimBy: t1 + CLAIM_MS });
     expect(JSON.parse(toB!.errors)).toEqual([]);
+    expect(await alarmOf(queue)).toBeNull();
 
-    // A's late write is refused: its lease was taken over.
-    const [late] = await completeTasks(
-      await queueDb(queue),
-      [{ id, leaseToken: toA!.leaseToken!, result: 1 }],
-      t0 + CLAIM_MS + 1,
-    );
+    // A's late write is refused: its lease was taken back.
+    const [late] = await completeTasks(await queueDb(queue), [{ id, leaseToken: toA!.leaseToken!, result: 1 }], t1 + 1);
     expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
 
     // A live worker asks once B's claim lapsed: it gets the task on its first real attempt of two.
     const [live] = await leaseTasks(
       await queueDb(queue),
       { queue, max: 1, visibilityTimeoutS: 60, holder: "live" },
-      t0 + 2 * CLAIM_MS,
+      t1 + CLAIM_MS,
     );
     expect(live).toMatchObject({ id, attempts: 1, leaseHolder: "live", claimBy: null });
     const [done] = await completeTasks(
       await queueDb(queue),
       [{ id, leaseToken: live!.leaseToken!, result: "ok" }],
-      t0 + 2 * CLAIM_MS + 5,
+      t1 + CLAIM_MS + 5,
     );
     expect(done).toMatchObject({ ok: true, state: "completed" });
     expect(await row(id)).toMatchObject({ state: "completed", attempts: 1, errors: "[]" });

@@ -113,6 +113,12 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
     { operation: "post /v1/tasks/{id}/cancel", method: "POST", path: `/v1/tasks/${pending}/cancel` },
     { operation: "post /v1/queues/{queue}/cancel", method: "POST", path: `${q}/cancel`, body: { all: true } },
     { operation: "post /v1/queues/{queue}/lease", method: "POST", path: `${q}/lease`, body: { max: 10 } },
+    {
+      operation: "post /v1/queues/{queue}/lease/withdraw",
+      method: "POST",
+      path: `${q}/lease/withdraw`,
+      body: { waiter_id: "no-such-poll" },
+    },
     { operation: "post /v1/tasks/{id}/retry", method: "POST", path: `/v1/tasks/${dead}/retry` },
     {
       operation: "post /v1/queues/{queue}/redrive",

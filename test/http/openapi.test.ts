@@ -39,6 +39,7 @@ const OPERATIONS: Record<string, number> = {
   "post /v1/queues/{queue}/tasks": 201,
   "get /v1/queues/{queue}/tasks": 200,
   "post /v1/queues/{queue}/lease": 200,
+  "post /v1/queues/{queue}/lease/withdraw": 200,
   "post /v1/queues/{queue}/ack": 200,
   "post /v1/queues/{queue}/extend": 200,
   "post /v1/queues/{queue}/cancel": 200,

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { rpcErrorOf } from "../../src/rpc/rpc-errors";
 import { getTask } from "../http/api";
 import { uniqueQueue } from "../helpers";
+import { coordinator, untilWaiting } from "../support/coordinator";
 
 /** The Worker's own EdgeqRpc entrypoint through its loopback binding: a real RPC call, no HTTP. */
 const edgeq = () => exports.EdgeqRpc;
@@ -77,6 +78,26 @@ describe("the Workers RPC binding", () => {
       code: "lease_lost",
     });
     expect(await refusal(edgeq().get("01ARZ3NDEKTSV4RRFFQ69G5FAV"))).toMatchObject({ code: "not_found" });
+  });
+
+  it("withdraws a long poll by its waiter_id: the poll answers at once with nothing; an unknown name is a no-op", async () => {
+    const queue = uniqueQueue("rpc-wd");
+    const polled = edgeq().lease(queue, { max: 1, wait_s: 20, waiter_id: "rpc-poll-1" });
+    await untilWaiting(queue, 1);
+    const started = Date.now();
+    expect(await edgeq().withdraw(queue, { waiter_id: "rpc-poll-1" })).toEqual({ withdrawn: true });
+    expect((await polled).tasks).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(5_000); // not the 20 s wait
+    expect(await coordinator(queue).waiting()).toBe(0);
+    // A task enqueued now is nobody's: the withdrawn poll took nothing.
+    const { tasks } = await edgeq().enqueue(queue, { payload: 1 });
+    expect(await edgeq().get(tasks[0]!.id)).toMatchObject({ state: "pending", attempts: 0 });
+
+    expect(await edgeq().withdraw(queue, { waiter_id: "no-such-poll" })).toEqual({ withdrawn: false });
+    expect(await refusal(edgeq().withdraw(queue, {}))).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("waiter_id"),
+    });
   });
 
   it("creates, reads, pauses, triggers and deletes a schedule, as the schedules API does", async () => {

@@ -193,6 +193,34 @@ describe("a coordinator per partition", () => {
   }, 15_000);
 });
 
+describe("a long poll on a partitioned queue", () => {
+  it("waiting at one partition's coordinator, is woken by an arrival on another partition", async () => {
+    const queue = uniqueQueue("parts-wake");
+    await call("PUT", `/v1/queues/${queue}/config`, { body: { partitions: 2 } });
+    const placements = await readPlacements(shard("DB"), queue);
+    // The poll waits at partition 1's coordinator (it leases from both partitions) ...
+    const started = Date.now();
+    const poll = coordinatorOf(env, queue, 1).lease({
+      queue,
+      part: 1,
+      max: 1,
+      visibilityTimeoutS: 60,
+      holder: "at-1",
+      waitMs: 15_000,
+    });
+    await until("the poll to wait at partition 1", async () => (await coordinatorOf(env, queue, 1).waiting()) === 1);
+    // ... and the task lands on partition 0 (a dedupe key picks the partition), whose coordinator holds no poll.
+    let key = 0;
+    while (fnv1a(`k${key}`) % 2 !== 0) key++;
+    const [task] = await enqueue(queue, { dedupe_key: `k${key}` });
+    expect(decodeSlot(task!.id)).toBe(placements[0]!.slot);
+    expect((await poll).map((t) => [t.id, t.leaseHolder])).toEqual([[task!.id, "at-1"]]);
+    // Woken by the arrival: the end of its wait would have answered it with nothing.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await coordinatorOf(env, queue, 0).waiting()).toBe(0);
+  }, 20_000);
+});
+
 describe("moving a queue between shards", () => {
   it("moves every task once, keeps held leases valid, and resumes after a crash half way", async () => {
     const queue = queueOn("DB", "move");

@@ -5,7 +5,7 @@ import { listTasksOf, purgeQueueOf, queueStatsOf } from "../../shards/queue-ops"
 import { queueConfigOf } from "../../shards/queue-config-ops";
 import { queueRoute, readRoute } from "../../shards/queue-route";
 import { enqueue } from "../../operations/enqueue";
-import { leaseTexts } from "../../operations/lease";
+import { leaseTexts, withdrawPoll } from "../../operations/lease";
 import { ackTasks, extendTaskLeases } from "../../operations/ack";
 import { cancelQueue, redrive } from "../../operations/queue";
 import { ackResults, extendResults, newTaskOf } from "../../operations/answers";
@@ -31,6 +31,8 @@ import {
   RedriveBody,
   TaskListQuery,
   TaskListResponse,
+  WithdrawBody,
+  WithdrawResponse,
 } from "../../contracts/api";
 import { enqueueValidationHook, validationHook } from "../validation";
 
@@ -60,6 +62,17 @@ const leaseRoute = authRoute({
   summary: "Lease up to max due tasks, waiting up to wait_s (long poll) when none is due",
   request: { params: QueueParams, body: jsonBody(LeaseBody) },
   responses: { 200: jsonResponse(LeaseResponse) },
+});
+
+const withdrawRoute = authRoute({
+  method: "post",
+  path: "/v1/queues/{queue}/lease/withdraw",
+  tags: ["leases"],
+  summary: "Withdraw a long poll by the waiter_id it was sent with: it answers at once, with no tasks",
+  description:
+    "For a client that stops while its long poll waits: the poll is answered with `{ tasks: [] }` at once, and tasks already handed to it and not yet claimed go back to pending (attempt refunded). A name no poll has is a no-op (`withdrawn: false`), never an error. Keep reading the poll's answer: tasks it brought before the withdrawal arrived are yours to release.",
+  request: { params: QueueParams, body: jsonBody(WithdrawBody) },
+  responses: { 200: jsonResponse(WithdrawResponse) },
 });
 
 const ackRoute = authRoute({
@@ -152,6 +165,7 @@ async function leaseFor(c: Context<AppEnv>, queue: string, body: z.infer<typeof 
     visibilityTimeoutS: body.visibility_timeout_s ?? null,
     holder: body.holder ?? null,
     waitMs: Math.round(body.wait_s * 1000),
+    waiterId: body.waiter_id,
   });
   return `[${texts.join(",")}]`;
 }
@@ -184,6 +198,10 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(leaseRoute, async (c) => {
     const { queue } = c.req.valid("param");
     return jsonText(c, `{"tasks":${await leaseFor(c, queue, c.req.valid("json"))}}`);
+  })
+  .openapi(withdrawRoute, async (c) => {
+    const { queue } = c.req.valid("param");
+    return c.json(await withdrawPoll(c.var.op, queue, c.req.valid("json").waiter_id), 200);
   })
   .openapi(ackRoute, async (c) => {
     const body = c.req.valid("json");

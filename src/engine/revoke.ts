@@ -1,0 +1,43 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import type { FencedItem } from "./ack";
+
+/** A task whose provisional lease was taken back: pending again, due at its own `run_at`. */
+export interface RevokedTask {
+  id: string;
+  queue: string;
+  run_at: number;
+}
+
+/**
+ * Takes back provisional leases nobody claimed — tasks a long poll's coordinator handed to a waiter whose
+ * client went away or withdrew the wait: each is pending again at once, its attempt refunded (nobody ran
+ * it), its lease token cleared so a late write by that holder is refused. Used by the coordinator (a
+ * waiter withdrawn while tasks were leased for it; a hand-out left unclaimed while other polls wait).
+ *
+ * Not a holder write, so not `leaseFenceSql`: the fence admits a claimed lease, and a claimed lease is
+ * the holder's to keep. The guard is the token the coordinator handed out AND a claim still pending
+ * (`claim_by` set and not yet passed): a lease claimed meanwhile (claim_by NULL), or already void and
+ * taken over (another token), is left alone — so a claim racing this statement either lands first and
+ * keeps the task, or finds the token gone (`lease_lost`); D1 runs one statement at a time. A task whose
+ * cancel was requested is left for the reaper to end (cancelled), as an unclaimed lease always is.
+ *
+ * @example
+ * const revoked = await revokeUnclaimed(db, [{ id, leaseToken }], Date.now());
+ */
+export async function revokeUnclaimed(db: Db, items: FencedItem[], now: number): Promise<RevokedTask[]> {
+  if (items.length === 0) return [];
+  const json = JSON.stringify(items.map((i) => ({ id: i.id, lease_token: i.leaseToken })));
+  return db.all<RevokedTask>(sql`UPDATE tasks SET
+      state = 'pending',
+      attempts = max(tasks.attempts - 1, 0),
+      lease_token = NULL,
+      lease_expires_at = NULL,
+      claim_by = NULL,
+      updated_at = ${now}
+    FROM json_each(${json}) AS j
+    WHERE tasks.id = j.value->>'id' AND tasks.lease_token = j.value->>'lease_token'
+      AND tasks.state = 'processing' AND tasks.cancel_requested = 0
+      AND tasks.claim_by IS NOT NULL AND tasks.claim_by > ${now}
+    RETURNING tasks.id, tasks.queue, tasks.run_at`);
+}

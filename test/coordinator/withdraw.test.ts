@@ -1,0 +1,177 @@
+import { describe, expect, it } from "vitest";
+import type { QueueCoordinator } from "../../src/coordinator/coordinator";
+import type { TaskRow } from "../../src/db/schema";
+import { completeTasks } from "../../src/engine/complete";
+import { enqueueTasks } from "../../src/engine/enqueue";
+import { extendLeases } from "../../src/engine/extend";
+import { queueDb, row, uniqueQueue } from "../helpers";
+import { coordinator, inObject, setClock, untilWaiting } from "../support/coordinator";
+
+// A client that stops names its long poll and withdraws it (`forget`, behind POST .../lease/withdraw and
+// behind request.signal where the platform reports a disconnect). A withdrawal for a poll that does not
+// exist changes nothing; one that races a delivery leaves the task with the live client or pending, never
+// lost and never leased twice. The races are held open with deferred promises.
+
+function poll(queue: string, waiterId: string, holder = waiterId) {
+  return coordinator(queue).lease({ queue, max: 1, visibilityTimeoutS: 60, holder, waitMs: 15_000, waiterId });
+}
+
+async function enqueueOne(queue: string, now: number): Promise<string> {
+  const { tasks } = await enqueueTasks(await queueDb(queue), queue, [{ payload: { n: 1 } }], now);
+  return tasks[0]!.id;
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+type LeaseFor = (request: unknown, provisional: boolean) => Promise<TaskRow[]>;
+
+/**
+ * Holds the coordinator's next lease for a waiter (or, with "first", a request's own lease on arrival) in flight: the lease statement runs (the task is leased),
+ * but its answer reaches the coordinator only when `land()` is called. `entered` resolves once it ran.
+ */
+async function holdNextWaiterLease(
+  queue: string,
+  which: "waiter" | "first" = "waiter",
+): Promise<{ entered: Promise<void>; land: () => void }> {
+  const entered = deferred();
+  const gate = deferred();
+  await inObject(coordinator(queue), (instance: QueueCoordinator) => {
+    const target = instance as unknown as { leaseFor: LeaseFor };
+    const original = target.leaseFor.bind(instance);
+    target.leaseFor = async (request, provisional) => {
+      // A waiter's lease is provisional; a request's own first lease, on arrival, is not.
+      if (provisional !== (which === "waiter")) return original(request, provisional);
+      target.leaseFor = original; // once
+      const leased = await original(request, provisional);
+      entered.resolve();
+      await gate.promise;
+      return leased;
+    };
+  });
+  return { entered: entered.promise, land: gate.resolve };
+}
+
+describe("withdrawing a long poll (forget)", () => {
+  it("answers a waiting poll with nothing at once; a later task stays pending", async () => {
+    const queue = uniqueQueue("wd");
+    const waiting = poll(queue, "w-1");
+    await untilWaiting(queue, 1);
+    expect(await coordinator(queue).forget({ waiterId: "w-1" })).toBe(true);
+    expect(await waiting).toEqual([]);
+    expect(await coordinator(queue).waiting()).toBe(0);
+    const id = await enqueueOne(queue, Date.now());
+    await coordinator(queue).notify({ queue, runAt: Date.now() });
+    expect(await row(id)).toMatchObject({ state: "pending", attempts: 0 });
+  });
+
+  it("a name no poll has is a no-op — and the poll, if it arrives after its own withdrawal, is answered at once", async () => {
+    const queue = uniqueQueue("wd-unknown");
+    expect(await coordinator(queue).forget({ waiterId: "never-sent" })).toBe(false);
+    const id = await enqueueOne(queue, Date.now() - 1000);
+    // The withdrawal overtook its poll: the poll leases nothing and does not park.
+    expect(await poll(queue, "never-sent")).toEqual([]);
+    expect(await coordinator(queue).waiting()).toBe(0);
+    expect(await row(id)).toMatchObject({ state: "pending", attempts: 0 });
+    // Other names are unaffected.
+    expect((await poll(queue, "other")).map((t) => t.id)).toEqual([id]);
+  });
+
+  it("racing a lease in flight for the poll: the poll gets nothing, the task goes to the next poll, leased once", async () => {
+    const queue = uniqueQueue("wd-race");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+    const live = poll(queue, "live");
+    await untilWaiting(queue, 1);
+    const stopping = poll(queue, "stopping"); // the newest: served first
+    await untilWaiting(queue, 2);
+    const held = await holdNextWaiterLease(queue);
+
+    const id = await enqueueOne(queue, t0);
+    const notified = coordinator(queue).notify({ queue, runAt: t0 });
+    await held.entered; // the task is leased for "stopping" ...
+    expect(await row(id)).toMatchObject({ state: "processing", leaseHolder: "stopping" });
+    const stoppingToken = (await row(id)).leaseToken!;
+    expect(await coordinator(queue).forget({ waiterId: "stopping" })).toBe(true); // ... as it withdraws
+    held.land();
+    await notified;
+
+    expect(await stopping).toEqual([]);
+    const [toLive] = await live;
+    expect(toLive).toMatchObject({ id, leaseHolder: "live", attempts: 1 });
+    expect(toLive!.leaseToken).not.toBe(stoppingToken);
+    // Leased once: the withdrawn poll's token is void.
+    const db = await queueDb(queue);
+    const [late] = await completeTasks(db, [{ id, leaseToken: stoppingToken }], t0 + 1);
+    expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
+    const [done] = await completeTasks(db, [{ id, leaseToken: toLive!.leaseToken! }], t0 + 2);
+    expect(done).toMatchObject({ ok: true, state: "completed" });
+  });
+
+  it("racing a lease in flight with nobody else waiting: the task is pending again at once, attempt refunded", async () => {
+    const queue = uniqueQueue("wd-race-alone");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+    const stopping = poll(queue, "stopping");
+    await untilWaiting(queue, 1);
+    const held = await holdNextWaiterLease(queue);
+    const id = await enqueueOne(queue, t0);
+    const notified = coordinator(queue).notify({ queue, runAt: t0 });
+    await held.entered;
+    expect(await coordinator(queue).forget({ waiterId: "stopping" })).toBe(true);
+    held.land();
+    await notified;
+    expect(await stopping).toEqual([]);
+    expect(await row(id)).toMatchObject({ state: "pending", attempts: 0, leaseToken: null, claimBy: null });
+  });
+
+  it("arriving just after the poll was answered: an unclaimed hand-out goes back; a claimed one stays with its client", async () => {
+    const queue = uniqueQueue("wd-after");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+    const a = poll(queue, "a");
+    await untilWaiting(queue, 1);
+    const first = await enqueueOne(queue, t0);
+    await coordinator(queue).notify({ queue, runAt: t0 });
+    expect((await a).map((t) => t.id)).toEqual([first]);
+    // The answer is on its way to a client that is stopping: withdrawn before it claimed.
+    expect(await coordinator(queue).forget({ waiterId: "a" })).toBe(true);
+    expect(await row(first)).toMatchObject({ state: "pending", attempts: 0, leaseToken: null });
+
+    // The same race, but the client claimed first (a claim is one round trip after the answer).
+    const other = uniqueQueue("wd-after-claimed");
+    await setClock(other, t0);
+    const b = poll(other, "b");
+    await untilWaiting(other, 1);
+    const second = await enqueueOne(other, t0);
+    await coordinator(other).notify({ queue: other, runAt: t0 });
+    const [toB] = await b;
+    const [claimed] = await extendLeases(await queueDb(other), [{ id: second, leaseToken: toB!.leaseToken! }], t0 + 5);
+    expect(claimed).toMatchObject({ ok: true });
+    // Claimed first: the client has it (a stopping worker releases it itself), so the withdrawal leaves it.
+    await coordinator(other).forget({ waiterId: "b" });
+    expect(await row(second)).toMatchObject({ state: "processing", leaseToken: toB!.leaseToken, claimBy: null });
+  });
+
+  it("racing the poll's own first lease: what it took is handed back, the poll answers nothing, leased once", async () => {
+    const queue = uniqueQueue("wd-first");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+    const id = await enqueueOne(queue, t0 - 1);
+    const held = await holdNextWaiterLease(queue, "first");
+    const polled = poll(queue, "early");
+    await held.entered; // leased on arrival, before the poll could park ...
+    expect(await row(id)).toMatchObject({ state: "processing", leaseHolder: "early", claimBy: null });
+    const token = (await row(id)).leaseToken!;
+    // ... as its withdrawal arrives: no wait to find yet, so it is remembered.
+    expect(await coordinator(queue).forget({ waiterId: "early" })).toBe(false);
+    held.land();
+    expect(await polled).toEqual([]);
+    expect(await row(id)).toMatchObject({ state: "pending", attempts: 0, leaseToken: null });
+    const [late] = await completeTasks(await queueDb(queue), [{ id, leaseToken: token }], t0 + 1);
+    expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
+  });
+});
