@@ -2,7 +2,7 @@
 // Packs edgeq (`npm pack`, which builds it) into examples/edgeq.tgz, installs each example from that
 // tarball in its own folder, and runs its `npm test`. Exits non-zero naming the examples that failed.
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, renameSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
 
@@ -15,21 +15,24 @@ const only = process.argv.slice(2);
 /** @param {string[]} args @param {string} cwd */
 const npm = (args, cwd) => spawnSync("npm", args, { cwd, stdio: "inherit", env: process.env });
 
-const packed = JSON.parse(
-  execFileSync("npm", ["pack", "--json", "--pack-destination", examples], { cwd: root, encoding: "utf8" }),
-);
-renameSync(join(examples, packed[0].filename), join(examples, "edgeq.tgz"));
+// npm pack names the tarball <name>-<version>.tgz (its --json answer is mixed with prepare's output).
+const { name, version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+execFileSync("npm", ["pack", "--loglevel=error", "--pack-destination", examples], {
+  cwd: root,
+  stdio: ["ignore", "ignore", "inherit"],
+});
+renameSync(join(examples, `${name}-${version}.tgz`), join(examples, "edgeq.tgz"));
 
 const failed = [];
-for (const name of ORDER.filter((n) => only.length === 0 || only.includes(n))) {
-  const dir = join(examples, name);
+for (const example of ORDER.filter((n) => only.length === 0 || only.includes(n))) {
+  const dir = join(examples, example);
   if (!existsSync(join(dir, "package.json"))) continue;
   // A fresh install of the new tarball: npm keeps a file: dependency's old copy and lock entry otherwise.
   rmSync(join(dir, "node_modules", "edgeq"), { recursive: true, force: true });
   rmSync(join(dir, "package-lock.json"), { force: true });
-  console.log(`\n== examples/${name}: npm install && npm test`);
+  console.log(`\n== examples/${example}: npm install && npm test`);
   const installed = npm(["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], dir);
-  if (installed.status !== 0 || npm(["test"], dir).status !== 0) failed.push(name);
+  if (installed.status !== 0 || npm(["test"], dir).status !== 0) failed.push(example);
 }
 if (failed.length > 0) {
   console.error(`\nexamples failed: ${failed.join(", ")}`);

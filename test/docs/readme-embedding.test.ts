@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import readme from "../../README.md?raw";
 import workerCode from "../../examples/queue-worker/src/index.ts?raw";
 import workerToml from "../../examples/queue-worker/wrangler.toml?raw";
+import nodeWorker from "../../examples/node-worker/worker.mjs?raw";
 
 /** The code fences of the README's "Use edgeq in your own Worker" section, in order. */
 function fences(): string[] {
@@ -18,6 +19,10 @@ describe("README's Use edgeq in your own Worker", () => {
     const blocks = fences();
     expect(blocks).toContain(workerCode);
     expect(blocks).toContain(workerToml);
+  });
+
+  it("shows the node-worker example's worker.mjs", () => {
+    expect(fences()).toContain(nodeWorker);
   });
 
   it("keeps the Worker's code within 30 lines", () => {

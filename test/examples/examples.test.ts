@@ -13,7 +13,7 @@ it("every example installs from the packed tarball and passes its own tests", as
   const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
   expect(output, output.slice(-6_000)).toContain("every example passed");
   expect(code).toBe(0);
-  for (const example of ["queue-worker", "producer"]) expect(output).toContain(`== examples/${example}`);
+  for (const example of ["queue-worker", "producer", "node-worker"]) expect(output).toContain(`== examples/${example}`);
   expect(output).toMatch(/# fail 0/);
   expect(output).not.toMatch(/# fail [1-9]/);
 });
