@@ -8,15 +8,25 @@ import {
   type TransitRow,
   type TransitSelection,
 } from "../engine/transit";
+import { giveWay } from "../db/give-way";
 import type { Env } from "../env";
-import { allPlacements, existingPlacements, forgetPlacements, type Placement } from "./directory";
+import { allPlacements, existingPlacements, forgetPlacements, readPlacements, type Placement } from "./directory";
 import { homeShard, shardNames, shardOf, type Shard } from "./shard-set";
 import { carriesSlot, slotIdGlob } from "./task-slot";
 
-/** Tasks moved per step: one D1 batch on the source and one on the destination. Why 200: a row
- * carries up to 1 MiB of payload and result, and one bound JSON parameter must stay well under D1's
- * statement size; 200 rows of typical size keep a step under a second. */
-export const RELAY_CHUNK = 200;
+/** Tasks moved per step: one D1 batch on the source and one on the destination. D1 runs one statement at a
+ * time, so a step's statements are what another queue's request may wait behind during a move. Why 100:
+ * 200 rows of small tasks were 5-23 ms to take out and 17-54 ms to deliver here (wrangler dev, 2 shared
+ * cores), too near the 100 ms another request may wait; 100 halves that and still moves ~1,000 tasks a
+ * second. A row carries up to 1 MiB of payload and result, so one bound JSON parameter stays well under D1's
+ * statement size only while chunks stay small. */
+export const RELAY_CHUNK = 100;
+
+/** The pause between a move's statements (take-out, delivery, the next step). Why 20 ms: measured with
+ * `npm run bench -- --only moves` (docs/benchmarks.md, section 8), statements awaited back to back held other
+ * requests for the whole copy; a pause as long as a typical statement lets the requests that arrived
+ * meanwhile run theirs first, so the copy takes at most about half of each database's time. */
+export const RELAY_PAUSE_MS = 20;
 
 /** How long after its last task was relayed a move keeps consulting the old shard. Why 60 s: far above
  * ROUTE_CACHE_MS (5 s), so no Worker still routes by the old placement, and above the longest long poll
@@ -41,6 +51,7 @@ async function deliverTransit(env: Env, source: Shard, now: number): Promise<{ d
   for (const row of rows) byDest.set(row.dest, [...(byDest.get(row.dest) ?? []), row]);
   for (const [dest, group] of byDest) {
     await putInFromTransit(shardOf(env, dest).db, group);
+    await giveWay();
     const unslotted = group.filter((r) => !carriesSlot(r.id, r.slot));
     if (unslotted.length > 0 && shardNames(env).length > 1) {
       await homeShard(env).db.run(sql`INSERT INTO task_addresses (id, slot, created_at)
@@ -55,10 +66,18 @@ async function deliverTransit(env: Env, source: Shard, now: number): Promise<{ d
   return { delivered: rows.length, queues: [...new Set(rows.map((r) => r.queue))] };
 }
 
-/** Which of the queue's tasks on the source a move of this partition takes. */
-function moveSelection(placement: Placement, sharesSource: boolean): TransitSelection {
-  // Another partition of the queue on the source shard stays: take only ids carrying this part's slot.
-  return sharesSource ? { queue: placement.queue, idGlob: slotIdGlob(placement.slot) } : { queue: placement.queue };
+/**
+ * Which of the queue's tasks on a moving partition's source belong to it: all of them, unless another
+ * partition of the queue is on that shard too (or leaving it) — then only the ids carrying this
+ * partition's slot. What a move takes, and what the placement view counts as left on the source.
+ * `queueParts`: the queue's placements.
+ */
+export function moveSelection(placement: Placement, queueParts: Placement[]): TransitSelection {
+  const source = placement.movingFrom;
+  const shared = queueParts.some(
+    (p) => p.part !== placement.part && (p.shard === source || p.movingFrom === source),
+  );
+  return shared ? { queue: placement.queue, idGlob: slotIdGlob(placement.slot) } : { queue: placement.queue };
 }
 
 /**
@@ -75,21 +94,17 @@ export async function advanceMove(
 ): Promise<{ relayed: number; state: "copying" | "settling" | "done" }> {
   if (!placement.movingFrom) return { relayed: 0, state: "done" };
   const source = shardOf(env, placement.movingFrom);
-  const others = (await allPlacements(env)).filter(
-    (p) =>
-      p.queue === placement.queue &&
-      p.part !== placement.part &&
-      (p.shard === source.name || p.movingFrom === source.name),
-  );
-  const selection = moveSelection(placement, others.length > 0);
+  const selection = moveSelection(placement, await readPlacements(homeShard(env).db, placement.queue));
   const to = { shard: placement.shard, slot: placement.slot };
   let relayed = 0;
   let emptied = false;
   for (let step = 0; step < (opts.maxSteps ?? 50); step++) {
     const taken = await takeOutForTransit(source.db, selection, to, RELAY_CHUNK, now);
     if (opts.faults?.crashAfterTakeOut && taken > 0) throw new Error("relay: injected crash after take-out");
+    await giveWay(RELAY_PAUSE_MS);
     const { delivered } = await deliverTransit(env, source, now);
     relayed += delivered;
+    await giveWay(RELAY_PAUSE_MS);
     if (taken === 0 && delivered === 0) {
       emptied = true;
       break;
@@ -184,8 +199,10 @@ async function sendHome(env: Env, shard: Shard, parts: Placement[], now: number)
       RELAY_CHUNK,
       now,
     );
+    await giveWay(RELAY_PAUSE_MS);
     const { delivered } = await deliverTransit(env, shard, now);
     relayed += delivered;
     if (taken === 0 && delivered === 0) return relayed;
+    await giveWay(RELAY_PAUSE_MS);
   }
 }
