@@ -20,7 +20,14 @@ export interface LocalServer {
 export async function startLocalServer(root: string, main?: string): Promise<LocalServer> {
   const state = mkdtempSync(join(tmpdir(), "edgeq-bench-http-"));
   try {
-    const server = await startWranglerDev({ root, token: BENCH_TOKEN, main, persistTo: state, logLevel: "warn", onOutput: process.env.BENCH_WORKER_LOG ? (text) => process.stderr.write(text) : undefined });
+    const server = await startWranglerDev({
+      root,
+      token: BENCH_TOKEN,
+      main,
+      persistTo: state,
+      logLevel: "warn",
+      onOutput: process.env.BENCH_WORKER_LOG ? (text) => process.stderr.write(text) : undefined,
+    });
     return {
       url: server.url,
       stop: async () => {

@@ -12,7 +12,12 @@ export type PlacementView = Awaited<ReturnType<typeof placementView>>;
  * @example
  * const partitions = await moveQueue(op, "emails", 0, "DB_1");
  */
-export async function moveQueue(op: OperationContext, queue: string, part: number, shard: string): Promise<PlacementView> {
+export async function moveQueue(
+  op: OperationContext,
+  queue: string,
+  part: number,
+  shard: string,
+): Promise<PlacementView> {
   await startMove(op.env, queue, part, shard, op.now);
   const view = await placementView(op.env, queue);
   op.effects.after({ kind: "move-started", queue, part });

@@ -74,9 +74,7 @@ async function deliverTransit(env: Env, source: Shard, now: number): Promise<{ d
  */
 export function moveSelection(placement: Placement, queueParts: Placement[]): TransitSelection {
   const source = placement.movingFrom;
-  const shared = queueParts.some(
-    (p) => p.part !== placement.part && (p.shard === source || p.movingFrom === source),
-  );
+  const shared = queueParts.some((p) => p.part !== placement.part && (p.shard === source || p.movingFrom === source));
   return shared ? { queue: placement.queue, idGlob: slotIdGlob(placement.slot) } : { queue: placement.queue };
 }
 
