@@ -65,6 +65,12 @@ class Client {
     return (await res.json()) as T;
   }
 
+  /** The minute tick, as `npm start` drives it. */
+  async tick(): Promise<void> {
+    const res = await fetch(`${this.url}/__scheduled?cron=*+*+*+*+*`, { signal: AbortSignal.timeout(120_000) });
+    await res.arrayBuffer();
+  }
+
   async fill(queue: string, tasks: number): Promise<number[]> {
     const times: number[] = [];
     for (let first = 0; first < tasks; first += PER_ENQUEUE) {
@@ -94,8 +100,9 @@ function probe(client: Client, queue: string): { stop: () => Promise<{ leases: n
   const times: number[] = [];
   const leases: number[] = [];
   let stopped = false;
+  let failed: unknown = null;
   const loop = (async () => {
-    while (!stopped) {
+    while (!stopped && failed === null) {
       let t0 = performance.now();
       const { tasks } = await client.call<{ tasks: Array<{ id: string; lease_token: string }> }>(
         "POST",
@@ -112,11 +119,14 @@ function probe(client: Client, queue: string): { stop: () => Promise<{ leases: n
       times.push(performance.now() - t0);
       await sleep(PROBE_GAP_MS);
     }
-  })();
+  })().catch((error: unknown) => {
+    failed = error;
+  });
   return {
     stop: async () => {
       stopped = true;
       await loop;
+      if (failed !== null) throw failed;
       return { leases, all: times };
     },
   };
@@ -132,7 +142,7 @@ async function measureMove(client: Client, tasks: number, log: (line: string) =>
   const moving = `move-${stamp}`;
   const other = `move-probe-${stamp}`;
   await client.fill(moving, tasks);
-  await client.fill(other, 2_000);
+  await client.fill(other, 10_000);
   const quietProbe = probe(client, other);
   await sleep(3_000);
   const quiet = summary((await quietProbe.stop()).all);
@@ -145,12 +155,19 @@ async function measureMove(client: Client, tasks: number, log: (line: string) =>
   await client.call("POST", `/v1/queues/${moving}/move`, { shard: to });
   const answerMs = performance.now() - t0;
   const deadline = Date.now() + 600_000;
+  // `npm start` drives the minute tick (wrangler dev fires no cron on its own); so does this, once a minute,
+  // for a copy longer than the move request's own budget.
+  let nextTick = Date.now() + 60_000;
   for (;;) {
     const p = await client.call<Placement>("GET", `/v1/queues/${moving}/placement`);
     const state = p.partitions[0]!.move?.state ?? "done";
     if (state !== "copying") break;
     if (Date.now() > deadline) throw new Error("move: still copying after 10 minutes");
-    await sleep(250);
+    if (Date.now() > nextTick) {
+      nextTick += 60_000;
+      await client.tick();
+    }
+    await sleep(1_000);
   }
   const copyMs = performance.now() - t0 - answerMs;
   const during = summary((await duringProbe.stop()).all);
@@ -164,7 +181,7 @@ async function measureMove(client: Client, tasks: number, log: (line: string) =>
 async function measureBulk(client: Client, enqueues: number, log: (line: string) => void) {
   const stamp = Date.now();
   const leased = `bulk-probe-${stamp}`;
-  await client.fill(leased, 4_000);
+  await client.fill(leased, 10_000);
   const quietProbe = probe(client, leased);
   await sleep(3_000);
   const quiet = summary((await quietProbe.stop()).leases);

@@ -155,6 +155,9 @@ export async function storeQueueConfig(db: Db, queue: string, next: QueueConfig,
 export async function copyQueueRow(from: Db, to: Db, queue: string): Promise<void> {
   const row = await from.select().from(queues).where(eq(queues.name, queue)).get();
   if (!row) return;
-  const { name: _name, ...columns } = row;
-  await to.insert(queues).values(row).onConflictDoUpdate({ target: queues.name, set: columns });
+  const { name, ...columns } = row;
+  await to
+    .insert(queues)
+    .values({ name, ...columns })
+    .onConflictDoUpdate({ target: queues.name, set: columns });
 }
