@@ -23,7 +23,7 @@ import { carriesSlot, slotIdGlob } from "./task-slot";
 export const RELAY_CHUNK = 100;
 
 /** The pause between a move's statements (take-out, delivery, the next step). Why 20 ms: measured with
- * `npm run bench -- --only moves` (docs/benchmarks.md, section 8), statements awaited back to back held other
+ * `npm run bench -- --only moves` (docs/scale.md, "Measured"), statements awaited back to back held other
  * requests for the whole copy; a pause as long as a typical statement lets the requests that arrived
  * meanwhile run theirs first, so the copy takes at most about half of each database's time. */
 export const RELAY_PAUSE_MS = 20;
