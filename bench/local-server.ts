@@ -26,6 +26,7 @@ export async function startLocalServer(root: string, main?: string): Promise<Loc
       main,
       persistTo: state,
       logLevel: "warn",
+      // BENCH_WORKER_LOG=1: the Worker's own warnings and errors on stderr (a console.warn to time a step).
       onOutput: process.env.BENCH_WORKER_LOG ? (text) => process.stderr.write(text) : undefined,
     });
     return {
