@@ -22,11 +22,12 @@ import { carriesSlot, slotIdGlob } from "./task-slot";
  * statement size only while chunks stay small. */
 export const RELAY_CHUNK = 100;
 
-/** The pause between a move's statements (take-out, delivery, the next step). Why 20 ms: measured with
- * `npm run bench -- --only moves` (docs/scale.md, "Measured"), statements awaited back to back held other
- * requests for the whole copy; a pause as long as a typical statement lets the requests that arrived
- * meanwhile run theirs first, so the copy takes at most about half of each database's time. */
-export const RELAY_PAUSE_MS = 20;
+/** The pause after each step of a move (take-out, then delivery, then this pause; none in between, where
+ * the tasks are in transit). Why 40 ms: measured with `npm run bench -- --only moves` (docs/scale.md,
+ * "Measured"), statements awaited back to back held other requests for the whole copy; a pause about as
+ * long as a step's statements lets the requests that arrived meanwhile run theirs first, so the copy takes
+ * about half of each database's time. */
+export const RELAY_PAUSE_MS = 40;
 
 /** How long after its last task was relayed a move keeps consulting the old shard. Why 60 s: far above
  * ROUTE_CACHE_MS (5 s), so no Worker still routes by the old placement, and above the longest long poll
@@ -51,7 +52,6 @@ async function deliverTransit(env: Env, source: Shard, now: number): Promise<{ d
   for (const row of rows) byDest.set(row.dest, [...(byDest.get(row.dest) ?? []), row]);
   for (const [dest, group] of byDest) {
     await putInFromTransit(shardOf(env, dest).db, group);
-    await giveWay();
     const unslotted = group.filter((r) => !carriesSlot(r.id, r.slot));
     if (unslotted.length > 0 && shardNames(env).length > 1) {
       await homeShard(env).db.run(sql`INSERT INTO task_addresses (id, slot, created_at)
@@ -97,16 +97,19 @@ export async function advanceMove(
   let relayed = 0;
   let emptied = false;
   for (let step = 0; step < (opts.maxSteps ?? 50); step++) {
-    const taken = await takeOutForTransit(source.db, selection, to, RELAY_CHUNK, now);
+    // Live tasks first, through the live index (a few rows read per task); then the finished ones, which
+    // only a walk of the table finds (no index holds finished tasks by queue).
+    let taken = await takeOutForTransit(source.db, { ...selection, liveOnly: true }, to, RELAY_CHUNK, now);
+    if (taken === 0) taken = await takeOutForTransit(source.db, selection, to, RELAY_CHUNK, now);
     if (opts.faults?.crashAfterTakeOut && taken > 0) throw new Error("relay: injected crash after take-out");
-    await giveWay(RELAY_PAUSE_MS);
+    // No pause between take-out and delivery: a task in transit answers `task_moving` until it lands.
     const { delivered } = await deliverTransit(env, source, now);
     relayed += delivered;
-    await giveWay(RELAY_PAUSE_MS);
     if (taken === 0 && delivered === 0) {
       emptied = true;
       break;
     }
+    await giveWay(RELAY_PAUSE_MS);
   }
   const home = homeShard(env).db;
   await home.run(sql`UPDATE placements SET move_relayed = move_relayed + ${relayed}, updated_at = ${now}
@@ -197,10 +200,10 @@ async function sendHome(env: Env, shard: Shard, parts: Placement[], now: number)
       RELAY_CHUNK,
       now,
     );
-    await giveWay(RELAY_PAUSE_MS);
     const { delivered } = await deliverTransit(env, shard, now);
     relayed += delivered;
     if (taken === 0 && delivered === 0) return relayed;
-    await giveWay(RELAY_PAUSE_MS);
+    // A chained child or two (the usual case) are done in one step: no pause before the child's wake-up.
+    if (taken === RELAY_CHUNK) await giveWay(RELAY_PAUSE_MS);
   }
 }
