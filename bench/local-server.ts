@@ -20,7 +20,15 @@ export interface LocalServer {
 export async function startLocalServer(root: string, main?: string): Promise<LocalServer> {
   const state = mkdtempSync(join(tmpdir(), "edgeq-bench-http-"));
   try {
-    const server = await startWranglerDev({ root, token: BENCH_TOKEN, main, persistTo: state, logLevel: "warn" });
+    const server = await startWranglerDev({
+      root,
+      token: BENCH_TOKEN,
+      main,
+      persistTo: state,
+      logLevel: "warn",
+      // BENCH_WORKER_LOG=1: the Worker's own warnings and errors on stderr (a console.warn to time a step).
+      onOutput: process.env.BENCH_WORKER_LOG ? (text) => process.stderr.write(text) : undefined,
+    });
     return {
       url: server.url,
       stop: async () => {

@@ -22,6 +22,7 @@ import {
 import { runGrowthSection } from "./section-growth";
 import { runHttpSection } from "./section-http";
 import { runScaleSection } from "./section-scale";
+import { runMovesSection } from "./section-moves";
 import { runHttpProfileSection } from "./section-http-profile";
 import { runRpcSection } from "./section-rpc";
 import { runSqsSection } from "./section-sqs";
@@ -29,7 +30,18 @@ import { startWorkerdBench } from "./workerd-host";
 
 const quick = process.argv.includes("--quick");
 /** The sections, by the name `--only` takes. */
-const SECTIONS = ["cost", "burn", "http", "http-profile", "rpc", "alternatives", "growth", "sqs", "scale"] as const;
+const SECTIONS = [
+  "cost",
+  "burn",
+  "http",
+  "http-profile",
+  "rpc",
+  "alternatives",
+  "growth",
+  "sqs",
+  "scale",
+  "moves",
+] as const;
 // `--only http-profile` (or a comma list): just those sections, e.g. to check one after changing it.
 const onlyAt = process.argv.indexOf("--only");
 const only = onlyAt >= 0 ? (process.argv[onlyAt + 1] ?? "").split(",") : null;
@@ -238,6 +250,14 @@ if (wanted("scale")) {
   );
   results.scale = scale;
   results.durations.scale = scale.seconds;
+}
+
+if (wanted("moves")) {
+  const moves = await section("8. a queue move, bulk enqueues", () =>
+    runMovesSection(root, { moveTasks: quick ? 5_000 : 20_000, bulkEnqueues: quick ? 2 : 6, log }),
+  );
+  results.moves = moves;
+  results.durations.moves = moves.seconds;
 }
 
 results.durations.total = (performance.now() - started) / 1000;

@@ -8,6 +8,7 @@ import type { GrowthRow } from "./section-growth";
 import type { HttpSection } from "./section-http";
 import { httpProfileReportSection } from "./report-http-profile";
 import type { HttpProfileSection } from "./section-http-profile";
+import { movesReportSection, type MovesSection } from "./section-moves";
 import { rpcReportSection, type RpcSection } from "./section-rpc";
 import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./section-scale";
 import { sqsReportSection, type SqsSection } from "./section-sqs";
@@ -58,6 +59,7 @@ export interface BenchResults {
   growth?: Outcome<GrowthRow[]>;
   sqs?: Outcome<SqsSection>;
   scale?: Outcome<ScaleSection>;
+  moves?: Outcome<MovesSection>;
 }
 
 /** D1's published prices (Workers Paid, beyond the included amounts). */
@@ -643,6 +645,7 @@ export function renderReport(r: BenchResults): string {
   growthSection(r, out);
   sqsReportSection(r.sqs, out);
   scaleReportSection(r.scale, out);
+  movesReportSection(r.moves, out);
   notes(r, out);
   return out.join("\n").replace(/\n{3,}/g, "\n\n");
 }

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { decodeTime, monotonicFactory } from "ulid";
 import type { ChildTaskSpec } from "../contracts/task";
 import { batchAll, type Db } from "../db/client";
+import { giveWay } from "../db/give-way";
 import { recordCounters } from "./counters";
 import { EdgeqError } from "../contracts/errors";
 import { overBytes, storedJsonError, utf8Bytes } from "../contracts/json-value";
@@ -178,10 +179,12 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
   return { tasks: outcomes as EnqueueOutcome[], earliestRunAt };
 }
 
-/** Inserts rows chunk after chunk, each chunk one statement (see `enqueueTasks`); returns the ids inserted. */
+/** Inserts rows chunk after chunk, each chunk one statement (see `enqueueTasks`); returns the ids inserted.
+ * Between chunks it gives way (src/db/give-way.ts), so that leases sent meanwhile run theirs in between. */
 async function insertRows(db: Db, queue: string, rows: InsertRow[], now: number): Promise<Set<string>> {
   const inserted = new Set<string>();
-  for (const chunk of chunkRows(rows)) {
+  for (const [n, chunk] of chunkRows(rows).entries()) {
+    if (n > 0) await giveWay();
     const returned = await db.all<{ id: string }>(
       sql`INSERT INTO tasks
         (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,

@@ -52,14 +52,17 @@ export async function findTaskIdsHeld(db: Db, ids: string[]): Promise<string[]> 
 
 /**
  * How many of the queue's tasks `db` holds, in `tasks` (any state) or in transit out of it: what a move
- * has left on its source.
+ * has left on its source. With `idGlob` (a partition's slot: src/shards/task-slot.ts), only the ids
+ * matching it — one partition's share when others of the queue are on the same database.
  *
  * @example
- * const left = await countQueueTasksHeld(sourceDb, "emails");
+ * const left = await countQueueTasksHeld(sourceDb, "emails", "??????????0003*");
  */
-export async function countQueueTasksHeld(db: Db, queue: string): Promise<number> {
+export async function countQueueTasksHeld(db: Db, queue: string, idGlob?: string): Promise<number> {
+  const glob = idGlob === undefined ? sql`` : sql` AND id GLOB ${idGlob}`;
   const row = await db.get<{ n: number }>(
-    sql`SELECT (SELECT count(*) FROM tasks WHERE queue = ${queue}) + (SELECT count(*) FROM task_transit WHERE queue = ${queue}) AS n`,
+    sql`SELECT (SELECT count(*) FROM tasks WHERE queue = ${queue}${glob})
+      + (SELECT count(*) FROM task_transit WHERE queue = ${queue}${glob}) AS n`,
   );
   return row?.n ?? 0;
 }

@@ -142,3 +142,22 @@ export async function storeQueueConfig(db: Db, queue: string, next: QueueConfig,
     .values({ name: queue, ...values })
     .onConflictDoUpdate({ target: queues.name, set: { ...values, updatedAt: sql`${now}` } });
 }
+
+/**
+ * Copies a queue's stored row — its config and the SQS endpoint's settings and tags (`sqs_delay_s`,
+ * `sqs_receive_wait_s`, `sqs_tags`), every column as stored, `updated_at` included — from one database to
+ * another, replacing the copy there. A queue with no row on `from` (defaults only) leaves `to` as it is.
+ * What a queue move does before its partition's writes go to the new database (src/shards/move.ts).
+ *
+ * @example
+ * await copyQueueRow(sourceDb, destinationDb, "emails");
+ */
+export async function copyQueueRow(from: Db, to: Db, queue: string): Promise<void> {
+  const row = await from.select().from(queues).where(eq(queues.name, queue)).get();
+  if (!row) return;
+  const { name, ...columns } = row;
+  await to
+    .insert(queues)
+    .values({ name, ...columns })
+    .onConflictDoUpdate({ target: queues.name, set: columns });
+}

@@ -147,3 +147,16 @@ export async function clearTransit(db: Db, ids: string[]): Promise<void> {
 export async function isInTransit(db: Db, id: string): Promise<boolean> {
   return (await db.get<{ one: number }>(sql`SELECT 1 AS one FROM task_transit WHERE id = ${id}`)) !== undefined;
 }
+
+/**
+ * Which of `ids` are in transit out of `db` right now: one read for a batch.
+ *
+ * @example
+ * const moving = await findInTransit(sourceDb, ["01J…", "01K…"]);
+ */
+export async function findInTransit(db: Db, ids: string[]): Promise<string[]> {
+  const rows = await db.all<{ id: string }>(
+    sql`SELECT id FROM task_transit WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`,
+  );
+  return rows.map((r) => r.id);
+}

@@ -1,14 +1,25 @@
-import { startMove } from "../shards/move";
+import { placementView, startMove } from "../shards/move";
 import type { OperationContext } from "./context";
 
+/** A queue's partitions as the placement route shows them. */
+export type PlacementView = Awaited<ReturnType<typeof placementView>>;
+
 /**
- * Starts moving one partition of a queue to another shard (src/shards/move.ts); the relay runs on after
- * the answer for a while, and the cron tick continues whatever is left.
+ * Starts moving one partition of a queue to another shard (src/shards/move.ts) and answers with the
+ * placement; the copy starts only after that answer is read (the relay runs on in the background of this
+ * invocation for a while, and the cron tick continues whatever is left), so no copy statement is ahead of it.
  *
  * @example
- * await moveQueue(op, "emails", 0, "DB_1");
+ * const partitions = await moveQueue(op, "emails", 0, "DB_1");
  */
-export async function moveQueue(op: OperationContext, queue: string, part: number, shard: string): Promise<void> {
+export async function moveQueue(
+  op: OperationContext,
+  queue: string,
+  part: number,
+  shard: string,
+): Promise<PlacementView> {
   await startMove(op.env, queue, part, shard, op.now);
+  const view = await placementView(op.env, queue);
   op.effects.after({ kind: "move-started", queue, part });
+  return view;
 }

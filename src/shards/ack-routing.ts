@@ -1,5 +1,7 @@
 import type { Db } from "../db/client";
+import { EdgeqError } from "../contracts/errors";
 import type { AckOutcome } from "../engine/ack";
+import { findInTransit } from "../engine/transit";
 import { isTaskMissing } from "./task-locator";
 import { routeShards, type QueueRoute } from "./queue-route";
 import type { Shard } from "./shard-set";
@@ -22,20 +24,22 @@ function candidates(route: QueueRoute, id: string): Shard[] {
  * Runs a batch of fenced calls (complete, fail, release, extend) for one queue over its shards: items are
  * grouped by their most likely shard and each group is one engine call (the shards in parallel); an item
  * a shard answers "not found" for goes on to its next candidate. A miss changes nothing, so no item is
- * applied twice. Outcomes come back in input order.
+ * applied twice. An item every candidate missed while its task is in transit (a move's copy step holds it
+ * for a moment) is `task_moving`, not `not_found`: its lease is still good once the task lands. Outcomes
+ * come back in input order.
  *
  * @example
  * const outcomes = await ackOnRoute(route, items, (db, group) => completeTasks(db, group, now, { queue }));
  */
-export async function ackOnRoute<I extends { id: string }, O extends AckOutcome | { ok: boolean; id: string }>(
+export async function ackOnRoute<I extends { id: string }>(
   route: QueueRoute,
   items: I[],
-  run: (db: Db, items: I[]) => Promise<O[]>,
-): Promise<O[]> {
+  run: (db: Db, items: I[]) => Promise<AckOutcome[]>,
+): Promise<AckOutcome[]> {
   if (items.length === 0) return [];
   const shards = routeShards(route);
   if (shards.length === 1) return run(shards[0]!.db, items);
-  const outcomes = new Array<O | undefined>(items.length);
+  const outcomes = new Array<AckOutcome | undefined>(items.length);
   const queue = items.map((item, i) => ({ i, item, left: candidates(route, item.id) }));
   let pending = queue;
   while (pending.length > 0) {
@@ -62,5 +66,23 @@ export async function ackOnRoute<I extends { id: string }, O extends AckOutcome 
     );
     pending = next;
   }
-  return outcomes as O[];
+  return markMoving(route, outcomes as AckOutcome[]);
+}
+
+/** Turns the `not_found` of a task in transit out of a moving partition's source into `task_moving`. */
+async function markMoving(route: QueueRoute, outcomes: AckOutcome[]): Promise<AckOutcome[]> {
+  const missing = outcomes.filter((o) => isTaskMissing(o)).map((o) => o.id);
+  const sources = route.parts.flatMap((p) => (p.movingFrom ? [p.movingFrom] : []));
+  if (missing.length === 0 || sources.length === 0) return outcomes;
+  const moving = new Set((await Promise.all(sources.map((s) => findInTransit(s.db, missing)))).flat());
+  if (moving.size === 0) return outcomes;
+  return outcomes.map((o) =>
+    moving.has(o.id)
+      ? {
+          id: o.id,
+          ok: false,
+          error: new EdgeqError("task_moving", `task ${o.id} is moving between shards; retry in a second`),
+        }
+      : o,
+  );
 }

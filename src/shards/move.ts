@@ -2,9 +2,10 @@ import { sql } from "drizzle-orm";
 import type { Env } from "../env";
 import { EdgeqError } from "../contracts/errors";
 import { countQueueTasksHeld } from "../engine/presence";
-import { getQueueConfig, storeQueueConfig } from "../engine/queue-config";
+import { copyQueueRow } from "../engine/queue-config";
+import { giveWay } from "../db/give-way";
 import { ensurePlacements, forgetPlacements, readPlacements, type Placement } from "./directory";
-import { advanceMove } from "./relay";
+import { advanceMove, moveSelection, RELAY_PAUSE_MS } from "./relay";
 import { homeShard, shardNames, shardOf } from "./shard-set";
 
 /**
@@ -13,7 +14,11 @@ import { homeShard, shardNames, shardOf } from "./shard-set";
  * calls), the config is copied, then the relay (src/shards/relay.ts) takes the partition's tasks across
  * in chunks, each task in transit — never live on both shards. Leases held during the move keep their
  * token and stay valid on whichever shard holds the task; for the moment a task is in transit, a call on
- * it is `task_moving` (503, retry after a second).
+ * it is `task_moving` (503, retry after a second). Starting copies no task: it answers at once, and the
+ * copy runs after (runMove, then the cron tick).
+ *
+ * The queue's stored row goes with it — config, SQS settings and tags — read from the shard of partition 0,
+ * which holds the queue's record (the SQS endpoint reads and writes it there).
  *
  * @example
  * await startMove(env, "renders", 0, "DB_1", Date.now());
@@ -33,9 +38,9 @@ export async function startMove(env: Env, queue: string, part: number, to: strin
   }
   if (placement.shard === to)
     throw new EdgeqError("move_conflict", `partition ${part} of ${queue} is already on ${to}`);
-  // The destination's copy of the config first: its lease statements read the config of their database.
-  const config = await getQueueConfig(shardOf(env, placement.shard).db, queue);
-  await storeQueueConfig(shardOf(env, to).db, queue, config, now);
+  // The destination's copy of the queue's row first: its lease statements read the config of their
+  // database, and after a move of partition 0 the SQS endpoint reads its settings and tags there.
+  await copyQueueRow(shardOf(env, rows[0]!.shard).db, shardOf(env, to).db, queue);
   const changed = await homeShard(env).db.all<{
     part: number;
   }>(sql`UPDATE placements SET moving_from = shard, shard = ${to},
@@ -50,6 +55,7 @@ export async function startMove(env: Env, queue: string, part: number, to: strin
 
 /**
  * Runs a move's relay steps for up to `budgetMs` (a request's waitUntil; the cron continues any move left).
+ * It gives way first, so the request that started the move has answered before the copy's first statement.
  */
 export async function runMove(
   env: Env,
@@ -59,6 +65,7 @@ export async function runMove(
   now: () => number,
 ): Promise<void> {
   const deadline = now() + budgetMs;
+  await giveWay(RELAY_PAUSE_MS);
   while (now() < deadline) {
     const placement = (await readPlacements(homeShard(env).db, queue)).find((p) => p.part === part);
     if (!placement?.movingFrom) return;
@@ -67,12 +74,17 @@ export async function runMove(
   }
 }
 
-/** What the placement route shows: each partition, its shard, and a move's progress. */
+/**
+ * What the placement route shows: each partition, its shard, and a move's progress. `left_on_source` counts
+ * this partition's tasks only (moveSelection): another partition on the same source shard is not left over.
+ */
 export async function placementView(env: Env, queue: string) {
   const rows = await readPlacements(homeShard(env).db, queue);
   return Promise.all(
     rows.map(async (p) => {
-      const left = p.movingFrom ? await countQueueTasksHeld(shardOf(env, p.movingFrom).db, queue) : 0;
+      const left = p.movingFrom
+        ? await countQueueTasksHeld(shardOf(env, p.movingFrom).db, queue, moveSelection(p, rows).idGlob)
+        : 0;
       return {
         part: p.part,
         shard: p.shard,

@@ -8,15 +8,26 @@ import {
   type TransitRow,
   type TransitSelection,
 } from "../engine/transit";
+import { giveWay } from "../db/give-way";
 import type { Env } from "../env";
-import { allPlacements, existingPlacements, forgetPlacements, type Placement } from "./directory";
+import { allPlacements, existingPlacements, forgetPlacements, readPlacements, type Placement } from "./directory";
 import { homeShard, shardNames, shardOf, type Shard } from "./shard-set";
 import { carriesSlot, slotIdGlob } from "./task-slot";
 
-/** Tasks moved per step: one D1 batch on the source and one on the destination. Why 200: a row
- * carries up to 1 MiB of payload and result, and one bound JSON parameter must stay well under D1's
- * statement size; 200 rows of typical size keep a step under a second. */
-export const RELAY_CHUNK = 200;
+/** Tasks moved per step: one D1 batch on the source and one on the destination. D1 runs one statement at a
+ * time, so a step's statements are what another queue's request may wait behind during a move. Why 100:
+ * 200 rows of small tasks were 5-23 ms to take out and 17-54 ms to deliver here (wrangler dev, 2 shared
+ * cores), too near the 100 ms another request may wait; 100 halves that and still moves ~1,000 tasks a
+ * second. A row carries up to 1 MiB of payload and result, so one bound JSON parameter stays well under D1's
+ * statement size only while chunks stay small. */
+export const RELAY_CHUNK = 100;
+
+/** The pause after each step of a move (take-out, then delivery, then this pause; none in between, where
+ * the tasks are in transit). Why 40 ms: measured with `npm run bench -- --only moves` (docs/scale.md,
+ * "Measured"), statements awaited back to back held other requests for the whole copy; a pause about as
+ * long as a step's statements lets the requests that arrived meanwhile run theirs first. A 20,000-task
+ * copy then took 17 s at load ~7 (the request's 20 s budget; the minute tick continues a longer one). */
+export const RELAY_PAUSE_MS = 40;
 
 /** How long after its last task was relayed a move keeps consulting the old shard. Why 60 s: far above
  * ROUTE_CACHE_MS (5 s), so no Worker still routes by the old placement, and above the longest long poll
@@ -55,10 +66,16 @@ async function deliverTransit(env: Env, source: Shard, now: number): Promise<{ d
   return { delivered: rows.length, queues: [...new Set(rows.map((r) => r.queue))] };
 }
 
-/** Which of the queue's tasks on the source a move of this partition takes. */
-function moveSelection(placement: Placement, sharesSource: boolean): TransitSelection {
-  // Another partition of the queue on the source shard stays: take only ids carrying this part's slot.
-  return sharesSource ? { queue: placement.queue, idGlob: slotIdGlob(placement.slot) } : { queue: placement.queue };
+/**
+ * Which of the queue's tasks on a moving partition's source belong to it: all of them, unless another
+ * partition of the queue is on that shard too (or leaving it) — then only the ids carrying this
+ * partition's slot. What a move takes, and what the placement view counts as left on the source.
+ * `queueParts`: the queue's placements.
+ */
+export function moveSelection(placement: Placement, queueParts: Placement[]): TransitSelection {
+  const source = placement.movingFrom;
+  const shared = queueParts.some((p) => p.part !== placement.part && (p.shard === source || p.movingFrom === source));
+  return shared ? { queue: placement.queue, idGlob: slotIdGlob(placement.slot) } : { queue: placement.queue };
 }
 
 /**
@@ -75,25 +92,24 @@ export async function advanceMove(
 ): Promise<{ relayed: number; state: "copying" | "settling" | "done" }> {
   if (!placement.movingFrom) return { relayed: 0, state: "done" };
   const source = shardOf(env, placement.movingFrom);
-  const others = (await allPlacements(env)).filter(
-    (p) =>
-      p.queue === placement.queue &&
-      p.part !== placement.part &&
-      (p.shard === source.name || p.movingFrom === source.name),
-  );
-  const selection = moveSelection(placement, others.length > 0);
+  const selection = moveSelection(placement, await readPlacements(homeShard(env).db, placement.queue));
   const to = { shard: placement.shard, slot: placement.slot };
   let relayed = 0;
   let emptied = false;
   for (let step = 0; step < (opts.maxSteps ?? 50); step++) {
-    const taken = await takeOutForTransit(source.db, selection, to, RELAY_CHUNK, now);
+    // Live tasks first, through the live index (a few rows read per task); then the finished ones, which
+    // only a walk of the table finds (no index holds finished tasks by queue).
+    let taken = await takeOutForTransit(source.db, { ...selection, liveOnly: true }, to, RELAY_CHUNK, now);
+    if (taken === 0) taken = await takeOutForTransit(source.db, selection, to, RELAY_CHUNK, now);
     if (opts.faults?.crashAfterTakeOut && taken > 0) throw new Error("relay: injected crash after take-out");
+    // No pause between take-out and delivery: a task in transit answers `task_moving` until it lands.
     const { delivered } = await deliverTransit(env, source, now);
     relayed += delivered;
     if (taken === 0 && delivered === 0) {
       emptied = true;
       break;
     }
+    await giveWay(RELAY_PAUSE_MS);
   }
   const home = homeShard(env).db;
   await home.run(sql`UPDATE placements SET move_relayed = move_relayed + ${relayed}, updated_at = ${now}
@@ -187,5 +203,7 @@ async function sendHome(env: Env, shard: Shard, parts: Placement[], now: number)
     const { delivered } = await deliverTransit(env, shard, now);
     relayed += delivered;
     if (taken === 0 && delivered === 0) return relayed;
+    // A chained child or two (the usual case) are done in one step: no pause before the child's wake-up.
+    if (taken === RELAY_CHUNK) await giveWay(RELAY_PAUSE_MS);
   }
 }

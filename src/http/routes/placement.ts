@@ -71,6 +71,6 @@ export const placementRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validation
   .openapi(moveRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const { shard, part } = c.req.valid("json");
-    await moveQueue(c.var.op, queue, part, shard);
-    return c.json({ queue, shards: shardNames(c.env), partitions: await placementView(c.env, queue) }, 202);
+    const partitions = await moveQueue(c.var.op, queue, part, shard);
+    return c.json({ queue, shards: shardNames(c.env), partitions }, 202);
   });
