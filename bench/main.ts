@@ -23,12 +23,13 @@ import { runGrowthSection } from "./section-growth";
 import { runHttpSection } from "./section-http";
 import { runScaleSection } from "./section-scale";
 import { runHttpProfileSection } from "./section-http-profile";
+import { runPacksSection } from "./section-packs";
 import { runSqsSection } from "./section-sqs";
 import { startWorkerdBench } from "./workerd-host";
 
 const quick = process.argv.includes("--quick");
 /** The sections, by the name `--only` takes. */
-const SECTIONS = ["cost", "burn", "http", "http-profile", "alternatives", "growth", "sqs", "scale"] as const;
+const SECTIONS = ["cost", "burn", "http", "http-profile", "alternatives", "growth", "sqs", "scale", "packs"] as const;
 // `--only http-profile` (or a comma list): just those sections, e.g. to check one after changing it.
 const onlyAt = process.argv.indexOf("--only");
 const only = onlyAt >= 0 ? (process.argv[onlyAt + 1] ?? "").split(",") : null;
@@ -60,6 +61,9 @@ const plan: Plan = quick
       inFlight: 1_000,
       scaleWarmupS: 3,
       scaleMeasureS: 8,
+      packsBurnTasks: 3_000,
+      packsBurnCapS: 10,
+      packsModelMeasureS: 6,
     }
   : {
       mode: "default",
@@ -80,7 +84,13 @@ const plan: Plan = quick
       inFlight: 1_000,
       scaleWarmupS: 4,
       scaleMeasureS: 16,
+      packsBurnTasks: 30_000,
+      packsBurnCapS: 30,
+      packsModelMeasureS: 12,
     };
+
+// A partial run says so in its report: the command that reproduces it.
+if (only) plan.command = `${plan.command}${quick ? "" : " --"} --only ${only.join(",")}`;
 
 const resultsFile = join(
   root,
@@ -229,6 +239,24 @@ if (wanted("scale")) {
   );
   results.scale = scale;
   results.durations.scale = scale.seconds;
+}
+
+if (wanted("packs")) {
+  const packs = await section("8. packs prototype", () =>
+    runPacksSection(root, {
+      costTasks: plan.costTasks,
+      burnTasks: plan.packsBurnTasks,
+      burnCapS: plan.packsBurnCapS,
+      segments: plan.segments,
+      modelWorkers: 10,
+      modelWarmupS: plan.scaleWarmupS,
+      modelMeasureS: plan.packsModelMeasureS,
+      modelBacklog: plan.packsBurnTasks,
+      log,
+    }),
+  );
+  results.packs = packs;
+  results.durations.packs = packs.seconds;
 }
 
 results.durations.total = (performance.now() - started) / 1000;

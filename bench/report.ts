@@ -9,6 +9,7 @@ import type { HttpSection } from "./section-http";
 import { httpProfileReportSection } from "./report-http-profile";
 import type { HttpProfileSection } from "./section-http-profile";
 import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./section-scale";
+import { packsReportSection, type PacksSection } from "./section-packs";
 import { sqsReportSection, type SqsSection } from "./section-sqs";
 import { fmt, fmtSpread, spread, type Spread } from "./stats";
 
@@ -32,6 +33,10 @@ export interface Plan {
   /** Section 7: warm-up and measured seconds of each scale run. */
   scaleWarmupS: number;
   scaleMeasureS: number;
+  /** Section 8: tasks per burn-down (and model backlog), the burn-down's cap, the model's measured seconds. */
+  packsBurnTasks: number;
+  packsBurnCapS: number;
+  packsModelMeasureS: number;
 }
 
 interface Outcome<T> {
@@ -54,6 +59,7 @@ export interface BenchResults {
   growth?: Outcome<GrowthRow[]>;
   sqs?: Outcome<SqsSection>;
   scale?: Outcome<ScaleSection>;
+  packs?: Outcome<PacksSection>;
 }
 
 /** D1's published prices (Workers Paid, beyond the included amounts). */
@@ -637,6 +643,7 @@ export function renderReport(r: BenchResults): string {
   growthSection(r, out);
   sqsReportSection(r.sqs, out);
   scaleReportSection(r.scale, out);
+  packsReportSection(r.packs, r.plan.command, out);
   notes(r, out);
   return out.join("\n").replace(/\n{3,}/g, "\n\n");
 }
