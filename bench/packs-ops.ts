@@ -154,8 +154,14 @@ export async function modelBurn(d1: D1Database, req: ModelBurnRequest): Promise<
 }
 
 /** Enqueues a model burn's backlog (not modelled): today's engine or the prototype, in calls of 10,000. */
-export async function modelEnqueue(d1: D1Database, system: "edgeq" | "packs", queue: string, count: number) {
+export async function modelEnqueue(
+  d1: D1Database,
+  system: "edgeq" | "packs",
+  queue: string,
+  count: number,
+): Promise<{ enqueued: number }> {
   await bulkEnqueue(d1, system, queue, count);
+  return { enqueued: count };
 }
 
 // ------------------------------------------------------------------------------------------------------

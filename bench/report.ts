@@ -9,7 +9,7 @@ import type { HttpSection } from "./section-http";
 import { httpProfileReportSection } from "./report-http-profile";
 import type { HttpProfileSection } from "./section-http-profile";
 import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./section-scale";
-import { packsReportSection, type PacksSection } from "./section-packs";
+import { packsHeadline, packsReportSection, type PacksSection } from "./section-packs";
 import { sqsReportSection, type SqsSection } from "./section-sqs";
 import { fmt, fmtSpread, spread, type Spread } from "./stats";
 
@@ -540,6 +540,8 @@ function summary(r: BenchResults): string[] {
       `- **Scale-out (simulated, section 7)**: with each D1 database modelled (round trip per call, one statement at a time), ${shards.n} shards burn down at ${shards.pct.toFixed(0)} % of ${shards.n}× one shard, and one queue partitioned over ${parts.n} databases at ${parts.pct.toFixed(0)} % of linear.`,
     );
   }
+  const packs = packsHeadline(r.packs?.value);
+  if (packs) lines.push(packs);
   return lines;
 }
 

@@ -229,3 +229,23 @@ export function packsReportSection(
   }
   out.push("");
 }
+
+/** The headline of section 8 (docs/benchmarks.md "Headlines"), or null when it did not run. */
+export function packsHeadline(s: PacksSection | undefined): string | null {
+  if (!s) return null;
+  const cost = (system: "edgeq" | "packs", batch: number) =>
+    s.cost.find((c) => c.system === system && c.scenario === "success" && c.batch === batch)?.perTask.rowsWritten;
+  const burn = (system: "edgeq" | "packs", batch: number) =>
+    s.burn.find((b) => b.system === system && b.batch === batch)?.tasksPerS.median;
+  const bull = s.bullmq.rows.find((r) => r.batch === 100)?.tasksPerS.median;
+  const p100 = cost("packs", 100);
+  const p1 = cost("packs", 1);
+  const b100 = burn("packs", 100);
+  const t100 = burn("edgeq", 100);
+  if (p100 === undefined || p1 === undefined || b100 === undefined || t100 === undefined) return null;
+  return (
+    `- **Packs prototype (section 8, docs/design/packs.md)**: ${num(p100)} rows written per successful task at batch 100` +
+    ` (${num(cost("edgeq", 100) ?? NaN)} today), ${num(p1)} at batch 1; burn-down at batch 100 ${fmt(b100)} tasks/s against` +
+    ` ${fmt(t100)} for today's engine${bull === undefined ? "" : ` and ${fmt(bull)} for BullMQ`} in the same run.`
+  );
+}
