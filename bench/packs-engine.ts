@@ -355,7 +355,6 @@ export async function ackPacks(
     })),
   );
   const b = config.backoff;
-  const v = sql`s.value`;
   // The slots this ack changed, each found by index in its pack (not by scanning the pack's slots).
   const changedSlots = sql`FROM (SELECT p.queue, p.slots->('$[' || (j.value->>'s') || ']') AS sv, j.value->>'k' AS k
       FROM json_each(${json}) AS j JOIN packs p ON p.id = j.value->>'p')

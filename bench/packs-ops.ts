@@ -186,7 +186,7 @@ export async function checkGuarantees(d1: D1Database, queue: string): Promise<Gu
   const check = (name: string, ok: boolean, detail: string) => checks.push({ name, ok, detail });
   const config = { maxAttempts: 2, visibilityS: 30, backoff: { baseMs: 10_000, capMs: 60_000 } };
   let now = 1_900_000_000_000;
-  const { ids } = await enqueuePacks(
+  await enqueuePacks(
     db,
     queue,
     Array.from({ length: 300 }, (_, i) => ({ payload: { i } })),

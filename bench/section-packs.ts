@@ -32,7 +32,7 @@ export interface ModelRow {
 }
 
 export interface PacksSection {
-  options: Omit<PacksOptions, "log">;
+  options: Omit<PacksOptions, "log"> & { log?: undefined };
   guarantees: GuaranteeCheck[];
   cost: CostRow[];
   burn: BurnRow[];
@@ -129,7 +129,7 @@ export async function runPacksSection(root: string, opts: PacksOptions): Promise
     log: opts.log,
   });
   load.end = loadavg();
-  const { log: _log, ...options } = opts;
+  const options = { ...opts, log: undefined };
   return { options, guarantees, cost, burn, bullmq, model, load };
 }
 
