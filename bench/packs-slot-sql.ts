@@ -1,8 +1,9 @@
 /**
  * SQL over one slot of a pack (docs/design/packs.md): the slot is a JSON object inside the pack's `slots`
- * array (stored as SQLite's binary JSONB: a slot's fields are read without parsing text, ~9× faster here), and these fragments read and rewrite it as today's engine reads and rewrites a `tasks` row — the
- * same leasability (src/engine/redelivery.ts), the same fence (src/engine/ack.ts `leaseFenceSql`), the same
- * retry policy (src/engine/retry-policy.ts), per slot. Each takes `v`, the SQL of the slot's JSON text.
+ * array (stored as SQLite's binary JSONB, so a slot's fields are read without parsing text), and these
+ * fragments read and rewrite it as today's engine reads and rewrites a `tasks` row — the same leasability
+ * (src/engine/redelivery.ts), the same fence (src/engine/ack.ts `leaseFenceSql`), the same retry policy
+ * (src/engine/retry-policy.ts), per slot. Each takes `v`, the SQL of the slot (a JSONB blob).
  *
  * Slot keys (short: they are stored once per task): s state (p pending, r processing, c completed, d dead,
  * x cancelled, z never created — its dedupe key was held), a attempts, t run_at, x max_attempts, y type,
@@ -128,10 +129,10 @@ export function slotIdSql(packId: SQL, key: SQL): SQL {
 
 /**
  * A slot of `json_each(p.slots) AS s` converted ONCE into a JSONB blob: every field read after that is a
- * lookup in the blob, not a parse of the slot's text (~9× faster in a micro-benchmark here). D1 refuses
+ * lookup in the blob, not a parse of the slot's text. D1 refuses
  * `jsonb_each`, and `json_each` over the stored JSONB hands each slot out as text; selected into a
  * MATERIALIZED CTE, the conversion runs once per slot. (Copying each slot out with `jsonb_extract(p.slots,
- * '$[k]')` instead, never rendering text, measured slower: 2,321 against 7,024 tasks/s at batch 100.)
+ * '$[k]')` instead, never rendering text, was slower in a smoke run of the burn-down.)
  */
 export const slotBlobSql = sql`jsonb(s.value)`;
 
