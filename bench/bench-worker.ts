@@ -13,6 +13,7 @@ import {
   type Scenario,
   type SystemName,
 } from "./engine-ops";
+import { checkGuarantees, modelBurn, modelEnqueue, type ModelBurnRequest } from "./packs-ops";
 import {
   scaleBurn,
   scaleEnqueue,
@@ -37,7 +38,10 @@ export type BenchRequest =
   | { op: "hold"; queue: string; count: number }
   | ({ op: "scale-enqueue" } & ScaleEnqueueRequest)
   | ({ op: "scale-burn" } & ScaleBurnRequest)
-  | { op: "scale-probe"; batch: number; tasks: number; queue: string };
+  | { op: "scale-probe"; batch: number; tasks: number; queue: string }
+  | { op: "model-enqueue"; system: "edgeq" | "packs"; queue: string; count: number }
+  | ({ op: "model-burn" } & ModelBurnRequest)
+  | { op: "packs-guarantees"; queue: string };
 
 async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
   switch (req.op) {
@@ -65,6 +69,12 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
       return scaleBurn(shardBindings(env), req);
     case "scale-probe":
       return scaleProbe(env.DB, req.batch, req.tasks, req.queue);
+    case "model-enqueue":
+      return modelEnqueue(env.DB, req.system, req.queue, req.count);
+    case "model-burn":
+      return modelBurn(env.DB, req);
+    case "packs-guarantees":
+      return checkGuarantees(env.DB, req.queue);
   }
 }
 
@@ -74,7 +84,9 @@ export default {
       const body = (await request.json()) as BenchRequest;
       return Response.json(await handle(body, env));
     } catch (error) {
-      const message = error instanceof Error ? `${error.message}\n${error.stack ?? ""}` : String(error);
+      // Drizzle wraps D1's error ("Failed query: …"): D1's own message is its cause.
+      const cause = error instanceof Error && error.cause !== undefined ? `\ncause: ${String(error.cause)}` : "";
+      const message = error instanceof Error ? `${error.message}${cause}\n${error.stack ?? ""}` : String(error);
       return Response.json({ error: message }, { status: 500 });
     }
   },

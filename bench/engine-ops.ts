@@ -10,10 +10,11 @@ import { failTasks } from "../src/engine/fail";
 import { leaseAnswers } from "../src/engine/lease";
 import { reapExpiredLeases } from "../src/engine/reap";
 import { meteredD1, type D1Usage } from "../test/support/metered-d1";
+import { packsSystem } from "./packs-ops";
 import { baselineComplete, baselineDequeue, baselineEnqueue, baselineFail, type BaselineJob } from "./baseline-jobs";
 
 /** A leased task: enough to acknowledge it. */
-interface Held {
+export interface Held {
   id: string | number;
   token: string;
 }
@@ -26,9 +27,10 @@ export interface QueueSystem {
   fail(items: Held[], now: number, permanent: boolean): Promise<number>;
 }
 
-export type SystemName = "edgeq" | "baseline";
+/** `packs`: the packs prototype (bench/packs-engine.ts, docs/design/packs.md), not the product's storage. */
+export type SystemName = "edgeq" | "baseline" | "packs";
 
-const VISIBILITY_S = 300;
+export const VISIBILITY_S = 300;
 
 export function edgeqSystem(d1: D1Database): QueueSystem {
   const db = openDb(d1);
@@ -98,7 +100,7 @@ export function baselineSystem(d1: D1Database): QueueSystem {
 }
 
 export function systemFor(name: SystemName, d1: D1Database): QueueSystem {
-  return name === "edgeq" ? edgeqSystem(d1) : baselineSystem(d1);
+  return name === "edgeq" ? edgeqSystem(d1) : name === "packs" ? packsSystem(d1) : baselineSystem(d1);
 }
 
 // ------------------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import { runScaleSection } from "./section-scale";
 import { runMovesSection } from "./section-moves";
 import { runHttpProfileSection } from "./section-http-profile";
 import { runRpcSection } from "./section-rpc";
+import { runPacksSection } from "./section-packs";
 import { runSqsSection } from "./section-sqs";
 import { startWorkerdBench } from "./workerd-host";
 
@@ -41,6 +42,7 @@ const SECTIONS = [
   "sqs",
   "scale",
   "moves",
+  "packs",
 ] as const;
 // `--only http-profile` (or a comma list): just those sections, e.g. to check one after changing it.
 const onlyAt = process.argv.indexOf("--only");
@@ -74,6 +76,9 @@ const plan: Plan = quick
       inFlight: 1_000,
       scaleWarmupS: 3,
       scaleMeasureS: 8,
+      packsBurnTasks: 3_000,
+      packsBurnCapS: 10,
+      packsModelMeasureS: 6,
     }
   : {
       mode: "default",
@@ -95,7 +100,13 @@ const plan: Plan = quick
       inFlight: 1_000,
       scaleWarmupS: 4,
       scaleMeasureS: 16,
+      packsBurnTasks: 30_000,
+      packsBurnCapS: 30,
+      packsModelMeasureS: 12,
     };
+
+// A partial run says so in its report: the command that reproduces it.
+if (only) plan.command = `${plan.command}${quick ? "" : " --"} --only ${only.join(",")}`;
 
 const resultsFile = join(
   root,
@@ -258,6 +269,24 @@ if (wanted("moves")) {
   );
   results.moves = moves;
   results.durations.moves = moves.seconds;
+}
+
+if (wanted("packs")) {
+  const packs = await section("9. packs prototype", () =>
+    runPacksSection(root, {
+      costTasks: plan.costTasks,
+      burnTasks: plan.packsBurnTasks,
+      burnCapS: plan.packsBurnCapS,
+      segments: plan.segments,
+      modelWorkers: 10,
+      modelWarmupS: plan.scaleWarmupS,
+      modelMeasureS: plan.packsModelMeasureS,
+      modelBacklog: plan.packsBurnTasks,
+      log,
+    }),
+  );
+  results.packs = packs;
+  results.durations.packs = packs.seconds;
 }
 
 results.durations.total = (performance.now() - started) / 1000;

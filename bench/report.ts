@@ -11,6 +11,7 @@ import type { HttpProfileSection } from "./section-http-profile";
 import { movesReportSection, type MovesSection } from "./section-moves";
 import { rpcReportSection, type RpcSection } from "./section-rpc";
 import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./section-scale";
+import { packsHeadline, packsReportSection, type PacksSection } from "./section-packs";
 import { sqsReportSection, type SqsSection } from "./section-sqs";
 import { fmt, fmtSpread, spread, type Spread } from "./stats";
 
@@ -36,6 +37,10 @@ export interface Plan {
   /** Section 7: warm-up and measured seconds of each scale run. */
   scaleWarmupS: number;
   scaleMeasureS: number;
+  /** Section 8: tasks per burn-down (and model backlog), the burn-down's cap, the model's measured seconds. */
+  packsBurnTasks: number;
+  packsBurnCapS: number;
+  packsModelMeasureS: number;
 }
 
 interface Outcome<T> {
@@ -60,6 +65,7 @@ export interface BenchResults {
   sqs?: Outcome<SqsSection>;
   scale?: Outcome<ScaleSection>;
   moves?: Outcome<MovesSection>;
+  packs?: Outcome<PacksSection>;
 }
 
 /** D1's published prices (Workers Paid, beyond the included amounts). */
@@ -540,6 +546,8 @@ function summary(r: BenchResults): string[] {
       `- **Scale-out (simulated, section 7)**: with each D1 database modelled (round trip per call, one statement at a time), ${shards.n} shards burn down at ${shards.pct.toFixed(0)} % of ${shards.n}× one shard, and one queue partitioned over ${parts.n} databases at ${parts.pct.toFixed(0)} % of linear.`,
     );
   }
+  const packs = packsHeadline(r.packs?.value);
+  if (packs) lines.push(packs);
   return lines;
 }
 
@@ -555,6 +563,8 @@ function notes(r: BenchResults, out: string[]) {
       ["5. growth", r.growth],
       ["6. SQS endpoint", r.sqs],
       ["7. scale-out", r.scale],
+      ["8. a queue move", r.moves],
+      ["9. packs prototype", r.packs],
     ] as Array<[string, Outcome<unknown> | undefined]>
   ).filter(([, o]) => !o || o.skipped);
   out.push("## Left out, and what these figures are not", "");
@@ -646,6 +656,7 @@ export function renderReport(r: BenchResults): string {
   sqsReportSection(r.sqs, out);
   scaleReportSection(r.scale, out);
   movesReportSection(r.moves, out);
+  packsReportSection(r.packs, r.plan.command, out);
   notes(r, out);
   return out.join("\n").replace(/\n{3,}/g, "\n\n");
 }

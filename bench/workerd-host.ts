@@ -1,7 +1,7 @@
 /**
  * Starts workerd through Miniflare with the bench worker (bench/bench-worker.ts, bundled by esbuild the way
  * wrangler bundles: workerd/worker/browser conditions) and a local D1 persisted in a temporary directory,
- * applies migrations/ (the same SQL files wrangler applies) and the baseline's schema, and sends it
+ * applies migrations/ (the same SQL files wrangler applies), the baseline's and the packs prototype's schemas, and sends it
  * operations.
  */
 import { build } from "esbuild";
@@ -10,6 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BASELINE_SCHEMA } from "./baseline-jobs";
+import { PACKS_SCHEMA } from "./packs-schema";
 import type { BenchRequest } from "./bench-worker";
 
 /** The compatibility date the bench worker runs with: the newest the installed workerd supports. */
@@ -68,7 +69,11 @@ export async function startWorkerdBench(root: string, databases = 1): Promise<Wo
     return body;
   };
   for (let shard = 0; shard < databases; shard++) {
-    await call({ op: "migrate", statements: [...migrationStatements(root), ...BASELINE_SCHEMA], shard });
+    await call({
+      op: "migrate",
+      statements: [...migrationStatements(root), ...BASELINE_SCHEMA, ...PACKS_SCHEMA],
+      shard,
+    });
   }
   return {
     call,
