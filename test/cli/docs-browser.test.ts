@@ -30,7 +30,7 @@ describe("the API reference at /docs in a real Chromium", () => {
     const queue = uniqueQueue("docs");
     const [id] = await enqueueTasks(queue, [{ payload: { n: 1 } }]);
     await page.goto(`${url()}/docs`);
-    await page.getByRole("link", { name: "POST /v1/queues/{queue}/lease" }).click();
+    await page.getByRole("link", { name: "POST /v1/queues/{queue}/lease", exact: true }).click();
     const lease = page.locator('[id="op-post-v1-queues-queue-lease"]');
     // The request body's schema, expanded: each field with its type and bounds.
     const schema = lease.locator(".request-schema");
