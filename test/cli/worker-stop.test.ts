@@ -1,7 +1,17 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { exitWithin, killLeftovers, runCli, startCli, tempDir, uniqueQueue, waitFor } from "./worker-support";
+import {
+  enqueue,
+  exitWithin,
+  getTask,
+  killLeftovers,
+  runCli,
+  startCli,
+  tempDir,
+  uniqueQueue,
+  waitFor,
+} from "./worker-support";
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
@@ -55,6 +65,25 @@ it("worker stop of an idle worker long-polling with the default 20 s wait takes 
   expect(await exitWithin(worker, 2_000), worker.stderr).toBe(0);
   expect(worker.stderr).toContain("stopping: no task is running; ending the lease request");
   expect(worker.stderr).toMatch(/: stopped\n$/);
+});
+
+// Issue 21.3: under wrangler dev a hung-up request is never seen by the Worker, so a stopped worker's long
+// poll stayed parked in the coordinator and took the next task (stats said processing: 1, no worker ran).
+// The worker names each poll (waiter_id) and withdraws it as it stops.
+it("a stopped worker's long poll takes no task enqueued after it exits", async () => {
+  const queue = uniqueQueue("stop-withdrawn");
+  const env = { TMPDIR: tmp.dir };
+  const worker = startCli(["worker", queue, "--exec", "true"], env);
+  await waitFor("the worker to start", () => worker.stderr.includes("started:"));
+  const stop = await runCli(["worker", "stop", queue], env);
+  expect(stop.code, stop.stderr).toBe(0);
+  expect(await exitWithin(worker, 2_000), worker.stderr).toBe(0);
+
+  const [id] = await enqueue(queue, [{ payload: { n: 1 } }]);
+  // Proving a negative: a parked poll is handed a task within milliseconds of its enqueue; a second
+  // is far past that, and the task must still be pending, unleased, attempt not counted.
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  expect(await getTask(id!)).toMatchObject({ state: "pending", attempts: 0, lease_expires_at: null });
 });
 
 it("one pid file, one worker: a second is refused; --pid-file works for stop too", async () => {
