@@ -1,17 +1,34 @@
 /**
  * Section 5: growth. For each size, a fresh workerd + local D1 holding that many pending tasks (enqueued
  * through the engine in calls of 10,000): what one lease reads and takes, what a cron reap pass reads,
- * and — at the middle size — a lease with tasks in flight ahead of it (the live index's trade-off).
+ * what a whole cron tick (src/cron/tick.ts) reads and takes, how long a lease on another, small queue waits
+ * while a tick runs, and — at the middle size — a lease with tasks in flight ahead of it (the live index's
+ * trade-off).
  */
 import type { D1Usage } from "../test/support/metered-d1";
 import type { LeaseProbe } from "./engine-ops";
-import { startWorkerdBench } from "./workerd-host";
+import type { TickProbe } from "./tick-ops";
+import { startWorkerdBench, type WorkerdBench } from "./workerd-host";
+
+/** Tasks in the small queue leased while a tick runs: more than the leases one tick can overlap. */
+const SIDE_TASKS = 2_000;
+
+/** Leases of one task sent one after another while a tick runs, each timed from Node (the client's view). */
+export interface LeaseDuringTick {
+  tick: TickProbe;
+  /** Milliseconds of each lease that started before the tick ended, in order. */
+  leaseMs: number[];
+}
 
 export interface GrowthRow {
   pending: number;
   enqueue: { ms: number; tasksPerS: number; rowsWrittenPerTask: number; rowsReadPerTask: number };
   leases: LeaseProbe[];
   reap: D1Usage & { ms: number };
+  /** One whole cron tick with the queue as it is (nothing expired). */
+  tick: TickProbe;
+  /** A second tick, with leases on a small queue sent while it ran. */
+  duringTick: LeaseDuringTick;
   inFlight?: { held: number; probe: LeaseProbe };
 }
 
@@ -57,7 +74,14 @@ export async function runGrowthSection(root: string, opts: GrowthOptions): Promi
         leases.push(await bench.call<LeaseProbe>({ op: "probe-lease", queue, batch, leases: opts.leases }));
       }
       const reap = await bench.call<D1Usage & { ms: number }>({ op: "probe-reap" });
-      const row: GrowthRow = { pending, enqueue, leases, reap };
+      const tick = await bench.call<TickProbe>({ op: "tick" });
+      await bench.call({ op: "enqueue", system: "edgeq", queue: `${queue}-side`, count: SIDE_TASKS });
+      const duringTick = await leasesDuringTick(bench, `${queue}-side`);
+      opts.log(
+        `growth: ${pending} pending: a tick reads ${tick.rowsRead} rows in ${tick.ms.toFixed(0)} ms; ` +
+          `${duringTick.leaseMs.length} leases during a tick, slowest ${Math.max(...duringTick.leaseMs).toFixed(1)} ms`,
+      );
+      const row: GrowthRow = { pending, enqueue, leases, reap, tick, duringTick };
       if (pending === opts.inFlightAt) {
         // Tasks to hold in flight and for the probe to consume, so `pending` stay pending behind them.
         await bench.call({ op: "enqueue", system: "edgeq", queue, count: opts.inFlight + opts.leases * 100 });
@@ -75,4 +99,20 @@ export async function runGrowthSection(root: string, opts: GrowthOptions): Promi
     }
   }
   return rows;
+}
+
+/** Runs a tick and, until it answers, leases one task at a time from `side`, timing each from Node. */
+async function leasesDuringTick(bench: WorkerdBench, side: string): Promise<LeaseDuringTick> {
+  let done = false;
+  const ticking = bench.call<TickProbe>({ op: "tick" }).finally(() => {
+    done = true;
+  });
+  const leaseMs: number[] = [];
+  // The first lease is sent as the tick starts, so at least one runs beside it.
+  do {
+    const { ms } = await bench.timed({ op: "lease-once", queue: side });
+    leaseMs.push(ms);
+    if (leaseMs.length >= SIDE_TASKS) throw new Error("growth: the side queue ran dry during one tick");
+  } while (!done);
+  return { tick: await ticking, leaseMs };
 }
