@@ -42,9 +42,14 @@ const DESCRIBE: Record<Check, (v: number) => string> = {
   schedule_errors: (v) => `${v} schedules could not enqueue their task (see GET /v1/schedules)`,
 };
 
+/** What health reads of a queue's live tasks: from `liveFigures` (a request), or from the cron tick's walk of
+ * the live index's front (src/engine/live-front.ts), which counts due tasks only up to the largest
+ * due-depth level (`dueCountsNeeded`). */
+export type LiveHealthFigures = Pick<LiveFigures, "queue" | "due" | "oldest_due_at" | "lease_expired" | "overrun">;
+
 /** The figures of one queue from its live tasks and recent counters (either may be absent: none). */
 export function healthFigures(
-  live: LiveFigures | undefined,
+  live: LiveHealthFigures | undefined,
   recent: RecentCounts | undefined,
   now: number,
   minOutcomes: number,
