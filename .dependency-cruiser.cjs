@@ -38,6 +38,10 @@ const ALLOWED = {
   coordinator: ["contracts", "db", "dispatch", "effects", "engine", "env.ts", "processors", "protocols", "shards"],
   // One call per operation a client asks for, shared by every entry point.
   operations: ["contracts", "db", "effects", "engine", "env.ts", "health", "processors", "schedules", "shards"],
+  // What a Worker builds edgeq with: createEdgeq wires the app, the tick and the Durable Object classes.
+  worker: ["contracts", "coordinator", "cron", "env.ts", "events", "http", "processors", "rpc", "schedules"],
+  // The Workers RPC binding: the API's bodies and answers over a service binding, through operations.
+  rpc: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "shards"],
   // Entry points.
   cron: ["contracts", "db", "effects", "engine", "env.ts", "events", "health", "schedules", "shards"],
   sqs: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "shards"],
@@ -92,17 +96,18 @@ module.exports = {
     },
     {
       name: "durable-object-classes-at-the-entry",
-      comment: "A Durable Object class is exported by the Worker's entry; everyone else reaches it by its binding.",
+      comment:
+        "A Durable Object class is built by createEdgeq and exported by the Worker's entry; everyone else reaches it by its binding.",
       severity: "error",
-      from: { path: "^src/", pathNot: "^src/index\\.ts$" },
+      from: { path: "^src/", pathNot: ["^src/index\\.ts$", "^src/worker/create-edgeq\\.ts$"] },
       to: { path: "^src/(coordinator/coordinator|events/event-hub|schedules/scheduler)\\.ts$" },
     },
     {
       name: "entry-points-hand-changes-to-the-owner",
       comment:
-        "HTTP, SQS and the dashboard report state changes through src/operations; they never wake a coordinator or publish an event themselves.",
+        "HTTP, SQS, RPC and the dashboard report state changes through src/operations; they never wake a coordinator or publish an event themselves.",
       severity: "error",
-      from: { path: "^src/(http|sqs|dashboard)/" },
+      from: { path: "^src/(http|sqs|dashboard|rpc)/" },
       to: { path: "^src/effects/(wake|publish-batcher)\\.ts$" },
     },
     {

@@ -1,33 +1,12 @@
-import { QueueCoordinator } from "./coordinator/coordinator";
-import { runTick } from "./cron/tick";
-import type { Env } from "./env";
-import { buildApp } from "./http/app";
 import { REFERENCE_PROCESSORS } from "./plugins/reference";
-import { ProcessorRegistry } from "./processors/registry";
+import { createEdgeq, type Env } from "./worker/index";
 
-export { EventHub } from "./events/event-hub";
-export { Scheduler } from "./schedules/scheduler";
+/** This repository's own deployment, built only on the package's public entry points (src/worker/index.ts
+ * is `edgeq`, src/plugins/<name>/index.ts is `edgeq/plugins/<name>`): every built-in processor and `echo`. */
+const edgeq = createEdgeq({ processors: REFERENCE_PROCESSORS });
 
-/** The processors, built once here and handed to everything that needs them. */
-const processors = new ProcessorRegistry(REFERENCE_PROCESSORS);
+/** The Durable Object classes wrangler.toml binds, and the Workers RPC entrypoint other Workers bind. */
+export const { Coordinator, EventHub, Scheduler, EdgeqRpc } = edgeq;
 
-const app = buildApp({ processors });
-
-/** The queue-partition coordinator, with this Worker's processors (wrangler.toml's class `Coordinator`). */
-export class Coordinator extends QueueCoordinator {
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env, { processors });
-  }
-}
-
-/** The Worker: the HTTPS API, and the cron tick (awaited through waitUntil, never fire-and-forget). */
-export default {
-  fetch: app.fetch,
-  scheduled(controller, env, ctx) {
-    ctx.waitUntil(
-      runTick(env, controller.scheduledTime).then((result) => {
-        console.log("cron tick", JSON.stringify(result));
-      }),
-    );
-  },
-} satisfies ExportedHandler<Env>;
+/** The Worker: the HTTPS API, and the cron tick. */
+export default { fetch: edgeq.fetch, scheduled: edgeq.scheduled } satisfies ExportedHandler<Env>;

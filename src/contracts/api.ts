@@ -142,7 +142,13 @@ export const FailBody = z.strictObject(FailFields);
 
 export const HeartbeatBody = z.strictObject({
   lease_token: LeaseToken,
-  extend_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
+  extend_s: z
+    .number()
+    .int()
+    .min(MIN_VISIBILITY_TIMEOUT_S)
+    .max(MAX_VISIBILITY_TIMEOUT_S)
+    .optional()
+    .openapi({ description: "new lease length from now; default: the lease's own, as it was leased" }),
   progress: z.number().int().min(0).max(100).optional(),
   message: Text().max(1000).optional(),
   checkpoint: storedJson(z.unknown())
@@ -224,12 +230,18 @@ export const ExtendBody = z.strictObject({
           .min(MIN_VISIBILITY_TIMEOUT_S)
           .max(MAX_VISIBILITY_TIMEOUT_S)
           .optional()
-          .openapi({ description: "new lease length from now; default: the body's, else the queue's" }),
+          .openapi({ description: "new lease length from now; default: the body's, else the lease's own" }),
       }),
     )
     .min(1)
     .max(MAX_BATCH),
-  visibility_timeout_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
+  visibility_timeout_s: z
+    .number()
+    .int()
+    .min(MIN_VISIBILITY_TIMEOUT_S)
+    .max(MAX_VISIBILITY_TIMEOUT_S)
+    .optional()
+    .openapi({ description: "every item's default; absent: each lease's own length, as it was leased" }),
 });
 
 export const ExtendResponse = z.object({

@@ -39,7 +39,11 @@ export const ERRORS = [
     status: 413,
     description: "payload, result, task count or body over its limit (the message says which)",
   },
-  { code: "unsupported_media_type", status: 415, description: "a body without `Content-Type: application/json`" },
+  {
+    code: "unsupported_media_type",
+    status: 415,
+    description: "a body not sent as `Content-Type: application/json` in UTF-8 (another charset, a `+json` type)",
+  },
   { code: "rate_limited", status: 429, description: "D1 is overloaded; retry after `Retry-After`" },
   {
     code: "internal",

@@ -165,6 +165,15 @@ export const SQS_MAX_RETENTION_S = 14 * 24 * 60 * 60;
 /** Most message attributes per message: 10, as SQS (its MD5OfMessageAttributes covers at most ten). */
 export const SQS_MAX_MESSAGE_ATTRIBUTES = 10;
 
+/** Most tags on one queue: 50, SQS's quota ("Quotas related to queues": no more than 50 tags per queue). A
+ * TagQueue that would take a queue past it changes nothing; tags are one JSON column of the queue's config
+ * row, so the bound also keeps that row small. */
+export const SQS_MAX_TAGS = 50;
+
+/** Longest tag key and value, in Unicode characters: 128 and 256, SQS's quotas for queue tags. */
+export const SQS_MAX_TAG_KEY_CHARS = 128;
+export const SQS_MAX_TAG_VALUE_CHARS = 256;
+
 /** Largest artifact uploaded through the API: 100 MiB, the request body limit of Workers on most plans. */
 export const MAX_ARTIFACT_BYTES = 100 * 1024 * 1024;
 

@@ -48,6 +48,16 @@ export const tasks = sqliteTable(
     leaseHolder: text("lease_holder"),
     /** The lease is void from this time; the reaper then retries or buries the task. */
     leaseExpiresAt: integer("lease_expires_at"),
+    /** The length of the current (or last) lease in seconds, as it was leased: the lease request's visibility
+     * timeout, else the queue's at that moment. A heartbeat or extend that names no length extends by it, so
+     * a lease taken for 600 s is not cut to the queue's default by its first heartbeat. Null for leases
+     * handed out before this column existed (they fall back to the queue's). */
+    leaseVisibilityS: integer("lease_visibility_s"),
+    /** 1 when the current lease took the task over from an expired lease (its holder went silent) and so
+     * recorded that attempt as `lease expired`; 0 or null otherwise. Read from the lease's RETURNING (which
+     * sees only new values) so the lease counts that attempt as failed — once: the reaper ends only tasks
+     * still under an expired lease, so an attempt is ended by one of the two, never both. */
+    leaseTookOverExpired: integer("lease_took_over_expired"),
     /** Set while a lease handed to a long poll after it waited is not yet claimed: unless the holder makes
      * a fenced call (heartbeat, extend, complete, fail, release) before this time, the lease is void and the
      * task is leasable again with the attempt refunded — the client that waited may have gone. Null once
@@ -125,6 +135,9 @@ export const queues = sqliteTable("queues", {
   /** SQS endpoint only: the queue's ReceiveMessageWaitTimeSeconds, the long-poll wait of a ReceiveMessage
    * that names none (the native API takes wait_s per lease); null for 0. */
   sqsReceiveWaitS: integer("sqs_receive_wait_s"),
+  /** SQS endpoint only: the queue's tags (TagQueue, CreateQueue's tags) as a JSON object of key -> value;
+   * null for none. Tags mean nothing to SQS and nothing to edgeq: they are stored and listed back. */
+  sqsTags: text("sqs_tags"),
 });
 
 /** The counter columns of `task_counters`, one per transition counted. */
@@ -169,7 +182,8 @@ export const taskCounters = sqliteTable(
     leased: zero("leased"),
     /** Completions (one per task). */
     completed: zero("completed"),
-    /** Failed attempts: every fail, and every expired lease the reaper ends (retried or not). */
+    /** Failed attempts: every fail, and every expired lease — whether the reaper ends it or the next lease
+     * takes it over (src/engine/lease.ts), counted once by whichever changes the row. */
     failed: zero("failed"),
     /** Tasks that went dead (attempts exhausted or a permanent failure). */
     dead: zero("dead"),

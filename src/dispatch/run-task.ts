@@ -46,7 +46,7 @@ function isStop(error: unknown): error is EdgeqError {
 
 /**
  * Runs one leased task with its processor and settles it through the same fenced engine calls an
- * external worker uses: heartbeats while it runs (extending the lease by the visibility timeout),
+ * external worker uses: heartbeats while it runs (extending the lease by its own length, as it was leased),
  * then complete, or fail — permanent for `PermanentError` or an invalid payload, after `retryAfterS` for
  * `RetryAfterError`, and retryable (its message in the error history) for anything else.
  *
@@ -56,7 +56,8 @@ function isStop(error: unknown): error is EdgeqError {
 export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRunResult> {
   const { db, env, config, now } = deps;
   const leaseToken = task.leaseToken!;
-  const extendS = config.visibility_timeout_s;
+  // The lease's own length (a lease from before the column existed: the queue's), for the heartbeat pace.
+  const leaseS = task.leaseVisibilityS ?? config.visibility_timeout_s;
   const fail = (item: Omit<FailItem, "id" | "leaseToken">) => settleFailure(deps, task, item);
 
   const processorType = config.processor ?? task.type;
@@ -72,7 +73,7 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
   const abort = new AbortController();
   const beat: Beat = async (fields) => {
     try {
-      await heartbeatTask(db, { id: task.id, leaseToken, extendS, ...fields }, now());
+      await heartbeatTask(db, { id: task.id, leaseToken, ...fields }, now());
     } catch (error) {
       if (isStop(error)) abort.abort(error);
       throw error;
@@ -84,7 +85,7 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
         if (!isStop(error)) console.error(`task ${task.id}: heartbeat failed`, error);
       });
     },
-    Math.max(1000, (extendS * 1000) / HEARTBEATS_PER_LEASE),
+    Math.max(1000, (leaseS * 1000) / HEARTBEATS_PER_LEASE),
   );
   const deadline = setTimeout(
     () => abort.abort(new Error(`timed out after ${MAX_TASK_RUN_MS / 1000} s`)),

@@ -3,6 +3,7 @@ import { batchAll, type Db } from "../db/client";
 import { outcomeEvents, recordCounters, type CounterEvent } from "./counters";
 import { EdgeqError, LeaseLostError, NotFoundError, TaskCancelledError } from "../contracts/errors";
 import type { TaskState } from "../contracts/states";
+import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 
 /** The outcome of one item of an ack (complete or fail), in input order. */
 export type AckOutcome =
@@ -97,6 +98,18 @@ export function keepLeaseSetSql(expiresAt: SQL, now: number): SQL {
     lease_expires_at = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE ${expiresAt} END,
     claim_by = NULL,
     updated_at = ${now}`;
+}
+
+/**
+ * When a lease kept without a length named (heartbeat, extend) now ends: `now` plus the lease's own length —
+ * as it was leased (`lease_visibility_s`: the lease request's, else the queue's then), so a heartbeat never
+ * shortens a lease taken for longer than the queue's default. A lease handed out before that column
+ * existed has none: the queue's visibility timeout, as before. SQL over the task row being updated.
+ */
+export function ownLeaseExpirySql(now: number): SQL {
+  return sql`(${now} + coalesce(tasks.lease_visibility_s,
+    (SELECT q.visibility_timeout_s FROM queues q WHERE q.name = tasks.queue),
+    ${DEFAULT_QUEUE_CONFIG.visibility_timeout_s}) * 1000)`;
 }
 
 /**

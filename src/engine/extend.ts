@@ -4,14 +4,15 @@ import {
   applyFencedUpdate,
   keepLeaseSetSql,
   leaseFenceSql,
+  ownLeaseExpirySql,
   type AckOutcome,
   type AckScope,
   type FencedItem,
 } from "./ack";
 
 export interface ExtendItem extends FencedItem {
-  /** New lease length from now, in seconds. */
-  visibilityTimeoutS: number;
+  /** New lease length from now, in seconds; absent: the lease's own length (as it was leased). */
+  visibilityTimeoutS?: number;
 }
 
 /**
@@ -19,7 +20,7 @@ export interface ExtendItem extends FencedItem {
  * to a long poll after it waited) must be claimed within CLAIM_WINDOW_S, and this is the way to claim a
  * whole batch at once on receipt. Each item succeeds or fails on its own (`lease_lost`, `not_found`); a
  * task whose cancel was requested ends cancelled instead (`task_cancelled`), as with a heartbeat.
- * The outcome's `lease_expires_at` is the new expiry.
+ * The outcome's `lease_expires_at` is the new expiry: `now` plus the item's length, else the lease's own.
  *
  * @example
  * const [outcome] = await extendLeases(db, [{ id, leaseToken, visibilityTimeoutS: 60 }], Date.now());
@@ -32,10 +33,14 @@ export async function extendLeases(
 ): Promise<AckOutcome[]> {
   return applyFencedUpdate(
     db,
-    items.map((i) => ({ id: i.id, leaseToken: i.leaseToken, expires_at: now + i.visibilityTimeoutS * 1000 })),
+    items.map((i) => ({
+      id: i.id,
+      leaseToken: i.leaseToken,
+      expires_at: i.visibilityTimeoutS === undefined ? null : now + i.visibilityTimeoutS * 1000,
+    })),
     (json) => ({
       update: sql`UPDATE tasks SET
-        ${keepLeaseSetSql(sql`j.value->>'expires_at'`, now)}
+        ${keepLeaseSetSql(sql`coalesce(j.value->>'expires_at', ${ownLeaseExpirySql(now)})`, now)}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.lease_expires_at, tasks.type, tasks.started_at`,

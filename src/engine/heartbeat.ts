@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
-import { fenceMissError, keepLeaseSetSql, leaseFenceSql } from "./ack";
+import { fenceMissError, keepLeaseSetSql, leaseFenceSql, ownLeaseExpirySql } from "./ack";
 import { recordCounters } from "./counters";
 import { TaskCancelledError } from "../contracts/errors";
 import { storedJsonError } from "../contracts/json-value";
@@ -10,8 +10,8 @@ import { rowFromRaw } from "./task-row";
 export interface HeartbeatRequest {
   id: string;
   leaseToken: string;
-  /** New lease length from now, in seconds. */
-  extendS: number;
+  /** New lease length from now, in seconds; absent: the lease's own length (as it was leased). */
+  extendS?: number;
   /** 0-100; absent keeps the stored value. */
   progress?: number;
   progressMessage?: string;
@@ -20,7 +20,8 @@ export interface HeartbeatRequest {
 }
 
 /**
- * Extends a lease and records progress, fenced by the lease token. If a cancel was requested the task
+ * Extends a lease (by `extendS`, else by the lease's own length) and records progress, fenced by the lease
+ * token. If a cancel was requested the task
  * becomes cancelled instead and the holder gets `task_cancelled`: it should stop working.
  *
  * @example
@@ -31,8 +32,9 @@ export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: numb
     const error = storedJsonError(request.checkpoint, "checkpoint");
     if (error) throw error;
   }
+  const expiresAt = request.extendS === undefined ? ownLeaseExpirySql(now) : sql`${now + request.extendS * 1000}`;
   const raw = await db.get<Record<string, unknown>>(sql`UPDATE tasks SET
-      ${keepLeaseSetSql(sql`${now + request.extendS * 1000}`, now)},
+      ${keepLeaseSetSql(expiresAt, now)},
       progress = coalesce(${request.progress ?? null}, progress),
       progress_message = coalesce(${request.progressMessage ?? null}, progress_message),
       checkpoint = coalesce(${request.checkpoint === undefined ? null : JSON.stringify(request.checkpoint)}, checkpoint)

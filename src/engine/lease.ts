@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
-import { recordCounters } from "./counters";
+import { recordCounters, type CounterEvent } from "./counters";
 import { EdgeqError } from "../contracts/errors";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
@@ -25,10 +25,12 @@ export interface LeaseRequest {
 /**
  * Leases up to `max` leasable tasks of a queue in one statement: a CTE picks them in priority order
  * (higher first), then run_at, then id, and the UPDATE marks them processing, counts the attempt, and
- * gives each a fresh random lease token and an expiry `now + visibility timeout`.
+ * gives each a fresh random lease token and an expiry `now + visibility timeout`; the lease's length is
+ * kept on the row (`lease_visibility_s`), the default of a heartbeat or extend that names none.
  *
  * Leasable (src/engine/redelivery.ts) includes processing tasks whose lease ran out: an expired lease is
- * taken over as soon as its backoff is due (the attempt it used is recorded as "lease expired"), and a
+ * taken over as soon as its backoff is due (the attempt it used is recorded as "lease expired" and counted
+ * as failed, as the reaper would have), and a
  * provisional lease nobody claimed is taken over at once with its attempt refunded — no cron tick needed.
  *
  * Why it is safe under concurrency: D1 runs one statement at a time per database, and the UPDATE
@@ -57,6 +59,8 @@ export interface LeasedAnswer {
   startedAt: number;
   priority: number;
   runAt: number;
+  /** 1 when this lease took the task over from an expired lease (that attempt counts as failed). */
+  leaseTookOverExpired: number;
   /** The task's LeasedTaskView as JSON text, rendered by SQLite inside the lease statement. */
   view: string;
 }
@@ -79,7 +83,8 @@ export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): 
     leaseSql(
       request,
       now,
-      sql`id, lease_token, type, priority, run_at, created_at, started_at, ${leasedViewJsonSql} AS view`,
+      sql`id, lease_token, type, priority, run_at, created_at, started_at, lease_took_over_expired,
+        ${leasedViewJsonSql} AS view`,
     ),
   );
   const leased = rows
@@ -91,6 +96,7 @@ export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): 
       runAt: r.run_at,
       createdAt: r.created_at,
       startedAt: r.started_at,
+      leaseTookOverExpired: r.lease_took_over_expired,
       view: r.view,
     }))
     .sort(leaseOrder);
@@ -106,6 +112,7 @@ interface LeasedAnswerRow {
   run_at: number;
   created_at: number;
   started_at: number;
+  lease_took_over_expired: number;
   view: string;
 }
 
@@ -115,13 +122,16 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
     // SQLite reads LIMIT -1 as "no limit": never let a bad max through to SQL.
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
-  const vtMs =
+  const vtS =
     request.visibilityTimeoutS !== null
-      ? sql`${request.visibilityTimeoutS * 1000}`
+      ? sql`${request.visibilityTimeoutS}`
       : sql`coalesce((SELECT q.visibility_timeout_s FROM queues q WHERE q.name = ${request.queue}),
-          ${DEFAULT_QUEUE_CONFIG.visibility_timeout_s}) * 1000`;
-  const expiresAt = sql`(${now} + ${vtMs})`;
+          ${DEFAULT_QUEUE_CONFIG.visibility_timeout_s})`;
+  const expiresAt = sql`(${now} + ${vtS} * 1000)`;
   const claimBy = request.provisional ? sql`min(${now + CLAIM_WINDOW_S * 1000}, ${expiresAt})` : sql`NULL`;
+  // A leasable task still processing and not an unclaimed provisional lease: an expired lease taken over,
+  // whose attempt this statement ends as "lease expired" (src/engine/redelivery.ts).
+  const takesOverExpired = sql`(tasks.state = 'processing' AND NOT ${unclaimedSql(now)})`;
   return sql`WITH picked AS (
       SELECT id FROM tasks
       WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}
@@ -131,13 +141,15 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
     UPDATE tasks SET
       state = 'processing',
       attempts = CASE WHEN ${unclaimedSql(now)} THEN attempts ELSE attempts + 1 END,
-      errors = CASE WHEN tasks.state = 'processing' AND NOT ${unclaimedSql(now)}
+      errors = CASE WHEN ${takesOverExpired}
         THEN json_insert(errors, '$[#]', json_object('attempt', attempts, 'at', lease_expires_at,
           'message', 'lease expired', 'kind', 'lease_expired'))
         ELSE errors END,
       lease_token = lower(hex(randomblob(16))),
       lease_holder = ${request.holder},
       lease_expires_at = ${expiresAt},
+      lease_visibility_s = ${vtS},
+      lease_took_over_expired = CASE WHEN ${takesOverExpired} THEN 1 ELSE 0 END,
       claim_by = ${claimBy},
       started_at = coalesce(started_at, ${now}),
       updated_at = ${now}
@@ -146,8 +158,11 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
 }
 
 /**
- * Counts a lease's tasks (src/engine/counters.ts): each one leased, and for a first lease (started_at set
- * just now) the wait since it became due. From the lease's answer, in a call of its own: counting inside
+ * Counts a lease's tasks (src/engine/counters.ts): each one leased, for a first lease (started_at set just
+ * now) the wait since it became due, and for a task taken over from an expired lease the attempt that
+ * lapsed, as failed — as the reaper counts the lapsed attempts it ends. Each lapsed attempt is counted
+ * once, by whichever statement ends it: the lease's UPDATE and the reaper's both re-check that the lease
+ * is still the expired one, and D1 runs one statement at a time. From the lease's answer, in a call of its own: counting inside
  * the lease's batch has to pick the same tasks a second time (the pick walks past every task in flight),
  * and that made a burn-down's lease of 100 take 4.4-5.1 ms of SQL instead of 3.3 ms (D1's
  * `meta.duration`, `npm run bench -- --only http-profile`, 2026-11-23) — more database time than the
@@ -156,17 +171,20 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
 function countLeases(
   db: Db,
   queue: string,
-  leased: Array<Pick<TaskRow, "type" | "createdAt" | "runAt" | "startedAt">>,
+  leased: Array<Pick<TaskRow, "type" | "createdAt" | "runAt" | "startedAt" | "leaseTookOverExpired">>,
   now: number,
 ): Promise<void> {
   return recordCounters(
     db,
-    leased.map((t) => ({
-      queue,
-      type: t.type,
-      counter: "leased" as const,
-      wait: t.startedAt === now ? now - Math.max(t.createdAt, t.runAt) : undefined,
-    })),
+    leased.flatMap((t): CounterEvent[] => {
+      const lease: CounterEvent = {
+        queue,
+        type: t.type,
+        counter: "leased",
+        wait: t.startedAt === now ? now - Math.max(t.createdAt, t.runAt) : undefined,
+      };
+      return t.leaseTookOverExpired === 1 ? [lease, { queue, type: t.type, counter: "failed" }] : [lease];
+    }),
     now,
   );
 }

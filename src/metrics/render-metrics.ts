@@ -13,7 +13,8 @@ const COUNTER_HELP: Record<(typeof COUNTERS)[number], string> = {
   enqueued: "Tasks created (enqueue and then-children), by queue and type.",
   leased: "Leases handed out (every attempt), by queue and type.",
   completed: "Tasks completed, by queue and type.",
-  failed: "Failed attempts (fail calls and expired leases the reaper ended), by queue and type.",
+  failed:
+    "Failed attempts (fail calls and expired leases, ended by the reaper or taken over by a lease), by queue and type.",
   dead: "Tasks that went dead (attempts exhausted or a permanent failure), by queue and type.",
   cancelled: "Tasks cancelled, by queue and type.",
 };

@@ -1,7 +1,6 @@
 import type { TaskRow } from "../db/schema";
 import { cancelTask } from "../engine/cancel";
 import { heartbeatTask, type HeartbeatRequest } from "../engine/heartbeat";
-import { getQueueConfig } from "../engine/queue-config";
 import { getTask } from "../engine/read";
 import { retryTask } from "../engine/redrive";
 import { onTaskShard } from "../shards/task-locator";
@@ -19,23 +18,14 @@ export function readTask(op: OperationContext, id: string): Promise<TaskRow> {
 
 /**
  * Heartbeats a running task (fenced by its lease token): extends the lease by `extendS` (absent: the
- * queue's visibility timeout) and records progress or a checkpoint; progress is published.
+ * lease's own length, as it was leased — never the queue's default cutting a longer lease short) and
+ * records progress or a checkpoint; progress is published. One statement: the default is read in SQL.
  *
  * @example
  * const row = await heartbeat(op, { id, leaseToken, progress: 40, progressMessage: "3/7" });
  */
-export async function heartbeat(
-  op: OperationContext,
-  request: Omit<HeartbeatRequest, "extendS"> & { extendS?: number },
-): Promise<TaskRow> {
-  const row = await onTaskShard(op.env, request.id, async (shard) => {
-    let extendS = request.extendS;
-    if (extendS === undefined) {
-      const task = await getTask(shard.db, request.id);
-      extendS = (await getQueueConfig(shard.db, task.queue)).visibility_timeout_s;
-    }
-    return heartbeatTask(shard.db, { ...request, extendS }, op.now);
-  });
+export async function heartbeat(op: OperationContext, request: HeartbeatRequest): Promise<TaskRow> {
+  const row = await onTaskShard(op.env, request.id, (shard) => heartbeatTask(shard.db, request, op.now));
   if (request.progress !== undefined || request.progressMessage !== undefined) {
     op.effects.after({ kind: "progress", queue: row.queue, id: row.id });
   }

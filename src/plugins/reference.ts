@@ -1,9 +1,8 @@
-import { echoProcessor } from "./echo";
-import { httpProcessor } from "./http/http";
-import { calibrateProcessor } from "./tag/calibrate";
-import { tagProcessor } from "./tag/tag";
-import { ttsProcessor } from "./tts/tts";
 import type { Processor } from "../processors/types";
+import { echoProcessor } from "./echo";
+import { httpProcessor } from "./http/index";
+import { calibrateProcessor, tagProcessor } from "./tag/index";
+import { ttsProcessor } from "./tts/index";
 
 /**
  * The processors this repository's own deployment (src/index.ts) runs: every built-in plugin, and `echo`,

@@ -10,6 +10,7 @@ import {
   purgeQueue,
   setQueueAttributes,
 } from "./queue-operations";
+import { listQueueTags, tagQueue, untagQueue } from "./queue-tags";
 import { receiveMessage } from "./receive-message";
 import { sendMessage, sendMessageBatch } from "./send-message";
 
@@ -22,6 +23,9 @@ export const SQS_OPERATIONS: Readonly<Record<string, SqsOperation>> = {
   PurgeQueue: purgeQueue,
   GetQueueAttributes: getQueueAttributes,
   SetQueueAttributes: setQueueAttributes,
+  TagQueue: tagQueue,
+  UntagQueue: untagQueue,
+  ListQueueTags: listQueueTags,
   SendMessage: sendMessage,
   SendMessageBatch: sendMessageBatch,
   ReceiveMessage: receiveMessage,

@@ -14,7 +14,7 @@ const XMLNS = "http://queue.amazonaws.com/doc/2012-11-05/";
 const NUMERIC = new Set(["DelaySeconds", "MaxNumberOfMessages", "VisibilityTimeout", "WaitTimeSeconds", "MaxResults"]);
 
 /** Flattened lists and maps of the query protocol, by their member name: [JSON name, shape]. */
-const COLLECTIONS: Record<string, [string, "list" | "attributes" | "messageAttributes" | "entries"]> = {
+const COLLECTIONS: Record<string, [string, "list" | "attributes" | "messageAttributes" | "tags" | "entries"]> = {
   AttributeName: ["AttributeNames", "list"],
   MessageAttributeName: ["MessageAttributeNames", "list"],
   MessageSystemAttributeName: ["MessageSystemAttributeNames", "list"],
@@ -23,7 +23,13 @@ const COLLECTIONS: Record<string, [string, "list" | "attributes" | "messageAttri
   SendMessageBatchRequestEntry: ["Entries", "entries"],
   DeleteMessageBatchRequestEntry: ["Entries", "entries"],
   ChangeMessageVisibilityBatchRequestEntry: ["Entries", "entries"],
+  Tag: ["Tags", "tags"],
+  TagKey: ["TagKeys", "list"],
 };
+
+/** Members the JSON protocol names differently for one operation: CreateQueue's tags are `tags` (lower
+ * case, as the SQS API model has it), TagQueue's are `Tags`; both are `Tag.N.Key` / `Tag.N.Value` here. */
+const JSON_NAME_BY_ACTION: Record<string, Record<string, string>> = { CreateQueue: { Tags: "tags" } };
 
 type Tree = { [key: string]: Tree | string };
 
@@ -63,8 +69,8 @@ function listValues(node: Tree | string): string[] {
     .filter((v): v is string => typeof v === "string");
 }
 
-/** A query-protocol member tree as the JSON protocol's input. */
-function toInput(tree: Tree): Record<string, unknown> {
+/** A query-protocol member tree as the JSON protocol's input of `action`. */
+function toInput(tree: Tree, action: string): Record<string, unknown> {
   const input: Record<string, unknown> = {};
   for (const [key, node] of Object.entries(tree)) {
     const collection = COLLECTIONS[key];
@@ -72,7 +78,8 @@ function toInput(tree: Tree): Record<string, unknown> {
       if (typeof node === "string") input[key] = NUMERIC.has(key) && /^-?\d+$/.test(node) ? Number(node) : node;
       continue;
     }
-    const [name, shape] = collection;
+    const [jsonName, shape] = collection;
+    const name = JSON_NAME_BY_ACTION[action]?.[jsonName] ?? jsonName;
     if (shape === "list") input[name] = listValues(node);
     else if (shape === "attributes") {
       input[name] = Object.fromEntries(items(node).map((i) => [String(i.Name ?? ""), String(i.Value ?? "")]));
@@ -80,7 +87,9 @@ function toInput(tree: Tree): Record<string, unknown> {
       input[name] = Object.fromEntries(
         items(node).map((i) => [String(i.Name ?? ""), typeof i.Value === "object" ? { ...i.Value } : {}]),
       );
-    } else input[name] = items(node).map(toInput);
+    } else if (shape === "tags") {
+      input[name] = Object.fromEntries(items(node).map((i) => [String(i.Key ?? ""), String(i.Value ?? "")]));
+    } else input[name] = items(node).map((entry) => toInput(entry, action));
   }
   return input;
 }
@@ -96,7 +105,7 @@ export function queryRequest(body: string): { action: string; input: Record<stri
   const action = params.get("Action") ?? "";
   params.delete("Action");
   params.delete("Version");
-  return { action, input: toInput(unflatten(params)) };
+  return { action, input: toInput(unflatten(params), action) };
 }
 
 function escapeXml(text: string): string {
@@ -118,6 +127,11 @@ function toXml(key: string, value: unknown, action: string): string {
   if (key === "Attributes") {
     return Object.entries(value as Record<string, string>)
       .map(([name, v]) => element("Attribute", element("Name", escapeXml(name)) + element("Value", escapeXml(v))))
+      .join("");
+  }
+  if (key === "Tags") {
+    return Object.entries(value as Record<string, string>)
+      .map(([name, v]) => element("Tag", element("Key", escapeXml(name)) + element("Value", escapeXml(v))))
       .join("");
   }
   if (key === "MessageAttributes") {

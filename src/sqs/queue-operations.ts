@@ -9,6 +9,7 @@ import { invalidParameter, SqsError } from "./errors";
 import { intIn, parseInput } from "./input";
 import { isFifo, parseQueueAttributes, renderQueueAttributes, sameAttributes } from "./queue-attributes";
 import { countSqsMessages, deleteSqsQueue, findSqsQueue, listSqsQueueNames, saveSqsQueue } from "./queue-registry";
+import { addTags, checkTags } from "./queue-tags";
 import { checkQueueName, queueUrl } from "./queue-url";
 import { registryDb, requireQueue } from "./require-queue";
 
@@ -23,7 +24,13 @@ import { registryDb, requireQueue } from "./require-queue";
 const SQS_CREATED_CONFIG = { max_attempts: MAX_ATTEMPTS_LIMIT, backoff_base_s: 1, backoff_cap_s: 1 };
 
 const Attributes = z.record(z.string(), z.string());
-const CreateQueueInput = z.object({ QueueName: z.string(), Attributes: Attributes.optional() }).loose();
+const CreateQueueInput = z
+  .object({
+    QueueName: z.string(),
+    Attributes: Attributes.optional(),
+    tags: z.record(z.string(), z.string()).optional(),
+  })
+  .loose();
 const GetQueueUrlInput = z.object({ QueueName: z.string() }).loose();
 const QueueUrlInput = z.object({ QueueUrl: z.string() });
 const ListQueuesInput = z.object({
@@ -38,7 +45,8 @@ const SetAttributesInput = z.object({ QueueUrl: z.string(), Attributes });
  * CreateQueue: writes the queue's config (SQS_CREATED_CONFIG under the attributes given). Creating a
  * queue that exists — created before, or used natively — answers its URL when the attributes given match
  * what it has, and QueueNameExists when they differ, as SQS. A name ending in `.fifo` must say
- * FifoQueue=true and vice versa.
+ * FifoQueue=true and vice versa. `tags` (src/sqs/queue-tags.ts) tag the queue it creates; for a queue that
+ * exists they are checked and not applied (TagQueue changes an existing queue's tags).
  */
 export async function createQueue(input: unknown, ctx: SqsContext) {
   const request = parseInput(CreateQueueInput, input);
@@ -48,6 +56,7 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
     throw invalidParameter("FifoQueue", "a queue whose name ends in .fifo must be created with FifoQueue=true");
   }
   const patch = parseQueueAttributes(name, attributes);
+  if (request.tags !== undefined) checkTags(request.tags, "tags");
   const db = await registryDb(ctx, name);
   const existing = await findSqsQueue(db, name);
   if (existing) {
@@ -61,6 +70,7 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
     const config = { ...SQS_CREATED_CONFIG, ...patch.config };
     await saveSqsQueue(db, name, { ...patch, config }, ctx.now, ctx.op.processors.types());
     await copyConfigToShards(ctx.env, await ctx.route(name), ctx.now);
+    if (request.tags !== undefined) await addTags(ctx, name, request.tags, "tags");
   }
   return { QueueUrl: queueUrl(ctx.origin, name) };
 }

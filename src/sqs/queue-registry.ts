@@ -6,13 +6,14 @@ import { countLiveTasks } from "../engine/live-figures";
 import { hasUncancelledLiveTask, listQueueNamesInUse } from "../engine/presence";
 import { purgeTasks } from "../engine/purge";
 import { getQueueConfig, putQueueConfig, type QueueConfig } from "../engine/queue-config";
+import { SQS_MAX_TAGS } from "../contracts/limits";
 
 /**
  * Queues as the SQS endpoint sees them. edgeq queues exist by name: a queue *exists* for SQS when it has
  * a stored config (CreateQueue writes one; so does `PUT /v1/queues/{q}/config`) or live tasks that no
  * cancel is pending for (a queue used only through the native API). SQS-only settings — DelaySeconds and
- * ReceiveMessageWaitTimeSeconds, which the native API takes per call instead — are two columns of the
- * config row.
+ * ReceiveMessageWaitTimeSeconds, which the native API takes per call instead — and its tags are columns of
+ * the config row.
  */
 
 /** What the SQS endpoint needs to know about one queue. */
@@ -23,6 +24,8 @@ export interface SqsQueue {
   delayS: number;
   /** Default WaitTimeSeconds of ReceiveMessage. */
   receiveWaitS: number;
+  /** Its tags (TagQueue), key -> value. */
+  tags: Record<string, string>;
   /** When its config was last written (ms), or null for a queue without one. */
   updatedAt: number | null;
 }
@@ -31,6 +34,7 @@ export interface SqsQueue {
 interface SqsColumns {
   sqs_delay_s: number | null;
   sqs_receive_wait_s: number | null;
+  sqs_tags: string | null;
   updated_at: number;
 }
 
@@ -43,7 +47,7 @@ interface SqsColumns {
  */
 export async function findSqsQueue(db: Db, name: string): Promise<SqsQueue | null> {
   const row = await db.get<SqsColumns>(
-    sql`SELECT sqs_delay_s, sqs_receive_wait_s, updated_at FROM queues WHERE name = ${name}`,
+    sql`SELECT sqs_delay_s, sqs_receive_wait_s, sqs_tags, updated_at FROM queues WHERE name = ${name}`,
   );
   if (!row && !(await hasUncancelledLiveTask(db, name))) return null;
   return {
@@ -51,6 +55,7 @@ export async function findSqsQueue(db: Db, name: string): Promise<SqsQueue | nul
     config: await getQueueConfig(db, name),
     delayS: row?.sqs_delay_s ?? 0,
     receiveWaitS: row?.sqs_receive_wait_s ?? 0,
+    tags: row?.sqs_tags == null ? {} : (JSON.parse(row.sqs_tags) as Record<string, string>),
     updatedAt: row?.updated_at ?? null,
   };
 }
@@ -83,6 +88,39 @@ export async function saveSqsQueue(
         sqs_receive_wait_s = coalesce(${patch.receiveWaitS ?? null}, sqs_receive_wait_s)
       WHERE name = ${name}`);
   }
+}
+
+/**
+ * Adds tags to a queue — a key it already has takes the new value — unless it would then carry more than
+ * SQS_MAX_TAGS; answers false (and changes nothing) then. One upsert that merges in SQL, so two TagQueue
+ * calls at once both land and the bound holds against the merged set. A queue with no config row (used only
+ * natively) gets one holding just its tags: every config field null, i.e. the defaults, as before.
+ *
+ * @example
+ * const added = await addSqsTags(db, "emails", { team: "growth" }, Date.now());
+ */
+export async function addSqsTags(db: Db, name: string, tags: Record<string, string>, now: number): Promise<boolean> {
+  const merged = sql`json_patch(coalesce(queues.sqs_tags, '{}'), excluded.sqs_tags)`;
+  const changed = await db.all<{ name: string }>(sql`INSERT INTO queues (name, updated_at, sqs_tags)
+    VALUES (${name}, ${now}, json(${JSON.stringify(tags)}))
+    ON CONFLICT (name) DO UPDATE SET sqs_tags = ${merged}
+      WHERE (SELECT count(*) FROM json_each(${merged})) <= ${SQS_MAX_TAGS}
+    RETURNING name`);
+  return changed.length > 0;
+}
+
+/**
+ * Removes tags from a queue by key; keys it does not have are ignored. One statement.
+ *
+ * @example
+ * await removeSqsTags(db, "emails", ["team"]);
+ */
+export async function removeSqsTags(db: Db, name: string, keys: string[]): Promise<void> {
+  await db.run(sql`UPDATE queues SET sqs_tags = nullif(
+      (SELECT json_group_object(t.key, t.value) FROM json_each(queues.sqs_tags) AS t
+        WHERE t.key NOT IN (SELECT value FROM json_each(${JSON.stringify(keys)}))),
+      '{}')
+    WHERE name = ${name} AND sqs_tags IS NOT NULL`);
 }
 
 /**

@@ -5,6 +5,9 @@ import {
   SQS_DEV_SECRET_ACCESS_KEY,
   SQS_MAX_BATCH_ENTRIES,
   SQS_MAX_CLOCK_SKEW_S,
+  SQS_MAX_TAG_KEY_CHARS,
+  SQS_MAX_TAG_VALUE_CHARS,
+  SQS_MAX_TAGS,
 } from "../../src/contracts/limits";
 import { SQS_ERRORS } from "../../src/sqs/errors";
 import { SQS_OPERATIONS } from "../../src/sqs/operations";
@@ -29,5 +32,9 @@ describe("docs/sqs.md says what the endpoint does", () => {
     }
     expect(doc).toContain(`${SQS_MAX_BATCH_ENTRIES} entries per batch call`);
     expect(doc).toContain(`more than ${SQS_MAX_CLOCK_SKEW_S / 60} minutes`);
+    expect(doc).toContain(`at most ${SQS_MAX_TAGS} tags per queue`);
+    expect(doc).toContain(
+      `keys of 1-${SQS_MAX_TAG_KEY_CHARS} characters, values of at most ${SQS_MAX_TAG_VALUE_CHARS}`,
+    );
   });
 });

@@ -4,11 +4,14 @@ import {
   GetQueueAttributesCommand,
   GetQueueUrlCommand,
   ListQueuesCommand,
+  ListQueueTagsCommand,
   PurgeQueueCommand,
   ReceiveMessageCommand,
   SendMessageBatchCommand,
   SendMessageCommand,
   SetQueueAttributesCommand,
+  TagQueueCommand,
+  UntagQueueCommand,
 } from "@aws-sdk/client-sqs";
 import { describe, expect, it } from "vitest";
 import { api, edgeqUrl, enqueue, uniqueQueue } from "./worker-support";
@@ -99,6 +102,18 @@ describe("SQS queues through @aws-sdk/client-sqs", () => {
     expect(Messages![0]!.MessageId).toBe(id);
     expect(JSON.parse(Messages![0]!.Body!)).toEqual({ text: "hi", n: 1 });
     expect(Messages![0]!.MessageAttributes).toBeUndefined();
+  });
+
+  it("tags a queue: CreateQueue's tags, TagQueue, UntagQueue, ListQueueTags", async () => {
+    const name = uniqueQueue("sqs-tags");
+    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, tags: { owner: "ops" } }));
+    await sqs.send(new TagQueueCommand({ QueueUrl, Tags: { team: "growth", env: "prod" } }));
+    await sqs.send(new UntagQueueCommand({ QueueUrl, TagKeys: ["env"] }));
+    expect((await sqs.send(new ListQueueTagsCommand({ QueueUrl }))).Tags).toEqual({ owner: "ops", team: "growth" });
+    const reserved = await rejection(sqs.send(new TagQueueCommand({ QueueUrl, Tags: { "aws:x": "y" } })));
+    expect([reserved.name, reserved.$metadata?.httpStatusCode]).toEqual(["InvalidParameterValue", 400]);
+    await sqs.send(new UntagQueueCommand({ QueueUrl, TagKeys: ["owner", "team"] }));
+    expect((await sqs.send(new ListQueueTagsCommand({ QueueUrl }))).Tags).toBeUndefined();
   });
 
   it("purges: live messages are cancelled, inspectable natively", async () => {

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { MAX_TASK_RUN_MS, runTask } from "../../src/dispatch/run-task";
 import { cancelTask } from "../../src/engine/cancel";
+import { leaseTasks } from "../../src/engine/lease";
 import { EdgeqError } from "../../src/contracts/errors";
 import { MAX_PAYLOAD_BYTES } from "../../src/contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
@@ -342,6 +343,30 @@ describe("runTask while the processor runs", () => {
     expect(signalAborted).toBe(true);
     expect(await row(task.id)).toMatchObject({ state: "cancelled", finishedAt: T0 + 7_000 });
     never.resolve(null);
+  });
+
+  it("the periodic heartbeat keeps the lease's own length, not the queue's default", async () => {
+    const queue = uniqueQueue("run");
+    const entered = deferred();
+    const finish = deferred<unknown>();
+    const slow = testProcessor("slow", async () => {
+      entered.resolve();
+      return finish.promise;
+    });
+    await enqueueOne(queue, { type: "slow" }, T0);
+    // Leased for 600 s while the queue's config says 30 s (DEFAULT_QUEUE_CONFIG).
+    const [task] = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 600, holder: "push" }, T0);
+    const clock = new Clock(T0 + 10);
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+
+    const running = runTask(runDeps([slow], clock), task!);
+    await entered.promise;
+    // Paced at a third of 600 s: at 200 s the lease runs to now + 600 s (the queue's 30 s would give + 30 s).
+    clock.t = T0 + 150_000;
+    await vi.advanceTimersByTimeAsync(200_000);
+    await expect.poll(async () => (await row(task!.id)).leaseExpiresAt).toBe(T0 + 150_000 + 600_000);
+    finish.resolve("done");
+    expect(await running).toMatchObject({ outcome: "completed" });
   });
 
   it("a cancel requested while a processor finishes without a heartbeat: the completion ends it cancelled", async () => {

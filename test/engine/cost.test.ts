@@ -66,6 +66,25 @@ describe("D1 rows written per task", () => {
     });
   });
 
+  it("a lease that takes over 100 lapsed leases writes what any lease of 100 does: the lapsed attempts are counted in its counter row", async () => {
+    const meter = meteredD1(env.DB);
+    const db = openDb(meter.db);
+    const queue = uniqueQueue();
+    const n = 100;
+    await enqueueTasks(
+      db,
+      queue,
+      Array.from({ length: n }, (_, i) => ({ payload: { i } })),
+      T0,
+    );
+    await leaseTasks(db, { queue, max: n, visibilityTimeoutS: 1, holder: "crashed" }, T0);
+    meter.reset();
+    // Past the expiry and the first attempt's 10 s backoff: every task is taken over.
+    const taken = await leaseTasks(db, { queue, max: n, visibilityTimeoutS: 30, holder: "w" }, T0 + 11_000);
+    expect(taken.filter((t) => t.leaseTookOverExpired === 1)).toHaveLength(n);
+    expect(meter.usage.rowsWritten).toBe(n + 1);
+  });
+
   it("reads rows in proportion to the ack when completing, not to the table", async () => {
     // 2,000 other tasks in the table: a complete that scanned it (e.g. for its ack nonce) would read them all.
     await enqueueTasks(

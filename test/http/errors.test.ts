@@ -61,13 +61,44 @@ describe("body parsing", () => {
     expect((await call("GET", `/v1/queues/${queue}/config`)).body).toMatchObject({ max_attempts: 3 });
   });
 
-  it("accepts application/json with a charset", async () => {
+  it("accepts application/json with a charset naming UTF-8, in any case, quoted or not", async () => {
     const queue = uniqueQueue("body");
-    const res = await call("POST", `/v1/queues/${queue}/tasks`, {
-      body: { payload: "é" },
-      contentType: "application/json; charset=utf-8",
-    });
-    expect(res.status).toBe(201);
+    for (const contentType of [
+      "application/json; charset=utf-8",
+      "application/json;charset=UTF-8",
+      'application/json; charset="utf-8"',
+      "application/json; charset=utf8",
+      "Application/JSON",
+    ]) {
+      const res = await call("POST", `/v1/queues/${queue}/tasks`, { body: { payload: "é" }, contentType });
+      expect(res.status, `${contentType}: ${res.text}`).toBe(201);
+    }
+    const listed = await call<{ tasks: Array<{ payload: unknown }> }>("GET", `/v1/queues/${queue}/tasks`);
+    expect(listed.body.tasks.map((t) => t.payload)).toEqual(["é", "é", "é", "é", "é"]);
+  });
+
+  it("refuses JSON in another charset, and +json types, with 415 before reading the body; nothing changes", async () => {
+    const queue = uniqueQueue("body");
+    await enqueueOne(queue);
+    const { id, lease_token } = await leaseOne(queue);
+    const before = await snapshot(queue);
+    // The body itself is plain ASCII JSON, valid in every one of these: only the declared type is wrong.
+    const cases: Array<[string, string, string, RegExp]> = [
+      ["POST", `/v1/queues/${queue}/tasks`, "application/json; charset=utf-16", /charset utf-16/],
+      ["POST", `/v1/queues/${queue}/tasks`, "application/json; charset=UTF-16LE", /charset utf-16le/],
+      ["POST", `/v1/queues/${queue}/tasks`, "application/json; charset=iso-8859-1", /charset iso-8859-1/],
+      ["POST", `/v1/queues/${queue}/tasks`, "application/json-patch+json", /application\/json-patch\+json/],
+      ["POST", `/v1/queues/${queue}/tasks`, "application/merge-patch+json", /merge-patch/],
+      ["POST", `/v1/tasks/${id}/heartbeat`, "application/json; charset=utf-16", /charset utf-16/],
+      ["PUT", `/v1/queues/${queue}/config`, "application/vnd.api+json", /vnd\.api\+json/],
+    ];
+    for (const [method, path, contentType, named] of cases) {
+      const body = path.endsWith("heartbeat") ? { lease_token, progress: 5 } : {};
+      const res = await call(method, path, { raw: JSON.stringify(body), contentType });
+      expectError(res, 415, "unsupported_media_type", named);
+      expect(res.text).toMatch(/Content-Type: application\/json/);
+    }
+    expect(await snapshot(queue)).toEqual(before);
   });
 });
 

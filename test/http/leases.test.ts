@@ -103,14 +103,65 @@ describe("heartbeat", () => {
       lease_expires_at: res.body.lease_expires_at,
     });
 
-    // Without progress the stored progress is kept; without extend_s the queue's visibility timeout applies.
+    // Without progress the stored progress is kept; without extend_s the lease's own length applies (here
+    // the queue's 30 s default, which the lease named no length and so took), not a later config change.
     await call("PUT", `/v1/queues/${queue}/config`, { body: { visibility_timeout_s: 120 } });
     const t1 = Date.now();
     const again = await heartbeat(id, { lease_token: leased.lease_token });
     expect(again.body).toMatchObject({ progress: 40, progress_message: "2 of 5" });
-    expect(Date.parse(again.body.lease_expires_at)).toBeGreaterThanOrEqual(t1 + 120_000);
-    expect(Date.parse(again.body.lease_expires_at)).toBeLessThan(t0 + 900_000);
+    expect(Date.parse(again.body.lease_expires_at)).toBeGreaterThanOrEqual(t1 + 30_000);
+    expect(Date.parse(again.body.lease_expires_at)).toBeLessThanOrEqual(Date.now() + 30_000);
     expect((await complete(id, leased.lease_token)).status).toBe(200);
+  });
+
+  it("without extend_s keeps the lease's own visibility timeout: a 600 s lease is not cut to the queue's 30 s", async () => {
+    const queue = uniqueQueue("hb");
+    const id = await enqueueOne(queue);
+    const leased = await leaseOne(queue, { visibility_timeout_s: 600 });
+    const t0 = Date.now();
+    const res = await heartbeat(id, { lease_token: leased.lease_token, progress: 10 });
+    expect(res.status, res.text).toBe(200);
+    expect(Date.parse(res.body.lease_expires_at)).toBeGreaterThanOrEqual(t0 + 600_000);
+    expect(Date.parse(res.body.lease_expires_at)).toBeLessThanOrEqual(Date.now() + 600_000);
+  });
+});
+
+describe("extend", () => {
+  it("without visibility_timeout_s extends each lease by its own length; the body's or an item's wins when given", async () => {
+    const queue = uniqueQueue("extend");
+    const [long, short, named] = [
+      await enqueueOne(queue, { priority: 3 }),
+      await enqueueOne(queue, { priority: 2 }),
+      await enqueueOne(queue, { priority: 1 }),
+    ];
+    const tokens = [
+      (await leaseOne(queue, { visibility_timeout_s: 600 })).lease_token,
+      (await leaseOne(queue, { visibility_timeout_s: 60 })).lease_token,
+      (await leaseOne(queue, { visibility_timeout_s: 600 })).lease_token,
+    ];
+    const extend = (body: Record<string, unknown>) =>
+      call<{ results: Array<{ id: string; ok: boolean; lease_expires_at: string }> }>(
+        "POST",
+        `/v1/queues/${queue}/extend`,
+        { body },
+      );
+    const t0 = Date.now();
+    const res = await extend({
+      leases: [
+        { id: long, lease_token: tokens[0] },
+        { id: short, lease_token: tokens[1] },
+        { id: named, lease_token: tokens[2], visibility_timeout_s: 5 },
+      ],
+    });
+    expect(res.status, res.text).toBe(200);
+    const t1 = Date.now();
+    const lengths = res.body.results.map((r) => Date.parse(r.lease_expires_at));
+    for (const [k, s] of [600, 60, 5].entries()) {
+      expect(lengths[k]).toBeGreaterThanOrEqual(t0 + s * 1000);
+      expect(lengths[k]).toBeLessThanOrEqual(t1 + s * 1000);
+    }
+    const body = await extend({ leases: [{ id: long, lease_token: tokens[0] }], visibility_timeout_s: 20 });
+    expect(Date.parse(body.body.results[0]!.lease_expires_at)).toBeLessThanOrEqual(Date.now() + 20_000);
   });
 });
 

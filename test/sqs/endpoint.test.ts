@@ -81,7 +81,7 @@ describe("SQS endpoint: receives are engine leases", () => {
   });
 
   it("an unknown operation and a malformed body are SQS errors, and change nothing", async () => {
-    const unknown = await call(await sqsRequest("TagQueue", { QueueUrl: "x" }));
+    const unknown = await call(await sqsRequest("AddPermission", { QueueUrl: "x" }));
     expect([unknown.status, unknown.body.__type]).toEqual([400, "com.amazonaws.sqs#InvalidAction"]);
     const request = await sqsRequest("SendMessage", { QueueUrl: "q", MessageBody: 5 });
     const badType = await call(request);

@@ -1,6 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { NewTask } from "../../engine/enqueue";
 import { listAllQueues } from "../../shards/cross-shard";
 import { listTasksOf, purgeQueueOf, queueStatsOf } from "../../shards/queue-ops";
 import { queueConfigOf } from "../../shards/queue-config-ops";
@@ -9,6 +8,7 @@ import { enqueue } from "../../operations/enqueue";
 import { leaseTexts } from "../../operations/lease";
 import { ackTasks, extendTaskLeases } from "../../operations/ack";
 import { cancelQueue, redrive } from "../../operations/queue";
+import { ackResults, extendResults, newTaskOf } from "../../operations/answers";
 import { toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import type { AppEnv } from "../app-env";
@@ -31,7 +31,6 @@ import {
   RedriveBody,
   TaskListQuery,
   TaskListResponse,
-  type NewTaskSchema,
 } from "../../contracts/api";
 import { enqueueValidationHook, validationHook } from "../validation";
 
@@ -78,7 +77,7 @@ const extendRoute = authRoute({
   tags: ["leases"],
   summary: "Extend and claim up to 100 leases; each item succeeds or fails on its own",
   description:
-    "Sets each lease to expire `visibility_timeout_s` from now and claims it. A long poll answered after it waited hands out provisional leases (`claim_by`): claim them here on receipt.",
+    "Sets each lease to expire `visibility_timeout_s` from now (the item's, else the body's, else the lease's own length as it was leased) and claims it. A long poll answered after it waited hands out provisional leases (`claim_by`): claim them here on receipt.",
   request: { params: QueueParams, body: jsonBody(ExtendBody) },
   responses: { 200: jsonResponse(ExtendResponse) },
 });
@@ -157,26 +156,6 @@ async function leaseFor(c: Context<AppEnv>, queue: string, body: z.infer<typeof 
   return `[${texts.join(",")}]`;
 }
 
-/** Converts an API task into the engine's input, resolving delay_s / run_at against `now`. */
-function toNewTask(task: z.infer<typeof NewTaskSchema>, now: number): NewTask {
-  return {
-    id: task.id,
-    type: task.type,
-    payload: task.payload,
-    priority: task.priority,
-    runAt:
-      task.run_at !== undefined
-        ? Date.parse(task.run_at)
-        : task.delay_s !== undefined
-          ? now + Math.round(task.delay_s * 1000)
-          : now,
-    maxAttempts: task.max_attempts,
-    dedupeKey: task.dedupe_key,
-    group: task.group,
-    then: task.then,
-  };
-}
-
 /** Enqueue validates with its own hook (see `enqueueValidationHook`), so it is an app of its own. */
 const enqueueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: enqueueValidationHook }).openapi(
   enqueueRoute,
@@ -187,7 +166,7 @@ const enqueueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: enqueueValidationHo
     const result = await enqueue(
       c.var.op,
       queue,
-      input.map((t) => toNewTask(t, c.var.now)),
+      input.map((t) => newTaskOf(t, c.var.now)),
     );
     return c.json({ tasks: result.tasks }, 201);
   },
@@ -221,11 +200,7 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
       })),
       release: body.release.map((i) => ({ id: i.id, leaseToken: i.lease_token })),
     });
-    const results = outcomes.map((o) =>
-      o.ok
-        ? { id: o.id, ok: true, state: o.state, children: o.children.map((child) => child.id), repeated: o.repeated }
-        : { id: o.id, ok: false, error: { code: o.error.code, message: o.error.message } },
-    );
+    const results = ackResults(outcomes);
     if (!body.lease) return c.json({ results }, 200);
     // The next lease, after the acks above were applied: the answer splices its tasks in as text.
     const tasks = await leaseFor(c, queue, body.lease);
@@ -234,23 +209,17 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(extendRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
-    const route = await queueRoute(c.env, queue, c.var.now);
-    const fallbackS = body.visibility_timeout_s ?? (await queueConfigOf(route)).visibility_timeout_s;
+    // No length named: each lease's own, as it was leased (read in the extend statement).
     const outcomes = await extendTaskLeases(
       c.var.op,
       queue,
       body.leases.map((l) => ({
         id: l.id,
         leaseToken: l.lease_token,
-        visibilityTimeoutS: l.visibility_timeout_s ?? fallbackS,
+        visibilityTimeoutS: l.visibility_timeout_s ?? body.visibility_timeout_s,
       })),
     );
-    const results = outcomes.map((o) =>
-      o.ok
-        ? { id: o.id, ok: true, lease_expires_at: toIso(o.lease_expires_at ?? c.var.now) }
-        : { id: o.id, ok: false, error: { code: o.error.code, message: o.error.message } },
-    );
-    return c.json({ results }, 200);
+    return c.json({ results: extendResults(outcomes, c.var.now) }, 200);
   })
   .openapi(cancelQueueRoute, async (c) => {
     const { queue } = c.req.valid("param");

@@ -1,8 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { toIso } from "../../engine/time";
 import { toTaskView } from "../../engine/task-row";
-import type { AckOutcome } from "../../engine/ack";
 import { ackTask } from "../../operations/ack";
+import { heartbeatAnswer, singleAckAnswer } from "../../operations/answers";
 import { cancel, heartbeat, readTask, retry } from "../../operations/task";
 import type { AppEnv } from "../app-env";
 import { validationHook } from "../validation";
@@ -17,19 +16,6 @@ import {
   TaskSchema,
 } from "../../contracts/api";
 import { z } from "@hono/zod-openapi";
-
-/** Unwraps a single-item ack: the outcome, or its error thrown for the one error handler. */
-function single(outcome: AckOutcome | undefined) {
-  if (!outcome) throw new Error("ack returned no outcome");
-  if (!outcome.ok) throw outcome.error;
-  return {
-    id: outcome.id,
-    state: outcome.state,
-    run_at: outcome.state === "pending" ? toIso(outcome.run_at) : null,
-    children: outcome.children.map((child) => child.id),
-    repeated: outcome.repeated,
-  };
-}
 
 const getTaskRoute = authRoute({
   method: "get",
@@ -110,7 +96,7 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
     const outcome = await ackTask(c.var.op, "complete", { id, leaseToken: body.lease_token, result: body.result });
-    return c.json(single(outcome), 200);
+    return c.json(singleAckAnswer(outcome), 200);
   })
   .openapi(failRoute, async (c) => {
     const { id } = c.req.valid("param");
@@ -122,7 +108,7 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
       retryable: body.retryable,
       retryAfterS: body.retry_after_s,
     });
-    return c.json(single(outcome), 200);
+    return c.json(singleAckAnswer(outcome), 200);
   })
   .openapi(heartbeatRoute, async (c) => {
     const { id } = c.req.valid("param");
@@ -135,20 +121,12 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
       progressMessage: body.message,
       checkpoint: body.checkpoint,
     });
-    return c.json(
-      {
-        id: row.id,
-        lease_expires_at: toIso(row.leaseExpiresAt ?? c.var.now),
-        progress: row.progress,
-        progress_message: row.progressMessage,
-      },
-      200,
-    );
+    return c.json(heartbeatAnswer(row, c.var.now), 200);
   })
   .openapi(releaseRoute, async (c) => {
     const { id } = c.req.valid("param");
     const outcome = await ackTask(c.var.op, "release", { id, leaseToken: c.req.valid("json").lease_token });
-    return c.json(single(outcome), 200);
+    return c.json(singleAckAnswer(outcome), 200);
   })
   .openapi(cancelRoute, async (c) => c.json(toTaskView(await cancel(c.var.op, c.req.valid("param").id)), 200))
   .openapi(retryRoute, async (c) => c.json(toTaskView(await retry(c.var.op, c.req.valid("param").id)), 200));

@@ -1,0 +1,1 @@
+ALTER TABLE `queues` ADD `sqs_tags` text;

@@ -1,0 +1,2 @@
+/** The `http` plugin (edgeq/plugins/http): signed webhooks with retries. */
+export { httpProcessor } from "./http";

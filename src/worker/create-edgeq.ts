@@ -1,0 +1,86 @@
+import { QueueCoordinator } from "../coordinator/coordinator";
+import { runTick } from "../cron/tick";
+import type { Env } from "../env";
+import { EventHub } from "../events/event-hub";
+import { buildApp } from "../http/app";
+import { ProcessorRegistry } from "../processors/registry";
+import type { Processor } from "../processors/types";
+import { EdgeqEntrypoint } from "../rpc/edgeq-entrypoint";
+import { Scheduler } from "../schedules/scheduler";
+import { processorListProblem } from "./processor-check";
+
+/** What a Worker builds edgeq with. */
+export interface EdgeqOptions {
+  /** The processors its push queues run (none: pull workers only). */
+  processors?: readonly Processor[];
+}
+
+/** What createEdgeq builds: a Worker's handlers and the classes its module exports. */
+export interface Edgeq {
+  /** The processors, checked and registered. */
+  processors: ProcessorRegistry;
+  /** The HTTP API, the dashboard and the SQS endpoint. */
+  fetch: (request: Request, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
+  /** The minute tick (wrangler.toml's cron trigger). */
+  scheduled: (controller: ScheduledController, env: Env, ctx: ExecutionContext) => void;
+  /** Durable Object class `Coordinator`: one per queue partition, running this Worker's processors. */
+  Coordinator: new (ctx: DurableObjectState, env: Env) => QueueCoordinator;
+  /** Durable Object class `EventHub`: one per queue, its event stream. */
+  EventHub: typeof EventHub;
+  /** Durable Object class `Scheduler`: fires every schedule. */
+  Scheduler: typeof Scheduler;
+  /** The Workers RPC entrypoint other Workers bind (docs/rpc.md). */
+  EdgeqRpc: new (ctx: ExecutionContext, env: Env) => EdgeqEntrypoint;
+}
+
+/**
+ * Builds edgeq for a Worker: its `fetch` (the HTTP API, the dashboard, the SQS endpoint) and `scheduled`
+ * (the minute tick) handlers, the Durable Object classes the Worker's module must export under the class
+ * names its wrangler.toml binds (`Coordinator`, `EventHub`, `Scheduler`), and `EdgeqRpc`, the entrypoint
+ * a service binding of another Worker names. The processor list is
+ * checked here, once: a processor without a valid type, payload schema, engine or run function, or two of
+ * one type, throws an Error naming it as the Worker starts.
+ *
+ * @example
+ * const edgeq = createEdgeq({ processors: [echoProcessor] });
+ * export const { Coordinator, EventHub, Scheduler, EdgeqRpc } = edgeq;
+ * export default { fetch: edgeq.fetch, scheduled: edgeq.scheduled } satisfies ExportedHandler<Env>;
+ */
+export function createEdgeq(options: EdgeqOptions = {}): Edgeq {
+  const list = options.processors ?? [];
+  const problem = processorListProblem(list);
+  if (problem !== null) throw new Error(`edgeq: ${problem}`);
+  const processors = new ProcessorRegistry(list);
+  const app = buildApp({ processors });
+
+  /** The queue-partition coordinator, with this Worker's processors. */
+  class Coordinator extends QueueCoordinator {
+    constructor(ctx: DurableObjectState, env: Env) {
+      super(ctx, env, { processors });
+    }
+  }
+
+  /** The Workers RPC binding other Workers of the account call (a service binding's `entrypoint`). */
+  class EdgeqRpc extends EdgeqEntrypoint {
+    constructor(ctx: ExecutionContext, env: Env) {
+      super(ctx, env, { processors });
+    }
+  }
+
+  return {
+    processors,
+    fetch: (request, env, ctx) => app.fetch(request, env, ctx),
+    /** The cron tick, awaited through waitUntil (never fire-and-forget). */
+    scheduled(controller, env, ctx): void {
+      ctx.waitUntil(
+        runTick(env, controller.scheduledTime).then((result) => {
+          console.log("cron tick", JSON.stringify(result));
+        }),
+      );
+    },
+    Coordinator,
+    EventHub,
+    Scheduler,
+    EdgeqRpc,
+  };
+}

@@ -1,0 +1,17 @@
+/**
+ * The `edgeq` package's Worker library: what a Worker of your own imports to run edgeq with your
+ * processors (README, "Use edgeq in your own Worker").
+ *
+ * @example
+ * import { createEdgeq, type Processor } from "edgeq";
+ * const edgeq = createEdgeq({ processors: [summarize] });
+ * export const { Coordinator, EventHub, Scheduler, EdgeqRpc } = edgeq;
+ * export default { fetch: edgeq.fetch, scheduled: edgeq.scheduled };
+ */
+export { createEdgeq, type Edgeq, type EdgeqOptions } from "./create-edgeq";
+export type { Env } from "../env";
+export type { Processor, ProcessorContext, ProcessorEnv, CompletedResults } from "../processors/types";
+export { PermanentError, RetryAfterError } from "../processors/errors";
+export { ERRORS, type ErrorCode } from "../contracts/errors";
+export { rpcErrorOf } from "../rpc/rpc-errors";
+export type { EdgeqEntrypoint, JsonValue, RpcLeasedTask, RpcTask } from "../rpc/edgeq-entrypoint";

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { echoProcessor } from "../../src/plugins/echo";
+import type { Processor } from "../../src/processors/types";
+import { createEdgeq } from "../../src/worker/create-edgeq";
+
+const valid = (type: string): Processor => ({
+  type,
+  payload: z.unknown(),
+  engine: () => ({ name: "test", available: true }),
+  run: async () => null,
+});
+
+describe("createEdgeq", () => {
+  it("builds the handlers and the Durable Object classes a Worker exports, with its processors", async () => {
+    const edgeq = createEdgeq({ processors: [echoProcessor, valid("render.v2")] });
+    expect(edgeq.processors.types()).toEqual(["echo", "render.v2"]);
+    expect(typeof edgeq.fetch).toBe("function");
+    expect(typeof edgeq.scheduled).toBe("function");
+    for (const cls of [edgeq.Coordinator, edgeq.EventHub, edgeq.Scheduler]) expect(typeof cls).toBe("function");
+    // No processors at all is a Worker of pull queues only.
+    expect(createEdgeq().processors.types()).toEqual([]);
+  });
+
+  const broken: Array<[string, unknown[], string]> = [
+    ["a type no task can carry", [valid("echo"), valid("bad type!")], 'processors[1] ("bad type!"): type: 1-64'],
+    ["no type", [{ ...valid("x"), type: undefined }], "processors[0]: type:"],
+    ["no payload schema", [{ ...valid("sum"), payload: undefined }], 'processors[0] ("sum"): payload: a zod schema'],
+    ["no run function", [{ ...valid("sum"), run: "go" }], 'processors[0] ("sum"): run: a function is required'],
+    ["no engine function", [{ ...valid("sum"), engine: undefined }], 'processors[0] ("sum"): engine: a function'],
+    [
+      "two of one type",
+      [valid("a"), valid("b"), valid("a")],
+      `processors[2] ("a"): type "a" is already processors[0]'s`,
+    ],
+    ["something else than an object", [valid("a"), null], "processors[1]: not a processor object"],
+  ];
+  for (const [what, processors, message] of broken) {
+    it(`refuses, naming it, a processor list with ${what}`, () => {
+      expect(() => createEdgeq({ processors: processors as Processor[] })).toThrow(`edgeq: ${message}`);
+    });
+  }
+});
