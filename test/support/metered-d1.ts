@@ -7,14 +7,18 @@ export interface D1Usage {
   rowsWritten: number;
   rowsRead: number;
   statements: number;
+  /** The most rows one call read: a statement, or a batch (D1 runs a batch's statements back to back, so
+   * that is the longest any other request waited behind one call). */
+  largestCallRead?: number;
 }
 
 export function meteredD1(db: D1Database): { db: D1Database; usage: D1Usage; reset(): void } {
-  const usage: D1Usage = { rowsWritten: 0, rowsRead: 0, statements: 0 };
+  const usage: D1Usage = { rowsWritten: 0, rowsRead: 0, statements: 0, largestCallRead: 0 };
   const count = (meta: D1Meta | undefined) => {
     usage.statements += 1;
     usage.rowsWritten += meta?.rows_written ?? 0;
     usage.rowsRead += meta?.rows_read ?? 0;
+    usage.largestCallRead = Math.max(usage.largestCallRead ?? 0, meta?.rows_read ?? 0);
   };
   const unwrap = new WeakMap<object, D1PreparedStatement>();
 
@@ -54,6 +58,8 @@ export function meteredD1(db: D1Database): { db: D1Database; usage: D1Usage; res
     async batch(statements: D1PreparedStatement[]) {
       const results = await db.batch(statements.map((s) => unwrap.get(s) ?? s));
       for (const r of results) count(r.meta);
+      const read = results.reduce((n, r) => n + (r.meta?.rows_read ?? 0), 0);
+      usage.largestCallRead = Math.max(usage.largestCallRead ?? 0, read);
       return results;
     },
     exec: (query: string) => db.exec(query),
@@ -70,6 +76,7 @@ export function meteredD1(db: D1Database): { db: D1Database; usage: D1Usage; res
       usage.rowsWritten = 0;
       usage.rowsRead = 0;
       usage.statements = 0;
+      usage.largestCallRead = 0;
     },
   };
 }

@@ -1,0 +1,63 @@
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { LIVE_FRONT_CHUNK } from "../../src/contracts/limits";
+import { runTick } from "../../src/cron/tick";
+import { DEFAULT_THRESHOLDS } from "../../src/health/thresholds";
+import { db, T0, uniqueQueue } from "../helpers";
+import { meteredEnv } from "../support/metered-env";
+import { seedPending } from "../support/seed-tasks";
+
+const DAY = 86_400_000;
+
+/**
+ * The tick reads the whole database, so this file works in days of its own (test/cron/tick.test.ts uses the
+ * first weeks after T0), before today's clock (the tests that lease at Date.now()).
+ */
+const NOW = T0 + 240 * DAY;
+
+/** What one tick at NOW reads over every shard, and the most one D1 call of it read. */
+async function tickReads(): Promise<{ rowsRead: number; largestCallRead: number; unhealthy: string[] }> {
+  const metered = meteredEnv(env);
+  const result = await runTick(metered.env, NOW);
+  const { rowsRead, largestCallRead } = metered.usage();
+  return { rowsRead, largestCallRead, unhealthy: result.unhealthy };
+}
+
+/** A tick whose health changes are already recorded: the reads of the ticks that follow, minute after minute. */
+async function steadyTickReads() {
+  await runTick(env, NOW);
+  return tickReads();
+}
+
+describe("cron tick: what it reads", () => {
+  it("does not grow with the live tasks of other queues: a backlog is read up to health's due-depth level", async () => {
+    const backlog = uniqueQueue("backlog");
+    const delayed = uniqueQueue("delayed");
+    const before = await steadyTickReads();
+
+    // N due tasks in one queue and N not yet due in another, then 2N of each.
+    const n = 20_000;
+    await seedPending(db(), backlog, n, { runAt: NOW - 60_000, createdAt: NOW - 60_000 });
+    await seedPending(db(), delayed, n, { runAt: NOW + DAY, createdAt: NOW - 60_000 });
+    const withN = await steadyTickReads();
+    await seedPending(db(), backlog, n, { runAt: NOW - 60_000, createdAt: NOW - 60_000, first: n });
+    await seedPending(db(), delayed, n, { runAt: NOW + DAY, createdAt: NOW - 60_000, first: n });
+    const with2N = await steadyTickReads();
+
+    // The same reads for N and 2N: the backlog counted to the critical level (10,000 by default), a few
+    // probes for the rest — never the other 30,000 due tasks or the 40,000 not yet due.
+    const critical = DEFAULT_THRESHOLDS.due_depth.critical!;
+    expect(with2N.rowsRead).toBe(withN.rowsRead);
+    expect(withN.rowsRead - before.rowsRead).toBeGreaterThanOrEqual(critical);
+    expect(withN.rowsRead - before.rowsRead).toBeLessThan(critical + 100);
+    // The backlog is judged as a full count would judge it.
+    expect(with2N.unhealthy).toContain(backlog);
+    expect(with2N.unhealthy).not.toContain(delayed);
+    // No statement (or batch) held the database for more than one walk's chunk.
+    expect(with2N.largestCallRead).toBeLessThanOrEqual(LIVE_FRONT_CHUNK + 1);
+
+    await db().run(sql`DELETE FROM tasks WHERE queue IN (${backlog}, ${delayed})`);
+    await db().run(sql`DELETE FROM queue_health WHERE queue IN (${backlog}, ${delayed})`);
+  });
+});
