@@ -85,9 +85,10 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     reaped += reapedHere.length;
     for (const front of fronts) if (front.leasable) wake.set(front.queue, now);
     live.push(
-      frontsAfterReap(fronts, reapedHere, now).map(({ queue, due, oldest_due_at, lease_expired, overrun }) => ({
+      frontsAfterReap(fronts, reapedHere, now).map(({ queue, due, capped, oldest_due_at, lease_expired, overrun }) => ({
         queue,
         due,
+        due_capped: capped ? 1 : 0,
         oldest_due_at,
         lease_expired,
         overrun,

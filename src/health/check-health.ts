@@ -130,7 +130,8 @@ export async function evaluateHealth(
       thresholds.failure_rate_min_outcomes,
       failingBy.get(queue) ?? 0,
     );
-    const { status, reasons } = judgeHealth(figures, thresholds);
+    const capped = (liveBy.get(queue)?.due_capped ?? 0) > 0;
+    const { status, reasons } = judgeHealth(figures, thresholds, new Set(capped ? (["due_depth"] as const) : []));
     let row = rows.get(queue);
     const stored: HealthStatus = row?.status ?? "ok";
     const url = row?.alert_url ?? defaultsUrl;

@@ -54,6 +54,15 @@ describe("cron tick: what it reads", () => {
     // The backlog is judged as a full count would judge it.
     expect(with2N.unhealthy).toContain(backlog);
     expect(with2N.unhealthy).not.toContain(delayed);
+    // Counted only to the level, the backlog's reason says so: an alert never reads 10,000 for 40,000.
+    const stored = await db().get<{ reasons: string }>(sql`SELECT reasons FROM queue_health WHERE queue = ${backlog}`);
+    expect(JSON.parse(stored!.reasons)).toContainEqual(
+      expect.objectContaining({
+        check: "due_depth",
+        value: critical,
+        message: `at least ${critical} tasks are due and waiting (critical at ${critical})`,
+      }),
+    );
     // No statement (or batch) held the database for more than one walk's chunk.
     expect(with2N.largestCallRead).toBeLessThanOrEqual(LIVE_FRONT_CHUNK + 1);
 

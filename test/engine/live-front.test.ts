@@ -27,8 +27,18 @@ describe("the live index's front", () => {
     const t = T0 + 200 * DAY;
     const queue = uniqueQueue("front");
     await putQueueConfig(db(), queue, { max_run_s: 60 }, t, PROCESSORS);
-    const high = await enqueueTasks(db(), queue, Array.from({ length: 4 }, () => ({ priority: 5 })), t);
-    const low = await enqueueTasks(db(), queue, Array.from({ length: 6 }, () => ({ priority: 0 })), t);
+    const high = await enqueueTasks(
+      db(),
+      queue,
+      Array.from({ length: 4 }, () => ({ priority: 5 })),
+      t,
+    );
+    const low = await enqueueTasks(
+      db(),
+      queue,
+      Array.from({ length: 6 }, () => ({ priority: 0 })),
+      t,
+    );
     // Lease order: the 4 high-priority tasks first (2 short leases, 2 long), then the low ones.
     const expiring = await leaseTasks(db(), { queue, max: 2, visibilityTimeoutS: 10, holder: "w" }, t);
     const running = await leaseTasks(db(), { queue, max: 2, visibilityTimeoutS: 3600, holder: "w" }, t);

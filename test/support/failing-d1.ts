@@ -20,8 +20,10 @@ export function failingD1(db: D1Database, failAt: number, calls: { n: number }):
       first: async (column?: string) => (pass(), column === undefined ? stmt.first() : stmt.first(column)),
       run: async () => (pass(), stmt.run()),
       all: async () => (pass(), stmt.all()),
-      raw: async (options?: { columnNames?: boolean }) =>
-        (pass(), options?.columnNames ? stmt.raw({ columnNames: true }) : stmt.raw()),
+      raw: async (options?: { columnNames?: boolean }) => (
+        pass(),
+        options?.columnNames ? stmt.raw({ columnNames: true }) : stmt.raw()
+      ),
     } as unknown as D1PreparedStatement;
     unwrap.set(wrapped, stmt);
     return wrapped;
