@@ -30,13 +30,14 @@ export async function probeTick(env: Env, now: number): Promise<TickProbe> {
   const t0 = performance.now();
   await runTick(metered as unknown as Env, now);
   const ms = performance.now() - t0;
-  const sum = (key: keyof D1Usage) => meters.reduce((n, m) => n + m.usage[key], 0);
+  const sum = (key: "rowsRead" | "rowsWritten" | "statements") => meters.reduce((n, m) => n + m.usage[key], 0);
   return { rowsRead: sum("rowsRead"), rowsWritten: sum("rowsWritten"), statements: sum("statements"), ms };
 }
 
 /**
- * One lease of one task from `queue` (then completed, not timed): the milliseconds the lease took inside
- * workerd — with a tick running beside it, how long it waited behind the tick's statements.
+ * One lease of one task from `queue`, left in flight (a worker holding it): the request is nothing but the
+ * lease, so the caller's timing of it is a lease's answer time — with a tick running beside it, including
+ * how long it waited behind the tick's statements. Returns the milliseconds inside workerd as well.
  *
  * @example
  * const { ms } = await leaseOnce(env.DB, "small");
@@ -47,6 +48,5 @@ export async function leaseOnce(d1: D1Database, queue: string): Promise<{ ms: nu
   const held = await system.lease(queue, 1, Date.now());
   const ms = performance.now() - t0;
   if (held.length !== 1) throw new Error(`lease-once: ${queue} had nothing to lease`);
-  await system.complete(held, Date.now());
   return { ms };
 }

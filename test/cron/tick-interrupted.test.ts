@@ -72,7 +72,7 @@ describe("cron tick: interrupted half way", () => {
     await runTick(env, reference.now);
     await expectTicked(reference);
 
-    let stoppedAt = 0;
+    let stoppedAt: number | undefined;
     for (let failAt = 1; ; failAt++) {
       expect(failAt).toBeLessThan(200); // a tick makes a few dozen D1 calls
       const s = await scenario(T0 + (261 + failAt) * DAY);
