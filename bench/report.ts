@@ -462,9 +462,9 @@ function growthSection(r: BenchResults, out: string[]) {
     `${money((perMonth / 1e6) * D1_PRICE_PER_M_READ)} at $0.001 per million rows read. Almost all of it is health's \`due_depth\` check counting the`,
     "backlog up to its largest level (critical, 10,000 due tasks by default; a queue's own thresholds set it): the",
     "walk of the live index stops there, and at its own look-out of 1,000 due tasks per (queue, priority) when no",
-    "level asks for more. Before, its reap pass alone read every live task: 2,000,006 rows in 1,312 ms at 1,000,000",
-    "pending in this section's previous run (`npm run bench`, 2026-11), and every other request waited behind it,",
-    "as D1 runs one statement at a time.",
+    "level asks for more. Before the tick walked that front (commit c8d5180), its reap pass alone read every live",
+    "task: 2,000,006 rows in 1,312 ms at 1,000,000 pending (`npm run bench` of 2026-11-23T05:13:07Z), and every",
+    "other request waited behind it, as D1 runs one statement at a time.",
   );
   const inflight = rows.find((g) => g.inFlight);
   if (inflight?.inFlight) {
