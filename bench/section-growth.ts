@@ -27,6 +27,9 @@ export interface LeaseDuringTick {
   slowestTickMs?: number;
   /** Milliseconds of each lease that started before its tick ended, in order. */
   leaseMs: number[];
+  /** The same leases' milliseconds inside workerd, from the lease's start to its answer (its wait for D1
+   * included, the request's dispatch to the bench worker not). */
+  insideMs?: number[];
   /** The same leases with no tick running (QUIET_LEASES of them), for comparison. */
   quietMs?: number[];
 }
@@ -121,6 +124,7 @@ async function leasesDuringTick(bench: WorkerdBench, side: string): Promise<Leas
   const quietMs: number[] = [];
   for (let i = 0; i < QUIET_LEASES; i++) quietMs.push((await bench.timed({ op: "lease-once", queue: side })).ms);
   const leaseMs: number[] = [];
+  const insideMs: number[] = [];
   let tick: TickProbe | undefined;
   let slowestTickMs = 0;
   for (let i = 0; i < TICKS_WITH_LEASES; i++) {
@@ -130,12 +134,13 @@ async function leasesDuringTick(bench: WorkerdBench, side: string): Promise<Leas
     });
     // The first lease is sent as the tick starts, so at least one runs beside it.
     do {
-      const { ms } = await bench.timed({ op: "lease-once", queue: side });
+      const { ms, result } = await bench.timed<{ ms: number }>({ op: "lease-once", queue: side });
       leaseMs.push(ms);
+      insideMs.push(result.ms);
       if (leaseMs.length >= SIDE_TASKS) throw new Error("growth: the side queue ran dry during the ticks");
     } while (!done);
     tick = await ticking;
     slowestTickMs = Math.max(slowestTickMs, tick.ms);
   }
-  return { tick: tick!, ticks: TICKS_WITH_LEASES, slowestTickMs, leaseMs, quietMs };
+  return { tick: tick!, ticks: TICKS_WITH_LEASES, slowestTickMs, leaseMs, insideMs, quietMs };
 }
