@@ -78,7 +78,8 @@ describe("the live index's front", () => {
     const now = T0 + 201 * DAY;
     const queue = uniqueQueue("front-count");
     await seedPending(db(), queue, 3 * LIVE_FRONT_MIN_PENDING, { runAt: now - 60_000, createdAt: now - 60_000 });
-    const meter = meteredD1(env.DB);
+    // Files share the database: count this queue's statements only (the walk binds the queue it reads).
+    const meter = meteredD1(env.DB, { only: (values) => values.includes(queue) });
     const before = (await readLiveFront(openDb(meter.db), now)).find((f) => f.queue === queue);
     // Nothing asked: the walk's own look-out for lapsed leases, LIVE_FRONT_MIN_PENDING due tasks.
     expect(before).toMatchObject({ due: LIVE_FRONT_MIN_PENDING, capped: true, oldest_due_at: now - 60_000 });
