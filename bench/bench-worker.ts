@@ -1,8 +1,10 @@
 /**
  * The bench worker: runs inside workerd (Miniflare), bundled by esbuild from this file, with real local
- * D1 bound as DB (and DB_1, DB_2, … for section 7's shards). Node drives it with one POST per operation (bench/workerd-host.ts); no HTTP API, no
- * coordinator — the engine functions are called directly.
+ * D1 bound as DB (and DB_1, DB_2, … for section 7's shards). Node drives it with one POST per operation
+ * (bench/workerd-host.ts); no HTTP API — the engine functions are called directly. The Worker's Durable
+ * Object classes are exported and bound too, so the growth section can run the real cron tick.
  */
+import type { Env } from "../src/env";
 import {
   bulkEnqueue,
   burnDown,
@@ -22,6 +24,9 @@ import {
   type ScaleBurnRequest,
   type ScaleEnqueueRequest,
 } from "./scale-ops";
+import { leaseOnce, probeTick } from "./tick-ops";
+
+export { Coordinator, EventHub, Scheduler } from "../src/index";
 
 interface BenchEnv {
   DB: D1Database;
@@ -36,6 +41,8 @@ export type BenchRequest =
   | { op: "probe-lease"; queue: string; batch: number; leases: number }
   | { op: "probe-reap" }
   | { op: "hold"; queue: string; count: number }
+  | { op: "tick" }
+  | { op: "lease-once"; queue: string }
   | ({ op: "scale-enqueue" } & ScaleEnqueueRequest)
   | ({ op: "scale-burn" } & ScaleBurnRequest)
   | { op: "scale-probe"; batch: number; tasks: number; queue: string }
@@ -63,6 +70,10 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
       return probeLeases(env.DB, req.queue, req.batch, req.leases);
     case "probe-reap":
       return probeReap(env.DB);
+    case "tick":
+      return probeTick(env as unknown as Env, Date.now());
+    case "lease-once":
+      return leaseOnce(env.DB, req.queue);
     case "scale-enqueue":
       return { enqueued: await scaleEnqueue(shardBindings(env), req) };
     case "scale-burn":

@@ -13,7 +13,7 @@ import { rpcReportSection, type RpcSection } from "./section-rpc";
 import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./section-scale";
 import { packsHeadline, packsReportSection, type PacksSection } from "./section-packs";
 import { sqsReportSection, type SqsSection } from "./section-sqs";
-import { fmt, fmtSpread, spread, type Spread } from "./stats";
+import { fmt, fmtSpread, percentile, spread, type Spread } from "./stats";
 
 export interface Plan {
   mode: "quick" | "default";
@@ -420,8 +420,9 @@ function growthSection(r: BenchResults, out: string[]) {
     "For each size, a fresh workerd and local D1 with that many tasks pending in one queue (enqueued through",
     `\`enqueueTasks\`, 10,000 per call). Then ${r.plan.growthLeases} leases of 1 and ${r.plan.growthLeases} of 100, each followed by completing what`,
     "it leased (not counted): D1's rows read per lease and the time per lease measured inside workerd. Then one",
-    "cron reap pass (`reapExpiredLeases`, nothing expired). The tasks the probes consume are enqueued on top",
-    "(so a probe sees between that many more and exactly the size), and the reap pass sees exactly the size.",
+    "cron reap pass (`reapExpiredLeases`, nothing expired: it walks the live index's front for lapsed leases). The",
+    "tasks the probes consume are enqueued on top (so a probe sees between that many more and exactly the size),",
+    "and the reap pass and the first tick see exactly the size.",
     "",
     "| pending | lease 1: rows read | lease 1: ms | lease 100: rows read | lease 100: ms | reap pass: rows read | reap pass: ms |",
     "| --: | --: | --: | --: | --: | --: | --: |",
@@ -445,13 +446,41 @@ function growthSection(r: BenchResults, out: string[]) {
       `| ${fmt(total)} | ${(g.enqueue.ms / 1000).toFixed(1)} | ${fmt(g.enqueue.tasksPerS)} | ${num(g.enqueue.rowsWrittenPerTask)} |`,
     );
   }
-  const largest = rows[rows.length - 1]!;
-  const perMonth = largest.reap.rowsRead * 60 * 24 * 30;
   out.push(
     "",
-    `**The cron reap pass reads every live task** (it walks the live index for expired leases): at ${fmt(largest.pending)}`,
-    `pending that is ${fmt(largest.reap.rowsRead)} rows per tick; at one tick a minute, ${fmt(perMonth / 1e9, 1)} billion rows a month,`,
-    `${money((perMonth / 1e6) * D1_PRICE_PER_M_READ)} a month at $0.001 per million rows read — a cost that grows with the backlog, paid every minute.`,
+    "A whole cron tick (`runTick`, src/cron/tick.ts, with the Worker's Durable Objects bound, every D1 call",
+    "metered): first with the queue as it is (nothing expired, the first tick of the run), then ticks one after",
+    "another on the same database with leases of one task from another, small queue (2,000 tasks) sent one after",
+    "another while each tick runs, timed from Node (the client's view); the same leases with no tick running",
+    "for comparison. The ticks with leases also read that small queue's due tasks. Inside workerd a lease's time is",
+    "its wait for D1 (a Worker's clock moves only across I/O): what a tick's statements cost a request beside it.",
+    "From Node it also includes waiting for the bench worker, whose one isolate runs the tick's JavaScript too.",
+    "",
+    "| pending | tick: rows read | tick: rows written | tick: D1 calls | tick: ms | ticks with leases | slowest tick: ms | leases during ticks | lease during a tick: median / slowest ms | the same inside workerd: median / slowest ms | lease, no tick: median / slowest ms |",
+    "| --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |",
+  );
+  for (const g of rows) {
+    const d = g.duringTick;
+    const quiet = d.quietMs ?? [];
+    const q = quiet.length > 0 ? `${percentile(quiet, 50).toFixed(1)} / ${Math.max(...quiet).toFixed(1)}` : "-";
+    const inside = d.insideMs ?? [];
+    const ins = inside.length > 0 ? `${percentile(inside, 50).toFixed(1)} / ${Math.max(...inside).toFixed(1)}` : "-";
+    out.push(
+      `| ${fmt(g.pending)} | ${fmt(g.tick.rowsRead)} | ${fmt(g.tick.rowsWritten)} | ${fmt(g.tick.statements)} | ${g.tick.ms.toFixed(0)} | ${d.ticks ?? 1} | ${(d.slowestTickMs ?? d.tick.ms).toFixed(0)} | ${fmt(d.leaseMs.length)} | ${percentile(d.leaseMs, 50).toFixed(1)} / ${Math.max(...d.leaseMs).toFixed(1)} | ${ins} | ${q} |`,
+    );
+  }
+  const largest = rows[rows.length - 1]!;
+  const perMonth = largest.tick.rowsRead * 60 * 24 * 30;
+  out.push(
+    "",
+    `**A cron tick reads what is due, expired or changed, not the live set** (src/engine/live-front.ts): at ${fmt(largest.pending)}`,
+    `pending (all due, in one queue) a tick reads ${fmt(largest.tick.rowsRead)} rows — ${fmt(perMonth / 1e9, 2)} billion rows a month at one tick a minute,`,
+    `${money((perMonth / 1e6) * D1_PRICE_PER_M_READ)} at $0.001 per million rows read. Almost all of it is health's \`due_depth\` check counting the`,
+    "backlog up to its largest level (critical, 10,000 due tasks by default; a queue's own thresholds set it): the",
+    "walk of the live index stops there, and at its own look-out of 1,000 due tasks per (queue, priority) when no",
+    "level asks for more. Before the tick walked that front (commit c8d5180), its reap pass alone read every live",
+    "task: 2,000,006 rows in 1,312 ms at 1,000,000 pending (`npm run bench` of 2026-11-23T05:13:07Z), and every",
+    "other request waited behind it, as D1 runs one statement at a time.",
   );
   const inflight = rows.find((g) => g.inFlight);
   if (inflight?.inFlight) {
@@ -535,7 +564,8 @@ function summary(r: BenchResults): string[] {
     const total = Math.round((largest.enqueue.ms / 1000) * largest.enqueue.tasksPerS);
     lines.push(
       `- **Growth**: with ${fmt(largest.pending)} tasks pending a lease of 100 reads ${num(largest.leases[1]!.rowsReadPerLease)} rows and takes ${largest.leases[1]!.msPerLease.toFixed(1)} ms` +
-        ` (${num(g[0]!.leases[1]!.rowsReadPerLease)} rows, ${g[0]!.leases[1]!.msPerLease.toFixed(1)} ms at ${fmt(g[0]!.pending)}); enqueueing ${fmt(total)} tasks took ${(largest.enqueue.ms / 1000).toFixed(1)} s.`,
+        ` (${num(g[0]!.leases[1]!.rowsReadPerLease)} rows, ${g[0]!.leases[1]!.msPerLease.toFixed(1)} ms at ${fmt(g[0]!.pending)}); enqueueing ${fmt(total)} tasks took ${(largest.enqueue.ms / 1000).toFixed(1)} s;` +
+        ` a cron tick reads ${fmt(largest.tick.rowsRead)} rows in ${largest.tick.ms.toFixed(0)} ms, and a lease on another queue sent during a tick answers in at most ${Math.max(...largest.duringTick.leaseMs).toFixed(0)} ms.`,
     );
   }
   const scale = r.scale?.value;

@@ -60,6 +60,16 @@ export async function startWorkerdBench(root: string, databases = 1): Promise<Wo
       Array.from({ length: databases }, (_, i) => (i === 0 ? ["DB", "edgeq-bench"] : [`DB_${i}`, `edgeq-bench-${i}`])),
     ),
     d1Persist: persist,
+    // The Worker's own Durable Object classes (exported by the bench worker), as wrangler.toml binds them:
+    // the growth section runs the real cron tick, which wakes coordinators and re-arms the scheduler.
+    durableObjects: {
+      COORDINATOR: { className: "Coordinator", useSQLite: true },
+      EVENT_HUB: { className: "EventHub", useSQLite: true },
+      SCHEDULER: { className: "Scheduler", useSQLite: true },
+    },
+    durableObjectsPersist: persist,
+    r2Buckets: ["ARTIFACTS"],
+    r2Persist: persist,
   });
   await mf.ready;
   const call = async <T>(req: BenchRequest): Promise<T> => {

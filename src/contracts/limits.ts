@@ -59,6 +59,25 @@ export const MAX_PARTITIONS = 32;
  * 30 s of CPU and D1 30 s per query); what remains is taken by the next tick a minute later. */
 export const MAX_ROWS_PER_TICK_STATEMENT = 5_000;
 
+/** Due pending tasks of one (queue, priority) the cron tick walks past before it stops looking for lapsed
+ * leases behind them (src/engine/live-front.ts). Why 1,000: tasks in flight sit ahead of the due pending ones
+ * in lease order, and only tasks enqueued with a past run_at or handed back get ahead of them — a thousand of
+ * those at once, with no lease taking them, is far beyond what happens; the cost is at most 1,000 index
+ * entries read per segment with a backlog, a few milliseconds of D1. */
+export const LIVE_FRONT_MIN_PENDING = 1_000;
+
+/** Index entries of each (queue, priority) the tick's first look reads, many segments per D1 round trip.
+ * Why 200: most queues' due parts end well within it, so one look settles them; 25 segments of 200 keep a
+ * batch under the 5,000 rows of MAX_ROWS_PER_TICK_STATEMENT. */
+export const LIVE_FRONT_FIRST_LOOK = 200;
+
+/** Segments per D1 batch in the tick's first look: 25 × LIVE_FRONT_FIRST_LOOK = 5,000 entries at most. */
+export const LIVE_FRONT_BATCH = 25;
+
+/** Most index entries one statement of the walk reads after the first look: the same bound as every tick
+ * statement (MAX_ROWS_PER_TICK_STATEMENT), a few milliseconds, so requests run between the statements. */
+export const LIVE_FRONT_CHUNK = MAX_ROWS_PER_TICK_STATEMENT;
+
 /** Deepest nesting of arrays and objects in a payload, result, checkpoint or `then` payload. SQLite's JSON
  * functions (which D1 runs on every enqueue and ack) fail at ~1,000 levels with "malformed JSON"; 64 is far
  * above any real document (a tts item list is 3 deep) and keeps the recursive check cheap. */

@@ -170,16 +170,42 @@ export function countersUpsertSql(now: number, source: SQL, spec: CountersSpec):
 }
 
 /**
+ * The (queue, type) pairs of `task_counters` (of one queue, when given), as a recursive CTE named `pair`
+ * whose column `k` is `[queue, type]` (a last row has k NULL): one primary-key probe per pair — a skip-scan —
+ * instead of a read of every minute row. Joined to the counters by (queue, type) and a minute range, a
+ * statement then reads the minutes it wants of each pair, never the other 1,440 a pair may keep.
+ */
+function counterPairsSql(queue?: string): SQL {
+  const only = queue === undefined ? sql`` : sql` AND queue = ${queue}`;
+  return sql`pair(k) AS (
+      SELECT (SELECT json_array(queue, type) FROM task_counters WHERE true${only} ORDER BY queue, type LIMIT 1)
+      UNION ALL
+      SELECT coalesce(
+        (SELECT json_array(queue, type) FROM task_counters WHERE queue = pair.k->>0 AND type > pair.k->>1
+          ORDER BY type LIMIT 1),
+        (SELECT json_array(queue, type) FROM task_counters WHERE queue > pair.k->>0${only} ORDER BY queue, type LIMIT 1))
+      FROM pair WHERE pair.k IS NOT NULL)`;
+}
+
+/** The counter rows of every pair (`counterPairsSql`) whose minute satisfies `minutes` (over alias `c`). */
+function pairRowsSql(minutes: SQL): SQL {
+  return sql`pair JOIN task_counters c ON c.queue = pair.k->>0 AND c.type = pair.k->>1 AND ${minutes}`;
+}
+
+/**
  * Folds per-minute counters older than COUNTER_MINUTES_KEPT_S into each (queue, type)'s totals row
  * (minute 0), at most MAX_COUNTER_FOLD_MINUTES minutes per call, in one batch (one transaction: a minute is
  * never both added to the totals and kept, nor deleted without being added). Idempotent: a second run
- * finds nothing left to fold. Called by the cron tick.
+ * finds nothing left to fold. Called by the cron tick. Reads one probe per (queue, type) and the minutes it
+ * folds, never the minutes it keeps.
  *
  * @example
  * const { folded } = await foldOldCounters(db, Date.now());
  */
 export async function foldOldCounters(db: Db, now: number): Promise<{ folded: number }> {
-  const oldest = await db.get<{ m: number | null }>(sql`SELECT min(minute) AS m FROM task_counters WHERE minute > 0`);
+  const oldest = await db.get<{ m: number | null }>(sql`WITH RECURSIVE ${counterPairsSql()}
+    SELECT min((SELECT min(c.minute) FROM task_counters c WHERE c.queue = pair.k->>0 AND c.type = pair.k->>1
+      AND c.minute > 0)) AS m FROM pair WHERE pair.k IS NOT NULL`);
   if (oldest?.m == null) return { folded: 0 };
   const cutoff = Math.min(
     minuteOf(now - COUNTER_MINUTES_KEPT_S * 1000),
@@ -187,14 +213,19 @@ export async function foldOldCounters(db: Db, now: number): Promise<{ folded: nu
   );
   if (oldest.m >= cutoff) return { folded: 0 };
   const columns = sql.raw(ADDED_COLUMNS.join(", "));
-  const sums = sql.raw(ADDED_COLUMNS.map((c) => `sum(${c})`).join(", "));
+  const sums = sql.raw(ADDED_COLUMNS.map((c) => `sum(c.${c})`).join(", "));
   const updates = sql.raw(ADDED_COLUMNS.map((c) => `${c} = ${c} + excluded.${c}`).join(", "));
+  const folding = sql`c.minute > 0 AND c.minute < ${cutoff}`;
   const [, deleted = []] = await batchAll(db, [
-    sql`INSERT INTO task_counters (queue, type, minute, ${columns})
-      SELECT queue, type, 0, ${sums} FROM task_counters WHERE minute > 0 AND minute < ${cutoff}
-      GROUP BY queue, type
+    sql`WITH RECURSIVE ${counterPairsSql()}
+      INSERT INTO task_counters (queue, type, minute, ${columns})
+      SELECT c.queue, c.type, 0, ${sums} FROM ${pairRowsSql(folding)} WHERE pair.k IS NOT NULL
+      GROUP BY c.queue, c.type
       ON CONFLICT (queue, type, minute) DO UPDATE SET ${updates}`,
-    sql`DELETE FROM task_counters WHERE minute > 0 AND minute < ${cutoff} RETURNING minute`,
+    sql`WITH RECURSIVE ${counterPairsSql()}
+      DELETE FROM task_counters
+      WHERE (queue, type) IN (SELECT k->>0, k->>1 FROM pair WHERE k IS NOT NULL) AND minute > 0 AND minute < ${cutoff}
+      RETURNING minute`,
   ]);
   return { folded: deleted.length };
 }
@@ -270,7 +301,8 @@ export interface RecentCounts {
 /**
  * Failures and outcomes (completions + failed attempts) over the last 5 and 15 minutes and dead tasks over
  * the last hour, per queue, from the counters (whole minutes: a window starts at the minute `now - window`
- * falls in). Reads at most an hour of counter rows, never tasks.
+ * falls in). Reads one probe per (queue, type) and at most its last hour of counter rows, never the older
+ * minutes kept for charts, never tasks.
  *
  * @example
  * const recent = await recentCounts(db, Date.now(), "emails");
@@ -279,13 +311,13 @@ export async function recentCounts(db: Db, now: number, queue?: string): Promise
   const m5 = minuteOf(now - 5 * MINUTE_MS);
   const m15 = minuteOf(now - 15 * MINUTE_MS);
   const m60 = minuteOf(now - 60 * MINUTE_MS);
-  const only = queue === undefined ? sql`` : sql` AND queue = ${queue}`;
-  return db.all<RecentCounts>(sql`SELECT queue,
-      coalesce(sum(CASE WHEN minute >= ${m5} THEN failed END), 0) AS failed_5m,
-      coalesce(sum(CASE WHEN minute >= ${m5} THEN failed + completed END), 0) AS outcomes_5m,
-      coalesce(sum(CASE WHEN minute >= ${m15} THEN failed END), 0) AS failed_15m,
-      coalesce(sum(CASE WHEN minute >= ${m15} THEN failed + completed END), 0) AS outcomes_15m,
-      coalesce(sum(dead), 0) AS dead_1h
-    FROM task_counters WHERE minute >= ${m60} AND minute <= ${now}${only}
-    GROUP BY queue ORDER BY queue`);
+  return db.all<RecentCounts>(sql`WITH RECURSIVE ${counterPairsSql(queue)}
+    SELECT c.queue AS queue,
+      coalesce(sum(CASE WHEN c.minute >= ${m5} THEN c.failed END), 0) AS failed_5m,
+      coalesce(sum(CASE WHEN c.minute >= ${m5} THEN c.failed + c.completed END), 0) AS outcomes_5m,
+      coalesce(sum(CASE WHEN c.minute >= ${m15} THEN c.failed END), 0) AS failed_15m,
+      coalesce(sum(CASE WHEN c.minute >= ${m15} THEN c.failed + c.completed END), 0) AS outcomes_15m,
+      coalesce(sum(c.dead), 0) AS dead_1h
+    FROM ${pairRowsSql(sql`c.minute >= ${m60} AND c.minute <= ${now}`)} WHERE pair.k IS NOT NULL
+    GROUP BY c.queue ORDER BY c.queue`);
 }

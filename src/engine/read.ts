@@ -1,4 +1,3 @@
-import { leasableSql } from "./redelivery";
 import { and, asc, eq, gt, isNull, sql } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { tasks, type TaskRow } from "../db/schema";
@@ -146,12 +145,4 @@ export async function listQueues(db: Db): Promise<Array<{ queue: string; counts:
     byQueue.set(r.queue, counts);
   }
   return [...byQueue.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([queue, counts]) => ({ queue, counts }));
-}
-
-/** Queues with work leasable at `now` (src/engine/redelivery.ts): the coordinators the cron tick wakes. */
-export async function queuesWithDueWork(db: Db, now: number): Promise<string[]> {
-  const rows = await db.all<{ queue: string }>(
-    sql`SELECT DISTINCT queue FROM tasks WHERE finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}`,
-  );
-  return rows.map((r) => r.queue);
 }

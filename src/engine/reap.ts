@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { outcomeEvents, recordCounters } from "./counters";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
+import { readLiveFront } from "./live-front";
 import { expiredClaimedSql, unclaimedSql } from "./redelivery";
 import { expiryBackoffMsSql, failureSetSql } from "./retry-policy";
 import type { TaskState } from "../contracts/states";
@@ -15,7 +16,8 @@ export interface ReapResult {
 }
 
 /**
- * Tidies processing tasks whose lease ran out, at most `limit` of each kind per call:
+ * Tidies processing tasks whose lease ran out, found by the walk of the live index's front
+ * (src/engine/live-front.ts), at most `limit` per call:
  * - a provisional lease nobody claimed (src/engine/redelivery.ts) goes back to pending, due at once, with
  *   its attempt refunded and nothing recorded — the client it was handed to had gone;
  * - an expired lease returns to pending after the queue's capped backoff (counted from the expiry), or
@@ -24,13 +26,31 @@ export interface ReapResult {
  * A lease takes an expired task over by itself once its backoff is due, so the reaper is not what makes
  * work flow again; it makes the states true for listings and stats, and buries the exhausted.
  *
- * Idempotent and safe when two runs overlap: each UPDATE re-checks state and expiry, and D1 runs one
- * statement at a time, so a task is reaped once.
+ * Idempotent and safe when two runs overlap: see `reapLapsedLeases`.
  *
  * @example
  * const { reaped } = await reapExpiredLeases(db, Date.now());
  */
 export async function reapExpiredLeases(db: Db, now: number, limit = MAX_ROWS_PER_TICK_STATEMENT): Promise<ReapResult> {
+  const lapsed = (await readLiveFront(db, now)).flatMap((front) => front.lapsed.map((task) => task.id));
+  return reapLapsedLeases(db, lapsed.slice(0, limit), now);
+}
+
+/**
+ * Reaps those of `ids` whose lease has lapsed at `now` (as `reapExpiredLeases` describes), reading nothing
+ * but those tasks: two UPDATEs by primary key, each re-checking its lapse in its WHERE clause, so a task
+ * taken over, acked or reaped since it was found is left alone. Idempotent and safe when two runs overlap:
+ * D1 runs one statement at a time, so a task is reaped once. At most MAX_ROWS_PER_TICK_STATEMENT ids.
+ *
+ * @example
+ * const { reaped } = await reapLapsedLeases(db, lapsedIds, Date.now());
+ */
+export async function reapLapsedLeases(db: Db, ids: string[], now: number): Promise<ReapResult> {
+  if (ids.length === 0) return { reaped: [], unclaimed: [] };
+  if (ids.length > MAX_ROWS_PER_TICK_STATEMENT) {
+    throw new Error(`reapLapsedLeases: at most ${MAX_ROWS_PER_TICK_STATEMENT} ids per call (got ${ids.length})`);
+  }
+  const among = sql`id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`;
   type Ended = ReapResult["reaped"][number] & { type: string; started_at: number | null };
   const refunded = await db.all<Ended>(sql`UPDATE tasks SET
       state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'pending' END,
@@ -40,9 +60,7 @@ export async function reapExpiredLeases(db: Db, now: number, limit = MAX_ROWS_PE
       lease_expires_at = NULL,
       claim_by = NULL,
       updated_at = ${now}
-    WHERE id IN (
-      SELECT id FROM tasks WHERE finished_at IS NULL AND ${unclaimedSql(now)} LIMIT ${limit}
-    ) AND ${unclaimedSql(now)}
+    WHERE ${among} AND ${unclaimedSql(now)}
     RETURNING id, queue, state, run_at, type, started_at`);
   const expired = await db.all<Ended>(sql`UPDATE tasks SET
       ${failureSetSql({
@@ -54,9 +72,7 @@ export async function reapExpiredLeases(db: Db, now: number, limit = MAX_ROWS_PE
         at: sql`tasks.lease_expires_at`,
         now,
       })}
-    WHERE id IN (
-      SELECT id FROM tasks WHERE finished_at IS NULL AND ${expiredClaimedSql(now)} LIMIT ${limit}
-    ) AND ${expiredClaimedSql(now)}
+    WHERE ${among} AND ${expiredClaimedSql(now)}
     RETURNING id, queue, state, run_at, type, started_at`);
   await recordCounters(
     db,

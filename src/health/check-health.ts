@@ -4,7 +4,14 @@ import { recentCounts } from "../engine/counters";
 import { EdgeqError } from "../contracts/errors";
 import { liveFigures } from "../engine/live-figures";
 import { mergeShardRows } from "../shards/cross-shard";
-import { healthFigures, judgeHealth, type HealthFigures, type HealthReason, type HealthStatus } from "./evaluate";
+import {
+  healthFigures,
+  judgeHealth,
+  type HealthFigures,
+  type HealthReason,
+  type HealthStatus,
+  type LiveHealthFigures,
+} from "./evaluate";
 import { DEFAULTS_KEY, readHealthRows, recordTransition, writeHealthConfig, type HealthRow } from "./health-store";
 import {
   DEFAULT_THRESHOLDS,
@@ -47,15 +54,32 @@ function effectiveThresholds(rows: Map<string, HealthRow>, queue: string): Thres
 }
 
 /**
- * Task figures come from `taskDbs` (every shard; the home database alone by default), health rows and
- * schedules from `db` (the home database).
- * Task figures come from `taskDbs` (every shard: the home database alone by default); health rows and
- * schedules from `db` (the home database).
+ * How many due tasks of each queue health must count to judge `due_depth`: its largest level (warn or
+ * critical, whichever is set) under its thresholds — a count that reaches it decides the check as the whole
+ * count would. What the cron tick's walk of the live index counts to (src/engine/live-front.ts). One read
+ * of the stored health rows.
+ *
+ * @example
+ * const countFor = await dueCountsNeeded(db);
+ * countFor("emails"); // 10_000 with the default thresholds
+ */
+export async function dueCountsNeeded(db: Db): Promise<(queue: string) => number> {
+  const rows = await readHealthRows(db);
+  return (queue) => {
+    const { warn, critical } = effectiveThresholds(rows, queue).due_depth;
+    return Math.max(warn ?? 0, critical ?? 0);
+  };
+}
+
+/**
  * Evaluates the health of one queue, or of every queue (with live tasks, recent counters, a stored config
- * or a stored status). Reads live tasks through the live index and the last hour of counters, never
- * finished tasks. A status that changed is recorded (compare and set: exactly once however many evaluations
- * race) and, when the queue or the defaults have an alert URL, an alert is queued for `deliverAlerts`.
- * Writes nothing while statuses stay the same.
+ * or a stored status). Task figures come from `taskDbs` (every shard: the home database alone by default);
+ * health rows and schedules from `db` (the home database). Reads live tasks through the live index
+ * (`liveFigures`) — or takes them from `opts.live`, one list per shard, as the cron tick read them from the
+ * live index's front — and the last hour of counters, never finished tasks. A status that changed is
+ * recorded (compare and set: exactly once however many evaluations race) and, when the queue or the
+ * defaults have an alert URL, an alert is queued for `deliverAlerts`. Writes nothing while statuses stay the
+ * same.
  *
  * @example
  * const [emails] = await evaluateHealth(db, Date.now(), { queue: "emails" });
@@ -63,13 +87,13 @@ function effectiveThresholds(rows: Map<string, HealthRow>, queue: string): Thres
 export async function evaluateHealth(
   db: Db,
   now: number,
-  opts: { queue?: string } = {},
+  opts: { queue?: string; live?: LiveHealthFigures[][] } = {},
   taskDbs: Db[] = [db],
 ): Promise<QueueHealth[]> {
   const only = opts.queue === undefined ? sql`` : sql` AND queue = ${opts.queue}`;
   const [live, recent, rows, configured, failing] = await Promise.all([
-    Promise.all(taskDbs.map((d) => liveFigures(d, now, opts.queue))).then((all) =>
-      mergeShardRows(all, ["queue"], ["oldest_due_at"]),
+    (opts.live ? Promise.resolve(opts.live) : Promise.all(taskDbs.map((d) => liveFigures(d, now, opts.queue)))).then(
+      (all: LiveHealthFigures[][]) => mergeShardRows(all, ["queue"], ["oldest_due_at"]),
     ),
     Promise.all(taskDbs.map((d) => recentCounts(d, now, opts.queue))).then((all) => mergeShardRows(all, ["queue"])),
     readHealthRows(db, opts.queue === undefined ? undefined : [opts.queue]),
@@ -106,7 +130,8 @@ export async function evaluateHealth(
       thresholds.failure_rate_min_outcomes,
       failingBy.get(queue) ?? 0,
     );
-    const { status, reasons } = judgeHealth(figures, thresholds);
+    const capped = (liveBy.get(queue)?.due_capped ?? 0) > 0;
+    const { status, reasons } = judgeHealth(figures, thresholds, new Set(capped ? (["due_depth"] as const) : []));
     let row = rows.get(queue);
     const stored: HealthStatus = row?.status ?? "ok";
     const url = row?.alert_url ?? defaultsUrl;

@@ -42,9 +42,17 @@ const DESCRIBE: Record<Check, (v: number) => string> = {
   schedule_errors: (v) => `${v} schedules could not enqueue their task (see GET /v1/schedules)`,
 };
 
+/** What health reads of a queue's live tasks: from `liveFigures` (a request), or from the cron tick's walk of
+ * the live index's front (src/engine/live-front.ts), which counts due tasks only up to the largest
+ * due-depth level (`dueCountsNeeded`) and then sets `due_capped` (above 0: `due` is a lower bound; a number
+ * so that shards' rows add up). */
+export type LiveHealthFigures = Pick<LiveFigures, "queue" | "due" | "oldest_due_at" | "lease_expired" | "overrun"> & {
+  due_capped?: number;
+};
+
 /** The figures of one queue from its live tasks and recent counters (either may be absent: none). */
 export function healthFigures(
-  live: LiveFigures | undefined,
+  live: LiveHealthFigures | undefined,
   recent: RecentCounts | undefined,
   now: number,
   minOutcomes: number,
@@ -68,7 +76,8 @@ export function healthFigures(
 
 /**
  * A queue's status from its figures: the worst level any check reaches, with one reason per check past a
- * level (critical named over warn). Pure: the same figures and thresholds always give the same answer.
+ * level (critical named over warn); a check in `atLeast` had its figure counted only up to its levels, and
+ * its message says "at least". Pure: the same figures and thresholds always give the same answer.
  *
  * @example
  * const { status, reasons } = judgeHealth(figures, DEFAULT_THRESHOLDS);
@@ -76,6 +85,7 @@ export function healthFigures(
 export function judgeHealth(
   figures: HealthFigures,
   thresholds: Thresholds,
+  atLeast: ReadonlySet<Check> = new Set(),
 ): { status: HealthStatus; reasons: HealthReason[] } {
   const reasons: HealthReason[] = [];
   for (const check of CHECKS) {
@@ -91,7 +101,7 @@ export function judgeHealth(
       status: level,
       value,
       threshold,
-      message: `${DESCRIBE[check](value)} (${level} at ${threshold})`,
+      message: `${atLeast.has(check) ? "at least " : ""}${DESCRIBE[check](value)} (${level} at ${threshold})`,
     });
   }
   const status: HealthStatus = reasons.some((r) => r.status === "critical")

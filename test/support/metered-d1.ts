@@ -7,45 +7,57 @@ export interface D1Usage {
   rowsWritten: number;
   rowsRead: number;
   statements: number;
+  /** The most rows one call read: a statement, or a batch (D1 runs a batch's statements back to back, so
+   * that is the longest any other request waited behind one call). */
+  largestCallRead?: number;
 }
 
-export function meteredD1(db: D1Database): { db: D1Database; usage: D1Usage; reset(): void } {
-  const usage: D1Usage = { rowsWritten: 0, rowsRead: 0, statements: 0 };
-  const count = (meta: D1Meta | undefined) => {
+export function meteredD1(
+  db: D1Database,
+  opts: { only?: (values: unknown[]) => boolean } = {},
+): { db: D1Database; usage: D1Usage; reset(): void } {
+  const usage: D1Usage = { rowsWritten: 0, rowsRead: 0, statements: 0, largestCallRead: 0 };
+  // `only`: count just the statements whose bound values it accepts (e.g. those naming one queue), so a
+  // test sharing the database with other files measures its own statements.
+  const valuesOf = new WeakMap<object, unknown[]>();
+  const count = (meta: D1Meta | undefined, values: unknown[] = []) => {
+    if (opts.only && !opts.only(values)) return;
     usage.statements += 1;
     usage.rowsWritten += meta?.rows_written ?? 0;
     usage.rowsRead += meta?.rows_read ?? 0;
+    usage.largestCallRead = Math.max(usage.largestCallRead ?? 0, meta?.rows_read ?? 0);
   };
   const unwrap = new WeakMap<object, D1PreparedStatement>();
 
-  const wrap = (stmt: D1PreparedStatement): D1PreparedStatement => {
+  const wrap = (stmt: D1PreparedStatement, bound: unknown[] = []): D1PreparedStatement => {
     const wrapped = {
-      bind: (...values: unknown[]) => wrap(stmt.bind(...values)),
+      bind: (...values: unknown[]) => wrap(stmt.bind(...values), values),
       async first(column?: string) {
         const result = await stmt.all<Record<string, unknown>>();
-        count(result.meta);
+        count(result.meta, bound);
         const row = result.results[0] ?? null;
         return column === undefined || row === null ? row : row[column];
       },
       async run() {
         const result = await stmt.run();
-        count(result.meta);
+        count(result.meta, bound);
         return result;
       },
       async all() {
         const result = await stmt.all();
-        count(result.meta);
+        count(result.meta, bound);
         return result;
       },
       async raw(options?: { columnNames?: boolean }) {
         const result = await stmt.all<Record<string, unknown>>();
-        count(result.meta);
+        count(result.meta, bound);
         const rows = result.results.map((r) => Object.values(r));
         if (!options?.columnNames) return rows;
         return [Object.keys(result.results[0] ?? {}), ...rows];
       },
     } as unknown as D1PreparedStatement;
     unwrap.set(wrapped, stmt);
+    valuesOf.set(wrapped, bound);
     return wrapped;
   };
 
@@ -53,7 +65,11 @@ export function meteredD1(db: D1Database): { db: D1Database; usage: D1Usage; res
     prepare: (query: string) => wrap(db.prepare(query)),
     async batch(statements: D1PreparedStatement[]) {
       const results = await db.batch(statements.map((s) => unwrap.get(s) ?? s));
-      for (const r of results) count(r.meta);
+      results.forEach((r, i) => count(r.meta, valuesOf.get(statements[i]!) ?? []));
+      const read = results
+        .filter((_, i) => !opts.only || opts.only(valuesOf.get(statements[i]!) ?? []))
+        .reduce((n, r) => n + (r.meta?.rows_read ?? 0), 0);
+      usage.largestCallRead = Math.max(usage.largestCallRead ?? 0, read);
       return results;
     },
     exec: (query: string) => db.exec(query),
@@ -70,6 +86,7 @@ export function meteredD1(db: D1Database): { db: D1Database; usage: D1Usage; res
       usage.rowsWritten = 0;
       usage.rowsRead = 0;
       usage.statements = 0;
+      usage.largestCallRead = 0;
     },
   };
 }

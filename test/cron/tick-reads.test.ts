@@ -1,0 +1,86 @@
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { LIVE_FRONT_CHUNK } from "../../src/contracts/limits";
+import { runTick } from "../../src/cron/tick";
+import { DEFAULT_THRESHOLDS } from "../../src/health/thresholds";
+import { db, T0, uniqueQueue } from "../helpers";
+import { meteredD1 } from "../support/metered-d1";
+import { meteredEnv, withDatabases } from "../support/metered-env";
+import { seedPending } from "../support/seed-tasks";
+
+const DAY = 86_400_000;
+
+/**
+ * The tick reads the whole database, so this file works in days of its own (test/cron/tick.test.ts uses the
+ * first weeks after T0), before today's clock (the tests that lease at Date.now()).
+ */
+const NOW = T0 + 240 * DAY;
+
+/** What one tick at NOW reads over every shard, the most one D1 call of it read, and what its statements
+ * naming one of `queues` read (test files share the database: other files' tasks come and go meanwhile). */
+async function tickReads(queues: string[]) {
+  const metered = meteredEnv(env);
+  const mine: Array<ReturnType<typeof meteredD1>> = [];
+  const both = withDatabases(metered.env, (d1) => {
+    const meter = meteredD1(d1, { only: (values) => values.some((v) => queues.includes(v as string)) });
+    mine.push(meter);
+    return meter.db;
+  });
+  const result = await runTick(both, NOW);
+  const { rowsRead, largestCallRead } = metered.usage();
+  const queuesRead = mine.reduce((n, m) => n + m.usage.rowsRead, 0);
+  return { rowsRead, largestCallRead, queuesRead, unhealthy: result.unhealthy };
+}
+
+/** A tick whose health changes are already recorded: the reads of the ticks that follow, minute after minute. */
+async function steadyTickReads(queues: string[]) {
+  await runTick(env, NOW);
+  return tickReads(queues);
+}
+
+describe("cron tick: what it reads", () => {
+  it("does not grow with the live tasks of other queues: a backlog is read up to health's due-depth level", async () => {
+    const backlog = uniqueQueue("backlog");
+    const delayed = uniqueQueue("delayed");
+    const queues = [backlog, delayed];
+    const before = await steadyTickReads(queues);
+
+    // N due tasks in one queue and N not yet due in another, then 2N of each.
+    const n = 20_000;
+    await seedPending(db(), backlog, n, { runAt: NOW - 60_000, createdAt: NOW - 60_000 });
+    await seedPending(db(), delayed, n, { runAt: NOW + DAY, createdAt: NOW - 60_000 });
+    const withN = await steadyTickReads(queues);
+    await seedPending(db(), backlog, n, { runAt: NOW - 60_000, createdAt: NOW - 60_000, first: n });
+    await seedPending(db(), delayed, n, { runAt: NOW + DAY, createdAt: NOW - 60_000, first: n });
+    const with2N = await steadyTickReads(queues);
+
+    // The same reads for N and 2N: the backlog counted to the critical level (10,000 by default), a few
+    // probes for the rest — never the other 30,000 due tasks or the 40,000 not yet due.
+    const critical = DEFAULT_THRESHOLDS.due_depth.critical!;
+    expect(before.queuesRead).toBe(0);
+    expect(with2N.queuesRead).toBe(withN.queuesRead);
+    expect(withN.queuesRead).toBeGreaterThanOrEqual(critical);
+    expect(withN.queuesRead).toBeLessThan(critical + 100);
+    // The whole tick, every statement: 2N more live tasks (40,000) would add at least as many rows read to a
+    // tick that read them; what other test files add or remove meanwhile is a few thousand at most.
+    expect(Math.abs(with2N.rowsRead - withN.rowsRead)).toBeLessThan(5_000);
+    // The backlog is judged as a full count would judge it.
+    expect(with2N.unhealthy).toContain(backlog);
+    expect(with2N.unhealthy).not.toContain(delayed);
+    // Counted only to the level, the backlog's reason says so: an alert never reads 10,000 for 40,000.
+    const stored = await db().get<{ reasons: string }>(sql`SELECT reasons FROM queue_health WHERE queue = ${backlog}`);
+    expect(JSON.parse(stored!.reasons)).toContainEqual(
+      expect.objectContaining({
+        check: "due_depth",
+        value: critical,
+        message: `at least ${critical} tasks are due and waiting (critical at ${critical})`,
+      }),
+    );
+    // No statement (or batch) held the database for more than one walk's chunk.
+    expect(with2N.largestCallRead).toBeLessThanOrEqual(LIVE_FRONT_CHUNK + 1);
+
+    await db().run(sql`DELETE FROM tasks WHERE queue IN (${backlog}, ${delayed})`);
+    await db().run(sql`DELETE FROM queue_health WHERE queue IN (${backlog}, ${delayed})`);
+  });
+});
