@@ -19,6 +19,9 @@ const START_TIMEOUT_MS = 120_000;
 /** How often /health is asked during start-up: a quarter second adds little to a ~10 s start. */
 const HEALTH_POLL_MS = 250;
 
+/** Starts tried when one fails on a port clash (below, in startWranglerDev). */
+const START_ATTEMPTS = 3;
+
 /** After SIGTERM, wrangler stops workerd and exits in well under a second; five is a busy machine. */
 const STOP_GRACE_MS = 5_000;
 
@@ -120,64 +123,80 @@ export async function startWranglerDev(options) {
     }
   }
 
-  const dev = runWrangler(
-    root,
-    [
-      "dev",
-      ...(main ? [main] : []),
-      "--env",
-      "local",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--test-scheduled",
-      "--show-interactive-dev-session=false",
-      "--var",
-      `EDGEQ_TOKEN:${token}`,
-      ...(logLevel ? ["--log-level", logLevel] : []),
-      ...persist,
-      ...extraArgs,
-    ],
-    { detached: true, env, onOutput, tail },
-  );
-  const pid = dev.child.pid;
-  if (pid === undefined) throw new Error(`wrangler dev did not start:\n${tail.text}`);
-  let exitCode = /** @type {number | null | undefined} */ (undefined);
-  void dev.exited.then((code) => (exitCode = code));
+  const start = async () => {
+    const dev = runWrangler(
+      root,
+      [
+        "dev",
+        ...(main ? [main] : []),
+        "--env",
+        "local",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--test-scheduled",
+        "--show-interactive-dev-session=false",
+        "--var",
+        `EDGEQ_TOKEN:${token}`,
+        ...(logLevel ? ["--log-level", logLevel] : []),
+        ...persist,
+        ...extraArgs,
+      ],
+      { detached: true, env, onOutput, tail },
+    );
+    const pid = dev.child.pid;
+    if (pid === undefined) throw new Error(`wrangler dev did not start:\n${tail.text}`);
+    let exitCode = /** @type {number | null | undefined} */ (undefined);
+    void dev.exited.then((code) => (exitCode = code));
 
-  /** @param {NodeJS.Signals} signal */
-  const signalGroup = (signal) => {
-    try {
-      process.kill(-pid, signal);
-    } catch {
-      // the group is gone already
+    /** @param {NodeJS.Signals} signal */
+    const signalGroup = (signal) => {
+      try {
+        process.kill(-pid, signal);
+      } catch {
+        // the group is gone already
+      }
+    };
+    const stop = async () => {
+      if (exitCode === undefined) {
+        signalGroup("SIGTERM");
+        await Promise.race([dev.exited, sleep(STOP_GRACE_MS)]);
+      }
+      // workerd and anything else wrangler left in its group.
+      signalGroup("SIGKILL");
+      await dev.exited;
+    };
+
+    const url = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + START_TIMEOUT_MS;
+    for (;;) {
+      try {
+        if ((await fetch(`${url}/health`)).ok) break;
+      } catch {
+        // not listening yet
+      }
+      if (exitCode !== undefined || Date.now() > deadline) {
+        await stop();
+        const why =
+          exitCode !== undefined ? `exited (${exitCode})` : `did not answer /health in ${START_TIMEOUT_MS} ms`;
+        throw new Error(`wrangler dev ${why}:\n${tail.text}`);
+      }
+      await sleep(HEALTH_POLL_MS);
     }
-  };
-  const stop = async () => {
-    if (exitCode === undefined) {
-      signalGroup("SIGTERM");
-      await Promise.race([dev.exited, sleep(STOP_GRACE_MS)]);
-    }
-    // workerd and anything else wrangler left in its group.
-    signalGroup("SIGKILL");
-    await dev.exited;
+    return { url, port, pid, output: () => tail.text, exited: dev.exited, stop };
   };
 
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + START_TIMEOUT_MS;
-  for (;;) {
+  // wrangler picks its inner sockets' ports (the dev registry's direct sockets, the inspector) as free a
+  // moment before binding them, so two servers starting at once can pick the same one and one exits with
+  // "Address already in use": start that one again (a port taken for good fails three times).
+  for (let attempt = 1; ; attempt++) {
     try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {
-      // not listening yet
+      return await start();
+    } catch (error) {
+      const clash = /Address already in use/.test(tail.text);
+      if (!clash || attempt >= START_ATTEMPTS) throw error;
+      tail.text = "";
     }
-    if (exitCode !== undefined || Date.now() > deadline) {
-      await stop();
-      const why = exitCode !== undefined ? `exited (${exitCode})` : `did not answer /health in ${START_TIMEOUT_MS} ms`;
-      throw new Error(`wrangler dev ${why}:\n${tail.text}`);
-    }
-    await sleep(HEALTH_POLL_MS);
   }
-  return { url, port, pid, output: () => tail.text, exited: dev.exited, stop };
 }
