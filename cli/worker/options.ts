@@ -10,7 +10,7 @@ import {
 import { durationIn, intFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
 import type { Command, CommandContext, FlagSpecs } from "../command";
 import { defaultPidFile } from "./pid-file";
-import type { RunTimeout } from "../../src/node/types";
+import type { RunnerOptions } from "../../src/node/runner";
 
 /** Most tasks one worker process runs at once: each holds a child process, pipes and a heartbeat timer;
  * past a few hundred, more processes (or hosts) serve a queue better than one. */
@@ -34,17 +34,7 @@ export type HandlerChoice = { kind: "exec"; command: string } | { kind: "engine"
 /** Everything `edgeq worker` was asked to do. `options.timeout` is null here when --timeout was not given:
  * the queue's max_run_s then applies (see the worker command). */
 export interface WorkerSettings {
-  options: {
-    queue: string;
-    concurrency: number;
-    batch: number;
-    visibilityS: number;
-    waitS: number;
-    holder: string;
-    graceS: number;
-    once: boolean;
-    timeout: RunTimeout | null;
-  };
+  options: RunnerOptions;
   handler: HandlerChoice;
   pidFile: string;
   /** Keep running when the process that started the worker is gone (--outlive-parent). */
