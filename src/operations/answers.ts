@@ -2,7 +2,10 @@ import type { AckOutcome } from "../engine/ack";
 import type { NewTask } from "../engine/enqueue";
 import { toIso } from "../engine/time";
 import type { TaskRow } from "../db/schema";
-import type { NewTaskSchema } from "../contracts/api";
+import type { AckBody, ExtendBody, LeaseBody, NewTaskSchema } from "../contracts/api";
+import type { ExtendItem } from "../engine/extend";
+import type { AckBatch } from "./ack";
+import type { LeaseAsk } from "./lease";
 import type { z } from "zod";
 
 /**
@@ -43,6 +46,43 @@ export function newTaskOf(task: z.infer<typeof NewTaskSchema>, now: number): New
  * @example
  * return c.json(singleAckAnswer(await ackTask(op, "complete", item)), 200);
  */
+/** A lease body as the API takes it (HTTP, RPC), as the lease operation takes it. No visibility timeout given:
+ * null, and the lease statement reads the queue's (no extra D1 query). */
+export function leaseAskOf(body: z.infer<typeof LeaseBody>): LeaseAsk {
+  return {
+    max: body.max,
+    visibilityTimeoutS: body.visibility_timeout_s ?? null,
+    holder: body.holder ?? null,
+    waitMs: Math.round(body.wait_s * 1000),
+    waiterId: body.waiter_id,
+  };
+}
+
+/** A batch ack body as the API takes it (HTTP, RPC), as `ackTasks` takes it. */
+export function ackBatchOf(body: z.infer<typeof AckBody>): AckBatch {
+  return {
+    complete: body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })),
+    fail: body.fail.map((i) => ({
+      id: i.id,
+      leaseToken: i.lease_token,
+      message: i.error,
+      retryable: i.retryable,
+      retryAfterS: i.retry_after_s,
+    })),
+    release: body.release.map((i) => ({ id: i.id, leaseToken: i.lease_token })),
+  };
+}
+
+/** An extend body as the API takes it (HTTP, RPC), as `extendTaskLeases` takes it. No length named: each
+ * lease's own, as it was leased (read in the extend statement). */
+export function extendItemsOf(body: z.infer<typeof ExtendBody>): ExtendItem[] {
+  return body.leases.map((l) => ({
+    id: l.id,
+    leaseToken: l.lease_token,
+    visibilityTimeoutS: l.visibility_timeout_s ?? body.visibility_timeout_s,
+  }));
+}
+
 export function singleAckAnswer(outcome: AckOutcome) {
   if (!outcome.ok) throw outcome.error;
   return {

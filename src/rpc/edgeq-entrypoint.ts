@@ -22,7 +22,16 @@ import { toIso } from "../engine/time";
 import { Effects } from "../effects/follow";
 import type { Env } from "../env";
 import { ackTask, ackTasks, extendTaskLeases } from "../operations/ack";
-import { ackResults, extendResults, heartbeatAnswer, newTaskOf, singleAckAnswer } from "../operations/answers";
+import {
+  ackBatchOf,
+  ackResults,
+  extendItemsOf,
+  extendResults,
+  heartbeatAnswer,
+  leaseAskOf,
+  newTaskOf,
+  singleAckAnswer,
+} from "../operations/answers";
 import type { OperationContext } from "../operations/context";
 import { enqueue } from "../operations/enqueue";
 import { leaseTexts, withdrawPoll } from "../operations/lease";
@@ -133,17 +142,7 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
     return rpcCall("ack", async () => {
       const name = parseWire(QueueName, queue, "queue");
       const parsed = parseWire(AckBody, body, "body");
-      const outcomes = await ackTasks(this.operation(), name, {
-        complete: parsed.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })),
-        fail: parsed.fail.map((i) => ({
-          id: i.id,
-          leaseToken: i.lease_token,
-          message: i.error,
-          retryable: i.retryable,
-          retryAfterS: i.retry_after_s,
-        })),
-        release: parsed.release.map((i) => ({ id: i.id, leaseToken: i.lease_token })),
-      });
+      const outcomes = await ackTasks(this.operation(), name, ackBatchOf(parsed));
       const results = ackResults(outcomes);
       if (!parsed.lease) return { results };
       return { results, tasks: await this.leaseTasks(name, parsed.lease) };
@@ -156,16 +155,7 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
       const name = parseWire(QueueName, queue, "queue");
       const parsed = parseWire(ExtendBody, body, "body");
       const op = this.operation();
-      // No length named: each lease's own, as it was leased (read in the extend statement).
-      const outcomes = await extendTaskLeases(
-        op,
-        name,
-        parsed.leases.map((l) => ({
-          id: l.id,
-          leaseToken: l.lease_token,
-          visibilityTimeoutS: l.visibility_timeout_s ?? parsed.visibility_timeout_s,
-        })),
-      );
+      const outcomes = await extendTaskLeases(op, name, extendItemsOf(parsed));
       return { results: extendResults(outcomes, op.now) };
     });
   }
@@ -332,13 +322,7 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
 
   /** The leased tasks' views, parsed from the text the lease statement rendered. */
   private async leaseTasks(queue: string, ask: z.infer<typeof LeaseBody>): Promise<RpcLeasedTask[]> {
-    const texts = await leaseTexts(this.operation(), queue, {
-      max: ask.max,
-      visibilityTimeoutS: ask.visibility_timeout_s ?? null,
-      holder: ask.holder ?? null,
-      waitMs: Math.round(ask.wait_s * 1000),
-      waiterId: ask.waiter_id,
-    });
+    const texts = await leaseTexts(this.operation(), queue, leaseAskOf(ask));
     return JSON.parse(`[${texts.join(",")}]`) as RpcLeasedTask[];
   }
 

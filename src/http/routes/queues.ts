@@ -8,7 +8,7 @@ import { enqueue } from "../../operations/enqueue";
 import { leaseTexts, withdrawPoll } from "../../operations/lease";
 import { ackTasks, extendTaskLeases } from "../../operations/ack";
 import { cancelQueue, redrive } from "../../operations/queue";
-import { ackResults, extendResults, newTaskOf } from "../../operations/answers";
+import { ackBatchOf, ackResults, extendItemsOf, extendResults, leaseAskOf, newTaskOf } from "../../operations/answers";
 import { toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import type { AppEnv } from "../app-env";
@@ -159,14 +159,7 @@ function jsonText(c: Context, text: string) {
  * by SQLite without a wait: src/operations/lease.ts).
  */
 async function leaseFor(c: Context<AppEnv>, queue: string, body: z.infer<typeof LeaseBody>): Promise<string> {
-  const texts = await leaseTexts(c.var.op, queue, {
-    max: body.max,
-    // No visibility timeout given: the lease statement reads the queue's (no extra D1 query).
-    visibilityTimeoutS: body.visibility_timeout_s ?? null,
-    holder: body.holder ?? null,
-    waitMs: Math.round(body.wait_s * 1000),
-    waiterId: body.waiter_id,
-  });
+  const texts = await leaseTexts(c.var.op, queue, leaseAskOf(body));
   return `[${texts.join(",")}]`;
 }
 
@@ -207,17 +200,7 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     const body = c.req.valid("json");
     // The URL's queue scopes the ack: a task of another queue is not_found here.
     const { queue } = c.req.valid("param");
-    const outcomes = await ackTasks(c.var.op, queue, {
-      complete: body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })),
-      fail: body.fail.map((i) => ({
-        id: i.id,
-        leaseToken: i.lease_token,
-        message: i.error,
-        retryable: i.retryable,
-        retryAfterS: i.retry_after_s,
-      })),
-      release: body.release.map((i) => ({ id: i.id, leaseToken: i.lease_token })),
-    });
+    const outcomes = await ackTasks(c.var.op, queue, ackBatchOf(body));
     const results = ackResults(outcomes);
     if (!body.lease) return c.json({ results }, 200);
     // The next lease, after the acks above were applied: the answer splices its tasks in as text.
@@ -227,16 +210,7 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
   .openapi(extendRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const body = c.req.valid("json");
-    // No length named: each lease's own, as it was leased (read in the extend statement).
-    const outcomes = await extendTaskLeases(
-      c.var.op,
-      queue,
-      body.leases.map((l) => ({
-        id: l.id,
-        leaseToken: l.lease_token,
-        visibilityTimeoutS: l.visibility_timeout_s ?? body.visibility_timeout_s,
-      })),
-    );
+    const outcomes = await extendTaskLeases(c.var.op, queue, extendItemsOf(body));
     return c.json({ results: extendResults(outcomes, c.var.now) }, 200);
   })
   .openapi(cancelQueueRoute, async (c) => {
