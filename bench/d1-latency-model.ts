@@ -102,6 +102,20 @@ export const emptyModelStats = (): D1ModelStats => ({
   lateMs: 0,
 });
 
+/** What a database did between two readings of its stats (`to` taken after `from`). */
+export function modelStatsSince(from: D1ModelStats, to: D1ModelStats): D1ModelStats {
+  return {
+    calls: to.calls - from.calls,
+    statements: to.statements - from.statements,
+    rowsWritten: to.rowsWritten - from.rowsWritten,
+    busyMs: to.busyMs - from.busyMs,
+    waitMs: to.waitMs - from.waitMs,
+    realMs: to.realMs - from.realMs,
+    overrunMs: to.overrunMs - from.overrunMs,
+    lateMs: to.lateMs - from.lateMs,
+  };
+}
+
 const sleep = (ms: number) => (ms > 0 ? new Promise<void>((resolve) => setTimeout(resolve, ms)) : Promise.resolve());
 
 /**

@@ -5,7 +5,7 @@
 import { openDb } from "../src/db/client";
 import { completeTasks } from "../src/engine/complete";
 import { leaseAnswers } from "../src/engine/lease";
-import { modelD1, SCALE_MODEL, type D1ModelStats } from "./d1-latency-model";
+import { modelD1, modelStatsSince, SCALE_MODEL, type D1ModelStats } from "./d1-latency-model";
 import { bulkEnqueue, VISIBILITY_S, type Held, type QueueSystem } from "./engine-ops";
 import { ackPacks, enqueuePacks, heartbeatPack, leasePacks, readPackTask } from "./packs-engine";
 
@@ -140,16 +140,7 @@ export async function modelBurn(d1: D1Database, req: ModelBurnRequest): Promise<
     done,
     measuredMs: dry ? Math.max(1, lastDone - from) : req.measureMs,
     ranDry: dry,
-    database: {
-      calls: b.calls - a.calls,
-      statements: b.statements - a.statements,
-      rowsWritten: b.rowsWritten - a.rowsWritten,
-      busyMs: b.busyMs - a.busyMs,
-      waitMs: b.waitMs - a.waitMs,
-      realMs: b.realMs - a.realMs,
-      overrunMs: b.overrunMs - a.overrunMs,
-      lateMs: b.lateMs - a.lateMs,
-    },
+    database: modelStatsSince(a, b),
   };
 }
 

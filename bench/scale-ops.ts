@@ -21,7 +21,7 @@ import type { TaskRow } from "../src/db/schema";
 import { leaseFromPartitions } from "../src/shards/partitioned-lease";
 import { decodeSlot, encodeSlot } from "../src/shards/task-slot";
 import { ulid } from "ulid";
-import { modelD1, type D1ModelParams, type D1ModelStats } from "./d1-latency-model";
+import { modelD1, modelStatsSince, type D1ModelParams, type D1ModelStats } from "./d1-latency-model";
 import { bulkEnqueue } from "./engine-ops";
 import { meteredD1 } from "../test/support/metered-d1";
 import { pruneByRetention } from "../src/engine/purge";
@@ -223,20 +223,7 @@ export async function scaleBurn(raw: D1Database[], req: ScaleBurnRequest): Promi
     measuredMs,
     ranDry,
     leases,
-    databases: modelled.map((_, i) => {
-      const a = from[i]!;
-      const b = to[i]!;
-      return {
-        calls: b.calls - a.calls,
-        statements: b.statements - a.statements,
-        rowsWritten: b.rowsWritten - a.rowsWritten,
-        busyMs: b.busyMs - a.busyMs,
-        waitMs: b.waitMs - a.waitMs,
-        realMs: b.realMs - a.realMs,
-        overrunMs: b.overrunMs - a.overrunMs,
-        lateMs: b.lateMs - a.lateMs,
-      };
-    }),
+    databases: modelled.map((_, i) => modelStatsSince(from[i]!, to[i]!)),
   };
 }
 
