@@ -72,6 +72,16 @@ export async function startDev({ cwd, configs, migrate, ready }) {
   throw new Error(`wrangler dev did not start:\n${output}`);
 }
 
+/** A caller of edgeq's HTTP API at `base()` with a bearer token: answers `{ status, body }`. */
+export const apiCaller = (base, token) => async (method, path, body) => {
+  const res = await fetch(base() + path, {
+    method,
+    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+};
+
 /** Asks `probe` until it returns something other than undefined, or throws after `ms`. */
 export async function until(probe, ms = 30_000) {
   const deadline = Date.now() + ms;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { after, before, test } from "node:test";
-import { startDev, until } from "../../dev-server.mjs";
+import { apiCaller, startDev, until } from "../../dev-server.mjs";
 
 // worker.mjs against the queue-worker example served by wrangler dev: it completes tasks enqueued over
 // HTTP, a payload its schema refuses is dead, and SIGTERM stops it cleanly with nothing left leased.
@@ -13,14 +13,8 @@ before(async () => {
 });
 after(() => dev?.stop());
 
-const call = async (method, path, body) => {
-  const res = await fetch(dev.url + path, {
-    method,
-    headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return res.json();
-};
+const api = apiCaller(() => dev.url, TOKEN);
+const call = async (method, path, body) => (await api(method, path, body)).body;
 
 test("worker.mjs completes the queue's tasks and stops on SIGTERM with nothing leased", async () => {
   const titles = ["Hello, Edge Queue!", "  Ünïcode Títle  ", "a/b/c"];

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { startDev, until } from "../../dev-server.mjs";
+import { apiCaller, startDev, until } from "../../dev-server.mjs";
 
 // This Worker under `wrangler dev`: its own processor runs tasks enqueued over edgeq's HTTP API.
 const TOKEN = "example-dev-token"; // .dev.vars
@@ -15,14 +15,7 @@ before(async () => {
 });
 after(() => dev?.stop());
 
-const call = async (method, path, body) => {
-  const res = await fetch(dev.url + path, {
-    method,
-    headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-};
+const call = apiCaller(() => dev.url, TOKEN);
 const settled = (id) =>
   until(async () => {
     const { body } = await call("GET", `/v1/tasks/${id}`);
