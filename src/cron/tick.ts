@@ -21,6 +21,8 @@ export interface TickResult {
   reaped: number;
   dead: number;
   pruned: number;
+  /** Windows the retention prune walked, over every shard (src/engine/purge.ts). */
+  pruneWindows: number;
   /** Per-minute counter rows folded into their totals (src/engine/counters.ts). */
   folded: number;
   /** Queues not ok after this tick's health evaluation, and alerts delivered / failed. */
@@ -35,7 +37,8 @@ export interface TickResult {
 const MAX_REAP_ROUNDS = 4;
 
 /**
- * The cron tick (every minute): reaps expired leases, prunes finished tasks past retention, folds
+ * The cron tick (every minute): reaps expired leases, prunes finished tasks past retention (a window of the
+ * primary key at a time, from where the last tick stopped: src/engine/purge.ts), folds
  * old per-minute counters into their totals (src/engine/counters.ts), evaluates every queue's health and
  * delivers the alerts owed (src/health/), fires due schedules and re-arms their alarm (src/schedules/), and
  * wakes the coordinator of every queue with due work — a safety net for a lost alarm or notification.
@@ -58,6 +61,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   let reaped = 0;
   let dead = 0;
   let pruned = 0;
+  let pruneWindows = 0;
   let folded = 0;
   // queue -> when its coordinator should look: now for due work, the retry time for reaped tasks.
   const wake = new Map<string, number>();
@@ -94,7 +98,9 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
         overrun,
       })),
     );
-    pruned += (await pruneByRetention(shard.db, now)).pruned;
+    const prune = await pruneByRetention(shard.db, now);
+    pruned += prune.pruned;
+    pruneWindows += prune.windows;
     folded += (await foldOldCounters(shard.db, now)).folded;
   }
   // Tasks on a shard their queue is not placed on (a move under way, a chained child): delivered home.
@@ -142,6 +148,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     reaped,
     dead,
     pruned,
+    pruneWindows,
     folded,
     unhealthy,
     alerts: { delivered: alerts.delivered.length, failed: alerts.failed.length },

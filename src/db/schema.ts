@@ -327,3 +327,15 @@ export const taskTransit = sqliteTable("task_transit", {
   row: text("row").notNull(),
   createdAt: integer("created_at").notNull(),
 });
+
+/**
+ * Where a cron sweep that walks a table in windows goes on from at the next tick, on each database: the
+ * retention prune walks `tasks` in primary-key order a window at a time (src/engine/purge.ts), so a tick
+ * reads a bounded number of rows however many tasks sit below the retention cutoff. One row per sweep,
+ * rewritten only when the sweep moves.
+ */
+export const sweepCursors = sqliteTable("sweep_cursors", {
+  name: text("name").primaryKey(),
+  /** The last key the sweep read; "" to start again from the beginning. */
+  position: text("position").notNull(),
+});

@@ -37,26 +37,103 @@ export async function purgeTasks(
   return { purged: rows.length };
 }
 
+/** Rows of `tasks` one prune window reads, in primary-key order, whatever they are. Why 2,500: live tasks
+ * (a backlog, delayed tasks) and tasks of queues that keep theirs longer sit below the retention cutoff too,
+ * and the walk must read past them; a window of 2,500 holds D1 for a few milliseconds, and with
+ * PRUNE_ROUNDS keeps the prune's share of a tick under the live walk's 10,000-row budget. */
+export const PRUNE_WINDOW = 2_500;
+
+/** Most windows one tick prunes, going on only while most of a window was deleted. Why 100: a database
+ * runs at most about 3,800 tasks/s (docs/scale.md), 228,000 finished tasks a minute, and 100 windows delete
+ * up to 250,000 — so the prune keeps up with any rate a database can sustain — while each statement stays
+ * a few milliseconds with requests running between them; a window that finds little to delete (live
+ * tasks, longer retention) ends the tick's share at one window. */
+export const PRUNE_ROUNDS = 100;
+
+/** The prune's cursor in `sweep_cursors`. */
+const PRUNE_CURSOR = "retention";
+
+/** One window of the retention prune: what it deleted, read, and where the next one starts ("" once the
+ * window reached the cutoff: the walk starts again from the lowest id). */
+export interface PruneWindow {
+  pruned: number;
+  read: number;
+  next: string;
+}
+
 /**
- * Deletes finished tasks past their queue's retention (cron). Reads only rows created before the longest
- * possible cutoff (the shortest retention in use), never the recent bulk of the table.
+ * The id below which the retention prune looks: tasks created before the shortest retention in use began.
+ * A task finishes after it is created, so none above it can be past its queue's retention.
+ */
+export async function retentionCutoffId(db: Db, now: number): Promise<string> {
+  const shortest = await db.get<{ s: number | null }>(sql`SELECT min(retention_s) AS s FROM queues`);
+  const minRetentionS = Math.min(shortest?.s ?? Infinity, DEFAULT_QUEUE_CONFIG.retention_s);
+  return idLowerBound(now - minRetentionS * 1000);
+}
+
+/**
+ * Prunes one window: finds the first `window` tasks after id `after` and below id `below`, then, if any of
+ * them is finished, deletes those finished longer ago than their queue's retention. The delete tests each row
+ * as it goes, so a task redriven or created meanwhile is never deleted before its time.
+ *
+ * @example
+ * const below = await retentionCutoffId(db, now);
+ * let after = "";
+ * do after = (await pruneWindow(db, now, { after, below })).next; while (after !== "");
+ */
+export async function pruneWindow(
+  db: Db,
+  now: number,
+  walk: { after: string; below: string; window?: number },
+): Promise<PruneWindow> {
+  const window = walk.window ?? PRUNE_WINDOW;
+  const seen = await db.get<{ n: number; finished: number; last: string | null }>(sql`SELECT count(*) AS n,
+      coalesce(sum(finished_at IS NOT NULL), 0) AS finished, max(id) AS last
+    FROM (SELECT id, finished_at FROM tasks WHERE id > ${walk.after} AND id < ${walk.below} ORDER BY id LIMIT ${window})`);
+  const { n, finished, last } = seen ?? { n: 0, finished: 0, last: null };
+  // The same stretch of the primary key again, deleting in place: one read per row and one per finished
+  // row's queue, where a list of ids (json_each) costs four per row.
+  const deleted =
+    finished === 0 || last === null
+      ? []
+      : await db.all<{ id: string }>(sql`DELETE FROM tasks
+          WHERE id > ${walk.after} AND id <= ${last}
+            AND finished_at IS NOT NULL AND finished_at < ${now} - 1000 * coalesce(
+              (SELECT q.retention_s FROM queues q WHERE q.name = tasks.queue), ${DEFAULT_QUEUE_CONFIG.retention_s})
+          RETURNING id`);
+  const next = n < window || last === null ? "" : last;
+  return { pruned: deleted.length, read: n, next };
+}
+
+/**
+ * Deletes finished tasks past their queue's retention (cron). Walks the primary key below the cutoff a
+ * window at a time from where the last tick stopped (`sweep_cursors`): a tick reads one window (PRUNE_WINDOW
+ * rows) however many live tasks lie below the cutoff, and another only after one mostly deleted — its reads
+ * follow what it deletes, never the live set or the recent bulk of the table. A finished task is deleted once
+ * the walk passes it after its queue's retention: within one whole walk of the rows below the cutoff.
  *
  * @example
  * const { pruned } = await pruneByRetention(db, Date.now());
  */
-export async function pruneByRetention(
-  db: Db,
-  now: number,
-  limit = MAX_ROWS_PER_TICK_STATEMENT,
-): Promise<{ pruned: number }> {
-  const shortest = await db.get<{ s: number | null }>(sql`SELECT min(retention_s) AS s FROM queues`);
-  const minRetentionS = Math.min(shortest?.s ?? Infinity, DEFAULT_QUEUE_CONFIG.retention_s);
-  const rows = await db.all<{ id: string }>(sql`DELETE FROM tasks WHERE id IN (
-      SELECT id FROM tasks
-      WHERE id < ${idLowerBound(now - minRetentionS * 1000)} AND finished_at IS NOT NULL
-        AND finished_at < ${now} - 1000 * coalesce(
-          (SELECT q.retention_s FROM queues q WHERE q.name = tasks.queue), ${DEFAULT_QUEUE_CONFIG.retention_s})
-      LIMIT ${limit}
-    ) RETURNING id`);
-  return { pruned: rows.length };
+export async function pruneByRetention(db: Db, now: number): Promise<{ pruned: number; windows: number }> {
+  const stored = await db.get<{ position: string }>(
+    sql`SELECT position FROM sweep_cursors WHERE name = ${PRUNE_CURSOR}`,
+  );
+  const below = await retentionCutoffId(db, now);
+  let at = stored?.position ?? "";
+  let pruned = 0;
+  let windows = 0;
+  for (let round = 0; round < PRUNE_ROUNDS; round++) {
+    const step = await pruneWindow(db, now, { after: at, below });
+    windows++;
+    pruned += step.pruned;
+    at = step.next;
+    // At the cutoff, or a window mostly kept (live tasks, longer retention): the next tick goes on.
+    if (at === "" || step.pruned < step.read / 2) break;
+  }
+  if (at !== (stored?.position ?? "")) {
+    await db.run(sql`INSERT INTO sweep_cursors (name, position) VALUES (${PRUNE_CURSOR}, ${at})
+      ON CONFLICT (name) DO UPDATE SET position = excluded.position`);
+  }
+  return { pruned, windows };
 }
