@@ -76,8 +76,9 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   private readonly line = new WaitLine();
   private readonly handOuts = new HandOuts();
   private readonly siblings = new SiblingPolls();
-  /** Serialises serving, so two wake-ups never hand the same waiter two batches. */
-  private serving: Promise<void> = Promise.resolve();
+  /** Serialises serving, so two wake-ups never hand the same waiter two batches. Resolves to whether the
+   * serve found the queue with nothing left to lease (`serveWaiters`). */
+  private serving: Promise<boolean> = Promise.resolve(false);
   /** Counts wake-ups, to notice one that arrived while a request was leasing for itself. */
   private wakeups = 0;
   /** Push mode's rate limit, kept across alarms while this object lives (see RateLimiter). */
@@ -142,7 +143,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     // hand-out has been left unclaimed long enough to take back for this request.
     const now = this.now();
     if (this.wakeups !== wakeupsBefore || (this.handOuts.nextContestedAt(now) ?? Infinity) <= now) await this.serve();
-    else await this.alarmForWaiters();
+    await this.alarmForWaiters();
     return answer;
   }
 
@@ -155,7 +156,11 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     await this.remember(queue, part);
     const now = this.now();
     if (runAt <= now) {
-      await this.serve();
+      const emptied = await this.serve();
+      // Waiters took everything leasable: nothing is left to pass on or to run in push mode (an arrival
+      // since has a notify of its own). Skipping these reads keeps the coordinator's D1 work per arrival
+      // to the leases it makes.
+      if (emptied) return;
       this.passOnArrivals(queue);
       // Push queues run their tasks in the alarm handler, never inside the enqueue's own request.
       const config = await queueConfigOf(await queueRoute(this.env, queue, now));
@@ -378,15 +383,41 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
       .catch((error: unknown) => console.error("coordinator: handing back a withdrawn poll's lease failed", error));
   }
 
-  private serve(): Promise<void> {
+  /**
+   * Serves the waiting polls, after any wake-up. Resolves to whether it found nothing left to lease. The
+   * alarm is then kept at what this serve created — the claim window of each hand-out, the moment one
+   * becomes contested — not recomputed from D1: what else becomes leasable later (a run_at, a lease from
+   * elsewhere lapsing) was armed when each poll parked (`lease`) and by the alarm handler, and a D1 read
+   * per arrival here would hold up the answers this serve just gave (measured: docs/benchmarks.md,
+   * "Enqueue-to-lease latency with long polling").
+   */
+  private serve(): Promise<boolean> {
     this.wakeups++;
     // Errors are handled per waiter inside; the catch keeps one unexpected failure from ending the chain.
     this.serving = this.serving
       .then(() => this.takeBackContested())
       .then(() => this.serveWaiters())
-      .then(() => this.alarmForWaiters())
-      .catch((error: unknown) => console.error("coordinator: serving waiters failed", error));
+      .then(async (served) => {
+        await this.alarmForHandOuts(served.handedOut);
+        return served.emptied;
+      })
+      .catch((error: unknown) => {
+        console.error("coordinator: serving waiters failed", error);
+        return false;
+      });
     return this.serving;
+  }
+
+  /** While polls wait (here or at a sibling), makes sure the alarm fires when a hand-out's claim window
+   * ends (an unclaimed provisional lease is leasable again) and when one becomes contested (hand-outs.ts).
+   * With nobody waiting a lapsed hand-out is simply taken over by the next lease. */
+  private async alarmForHandOuts(handedOut: TaskRow[]): Promise<void> {
+    const now = this.now();
+    if (this.line.size === 0 && this.siblings.waiting(now).length === 0) return;
+    const claimEnds = handedOut.map((t) => t.claimBy ?? t.leaseExpiresAt ?? Infinity);
+    const contested = this.line.size > 0 ? this.handOuts.nextContestedAt(now) : null;
+    const at = Math.min(...claimEnds, contested ?? Infinity);
+    if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
   }
 
   /** While requests wait, takes back hand-outs left unclaimed for CONTESTED_CLAIM_S (hand-outs.ts). */
@@ -395,8 +426,13 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     await this.revoke(this.handOuts.takeContested(this.now()));
   }
 
-  /** Leases for waiters, newest first, until the queue has nothing due. */
-  private async serveWaiters(): Promise<void> {
+  /**
+   * Leases for waiters, newest first, until the queue has nothing due: a lease that brought fewer tasks
+   * than it asked for took everything leasable (leaseFromQueue tries every shard of the queue), so the
+   * next waiter is not asked for. Returns what it handed out, and whether it found the queue emptied.
+   */
+  private async serveWaiters(): Promise<{ handedOut: TaskRow[]; emptied: boolean }> {
+    const handedOut: TaskRow[] = [];
     for (let waiter = this.line.next(); waiter !== undefined; waiter = this.line.next()) {
       let leased: TaskRow[];
       waiter.busy = true;
@@ -415,16 +451,18 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
         // Withdrawn while this lease was in flight: nobody will run these; the next waiter may.
         this.line.drop(waiter);
         waiter.resolve([]);
-        if (leased.length === 0) return;
+        if (leased.length === 0) return { handedOut, emptied: true };
         await this.revoke(leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })));
         continue;
       }
       if (leased.length > 0 || waiter.expired) {
         this.line.drop(waiter);
         this.handOuts.record(this.now(), waiter.request.waiterId, leased);
+        handedOut.push(...leased);
         waiter.resolve(leased);
       }
-      if (leased.length === 0) return;
+      if (leased.length < waiter.request.max) return { handedOut, emptied: true };
     }
+    return { handedOut, emptied: false };
   }
 }
