@@ -266,10 +266,6 @@ export const ExtendResponse = z.object({
       error: ErrorSchema.shape.error.optional(),
     }),
   ),
-  tasks: z
-    .array(LeasedTaskSchema)
-    .optional()
-    .openapi({ description: "present when the body had `lease`: the tasks leased after the acks" }),
 });
 
 export const OutcomeResponse = z.object({
