@@ -11,7 +11,7 @@ import { isFifo, parseQueueAttributes, renderQueueAttributes, sameAttributes } f
 import { countSqsMessages, deleteSqsQueue, findSqsQueue, listSqsQueueNames, saveSqsQueue } from "./queue-registry";
 import { addTags, checkTags } from "./queue-tags";
 import { checkQueueName, queueUrl } from "./queue-url";
-import { registryDb, requireQueue } from "./require-queue";
+import { registryDb, registryDbForWrite, requireQueue } from "./require-queue";
 
 /**
  * Config a queue created over SQS starts with, where SQS behaves differently from edgeq's defaults:
@@ -57,7 +57,7 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
   }
   const patch = parseQueueAttributes(name, attributes);
   if (request.tags !== undefined) checkTags(request.tags, "tags");
-  const db = await registryDb(ctx, name);
+  const db = await registryDbForWrite(ctx, name);
   const existing = await findSqsQueue(db, name);
   if (existing) {
     if (!sameAttributes(existing, patch)) {
@@ -145,9 +145,10 @@ export async function getQueueAttributes(input: unknown, ctx: SqsContext) {
 export async function setQueueAttributes(input: unknown, ctx: SqsContext) {
   const request = parseInput(SetAttributesInput, input);
   const queue = await requireQueue(ctx, request.QueueUrl);
+  const db = await registryDbForWrite(ctx, queue.name);
   const route = await ctx.route(queue.name);
   await saveSqsQueue(
-    route.parts[0]!.shard.db,
+    db,
     queue.name,
     parseQueueAttributes(queue.name, request.Attributes),
     ctx.now,

@@ -1,3 +1,4 @@
+import { forgetPlacements } from "../shards/directory";
 import { SqsError } from "./errors";
 import type { SqsContext } from "./context";
 import { findSqsQueue, type SqsQueue } from "./queue-registry";
@@ -19,4 +20,18 @@ export async function requireQueue(ctx: SqsContext, url: unknown): Promise<SqsQu
 /** The database holding a queue's SQS attributes: its first partition's shard (the config's home). */
 export async function registryDb(ctx: SqsContext, name: string) {
   return (await ctx.route(name)).parts[0]!.shard.db;
+}
+
+/**
+ * The database to write a queue's SQS attributes or tags on, from the directory as it is now. A route this
+ * isolate cached (for up to ROUTE_CACHE_MS) from before another isolate moved partition 0 names the shard
+ * the queue's row has left: a write there would be acknowledged and never read again. These writes are
+ * rare, so each reads the directory afresh (one indexed read on the home database).
+ *
+ * @example
+ * await addSqsTags(await registryDbForWrite(ctx, "emails"), "emails", { team: "growth" }, ctx.now);
+ */
+export async function registryDbForWrite(ctx: SqsContext, name: string) {
+  forgetPlacements(name);
+  return registryDb(ctx, name);
 }

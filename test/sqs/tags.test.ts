@@ -1,5 +1,8 @@
+import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { openDb } from "../../src/db/client";
+import { forgetPlacements } from "../../src/shards/directory";
 import { SQS_MAX_TAGS } from "../../src/contracts/limits";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { queueDb, uniqueQueue } from "../helpers";
@@ -51,6 +54,26 @@ describe("queue tags over the JSON protocol", () => {
     expect((await sqs("ListQueueTags", { QueueUrl: url })).body).toEqual({ Tags: { owner: "ops" } });
     const bad = await sqs("CreateQueue", { QueueName: uniqueQueue("sqs-tags"), tags: { "aws:owner": "x" } });
     expectSqsError(bad, "InvalidParameterValue", /tags.*aws:/);
+  });
+
+  it("a tag written through a route cached from before another isolate moved the queue is not lost", async () => {
+    const { name, url } = await created();
+    const home = openDb(env.DB);
+    const placed = await home.get<{ shard: string }>(sql`SELECT shard FROM placements WHERE queue = ${name} AND part = 0`);
+    const other = placed!.shard === "DB" ? "DB_1" : "DB";
+    // This isolate caches the queue's route (ListQueueTags reads the queue's row on its first shard)...
+    expect((await sqs("ListQueueTags", { QueueUrl: url })).body).toEqual({});
+    // ...then another isolate finishes moving partition 0: the directory names the other database, which
+    // holds the queue's row (a move carries it; configs are on every shard already). Not through this
+    // isolate, whose cached route still names the old one.
+    await home.run(sql`UPDATE placements SET shard = ${other} WHERE queue = ${name} AND part = 0`);
+    expect((await sqs("TagQueue", { QueueUrl: url, Tags: { team: "growth" } })).status).toBe(200);
+    expect((await sqs("SetQueueAttributes", { QueueUrl: url, Attributes: { DelaySeconds: "7" } })).status).toBe(200);
+    // Once every cache has expired (or in any other isolate), the queue is read where the directory says.
+    forgetPlacements(name);
+    expect((await sqs("ListQueueTags", { QueueUrl: url })).body).toEqual({ Tags: { team: "growth" } });
+    const attributes = await sqs("GetQueueAttributes", { QueueUrl: url, AttributeNames: ["DelaySeconds"] });
+    expect(attributes.body).toEqual({ Attributes: { DelaySeconds: "7" } });
   });
 
   it(`holds at most ${SQS_MAX_TAGS} tags per queue: a call that would pass it changes nothing`, async () => {
