@@ -11,16 +11,17 @@
  * a release's run_at — one edit per such slot, by path.
  */
 import { sql, type SQL } from "drizzle-orm";
-import { batchAll, type Db } from "../src/db/client";
+import type { Db } from "../src/db/client";
 import { countersSpec, countersUpsertSql } from "../src/engine/counters";
 import { packOf, slotChars } from "./packs-schema";
 import {
+  arg,
   at,
   charNum,
   countChar,
   failureBackoff,
   fence,
-  int,
+  numbered,
   numChar,
   rep,
   SEQ_CTE,
@@ -50,6 +51,9 @@ export interface PackAckOutcome {
   error?: string;
   repeated?: boolean;
 }
+
+/** The ack statements' own parameters (see `numbered`): their text is the same on every call of a kind. */
+const A = { now: arg(1), json: arg(2), queue: arg(3) };
 
 /** The mark an ack leaves in the copy of the lease entry (`w`). */
 const MARK: Record<AckKind, string> = { complete: "c", fail: "f", release: "l" };
@@ -102,11 +106,13 @@ export async function ackPacks(
     })),
   );
   const mark = MARK[kind];
-  const statements: SQL[] = [ackSql(kind, queue, json, now, config)];
+  const args = [now, json, queue];
+  const statements = [numbered(db, ackSql(kind, config), args)];
   if (kind !== "release") {
-    statements.push(countersUpsertSql(now, changedSlotsSql(json, mark, now), ACK_COUNTS[kind]));
+    statements.push(numbered(db, countersUpsertSql(now, changedSlotsSql(mark), ACK_COUNTS[kind]), args));
   }
-  const [changed = []] = valid.length ? await batchAll<{ id: string; changed: string }>(db, statements) : [];
+  const [first] = valid.length ? await db.$client.batch<{ id: string; changed: string }>(statements) : [];
+  const changed = first?.results ?? [];
   const slotState = new Map<string, string>();
   for (const row of changed) {
     for (const [k, state] of JSON.parse(row.changed) as Array<[number, string]>) {
@@ -122,7 +128,7 @@ export async function ackPacks(
         SELECT j.value->>'id' AS id, substr(p.st, (j.value->>'s') + 1, 1) AS state,
           CASE WHEN substr(p.lk, (j.value->>'s') + 1, 1) <> ' ' THEN jsonb_extract(p.leases,
             ${at(charNum(sql`substr(p.lk, (j.value->>'s') + 1, 1)`))}) END AS le
-        FROM json_each(${probe}) AS j JOIN packs p ON p.id = j.value->>'p' AND p.queue = ${queue})`);
+        FROM json_each(${probe}) AS j CROSS JOIN packs p ON p.id = j.value->>'p' AND p.queue = ${queue})`);
     for (const r of rows) if (r.state !== "z") stored.set(r.id, r);
   }
   return parsed.map(({ item, place, dup }): PackAckOutcome => {
@@ -139,19 +145,22 @@ export async function ackPacks(
 }
 
 /** The slots this ack changed, read after its rewrite: their entry copy carries this ack's mark and time. */
-function changedSlotsSql(json: string, mark: string, now: number): SQL {
-  return sql`SELECT queue, type, state, started_at, ${int(now)} - started_at AS run_ms FROM (
-      SELECT queue, type, state, coalesce(jsonb_extract(slots, ${at(sql`k`, "st")}), le->>'t') AS started_at FROM (
-        SELECT p.queue, p.type, substr(p.st, i.k + 1, 1) AS state, i.tok, i.k, p.slots,
-          jsonb_extract(p.leases, ${at(charNum(sql`substr(p.lk, i.k + 1, 1)`))}) AS le
-        FROM (SELECT j.value->>'p' AS pid, j.value->>'s' AS k, j.value->>'k' AS tok FROM json_each(${json}) AS j) i
-        JOIN packs p ON p.id = i.pid AND substr(p.lk, i.k + 1, 1) <> ' ')
-      WHERE (le->>'w') = ${mark} AND (le->>'k') = tok AND (le->>'f') = ${int(now)})`;
+function changedSlotsSql(mark: string): SQL {
+  // MATERIALIZED, so each slot's entry and body are looked up once, not once per histogram bucket.
+  return sql`WITH r AS MATERIALIZED (
+        SELECT p.queue, p.type, substr(p.st, i.k + 1, 1) AS state, i.tok,
+          jsonb_extract(p.leases, ${at(charNum(sql`substr(p.lk, i.k + 1, 1)`))}) AS le,
+          jsonb_extract(p.slots, ${at(sql`i.k`, "st")}) AS started
+        FROM (SELECT j.value->>'p' AS pid, j.value->>'s' AS k, j.value->>'k' AS tok FROM json_each(${A.json}) AS j) i
+        CROSS JOIN packs p ON p.id = i.pid AND substr(p.lk, i.k + 1, 1) <> ' '),
+      c AS MATERIALIZED (SELECT queue, type, state, coalesce(started, le->>'t') AS started_at FROM r
+        WHERE (le->>'w') = ${mark} AND (le->>'k') = tok AND (le->>'f') = ${A.now})
+    SELECT queue, type, state, started_at, ${A.now} - started_at AS run_ms FROM c`;
 }
 
 /** The ack statement (see ackPacks). */
-function ackSql(kind: AckKind, queue: string, json: string, now: number, config: PackQueueConfig): SQL {
-  const n = int(now);
+function ackSql(kind: AckKind, config: PackQueueConfig): SQL {
+  const n = A.now;
   const mark = MARK[kind];
   const nc =
     kind === "complete"
@@ -179,18 +188,18 @@ function ackSql(kind: AckKind, queue: string, json: string, now: number, config:
   const ended = (le: SQL) => sql`jsonb_set(${le}, '$.f', ${n}, '$.w', ${mark})`;
   return sql`WITH RECURSIVE ${SEQ_CTE},
     items AS MATERIALIZED (SELECT j.value->>'p' AS pid, j.value->>'s' AS k, j.value->>'k' AS tok, j.value AS item
-      FROM json_each(${json}) AS j),
+      FROM json_each(${A.json}) AS j),
     h0 AS MATERIALIZED (
       SELECT *, jsonb_extract(leases, ${at(sql`li`)}) AS le FROM (
         SELECT i.*, substr(p.st, i.k + 1, 1) AS ch, ${charNum(sql`substr(p.at, i.k + 1, 1)`)} AS a,
           CASE WHEN substr(p.lk, i.k + 1, 1) <> ' ' THEN ${charNum(sql`substr(p.lk, i.k + 1, 1)`)} END AS li,
           p.leases, p.max_attempts
-        FROM items i JOIN packs p ON p.id = i.pid AND p.queue = ${queue} AND p.finished_at IS NULL)
+        FROM items i CROSS JOIN packs p ON p.id = i.pid AND p.queue = ${A.queue} AND p.finished_at IS NULL)
     ),
     hits AS MATERIALIZED (
       SELECT pid, k, item, a, li, le, ${nc} AS nc, ${na} AS na, ${wt} AS wt, ${needs} AS needs,
         dense_rank() OVER (PARTITION BY pid ORDER BY li) AS rank
-      FROM h0 WHERE ${fence(sql`ch`, sql`le`, sql`tok`, now)}
+      FROM h0 WHERE ${fence(sql`ch`, sql`le`, sql`tok`, n)}
     ),
     pk AS MATERIALIZED (
       SELECT pid, count(*) AS cnt, min(k) AS lo, count(DISTINCT li) AS lis, min(nc) AS nc, min(wt) AS wt,
@@ -205,7 +214,7 @@ function ackSql(kind: AckKind, queue: string, json: string, now: number, config:
           ELSE ${numChar(sql`json_array_length(p.leases) + h.rank - 1`)} END, '' ORDER BY s.k) AS lk,
         (SELECT group_concat(json(${ended(sql`d.le`)}), ',' ORDER BY d.li)
           FROM (SELECT DISTINCT li, le FROM hits WHERE hits.pid = x.pid) d) AS ents
-      FROM pk x JOIN packs p ON p.id = x.pid JOIN seq s ON s.k < p.n LEFT JOIN hits h ON h.pid = x.pid AND h.k = s.k
+      FROM pk x CROSS JOIN packs p ON p.id = x.pid JOIN seq s ON s.k < p.n LEFT JOIN hits h ON h.pid = x.pid AND h.k = s.k
       WHERE NOT x.contiguous OR x.lis > 1
       GROUP BY x.pid
     ),
@@ -228,7 +237,7 @@ function ackSql(kind: AckKind, queue: string, json: string, now: number, config:
             ELSE jsonb(substr(json(p.leases), 1, length(json(p.leases)) - 1) || ',' || g.ents || ']') END AS leases,
           b.b AS slots,
           CASE WHEN k.wt IS NULL THEN p.rare_at ELSE min(coalesce(p.rare_at, k.wt), k.wt) END AS rare_at
-        FROM pk k JOIN packs p ON p.id = k.pid LEFT JOIN gen g ON g.pid = k.pid LEFT JOIN body b ON b.pid = k.pid)
+        FROM pk k CROSS JOIN packs p ON p.id = k.pid LEFT JOIN gen g ON g.pid = k.pid LEFT JOIN body b ON b.pid = k.pid)
     )
     UPDATE packs SET st = plan.st, at = plan.at, lk = plan.lk, leases = plan.leases, slots = coalesce(plan.slots, packs.slots),
       ready = plan.ready, live = plan.live, rare_at = plan.rare_at,

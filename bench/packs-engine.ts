@@ -102,7 +102,11 @@ export async function enqueuePacks(
     ids.push(id);
   }
   const packsJson = `[${packs
-    .map((p) => JSON.stringify({ id: p.id, ty: p.ty, pr: p.pr, t: p.t, x: p.x, st: p.st }).slice(0, -1) + `,"sl":[${p.sl.join(",")}]}`)
+    .map(
+      (p) =>
+        JSON.stringify({ id: p.id, ty: p.ty, pr: p.pr, t: p.t, x: p.x, st: p.st }).slice(0, -1) +
+        `,"sl":[${p.sl.join(",")}]}`,
+    )
     .join(",")}]`;
   // A slot whose key another live task holds is `z`; a pack whose every slot is `z` is not inserted.
   const st = keys.length

@@ -5,9 +5,13 @@
  * read them as today's engine reads a `tasks` row — the same leasability (src/engine/redelivery.ts), the
  * same fence (src/engine/ack.ts), the same backoff (src/engine/retry-policy.ts) — per slot.
  *
- * Times are integer ms; `now` and the queue's backoff are inlined as integers the prototype computed itself.
+ * Times are integer ms. The hot statements (lease, acks) name their per-call values (now, the JSON of the
+ * items, queue, token, …) as numbered parameters (`arg`, `numbered`), so their text is the same on every
+ * call and the database reuses the compiled statement; the queue's backoff, fixed per queue, is inlined.
  */
 import { sql, type SQL } from "drizzle-orm";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import type { Db } from "../src/db/client";
 import { BACKOFF_JITTER } from "../src/contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "../src/engine/queue-config";
 import { PACK_SLOTS } from "./packs-schema";
@@ -18,6 +22,23 @@ const JITTER_PER_MILLE = Math.round(BACKOFF_JITTER * 1000);
 
 /** An integer computed by the prototype (a time, a count), inlined: D1 allows 100 bound parameters. */
 export const int = (n: number): SQL => sql.raw(String(Math.trunc(n)));
+
+/** A statement's own parameter number n (`?n`): bound once, read wherever the statement names it. */
+export const arg = (n: number): SQL => sql.raw(`?${n}`);
+
+const dialect = new SQLiteAsyncDialect();
+
+/**
+ * A D1 statement whose text names its own parameters `args` as ?1, ?2, … (`arg`), so the text is the same
+ * on every call and the database reuses its compiled statement; parameters bound the usual way (`${x}` in a
+ * `sql` template, e.g. by src/engine/counters.ts) are numbered after them. No `?` appears in the
+ * prototype's SQL text other than as a parameter.
+ */
+export function numbered(db: Db, query: SQL, args: unknown[]): D1PreparedStatement {
+  const { sql: text, params } = dialect.sqlToQuery(query);
+  let next = args.length;
+  return db.$client.prepare(text.replace(/\?(?!\d)/g, () => `?${++next}`)).bind(...args, ...params);
+}
 
 /** The queue's backoff, in ms (read once per statement by the caller). */
 export interface Backoff {
@@ -53,7 +74,8 @@ export const splice = (col: SQL, k: SQL, len: SQL, text: SQL): SQL =>
   sql`(substr(${col}, 1, ${k}) || ${text} || substr(${col}, (${k}) + (${len}) + 1))`;
 
 /** How many characters of `col` are `ch`. */
-export const countChar = (col: SQL, ch: string): SQL => sql`(length(${col}) - length(replace(${col}, ${sql.raw(`'${ch}'`)}, '')))`;
+export const countChar = (col: SQL, ch: string): SQL =>
+  sql`(length(${col}) - length(replace(${col}, ${sql.raw(`'${ch}'`)}, '')))`;
 
 /** A JSON path to element k of an array, or to one key of it. */
 export const at = (k: SQL, key?: string): SQL => sql`('$[' || (${k}) || ']${sql.raw(key ? `.${key}` : "")}')`;
@@ -85,8 +107,10 @@ export const leasableAt = (s: { ch: SQL; a: SQL; le: SQL; wt: SQL; runAt: SQL; m
     END`;
 
 /** The lease fence of one slot: processing, its entry under this token, not expired, claimed in time. */
-export const fence = (ch: SQL, le: SQL, token: SQL, now: number) =>
-  sql`(${ch} = 'r' AND (${le}->>'k') = ${token} AND (${le}->>'e') > ${int(now)} AND ((${le}->>'c') IS NULL OR (${le}->>'c') > ${int(now)}))`;
+export const fence = (ch: SQL, le: SQL, token: SQL, now: SQL | number) => {
+  const t = typeof now === "number" ? int(now) : now;
+  return sql`(${ch} = 'r' AND (${le}->>'k') = ${token} AND (${le}->>'e') > ${t} AND ((${le}->>'c') IS NULL OR (${le}->>'c') > ${t}))`;
+};
 
 /** A slot's task id: its pack's id and the slot's index in two base32 characters (bench/packs-schema.ts). */
 export function slotIdSql(packId: SQL, key: SQL): SQL {
