@@ -12,7 +12,7 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../src/db/client";
-import { countersSpec, countersUpsertSql } from "../src/engine/counters";
+import { countersSpec, countersUpsertSql, minuteOf } from "../src/engine/counters";
 import { packOf, slotChars } from "./packs-schema";
 import {
   arg,
@@ -107,9 +107,14 @@ export async function ackPacks(
   );
   const mark = MARK[kind];
   const args = [now, json, queue];
-  const statements = [numbered(db, ackSql(kind, config), args)];
+  // What the statements' text and own values depend on besides `args`: the kind, the backoff, the minute.
+  const key = `${kind}|${JSON.stringify(config.backoff)}|${minuteOf(now)}`;
+  const statements = [numbered(db, `ack|${key}`, () => ackSql(kind, config), args)];
   if (kind !== "release") {
-    statements.push(numbered(db, countersUpsertSql(now, changedSlotsSql(mark), ACK_COUNTS[kind]), args));
+    const counts = ACK_COUNTS[kind];
+    statements.push(
+      numbered(db, `ack-count|${key}`, () => countersUpsertSql(now, changedSlotsSql(mark), counts), args),
+    );
   }
   const [first] = valid.length ? await db.$client.batch<{ id: string; changed: string }>(statements) : [];
   const changed = first?.results ?? [];

@@ -11,7 +11,7 @@
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../src/db/client";
-import { countersSpec, countersUpsertSql } from "../src/engine/counters";
+import { countersSpec, countersUpsertSql, minuteOf } from "../src/engine/counters";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "../src/contracts/limits";
 import {
   arg,
@@ -117,9 +117,16 @@ export function leaseStatements(
   const expires = now + o.vtS * 1000;
   const claim = o.provisional ? Math.min(now + CLAIM_WINDOW_S * 1000, expires) : null;
   const args = [now, o.max, o.queue, token, o.holder, expires, claim, o.vtS];
+  // What the statements' text and own values depend on besides `args`: the backoff, the counters' minute.
+  const key = `${JSON.stringify(o.b)}|${minuteOf(now)}`;
   return [
-    numbered(db, countersUpsertSql(now, sql`WITH RECURSIVE ${selection(o)} SELECT * FROM tk`, LEASE_COUNTS), args),
-    numbered(db, leaseUpdateSql(o), args),
+    numbered(
+      db,
+      `lease-count|${key}`,
+      () => countersUpsertSql(now, sql`WITH RECURSIVE ${selection(o)} SELECT * FROM tk`, LEASE_COUNTS),
+      args,
+    ),
+    numbered(db, `lease|${key}`, () => leaseUpdateSql(o), args),
   ];
 }
 

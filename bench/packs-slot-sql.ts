@@ -28,16 +28,32 @@ export const arg = (n: number): SQL => sql.raw(`?${n}`);
 
 const dialect = new SQLiteAsyncDialect();
 
+/** Statements built by `numbered`, by key: the text and the values `sql` templates bound. */
+const built = new Map<string, { text: string; params: unknown[] }>();
+
+/** How many built statements `numbered` keeps: a few kinds × queue backoffs × the current minute. */
+const BUILT_KEEP = 64;
+
 /**
  * A D1 statement whose text names its own parameters `args` as ?1, ?2, … (`arg`), so the text is the same
  * on every call and the database reuses its compiled statement; parameters bound the usual way (`${x}` in a
  * `sql` template, e.g. by src/engine/counters.ts) are numbered after them. No `?` appears in the
  * prototype's SQL text other than as a parameter.
+ *
+ * `build` runs once per `key`, which must name everything it reads (the statement's kind, the queue's
+ * backoff, the counters' minute): composing the statement with drizzle's `sql` and rendering it took about
+ * as long as running it on a small lease (bench/packs-lease.ts, profiled on node:sqlite).
  */
-export function numbered(db: Db, query: SQL, args: unknown[]): D1PreparedStatement {
-  const { sql: text, params } = dialect.sqlToQuery(query);
-  let next = args.length;
-  return db.$client.prepare(text.replace(/\?(?!\d)/g, () => `?${++next}`)).bind(...args, ...params);
+export function numbered(db: Db, key: string, build: () => SQL, args: unknown[]): D1PreparedStatement {
+  let made = built.get(key);
+  if (!made) {
+    const { sql: text, params } = dialect.sqlToQuery(build());
+    let next = args.length;
+    made = { text: text.replace(/\?(?!\d)/g, () => `?${++next}`), params };
+    if (built.size >= BUILT_KEEP) built.clear();
+    built.set(key, made);
+  }
+  return db.$client.prepare(made.text).bind(...args, ...made.params);
 }
 
 /** The queue's backoff, in ms (read once per statement by the caller). */
