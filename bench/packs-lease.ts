@@ -206,11 +206,14 @@ function selection(o: LeaseOptions): SQL {
         (g.ch = 'r' AND (g.le->>'c') IS NULL) AS took
       FROM (SELECT * FROM sl UNION ALL SELECT * FROM sl2) g JOIN quota q ON q.pid = g.pid
     ),
+    -- The fast path's slots, counted out one by one (a join to all PACK_SLOTS of seq would read them all).
+    fastk(pid, k, last, wait_ms, type) AS (
+      SELECT pid, lo, lo + take - 1, ${now} - max(created_at, run_at), type FROM quota WHERE contiguous
+      UNION ALL
+      SELECT pid, k + 1, last, wait_ms, type FROM fastk WHERE k < last
+    ),
     tk AS MATERIALIZED (
-      SELECT q.pid, s.k, 1 AS na, 1 AS first, 0 AS took, ${now} - max(q.created_at, q.run_at) AS wait_ms,
-        q.type, ${A.queue} AS queue
-      FROM quota q JOIN seq s ON s.k >= q.lo AND s.k < q.lo + q.take
-      WHERE q.contiguous
+      SELECT pid, k, 1 AS na, 1 AS first, 0 AS took, wait_ms, type, ${A.queue} AS queue FROM fastk
       UNION ALL
       SELECT g.pid, g.k, CASE WHEN g.ch = 'r' AND NOT g.took THEN g.a ELSE g.a + 1 END, g.a = 0 AND g.ch <> 'r', g.took,
         ${now} - max(g.created_at, coalesce(g.wt, g.run_at)), q.type, ${A.queue}
