@@ -31,8 +31,8 @@ export function packsSystem(d1: D1Database): QueueSystem {
       const leased = await leasePacks(db, { queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" }, now);
       const body = `{"tasks":[${leased.views}]}`;
       if (leased.count > 0 && body.length < 20) throw new Error("packs lease: empty answer");
-      for (const t of leased.tasks) queueOf.set(t.id, queue);
-      return leased.tasks.map((t) => ({ id: t.id, token: leased.token }));
+      for (const id of leased.ids) queueOf.set(id, queue);
+      return leased.ids.map((id) => ({ id, token: leased.token }));
     },
     complete: (items, now) => ack(items, now, "complete"),
     fail: (items, now, permanent) => ack(items, now, "fail", permanent),
@@ -193,7 +193,7 @@ export async function checkGuarantees(d1: D1Database, queue: string): Promise<Gu
       leasePacks(db, { queue, max: 7, visibilityTimeoutS: 30, holder: "g" }, now, config),
     ),
   );
-  const leasedIds = leases.flatMap((l) => l.tasks.map((t) => t.id));
+  const leasedIds = leases.flatMap((l) => l.ids);
   check(
     "concurrent partial leases are disjoint",
     leasedIds.length === 70 && new Set(leasedIds).size === 70,
@@ -208,7 +208,7 @@ export async function checkGuarantees(d1: D1Database, queue: string): Promise<Gu
 
   // 2. Complete some of a pack's leased tasks, fail one (retry), fail one permanently (dead).
   const [l0] = leases;
-  const held = l0!.tasks.map((t) => ({ id: t.id, leaseToken: l0!.token }));
+  const held = l0!.ids.map((id) => ({ id, leaseToken: l0!.token }));
   now += 1;
   const done = await ackPacks(
     db,
@@ -254,7 +254,7 @@ export async function checkGuarantees(d1: D1Database, queue: string): Promise<Gu
   // 4. The retried task waits its own backoff (base 10 s × jitter ≥ 8 s): not leasable 5 s later, while
   // the pack's other pending tasks are.
   const soon = await leasePacks(db, { queue, max: 100, visibilityTimeoutS: 30, holder: "g" }, now + 5_000, config);
-  const soonIds = new Set(soon.tasks.map((t) => t.id));
+  const soonIds = new Set(soon.ids);
   check(
     "per-task retry backoff",
     !soonIds.has(held[5]!.id) && soon.count === 100,
@@ -265,15 +265,15 @@ export async function checkGuarantees(d1: D1Database, queue: string): Promise<Gu
   // 5. Heartbeat extends one task's lease; at expiry its neighbours are redelivered and it is not; the old
   // holder's token is then refused for a redelivered task (at-least-once, stale token refused).
   const l1 = leases[1]!;
-  const beat = await heartbeatPack(db, l1.tasks[0]!.id, l1.token, 50, leaseAt + 29_000);
-  const beatStale = await heartbeatPack(db, l1.tasks[0]!.id, "0".repeat(32), 50, leaseAt + 29_000);
+  const beat = await heartbeatPack(db, l1.ids[0]!, l1.token, 50, leaseAt + 29_000);
+  const beatStale = await heartbeatPack(db, l1.ids[0]!, "0".repeat(32), 50, leaseAt + 29_000);
   // Lease expiry (30 s) + expiry backoff (10 s) has passed for leases[1..9] except the heartbeated task
   // (extended to 59 s), and not for the 100 leased 5 s in.
   const later = leaseAt + 41_000;
   const redelivered = await leasePacks(db, { queue, max: 100, visibilityTimeoutS: 30, holder: "g2" }, later, config);
-  const again = new Set(redelivered.tasks.map((t) => t.id));
-  const lapsed = leases.slice(1).flatMap((l) => l.tasks.map((t) => t.id));
-  const heartbeated = l1.tasks[0]!.id;
+  const again = new Set(redelivered.ids);
+  const lapsed = leases.slice(1).flatMap((l) => l.ids);
+  const heartbeated = l1.ids[0]!;
   check(
     "heartbeat extends one task; lapsed leases are redelivered",
     beat &&
@@ -286,11 +286,11 @@ export async function checkGuarantees(d1: D1Database, queue: string): Promise<Gu
     db,
     "complete",
     queue,
-    [{ id: l1.tasks[1]!.id, leaseToken: l1.token }],
+    [{ id: l1.ids[1]!, leaseToken: l1.token }],
     later + 1,
     config,
   );
-  const takenOver = JSON.parse((await readPackTask(db, l1.tasks[1]!.id)) ?? "null") as {
+  const takenOver = JSON.parse((await readPackTask(db, l1.ids[1]!)) ?? "null") as {
     attempts: number;
     errors: Array<{ kind: string }>;
   } | null;
@@ -308,7 +308,7 @@ export async function checkGuarantees(d1: D1Database, queue: string): Promise<Gu
     db,
     "complete",
     `${queue}-dd`,
-    got.tasks.map((t) => ({ id: t.id, leaseToken: got.token })),
+    got.ids.map((id) => ({ id, leaseToken: got.token })),
     now + 2,
   );
   const k3 = await enqueuePacks(db, `${queue}-dd`, [{ dedupeKey: "a" }], now + 3);

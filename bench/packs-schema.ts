@@ -1,7 +1,24 @@
 /**
  * The packed task store of the packs prototype (docs/design/packs.md): one row holds up to PACK_SLOTS tasks
- * of one queue, one priority and one run_at. Bench only — nothing in src/ reads these tables. Applied after
- * migrations/ by bench/workerd-host.ts, beside the baseline's jobs table.
+ * of one queue, type, priority, run_at and max_attempts. Bench only — nothing in src/ reads these tables.
+ * Applied after migrations/ by bench/workerd-host.ts, beside the baseline's jobs table.
+ *
+ * The hot per-task state lives in fixed-width text, one character per slot, so a lease or an ack finds and
+ * changes its slots with instr/substr instead of reading every slot's JSON:
+ * - `st` the slot's state: p pending (due at the pack's run_at), w waiting for a retry (due at its body's
+ *   `t`), r processing, c completed, d dead, z never created (its dedupe key was held);
+ * - `at` its attempts, as char(48 + attempts);
+ * - `lk` which entry of `leases` the slot's current or last lease is, as char(48 + index), or a space;
+ * - `leases` a JSONB array of lease entries, appended to, never reordered (a slot points at one by index):
+ *   k token, e expiry (ms), c claim_by (ms) or null, h holder, v length (s), t leased at (ms); an ack copies
+ *   its slots' entry with f (ended at, ms) and w (the kind: c complete, f fail, r release) and points them at
+ *   the copy, so a repeated ack is recognised and a finished task shows when it ended;
+ * - `slots` a JSONB array of the bodies, written at enqueue and touched only by the rare paths (a failure's
+ *   error and retry time, a result, a lease taken over): b payload, g group, d dedupe key, t run_at of a
+ *   retry, st first started (ms), er errors, r result, p progress. LAST column: SQLite keeps a large value in
+ *   overflow pages, and reading a column stored after it walks them.
+ * - `rare_at` no later than the earliest time a slot other than `p` becomes leasable (a retry due, a lapsed
+ *   lease), or null: until then a lease takes `p` slots by string operations alone (the fast path).
  *
  * Rows written, as D1 bills them (every index entry inserted is another row):
  * - `packs` is WITHOUT ROWID: the primary key is the table, an insert is 1 row;
@@ -13,15 +30,22 @@ export const PACKS_SCHEMA = [
   `CREATE TABLE IF NOT EXISTS packs (
     id TEXT PRIMARY KEY NOT NULL,
     queue TEXT NOT NULL,
+    type TEXT NOT NULL,
     priority INTEGER NOT NULL,
     run_at INTEGER NOT NULL,
+    max_attempts INTEGER NOT NULL,
     next_at INTEGER,
+    rare_at INTEGER,
     n INTEGER NOT NULL,
     live INTEGER NOT NULL,
     ready INTEGER NOT NULL,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     finished_at INTEGER,
+    st TEXT NOT NULL,
+    at TEXT NOT NULL,
+    lk TEXT NOT NULL,
+    leases BLOB NOT NULL,
     slots BLOB NOT NULL,
     CHECK ((live > 0) = (finished_at IS NULL))
   ) WITHOUT ROWID`,

@@ -153,8 +153,9 @@ export function packsReportSection(
   const o = s.options;
   out.push(
     `The prototype of docs/design/packs.md (\`bench/packs-engine.ts\`; nothing in src/ uses it): up to ${PACK_SLOTS} tasks of one`,
-    "queue, priority and run_at in one `packs` row, each task a slot of its JSON array, leased and acked by one",
-    "statement that rewrites the slots it may. Today's engine (`src/engine`) and the prototype run in the same",
+    "queue, type, priority and run_at in one `packs` row — each task's state, attempts and lease entry one character",
+    "of fixed-width columns, its body an element of a JSONB array — leased and acked by one D1 batch each (the",
+    "statement that rewrites the packs it touches, and its counters). Today's engine (`src/engine`) and the prototype run in the same",
     `workerd, on the same local D1, in the same run (\`${command}\`); BullMQ runs after them on a local redis-server.`,
     `Load average (1, 5, 15 min) as each part started: guarantees ${loadText(s.load.guarantees)}; cost ${loadText(s.load.cost)};`,
     `burn-down ${loadText(s.load.burn)}; latency model ${loadText(s.load.model)}; BullMQ ${loadText(s.load.bullmq)}; end ${loadText(s.load.end)}`,
