@@ -59,7 +59,9 @@ describe("queue tags over the JSON protocol", () => {
   it("a tag written through a route cached from before another isolate moved the queue is not lost", async () => {
     const { name, url } = await created();
     const home = openDb(env.DB);
-    const placed = await home.get<{ shard: string }>(sql`SELECT shard FROM placements WHERE queue = ${name} AND part = 0`);
+    const placed = await home.get<{ shard: string }>(
+      sql`SELECT shard FROM placements WHERE queue = ${name} AND part = 0`,
+    );
     const other = placed!.shard === "DB" ? "DB_1" : "DB";
     // This isolate caches the queue's route (ListQueueTags reads the queue's row on its first shard)...
     expect((await sqs("ListQueueTags", { QueueUrl: url })).body).toEqual({});
