@@ -84,9 +84,8 @@ export async function leasePacks(
 
 /**
  * The lease's statements' own parameters, by number: the text of both statements is then the same on
- * every call (per queue backoff), so the database compiles each once and reuses it — the lease statement
- * is long, and compiling it on every call would cost more than many of its runs — and each value is bound
- * once, however often the statement reads it (D1 allows 100 parameters).
+ * every call (per queue backoff), so the database compiles each once and reuses it, and each value is
+ * bound once, however often the statement reads it (D1 allows 100 parameters).
  */
 const A = {
   now: arg(1),
