@@ -248,6 +248,11 @@ async function cpuOf(tasks: number, work: () => Promise<void>): Promise<CpuPerKT
 /** 1 KiB of JSON payload (with its key and braces), distinct per task. */
 const kibPayload = (i: number) => ({ i, pad: "x".repeat(1024 - 20 - String(i).length) });
 
+/** How long the bulk-enqueue phase's stock of tasks must last at the measured burn-down rate (s): 2 s quiet,
+ * then three 10,000-task enqueues of 1 KiB payloads (726-791 ms each in the 2026-11-24T21:35Z run, up to
+ * 5.1 s each before the HTTP path's speed-ups: docs/benchmarks.md, section 3b). */
+const STOCK_SECONDS = 15;
+
 async function fill(api: ProfiledApi, queue: string, tasks: number, payload: (i: number) => unknown, op = "fill") {
   for (let first = 0; first < tasks; first += 10_000) {
     const n = Math.min(10_000, tasks - first);
@@ -325,9 +330,12 @@ async function profileTarget(
     `http-profile: ${target}: burn-down with the ack carrying the next lease ${combinedRate.toFixed(0)} tasks/s`,
   );
 
-  // Bulk enqueues beside leases.
+  // Bulk enqueues beside leases. The stock must outlast 2 s of quiet leases and the three bulk enqueues
+  // (a few seconds each) at the burn-down rate just measured: a lease of an empty queue would be timed
+  // instead (20,000 ran dry at 8,826 tasks/s). So: that rate for STOCK_SECONDS, in whole enqueues.
   const stock = `stock-${run}`;
-  await fill(api, stock, 20_000, (i) => ({ i }), "fill");
+  const stockTasks = Math.max(20_000, Math.ceil((combinedRate * STOCK_SECONDS) / 10_000) * 10_000);
+  await fill(api, stock, stockTasks, (i) => ({ i }), "fill");
   const bulkQueue = `bulk-${run}`;
   const enqueues = 3;
   // Serialised before the leases start: building 11 MB of JSON would stall this process's event loop, and
