@@ -10,6 +10,10 @@ import { waitFor } from "./worker-support";
  * EDGEQ_LOCAL_CRONS replaces the minute schedule with one that ticks every second, so a tick is seen
  * in seconds; the driver and the endpoint it calls are the same. */
 const state = mkdtempSync(join(tmpdir(), "edgeq-npm-start-"));
+/** How long `npm start` may take to serve: migrations, then wrangler dev's build and workerd. It starts
+ * beside the cli project's other files, among them the first `npx edgeq` of a fresh clone, which builds the
+ * package (worker-parent.test.ts); on 2 cores that run took past 110 s in one fresh-clone run. */
+const START_MS = 240_000;
 let port: number;
 let output = "";
 let healthWhenAnnounced: number | string | undefined;
@@ -38,9 +42,9 @@ beforeAll(async () => {
     }
   });
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  await waitFor("npm start to announce its address", () => output.includes(announced), 110_000);
+  await waitFor("npm start to announce its address", () => output.includes(announced), START_MS);
   await waitFor("the /health check", () => healthWhenAnnounced !== "pending", 10_000);
-}, 120_000);
+}, START_MS + 20_000);
 
 afterAll(async () => {
   try {
