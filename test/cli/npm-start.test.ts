@@ -11,8 +11,8 @@ import { waitFor } from "./worker-support";
  * in seconds; the driver and the endpoint it calls are the same. */
 const state = mkdtempSync(join(tmpdir(), "edgeq-npm-start-"));
 /** How long `npm start` may take to serve: migrations, then wrangler dev's build and workerd. It starts
- * beside the cli project's other files, among them the first `npx edgeq` of a fresh clone, which builds the
- * package (worker-parent.test.ts); on 2 cores that run took past 110 s in one fresh-clone run. */
+ * beside the cli project's other files, among them the first `npx edgeq` of a fresh clone, which installs the
+ * package into npm's npx cache (worker-parent.test.ts); on 2 cores that run took past 110 s in one fresh-clone run. */
 const START_MS = 240_000;
 let port: number;
 let output = "";

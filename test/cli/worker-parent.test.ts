@@ -21,7 +21,7 @@ afterEach(() => {
 
 /**
  * How long `npx edgeq` may take to start the worker. The first call in a fresh clone installs the project
- * into npm's npx cache, running its `prepare` build: 11.7 s on an idle 2-core machine, and past 30 s beside
+ * into npm's npx cache: 11.7 s on an idle 2-core machine, and past 30 s beside
  * the suite's other files in one fresh-clone run (a launcher killed then leaves that cache broken for the
  * next call). Later calls start in about a second.
  */
