@@ -40,6 +40,20 @@ function npxEdgeq(args: string[], env: Record<string, string>) {
   return { child, output: () => output };
 }
 
+/** Starts a worker through `npx edgeq <args>` (kept for afterEach to stop) and waits for the pid it writes
+ * to `pidFile`. */
+async function startWorker(args: string[], pidFile: string) {
+  const npx = npxEdgeq(args, {});
+  launcher = npx.child;
+  const pid = await waitFor(
+    "the worker's pid file",
+    () => existsSync(pidFile) && Number(readFileSync(pidFile, "utf8")),
+    NPX_START_MS,
+  );
+  workerPid = pid;
+  return { npx, pid };
+}
+
 // Issue 8.8: npm exits on SIGTERM without passing it on; the orphaned worker kept leasing.
 it(
   "a worker started through `npx edgeq` stops (handing back, pid file removed) when npx is stopped with SIGTERM",
@@ -48,17 +62,10 @@ it(
     const pidFile = join(tmp.dir, "worker.pid");
     const marker = join(tmp.dir, "started");
     const [id] = await enqueue(queue, [{ type: "long" }]);
-    const npx = npxEdgeq(
+    const { npx, pid } = await startWorker(
       ["worker", queue, "--exec", `echo $$ > ${marker}; exec sleep 60`, "--grace", "1", "--pid-file", pidFile],
-      {},
+      pidFile,
     );
-    launcher = npx.child;
-    const pid = await waitFor(
-      "the worker's pid file",
-      () => existsSync(pidFile) && Number(readFileSync(pidFile, "utf8")),
-      NPX_START_MS,
-    );
-    workerPid = pid;
     expect(pid).not.toBe(npx.child.pid); // npm runs the worker as a child (through sh), not itself
     const commandPid = await waitFor(
       "the task to start",
@@ -82,14 +89,10 @@ it(
   async () => {
     const queue = uniqueQueue("npx-outlive");
     const pidFile = join(tmp.dir, "worker.pid");
-    const npx = npxEdgeq(["worker", queue, "--exec", "true", "--pid-file", pidFile, "--outlive-parent"], {});
-    launcher = npx.child;
-    const pid = await waitFor(
-      "the worker's pid file",
-      () => existsSync(pidFile) && Number(readFileSync(pidFile, "utf8")),
-      NPX_START_MS,
+    const { npx, pid } = await startWorker(
+      ["worker", queue, "--exec", "true", "--pid-file", pidFile, "--outlive-parent"],
+      pidFile,
     );
-    workerPid = pid;
     const launchedBy = parentOf(pid);
     npx.child.kill("SIGTERM");
     await waitFor("npx to exit", () => npx.child.exitCode !== null || npx.child.signalCode !== null, 10_000);
