@@ -37,7 +37,7 @@ export type BenchRequest =
   | { op: "migrate"; statements: string[]; shard?: number }
   | { op: "cost"; system: SystemName; scenario: Scenario; batch: number; tasks: number; queue: string }
   | { op: "enqueue"; system: SystemName; queue: string; count: number; chunk?: number }
-  | { op: "burn"; system: SystemName; queue: string; batch: number; maxTasks: number }
+  | { op: "burn"; system: SystemName; queue: string; batch: number; maxTasks: number; carry?: boolean }
   | { op: "probe-lease"; queue: string; batch: number; leases: number }
   | { op: "probe-reap" }
   | { op: "hold"; queue: string; count: number }
@@ -65,7 +65,7 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
     case "hold":
       return { held: await holdTasks(env.DB, req.queue, req.count) };
     case "burn":
-      return { done: await burnDown(env.DB, req.system, req.queue, req.batch, req.maxTasks) };
+      return { done: await burnDown(env.DB, req.system, req.queue, req.batch, req.maxTasks, req.carry) };
     case "probe-lease":
       return probeLeases(env.DB, req.queue, req.batch, req.leases);
     case "probe-reap":

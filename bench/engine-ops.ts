@@ -25,6 +25,14 @@ export interface QueueSystem {
   lease(queue: string, max: number, now: number): Promise<Held[]>;
   complete(items: Held[], now: number): Promise<number>;
   fail(items: Held[], now: number, permanent: boolean): Promise<number>;
+  /** Completes `items` and leases up to `max` more in one database call (an ack carrying the next lease),
+   * where the system has one. */
+  completeThenLease?(
+    queue: string,
+    items: Held[],
+    max: number,
+    now: number,
+  ): Promise<{ completed: number; held: Held[] }>;
 }
 
 /** `packs`: the packs prototype (bench/packs-engine.ts, docs/design/packs.md), not the product's storage. */
@@ -215,9 +223,37 @@ export async function holdTasks(d1: D1Database, queue: string, count: number): P
 }
 
 /** Leases and completes until the queue is empty or `maxTasks` are done; returns how many were done. */
-export async function burnDown(d1: D1Database, system: SystemName, queue: string, batch: number, maxTasks: number) {
+/**
+ * Leases and completes up to `maxTasks` tasks of `queue`, `batch` at a time, one call after another. With
+ * `carry`, each completion carries the next lease (one call per batch: `completeThenLease`); every task
+ * leased here is completed here either way.
+ */
+export async function burnDown(
+  d1: D1Database,
+  system: SystemName,
+  queue: string,
+  batch: number,
+  maxTasks: number,
+  carry = false,
+) {
   const sys = systemFor(system, d1);
   let done = 0;
+  if (carry) {
+    if (!sys.completeThenLease) throw new Error(`${system}: no ack that carries the next lease`);
+    let held = await sys.lease(queue, Math.min(batch, maxTasks), Date.now());
+    while (held.length > 0) {
+      const left = maxTasks - done - held.length;
+      if (left <= 0) {
+        must(`${system} burn-down complete`, await sys.complete(held, Date.now()), held.length);
+        return done + held.length;
+      }
+      const next = await sys.completeThenLease(queue, held, Math.min(batch, left), Date.now());
+      must(`${system} burn-down complete`, next.completed, held.length);
+      done += held.length;
+      held = next.held;
+    }
+    return done;
+  }
   while (done < maxTasks) {
     const held = await sys.lease(queue, Math.min(batch, maxTasks - done), Date.now());
     if (held.length === 0) break;

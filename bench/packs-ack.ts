@@ -53,7 +53,10 @@ export interface PackAckOutcome {
 }
 
 /** The ack statements' own parameters (see `numbered`): their text is the same on every call of a kind. */
-const A = { now: arg(1), json: arg(2), queue: arg(3) };
+const A = { now: arg(1), json: arg(2), queue: arg(3), ranges: arg(4), call: arg(5) };
+
+/** The range statement's own parameters. */
+const R = { now: arg(1), ranges: arg(2), queue: arg(3), call: arg(4) };
 
 /** The mark an ack leaves in the copy of the lease entry (`w`). */
 const MARK: Record<AckKind, string> = { complete: "c", fail: "f", release: "l" };
@@ -86,6 +89,26 @@ export async function ackPacks(
   now: number,
   config: PackQueueConfig = DEFAULT_PACK_CONFIG,
 ): Promise<PackAckOutcome[]> {
+  const ack = prepareAck(db, kind, queue, items, now, config);
+  return ack.finish(ack.statements.length ? await db.$client.batch(ack.statements) : []);
+}
+
+/** An ack made ready to run: its statements (none when no item names a slot), and what reads their results
+ * into each item's outcome — apart, so a caller can run them in a batch of its own (an ack that carries the
+ * next lease: bench/packs-engine.ts's `ackThenLeasePacks`). */
+export interface PreparedAck {
+  statements: D1PreparedStatement[];
+  finish(results: D1Result[]): Promise<PackAckOutcome[]>;
+}
+
+export function prepareAck(
+  db: Db,
+  kind: AckKind,
+  queue: string,
+  items: PackAckItem[],
+  now: number,
+  config: PackQueueConfig = DEFAULT_PACK_CONFIG,
+): PreparedAck {
   const seen = new Set<string>();
   const parsed = items.map((item) => {
     const place = packOf(item.id);
@@ -94,8 +117,9 @@ export async function ackPacks(
     return { item, place, dup };
   });
   const valid = parsed.filter((p) => p.place && !p.dup);
+  const { ranges, single } = splitRanges(kind, valid);
   const json = JSON.stringify(
-    valid.map(({ item, place }) => ({
+    single.map(({ item, place }) => ({
       p: place!.pack,
       s: place!.slot,
       k: item.leaseToken,
@@ -105,19 +129,99 @@ export async function ackPacks(
       ra: item.retryAfterMs ?? null,
     })),
   );
+  const rangesJson = JSON.stringify(ranges);
   const mark = MARK[kind];
-  const args = [now, json, queue];
+  // This call's own mark in the entries it ends, so its counters count what it changed and nothing a
+  // repeat of it (same token, same ms) finds already ended.
+  const call = [...crypto.getRandomValues(new Uint8Array(8))].map((x) => x.toString(16).padStart(2, "0")).join("");
+  const args = [now, json, queue, rangesJson, call];
   // What the statements' text and own values depend on besides `args`: the kind, the backoff, the minute.
   const key = `${kind}|${JSON.stringify(config.backoff)}|${minuteOf(now)}`;
-  const statements = [numbered(db, `ack|${key}`, () => ackSql(kind, config), args)];
+  const statements: D1PreparedStatement[] = [];
+  if (ranges.length) statements.push(numbered(db, `ack-range`, () => rangeSql(), [now, rangesJson, queue, call]));
+  statements.push(numbered(db, `ack|${key}`, () => ackSql(kind, config), args));
   if (kind !== "release") {
     const counts = ACK_COUNTS[kind];
     statements.push(
       numbered(db, `ack-count|${key}`, () => countersUpsertSql(now, changedSlotsSql(mark), counts), args),
     );
   }
-  const [first] = valid.length ? await db.$client.batch<{ id: string; changed: string }>(statements) : [];
-  const changed = first?.results ?? [];
+  return {
+    statements: valid.length ? statements : [],
+    finish(results) {
+      // RETURNING names the rewritten pack only; a pack has at most one range per call.
+      const rangeOf = new Map(ranges.map((r) => [r.p, r]));
+      const rangeRows = (ranges.length ? (results[0]?.results ?? []) : []) as Array<{ id: string }>;
+      const changed = (results[ranges.length ? 1 : 0]?.results ?? []) as ChangedRow[];
+      for (const { id } of rangeRows) {
+        const r = rangeOf.get(id)!;
+        changed.push({ id, changed: JSON.stringify(Array.from({ length: r.n }, (_, i) => [r.lo + i, "c"])) });
+      }
+      return ackOutcomes(db, queue, mark, parsed, changed);
+    },
+  };
+}
+
+type Parsed = { item: PackAckItem; place: ReturnType<typeof packOf>; dup: boolean };
+
+/** A run of consecutive slots of one pack under one token, acked as one range (`rangeSql`). */
+interface Range {
+  p: string;
+  lo: number;
+  n: number;
+  k: string;
+}
+
+/**
+ * The items a range can take: completions without a result (the rest change a slot's body, one by one),
+ * grouped by pack and token into runs of consecutive slots — the whole lease of a worker that finished it.
+ * One range per pack per call (an UPDATE … FROM rewrites a row once); every other item goes one by one.
+ */
+function splitRanges(kind: AckKind, valid: Parsed[]): { ranges: Range[]; single: Parsed[] } {
+  if (kind !== "complete") return { ranges: [], single: valid };
+  const single: Parsed[] = [];
+  const groups = new Map<string, Parsed[]>();
+  for (const v of valid) {
+    if (v.item.result !== undefined) single.push(v);
+    else {
+      const key = `${v.place!.pack}|${v.item.leaseToken}`;
+      const group = groups.get(key);
+      if (group) group.push(v);
+      else groups.set(key, [v]);
+    }
+  }
+  const ranges: Range[] = [];
+  const ranged = new Set<string>();
+  for (const group of groups.values()) {
+    group.sort((x, y) => x.place!.slot - y.place!.slot);
+    let start = 0;
+    for (let i = 1; i <= group.length; i++) {
+      if (i < group.length && group[i]!.place!.slot === group[i - 1]!.place!.slot + 1) continue;
+      const run = group.slice(start, i);
+      const { pack, slot } = run[0]!.place!;
+      if (ranged.has(pack)) single.push(...run);
+      else {
+        ranged.add(pack);
+        ranges.push({ p: pack, lo: slot, n: run.length, k: run[0]!.item.leaseToken });
+      }
+      start = i;
+    }
+  }
+  return { ranges, single };
+}
+
+type ChangedRow = { id: string; changed: string };
+
+/** Each item's outcome from the rows the ack's rewrite returned; the slots it did not change are read once
+ * more to tell a repeated ack (same token, same kind) from a lost lease. */
+async function ackOutcomes(
+  db: Db,
+  queue: string,
+  mark: string,
+  parsed: Parsed[],
+  changed: ChangedRow[],
+): Promise<PackAckOutcome[]> {
+  const valid = parsed.filter((p) => p.place && !p.dup);
   const slotState = new Map<string, string>();
   for (const row of changed) {
     for (const [k, state] of JSON.parse(row.changed) as Array<[number, string]>) {
@@ -149,18 +253,69 @@ export async function ackPacks(
   });
 }
 
-/** The slots this ack changed, read after its rewrite: their entry copy carries this ack's mark and time. */
+/**
+ * The call's ranges (`?4`) as their packs hold them now: `uniform` when every slot of the range points at
+ * one lease entry, `le` that entry (the one at the range's first slot), `sts` the range's states; `extra`
+ * names more columns of the pack.
+ */
+function rangesCte(extra: SQL = sql``): SQL {
+  const lc = sql`substr(p.lk, g0.lo + 1, 1)`;
+  return sql`g0 AS MATERIALIZED (SELECT j.value->>'p' AS pid, j.value->>'lo' AS lo, j.value->>'n' AS cnt,
+        j.value->>'k' AS tok FROM json_each(${A.ranges}) AS j),
+      g AS MATERIALIZED (SELECT g0.*, p.queue, p.type${extra}, substr(p.st, g0.lo + 1, g0.cnt) AS sts,
+          substr(p.lk, g0.lo + 1, g0.cnt) = ${rep(lc, sql`g0.cnt`)} AS uniform,
+          CASE WHEN ${lc} <> ' ' THEN jsonb_extract(p.leases, ${at(charNum(lc))}) END AS le
+        FROM g0 CROSS JOIN packs p ON p.id = g0.pid AND p.queue = ${A.queue})`;
+}
+
+/** The slots this ack changed, read after its rewrite: their entry copy carries this call's mark (`a`). A
+ * range whose slots all point at one entry reads that entry once; any other range goes slot by slot. */
 function changedSlotsSql(mark: string): SQL {
   // MATERIALIZED, so each slot's entry and body are looked up once, not once per histogram bucket.
-  return sql`WITH r AS MATERIALIZED (
+  return sql`WITH RECURSIVE ${SEQ_CTE}, ${rangesCte(sql`, p.slots AS sl`)},
+      i AS MATERIALIZED (
+        SELECT j.value->>'p' AS pid, j.value->>'s' AS k, j.value->>'k' AS tok FROM json_each(${A.json}) AS j
+        UNION ALL
+        SELECT g.pid, g.lo + s.k, g.tok FROM g JOIN seq s ON s.k < g.cnt WHERE NOT g.uniform),
+      r AS MATERIALIZED (
         SELECT p.queue, p.type, substr(p.st, i.k + 1, 1) AS state, i.tok,
           jsonb_extract(p.leases, ${at(charNum(sql`substr(p.lk, i.k + 1, 1)`))}) AS le,
           jsonb_extract(p.slots, ${at(sql`i.k`, "st")}) AS started
-        FROM (SELECT j.value->>'p' AS pid, j.value->>'s' AS k, j.value->>'k' AS tok FROM json_each(${A.json}) AS j) i
-        CROSS JOIN packs p ON p.id = i.pid AND substr(p.lk, i.k + 1, 1) <> ' '),
+        FROM i CROSS JOIN packs p ON p.id = i.pid AND substr(p.lk, i.k + 1, 1) <> ' '
+        UNION ALL
+        SELECT g.queue, g.type, substr(g.sts, s.k + 1, 1), g.tok, g.le, jsonb_extract(g.sl, ${at(sql`g.lo + s.k`, "st")})
+        FROM g JOIN seq s ON s.k < g.cnt WHERE g.uniform),
       c AS MATERIALIZED (SELECT queue, type, state, coalesce(started, le->>'t') AS started_at FROM r
-        WHERE (le->>'w') = ${mark} AND (le->>'k') = tok AND (le->>'f') = ${A.now})
+        WHERE (le->>'w') = ${mark} AND (le->>'k') = tok AND (le->>'a') = ${A.call})
     SELECT queue, type, state, started_at, ${A.now} - started_at AS run_ms FROM c`;
+}
+
+/**
+ * A completion of whole ranges (a worker's lease, finished): per pack, the range's slots are checked and
+ * rewritten as one substring of each column — all processing, all under one lease entry whose fence holds —
+ * and one ended copy of the entry appended. A range that fails any check is left to the per-slot statement
+ * (`ackSql`), which takes it slot by slot.
+ */
+function rangeSql(): SQL {
+  const n = R.now;
+  const lc = sql`substr(p.lk, g.lo + 1, 1)`;
+  return sql`WITH g AS MATERIALIZED (SELECT j.value->>'p' AS pid, j.value->>'lo' AS lo, j.value->>'n' AS cnt,
+        j.value->>'k' AS tok FROM json_each(${R.ranges}) AS j),
+      hit AS MATERIALIZED (SELECT * FROM (
+          SELECT g.*, jsonb_extract(p.leases, ${at(charNum(lc))}) AS le
+          FROM g CROSS JOIN packs p ON p.id = g.pid AND p.queue = ${R.queue} AND p.finished_at IS NULL
+          WHERE ${lc} <> ' ' AND substr(p.st, g.lo + 1, g.cnt) = ${rep(sql`'r'`, sql`g.cnt`)}
+            AND substr(p.lk, g.lo + 1, g.cnt) = ${rep(lc, sql`g.cnt`)})
+        WHERE ${fence(sql`'r'`, sql`le`, sql`tok`, n)})
+    UPDATE packs SET st = ${splice(sql`st`, sql`hit.lo`, sql`hit.cnt`, rep(sql`'c'`, sql`hit.cnt`))},
+      lk = ${splice(sql`lk`, sql`hit.lo`, sql`hit.cnt`, rep(numChar(sql`json_array_length(leases)`), sql`hit.cnt`))},
+      leases = jsonb_insert(leases, '$[#]', jsonb_set(hit.le, '$.f', ${n}, '$.w', 'c', '$.a', ${R.call})),
+      live = live - hit.cnt,
+      next_at = CASE WHEN ready > 0 THEN min(run_at, coalesce(rare_at, run_at)) ELSE rare_at END,
+      finished_at = CASE WHEN live - hit.cnt = 0 THEN ${n} END, updated_at = ${n}
+    FROM hit
+    WHERE packs.id = hit.pid
+    RETURNING packs.id AS id`;
 }
 
 /** The ack statement (see ackPacks). */
@@ -190,10 +345,15 @@ function ackSql(kind: AckKind, config: PackQueueConfig): SQL {
             jsonb('[]')), '$[#]', json_object('attempt', h.a, 'at', ${n}, 'message', h.item->>'m',
             'kind', CASE WHEN coalesce(h.item->>'perm', 0) = 1 THEN 'permanent' ELSE 'error' END)),
           ${at(sql`h.k`, "t")}, h.wt, ${started})`;
-  const ended = (le: SQL) => sql`jsonb_set(${le}, '$.f', ${n}, '$.w', ${mark})`;
-  return sql`WITH RECURSIVE ${SEQ_CTE},
+  const ended = (le: SQL) => sql`jsonb_set(${le}, '$.f', ${n}, '$.w', ${mark}, '$.a', ${A.call})`;
+  // A range this call's range statement completed is not walked again.
+  const settled = sql`g.uniform AND g.sts = ${rep(sql`'c'`, sql`g.cnt`)} AND (g.le->>'w') = ${mark}
+    AND (g.le->>'k') = g.tok AND (g.le->>'a') = ${A.call}`;
+  return sql`WITH RECURSIVE ${SEQ_CTE}, ${rangesCte()},
     items AS MATERIALIZED (SELECT j.value->>'p' AS pid, j.value->>'s' AS k, j.value->>'k' AS tok, j.value AS item
-      FROM json_each(${A.json}) AS j),
+      FROM json_each(${A.json}) AS j
+      UNION ALL
+      SELECT g.pid, g.lo + s.k, g.tok, json_object('k', g.tok) FROM g JOIN seq s ON s.k < g.cnt WHERE NOT (${settled})),
     h0 AS MATERIALIZED (
       SELECT *, jsonb_extract(leases, ${at(sql`li`)}) AS le FROM (
         SELECT i.*, substr(p.st, i.k + 1, 1) AS ch, ${charNum(sql`substr(p.at, i.k + 1, 1)`)} AS a,

@@ -26,6 +26,9 @@ import {
   type PackQueueConfig,
 } from "./packs-slot-sql";
 
+import { prepareAck, type AckKind, type PackAckItem, type PackAckOutcome } from "./packs-ack";
+import { prepareLease, type PackLease, type PackLeaseRequest } from "./packs-lease";
+
 export { leasePacks, type PackLease, type PackLeaseRequest } from "./packs-lease";
 export { DEFAULT_PACK_CONFIG, type PackQueueConfig } from "./packs-slot-sql";
 export { ackPacks, type AckKind, type PackAckItem, type PackAckOutcome } from "./packs-ack";
@@ -209,4 +212,26 @@ export async function readPackTask(db: Db, id: string): Promise<string | null> {
       FROM packs WHERE id = ${place.pack} AND ${k} < n)
     WHERE ch <> 'z'`);
   return row?.view ?? null;
+}
+
+/**
+ * An ack that carries the next lease, as one D1 batch (one round trip, one transaction): the ack's rewrite
+ * and counters, then the lease's counters and lease. What a worker loop does between two batches — give back
+ * what it finished, take the next — and what the HTTP API's ack with `lease` asks for; BullMQ's worker does
+ * the same (finishing a job fetches the next). The lease runs after the ack in the same transaction, so it
+ * never takes what the ack just gave back in the same call unless the ack made it pending (a retry due now,
+ * a release), as two calls in a row would.
+ */
+export async function ackThenLeasePacks(
+  db: Db,
+  ack: { kind: AckKind; items: PackAckItem[] },
+  lease: PackLeaseRequest,
+  now: number,
+  config: PackQueueConfig = DEFAULT_PACK_CONFIG,
+): Promise<{ outcomes: PackAckOutcome[]; lease: PackLease }> {
+  const acked = prepareAck(db, ack.kind, lease.queue, ack.items, now, config);
+  const next = prepareLease(db, lease, now, config);
+  const results = await db.$client.batch([...acked.statements, ...next.statements]);
+  const split = acked.statements.length;
+  return { outcomes: await acked.finish(results.slice(0, split)), lease: next.finish(results.slice(split)) };
 }

@@ -68,18 +68,39 @@ export async function leasePacks(
   now: number,
   config: PackQueueConfig = DEFAULT_PACK_CONFIG,
 ): Promise<PackLease> {
+  const lease = prepareLease(db, request, now, config);
+  return lease.finish(await db.$client.batch(lease.statements));
+}
+
+/** A lease made ready to run: its batch's statements and what reads their results — apart, so a caller can
+ * run them after an ack in one batch (bench/packs-engine.ts's `ackThenLeasePacks`). */
+export interface PreparedLease {
+  statements: D1PreparedStatement[];
+  finish(results: D1Result[]): PackLease;
+}
+
+type LeasedRow = { id: string; priority: number; run_at: number; views: string; ids: string };
+
+export function prepareLease(
+  db: Db,
+  request: PackLeaseRequest,
+  now: number,
+  config: PackQueueConfig = DEFAULT_PACK_CONFIG,
+): PreparedLease {
   if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
     throw new Error(`max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
   const token = [...crypto.getRandomValues(new Uint8Array(16))].map((x) => x.toString(16).padStart(2, "0")).join("");
-  const results = await db.$client.batch<{ id: string; priority: number; run_at: number; views: string; ids: string }>(
-    leaseStatements(db, request, now, token, config),
-  );
-  const rows = results[1]?.results ?? [];
-  // RETURNING order is unspecified in SQLite: restore the lease order (a pack's slots are in order).
-  rows.sort((x, y) => y.priority - x.priority || x.run_at - y.run_at || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
-  const ids = rows.flatMap((r) => r.ids.split(","));
-  return { views: rows.map((r) => r.views).join(","), count: ids.length, token, ids };
+  return {
+    statements: leaseStatements(db, request, now, token, config),
+    finish(results) {
+      const rows = (results[1]?.results ?? []) as LeasedRow[];
+      // RETURNING order is unspecified in SQLite: restore the lease order (a pack's slots are in order).
+      rows.sort((x, y) => y.priority - x.priority || x.run_at - y.run_at || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+      const ids = rows.flatMap((r) => r.ids.split(","));
+      return { views: rows.map((r) => r.views).join(","), count: ids.length, token, ids };
+    },
+  };
 }
 
 /**

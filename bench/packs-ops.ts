@@ -2,12 +2,14 @@
  * The packs prototype as a queue system the bench runs like the others (bench/engine-ops.ts), and the
  * section's own work inside workerd: the burn-down under the D1 latency model, and the guarantee checks.
  */
+import { sql } from "drizzle-orm";
 import { openDb } from "../src/db/client";
 import { completeTasks } from "../src/engine/complete";
 import { leaseAnswers } from "../src/engine/lease";
 import { modelD1, modelStatsSince, SCALE_MODEL, type D1ModelStats } from "./d1-latency-model";
 import { bulkEnqueue, VISIBILITY_S, type Held, type QueueSystem } from "./engine-ops";
-import { ackPacks, enqueuePacks, heartbeatPack, leasePacks, readPackTask } from "./packs-engine";
+import { ackPacks, ackThenLeasePacks, enqueuePacks, heartbeatPack, leasePacks, readPackTask } from "./packs-engine";
+import type { PackLease } from "./packs-lease";
 
 /**
  * The prototype behind the bench's QueueSystem. A lease renders its answer's body as the HTTP lease route
@@ -28,15 +30,29 @@ export function packsSystem(d1: D1Database): QueueSystem {
       if (deduplicated > 0) throw new Error("packs enqueue: unexpected dedupe");
     },
     async lease(queue, max, now) {
-      const leased = await leasePacks(db, { queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" }, now);
-      const body = `{"tasks":[${leased.views}]}`;
-      if (leased.count > 0 && body.length < 20) throw new Error("packs lease: empty answer");
-      for (const id of leased.ids) queueOf.set(id, queue);
-      return leased.ids.map((id) => ({ id, token: leased.token }));
+      return held(queue, await leasePacks(db, { queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" }, now));
     },
     complete: (items, now) => ack(items, now, "complete"),
     fail: (items, now, permanent) => ack(items, now, "fail", permanent),
+    async completeThenLease(queue, items, max, now) {
+      for (const i of items) queueOf.delete(String(i.id));
+      const out = await ackThenLeasePacks(
+        db,
+        { kind: "complete", items: items.map((i) => ({ id: String(i.id), leaseToken: i.token })) },
+        { queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" },
+        now,
+      );
+      return { completed: out.outcomes.filter((o) => o.ok).length, held: held(queue, out.lease) };
+    },
   };
+
+  /** What a lease hands the loop; its answer's body is rendered as the HTTP lease route sends it. */
+  function held(queue: string, leased: PackLease): Held[] {
+    const body = `{"tasks":[${leased.views}]}`;
+    if (leased.count > 0 && body.length < 20) throw new Error("packs lease: empty answer");
+    for (const id of leased.ids) queueOf.set(id, queue);
+    return leased.ids.map((id) => ({ id, token: leased.token }));
+  }
 
   async function ack(items: Held[], now: number, kind: "complete" | "fail", permanent = false): Promise<number> {
     if (items.length === 0) return 0;
@@ -316,6 +332,46 @@ export async function checkGuarantees(d1: D1Database, queue: string): Promise<Gu
     "dedupe keys among live tasks",
     k1.deduplicated === 1 && k2.deduplicated === 1 && got.count === 2 && k3.deduplicated === 0,
     `same key twice in a call: ${k1.deduplicated} deduplicated; again while live: ${k2.deduplicated}; leased ${got.count}; after completion: ${k3.deduplicated} deduplicated`,
+  );
+
+  // 7. Whole-range completions (packs-ack.ts's range statement) keep the per-slot rules: a range one of
+  // whose slots an earlier ack finished goes slot by slot (that slot a repeat), two leases of one pack in one
+  // call each complete, a wrong token completes nothing, a repeat in the same ms is a repeat, and the
+  // counters count each completion once.
+  const rq = `${queue}-range`;
+  await enqueuePacks(
+    db,
+    rq,
+    Array.from({ length: 100 }, (_, i) => ({ payload: { i } })),
+    now,
+    config,
+  );
+  const la = await leasePacks(db, { queue: rq, max: 10, visibilityTimeoutS: 30, holder: "g" }, now + 1, config);
+  const lb = await leasePacks(db, { queue: rq, max: 10, visibilityTimeoutS: 30, holder: "g" }, now + 1, config);
+  const lc = await leasePacks(db, { queue: rq, max: 10, visibilityTimeoutS: 30, holder: "g" }, now + 1, config);
+  const items = (l: PackLease, token = l.token) => l.ids.map((id) => ({ id, leaseToken: token }));
+  const t = now + 2;
+  const one = await ackPacks(db, "complete", rq, [items(la)[3]!], t, config);
+  const both = await ackPacks(db, "complete", rq, [...items(la), ...items(lb)], t, config);
+  const wrong = await ackPacks(db, "complete", rq, items(lc, "f".repeat(32)), t, config);
+  const right = await ackPacks(db, "complete", rq, items(lc), t + 1, config);
+  const repeated = await ackPacks(db, "complete", rq, items(lc), t + 1, config);
+  const counted = await db.get<{ n: number }>(
+    sql`SELECT coalesce(sum(completed), 0) AS n FROM task_counters WHERE queue = ${rq}`,
+  );
+  const repeats = both.filter((o) => o.repeated).map((o) => o.id);
+  check(
+    "whole-range completions keep the per-slot rules",
+    one[0]?.state === "c" &&
+      both.length === 20 &&
+      both.every((o) => o.ok && o.state === "c") &&
+      repeats.length === 1 &&
+      repeats[0] === la.ids[3] &&
+      wrong.every((o) => o.error === "lease_lost") &&
+      right.every((o) => o.ok && !o.repeated) &&
+      repeated.every((o) => o.ok && o.repeated) &&
+      counted?.n === 30,
+    `one slot first: ${one[0]?.state}; two leases of a pack in one call: ${both.filter((o) => o.ok).length} of ${both.length} ok, repeats ${repeats.length}; wrong token: ${wrong.filter((o) => o.error === "lease_lost").length} lease_lost; right token: ${right.filter((o) => o.ok).length} ok; again in the same ms: ${repeated.filter((o) => o.repeated).length} repeated; counted ${counted?.n} completions (30 expected)`,
   );
   return checks;
 }

@@ -56,6 +56,8 @@ export async function runCostSection(bench: WorkerdBench, tasks: number): Promis
 export interface BurnRow {
   where: "workerd" | "node:sqlite";
   system: SystemName;
+  /** Each completion carried the next lease (one database call per batch). */
+  carry?: boolean;
   batch: number;
   tasks: number;
   segments: number;
@@ -123,6 +125,7 @@ export async function runWorkerdBurn(
   system: SystemName,
   batch: number,
   opts: BurnOptions,
+  carry = false,
 ): Promise<BurnRow> {
   const burned = await burnSegments(
     async (queue, count) => {
@@ -131,14 +134,15 @@ export async function runWorkerdBurn(
       }
     },
     async (queue, b, maxTasks) =>
-      (await bench.call<{ done: number }>({ op: "burn", system, queue, batch: b, maxTasks })).done,
-    `burn-${system}-${batch}`,
+      (await bench.call<{ done: number }>({ op: "burn", system, queue, batch: b, maxTasks, carry })).done,
+    `burn-${system}-${batch}${carry ? "-carry" : ""}`,
     batch,
     opts,
   );
   return {
     where: "workerd",
     system,
+    ...(carry ? { carry } : {}),
     batch,
     tasks: opts.tasks,
     segments: opts.segments,
