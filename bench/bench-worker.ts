@@ -25,6 +25,7 @@ import {
   type ScaleEnqueueRequest,
 } from "./scale-ops";
 import { leaseOnce, probeTick } from "./tick-ops";
+import { timePackCalls } from "./packs-call-time";
 
 export { Coordinator, EventHub, Scheduler } from "../src/index";
 
@@ -48,7 +49,8 @@ export type BenchRequest =
   | { op: "scale-probe"; batch: number; tasks: number; queue: string }
   | { op: "model-enqueue"; system: "edgeq" | "packs"; queue: string; count: number }
   | ({ op: "model-burn" } & ModelBurnRequest)
-  | { op: "packs-guarantees"; queue: string };
+  | { op: "packs-guarantees"; queue: string }
+  | { op: "packs-call-time"; queue: string; cycles: number };
 
 async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
   switch (req.op) {
@@ -86,6 +88,8 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
       return modelBurn(env.DB, req);
     case "packs-guarantees":
       return checkGuarantees(env.DB, req.queue);
+    case "packs-call-time":
+      return timePackCalls(env.DB, req.queue, req.cycles);
   }
 }
 

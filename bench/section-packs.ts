@@ -1,11 +1,12 @@
 /**
- * Section 8: the packs prototype (docs/design/packs.md, bench/packs-engine.ts) beside today's engine and
+ * Section 9: the packs prototype (docs/design/packs.md, bench/packs-engine.ts) beside today's engine and
  * BullMQ, in one run — the guarantees checked on the real statements, D1's rows per task from `meta`, the
  * burn-down inside workerd at batch 1, 10 and 100, and the burn-down under the D1 latency model of
  * section 7 (one database).
  */
 import { SCALE_MODEL, type D1ModelStats } from "./d1-latency-model";
 import { SCENARIOS, type CostResult, type Scenario } from "./engine-ops";
+import type { CallTimes } from "./packs-call-time";
 import type { GuaranteeCheck, ModelBurnResult } from "./packs-ops";
 import { PACK_SLOTS } from "./packs-schema";
 import { runBullmq, type AltService } from "./section-alternatives";
@@ -37,10 +38,15 @@ export interface PacksSection {
   cost: CostRow[];
   burn: BurnRow[];
   bullmq: AltService;
+  /** Where a 100-task cycle's time goes inside workerd (bench/packs-call-time.ts). */
+  calls: CallTimes;
   model: ModelRow[];
   /** os.loadavg() when each part started: the machine's 2 cores are shared. */
   load: Record<string, number[]>;
 }
+
+/** Cycles of 100 tasks timed per way of calling (three ways): enough for a stable mean, a few seconds. */
+const CALL_CYCLES = 100;
 
 export async function runPacksSection(root: string, opts: PacksOptions): Promise<PacksSection> {
   const { loadavg } = await import("node:os");
@@ -50,6 +56,7 @@ export async function runPacksSection(root: string, opts: PacksOptions): Promise
   const burn: BurnRow[] = [];
   const model: ModelRow[] = [];
   let guarantees: GuaranteeCheck[];
+  let calls: CallTimes;
   try {
     load.guarantees = loadavg();
     guarantees = await bench.call<GuaranteeCheck[]>({ op: "packs-guarantees", queue: "packs-guarantees" });
@@ -103,6 +110,12 @@ export async function runPacksSection(root: string, opts: PacksOptions): Promise
       );
     }
 
+    load.calls = loadavg();
+    calls = await bench.call<CallTimes>({ op: "packs-call-time", queue: "packs-call-time", cycles: CALL_CYCLES });
+    opts.log(
+      `packs: a carrying cycle of 100 takes ${calls.carryCycleMs.toFixed(2)} ms, D1's statements ${calls.carrySqlMs.toFixed(2)} ms`,
+    );
+
     load.model = loadavg();
     for (const batch of BATCHES) {
       for (const system of ["edgeq", "packs"] as const) {
@@ -135,7 +148,7 @@ export async function runPacksSection(root: string, opts: PacksOptions): Promise
   });
   load.end = loadavg();
   const options = { ...opts, log: undefined };
-  return { options, guarantees, cost, burn, bullmq, model, load };
+  return { options, guarantees, cost, burn, bullmq, calls, model, load };
 }
 
 // ------------------------------------------------------------------------------------------------------
@@ -219,6 +232,26 @@ export function packsReportSection(
       `| ${batch} | ${cell(t)} | ${cell(p)} | ${ratio(p?.tasksPerS.median, t?.tasksPerS.median)} | ${cell(c)} | ${m ? `${fmtSpread(m.tasksPerS)}${m.capped ? ` (${fmt(m.done)} done in ${o.burnCapS} s)` : ""}` : (s.bullmq.skipped ?? "—")} | ${ratio(p?.tasksPerS.median, m?.tasksPerS.median)} | ${ratio(c?.tasksPerS.median, m?.tasksPerS.median)} | ${t ? fmt(t.enqueueTasksPerS) : "—"} / ${p ? fmt(p.enqueueTasksPerS) : "—"} |`,
     );
   }
+  const c = s.calls;
+  const ms = (v: number) => fmt(v, 2);
+  const st = c.carryStatementsMs;
+  out.push(
+    "",
+    `**Where a cycle's time goes** (\`bench/packs-call-time.ts\`, load ${loadText(s.load.calls)}): ${c.cycles} cycles of 100 tasks each way, timed in the Worker`,
+    "around each D1 call, beside the time D1 reports for its statements (`meta.duration`, SQLite's own execution); the",
+    "rest of a call is the binding's cost (the call into local D1's object, parameters in, rows out). Means, ms per 100 tasks:",
+    "",
+    "| part | call | D1's statements | the rest |",
+    "| --- | --: | --: | --: |",
+    `| an empty call (\`SELECT 1\`) | ${ms(c.emptyCallMs)} | — | — |`,
+    `| lease of 100 (answer rendered) | ${ms(c.leaseMs)} | ${ms(c.leaseSqlMs)} | ${ms(c.leaseMs - c.leaseSqlMs)} |`,
+    `| complete of 100 (one range) | ${ms(c.completeMs)} | ${ms(c.completeSqlMs)} | ${ms(c.completeMs - c.completeSqlMs)} |`,
+    `| complete carrying the next lease, one call | ${ms(c.carryCallMs)} | ${ms(c.carrySqlMs)} | ${ms(c.carryCallMs - c.carrySqlMs)} |`,
+    `| the same, the whole cycle with the prototype's JavaScript | ${ms(c.carryCycleMs)} | | |`,
+    "",
+    `D1's time per statement of the carrying call: range ${ms(st[0] ?? NaN)}, per-slot ack ${ms(st[1] ?? NaN)}, ack counters ${ms(st[2] ?? NaN)},`,
+    `lease counters ${ms(st[3] ?? NaN)}, lease with its 100 views ${ms(st[4] ?? NaN)} ms.`,
+  );
   const model = SCALE_MODEL;
   out.push(
     "",
