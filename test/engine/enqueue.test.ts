@@ -42,34 +42,40 @@ describe("enqueueTasks: volume and atomicity", () => {
 
   it("inserts a large call chunk after chunk: its first chunk is leasable before the call ends", async () => {
     const queue = uniqueQueue();
-    // The D1 binding, holding the enqueue after its first insert statement until the test lets it go on.
+    // The D1 binding, holding the enqueue after its first insert (a batch with the chunk's counters, since
+    // every id here is made by the call) until the test lets it go on.
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let firstInsertDone!: () => void;
     const firstInsert = new Promise<void>((resolve) => (firstInsertDone = resolve));
     let inserts = 0;
+    const insertStatements = new WeakSet<D1PreparedStatement>();
     const holding = new Proxy(env.DB, {
       get(target, prop) {
-        if (prop !== "prepare") return Reflect.get(target, prop, target) as unknown;
-        return (query: string) => {
-          const stmt = target.prepare(query);
-          if (!query.trimStart().startsWith("INSERT INTO tasks")) return stmt;
-          return {
-            bind: (...values: unknown[]) => {
-              const bound = stmt.bind(...values);
-              return {
-                all: async () => {
-                  const result = await bound.all();
-                  if (++inserts === 1) {
-                    firstInsertDone();
-                    await held;
-                  }
-                  return result;
-                },
-              };
-            },
+        if (prop === "prepare") {
+          return (query: string) => {
+            const stmt = target.prepare(query);
+            if (!query.trimStart().startsWith("INSERT INTO tasks")) return stmt;
+            return {
+              bind: (...values: unknown[]) => {
+                const bound = stmt.bind(...values);
+                insertStatements.add(bound);
+                return bound;
+              },
+            };
           };
-        };
+        }
+        if (prop === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            const results = await target.batch(statements);
+            if (statements.some((s) => insertStatements.has(s)) && ++inserts === 1) {
+              firstInsertDone();
+              await held;
+            }
+            return results;
+          };
+        }
+        return Reflect.get(target, prop, target) as unknown;
       },
     });
     const input = Array.from({ length: 3 * MAX_ENQUEUE_CHUNK_TASKS }, (_, i) => ({ payload: { i } }));

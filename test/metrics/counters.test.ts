@@ -90,6 +90,28 @@ describe("task counters", () => {
     expect(await sums(queue, "a")).toMatchObject({ leased: 5, wait_count: 4 });
   });
 
+  it("count each enqueued task once, whether the call made its ids (counted in the insert's batch) or the client did", async () => {
+    const queue = uniqueQueue();
+    // Made ids: a key held by a live task, or twice in one call, creates nothing and counts nothing.
+    await enqueueTasks(db(), queue, [{ dedupeKey: "k" }, { dedupeKey: "k" }, { type: "b" }], T0);
+    await enqueueTasks(db(), queue, [{ dedupeKey: "k" }, {}], T0);
+    expect(await sums(queue)).toMatchObject({ enqueued: 2 });
+    expect(await sums(queue, "b")).toMatchObject({ enqueued: 1 });
+    // Client ids, the same id twice in one call and again in a second call in the same millisecond.
+    const id = "01JD0000000000000000000000";
+    await enqueueTasks(db(), queue, [{ id }, { id }, { id: "01JD0000000000000000000001", type: "b" }], T0);
+    await enqueueTasks(db(), queue, [{ id }], T0);
+    expect(await sums(queue)).toMatchObject({ enqueued: 3 });
+    expect(await sums(queue, "b")).toMatchObject({ enqueued: 2 });
+    // A task without max_attempts takes its queue's, read by the insert.
+    await putQueueConfig(db(), queue, { max_attempts: 7 }, T0, PROCESSORS);
+    const [own, set] = (await enqueueTasks(db(), queue, [{}, { maxAttempts: 2 }], T0)).tasks;
+    const attempts = await db().all<{ id: string; max_attempts: number }>(
+      sql`SELECT id, max_attempts FROM tasks WHERE id IN (${own!.id}, ${set!.id})`,
+    );
+    expect(Object.fromEntries(attempts.map((r) => [r.id, r.max_attempts]))).toEqual({ [own!.id]: 7, [set!.id]: 2 });
+  });
+
   it("count an expired lease the reaper ends as a failed attempt, and dead when attempts are exhausted", async () => {
     const queue = uniqueQueue();
     await putQueueConfig(db(), queue, { max_attempts: 1 }, T0, PROCESSORS);
