@@ -476,7 +476,7 @@ function growthSection(r: BenchResults, out: string[]) {
     `**A cron tick reads what is due, expired or changed, not the live set** (src/engine/live-front.ts): at ${fmt(largest.pending)}`,
     `pending (all due, in one queue) a tick reads ${fmt(largest.tick.rowsRead)} rows — ${fmt(perMonth / 1e9, 2)} billion rows a month at one tick a minute,`,
     `${money((perMonth / 1e6) * D1_PRICE_PER_M_READ)} at $0.001 per million rows read. Almost all of it is health's \`due_depth\` check counting the`,
-    "backlog up to its largest level (critical, 10,000 due tasks by default; a queue's own thresholds set it): the",
+    "backlog up to its largest level (critical, 5,000 due tasks by default; a queue's own thresholds set it): the",
     "walk of the live index stops there, and at its own look-out of 1,000 due tasks per (queue, priority) when no",
     "level asks for more. Before the tick walked that front (commit c8d5180), its reap pass alone read every live",
     "task: 2,000,006 rows in 1,312 ms at 1,000,000 pending (`npm run bench` of 2026-11-23T05:13:07Z), and every",

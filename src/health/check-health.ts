@@ -61,7 +61,7 @@ function effectiveThresholds(rows: Map<string, HealthRow>, queue: string): Thres
  *
  * @example
  * const countFor = await dueCountsNeeded(db);
- * countFor("emails"); // 10_000 with the default thresholds
+ * countFor("emails"); // 5_000 with the default thresholds
  */
 export async function dueCountsNeeded(db: Db): Promise<(queue: string) => number> {
   const rows = await readHealthRows(db);

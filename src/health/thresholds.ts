@@ -31,7 +31,11 @@ export type Thresholds = Record<Check, Levels> & {
 
 /**
  * Defaults for a queue without its own thresholds (and no `*` defaults stored):
- * - due_depth 1,000 / 10,000 due tasks: a backlog workers should clear within minutes at edgeq's rates.
+ * - due_depth 1,000 / 5,000 due tasks: a backlog workers should clear within seconds at edgeq's rates. The
+ *   minute's cron tick counts each queue's due tasks up to its largest level, one index entry each: 5,000
+ *   keeps a tick at 1,000,000 pending under 10,000 rows read with the tick's own reads (issue 21; the
+ *   growth section of `npm run bench`). A higher level costs that many reads a minute, per queue with
+ *   such a backlog; `oldest_due_age_s` watches a backlog of any size for the price of one read.
  * - oldest_due_age_s 5 min / 30 min: a due task waiting this long means workers are missing or stuck.
  * - lease_expired 1 / 25: any task past its lease means a worker died or stopped heart-beating.
  * - overrun 1 / 25: tasks running past the queue's max_run_s (only for queues that set one).
@@ -41,7 +45,7 @@ export type Thresholds = Record<Check, Levels> & {
  *   is on the schedule) — worth a warning, and the alert that comes with it; it clears on the next success.
  */
 export const DEFAULT_THRESHOLDS: Thresholds = {
-  due_depth: { warn: 1000, critical: 10_000 },
+  due_depth: { warn: 1000, critical: 5000 },
   oldest_due_age_s: { warn: 300, critical: 1800 },
   lease_expired: { warn: 1, critical: 25 },
   overrun: { warn: 1, critical: 25 },

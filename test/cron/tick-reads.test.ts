@@ -83,7 +83,7 @@ describe("cron tick: what it reads", () => {
     await seedPending(db(), delayed, n, { runAt: NOW + DAY, createdAt: NOW - 60_000, first: n });
     const with2N = await steadyTickReads(queues);
 
-    // The same reads for N and 2N: the backlog counted to the critical level (10,000 by default), a few
+    // The same reads for N and 2N: the backlog counted to the critical level (5,000 by default), a few
     // probes for the rest — never the other 30,000 due tasks or the 40,000 not yet due.
     const critical = DEFAULT_THRESHOLDS.due_depth.critical!;
     expect(before.queuesRead).toBe(0);
