@@ -157,7 +157,7 @@ export function prepareAck(
         const r = rangeOf.get(id)!;
         changed.push({ id, changed: JSON.stringify(Array.from({ length: r.n }, (_, i) => [r.lo + i, "c"])) });
       }
-      return ackOutcomes(db, queue, mark, parsed, changed);
+      return ackOutcomes(db, queue, mark, parsed, valid, changed);
     },
   };
 }
@@ -219,9 +219,9 @@ async function ackOutcomes(
   queue: string,
   mark: string,
   parsed: Parsed[],
+  valid: Parsed[],
   changed: ChangedRow[],
 ): Promise<PackAckOutcome[]> {
-  const valid = parsed.filter((p) => p.place && !p.dup);
   const slotState = new Map<string, string>();
   for (const row of changed) {
     for (const [k, state] of JSON.parse(row.changed) as Array<[number, string]>) {
