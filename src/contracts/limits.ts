@@ -204,6 +204,19 @@ export const EVENT_TICKET_TTL_S = 60;
  * and a dashboard cannot show more often than that usefully. */
 export const EVENT_COUNTS_INTERVAL_MS = 1_000;
 
+/** How long an isolate skips publishing a queue's events after its event hub answered that nobody listens
+ * (src/effects/quiet-hubs.ts), and so how long a first listener's upgrade waits before its "hello"
+ * (src/events/event-hub.ts: until every isolate's skip has run out, so nothing after "hello" is skipped).
+ * Why 1 s: with nobody listening an isolate then sends a queue at most one publish a second instead of
+ * one per call (three Durable Object requests per task at batch 1, each on the long poll's critical path
+ * under `wrangler dev`, issue 21); a dashboard opening a quiet queue waits about a second for its stream. */
+export const EVENT_QUIET_MS = 1_000;
+
+/** What a first listener waits beyond EVENT_QUIET_MS. Why 100 ms: an isolate reads its clock after I/O,
+ * so its skip can outlast EVENT_QUIET_MS by the CPU time it ran since — milliseconds, not a tenth of a
+ * second. */
+export const EVENT_QUIET_MARGIN_MS = 100;
+
 /** Longest alert webhook URL: 2,048 characters, what browsers and most proxies accept in a URL; a longer one
  * is almost surely a pasted mistake. */
 export const MAX_ALERT_URL_CHARS = 2048;

@@ -6,7 +6,7 @@ import { runMove } from "../shards/move";
 import { relayQueueHome } from "../shards/relay";
 import { homeShard } from "../shards/shard-set";
 import type { Change } from "./changes";
-import { eventHubOf, partOfTask, wakeCoordinator, wakeWaitersAt } from "./wake";
+import { partOfTask, publishRows, wakeCoordinator, wakeWaitersAt } from "./wake";
 import { existingPlacements } from "../shards/directory";
 import type { RevokedTask } from "../engine/revoke";
 
@@ -38,8 +38,7 @@ export async function follow(env: Env, change: Change, clock: () => number = Dat
       );
     case "leased":
       if (change.rows === undefined) return publish(env, change.queue, change.ids, "leased");
-      if (change.rows.length === 0) return;
-      return eventHubOf(env, change.queue).publishRows({ queue: change.queue, kind: "leased", rows: change.rows });
+      return publishRows(env, change.queue, "leased", change.rows);
     case "settled":
       if (change.events.length === 0) return;
       return wakeCoordinator(env, change.queue, undefined, change.events, []);

@@ -3,7 +3,10 @@ import { decodeSlot } from "../shards/task-slot";
 import type { Env } from "../env";
 import { groupEvents, type PublishedEvent } from "../contracts/events";
 import { SCHEDULER_OBJECT } from "../protocols/durable-objects";
+import type { EventRow } from "../protocols/durable-objects";
+import type { TaskEventKind } from "../contracts/events";
 import { PublishBatcher } from "./publish-batcher";
+import { QuietHubs } from "./quiet-hubs";
 
 /** The Durable Object name of a queue partition's coordinator: the queue's own name for partition 0 (the
  * only one of an unpartitioned queue, and the one carrying the queue's event stream). `#` cannot occur in
@@ -17,7 +20,7 @@ export function coordinatorOf(env: Env, queue: string, part = 0) {
 }
 
 /** The event hub of `queue` (one per queue, whatever its partitions). */
-export function eventHubOf(env: Env, queue: string) {
+function eventHubOf(env: Env, queue: string) {
   return env.EVENT_HUB.get(env.EVENT_HUB.idFromName(queue));
 }
 
@@ -40,17 +43,39 @@ export async function wakeCoordinator(
   events: PublishedEvent[] = [],
   parts?: number[],
 ): Promise<void> {
-  const batcher = batcherOf(env);
-  // Events alone wait a few ms in this isolate for company (publish-batcher.ts).
-  if (runAt === undefined) return events.length > 0 ? batcher.add(queue, events) : undefined;
+  const { batcher, quiet } = hubLinkOf(env);
+  // Events alone wait a few ms in this isolate for company (publish-batcher.ts), unless nobody listens.
+  if (runAt === undefined) return events.length > 0 && !quiet.skips(queue) ? batcher.add(queue, events) : undefined;
   events = [...batcher.take(queue), ...events];
   const targets = parts ?? (await existingPlacements(env, queue)).map((p) => p.part);
   const notified = targets.length > 0 ? targets : [0];
   const calls: Array<Promise<unknown>> = notified.map((part) =>
     coordinatorOf(env, queue, part).notify({ queue, runAt, part }),
   );
-  if (events.length > 0) calls.push(eventHubOf(env, queue).publish({ queue, events: groupEvents(events) }));
+  if (events.length > 0) calls.push(publishNow(env, queue, events));
   await Promise.all(calls);
+}
+
+/**
+ * Publishes `events` (whose D1 write has committed) on `queue`'s event hub now — unless its hub answered
+ * lately that nobody listens, and then sends nothing (src/effects/quiet-hubs.ts).
+ */
+function publishNow(env: Env, queue: string, events: PublishedEvent[]): Promise<void> {
+  return hubLinkOf(env).quiet.publish(queue, () =>
+    eventHubOf(env, queue).publish({ queue, events: groupEvents(events) }),
+  );
+}
+
+/**
+ * Publishes events for rows the caller itself just wrote (its leases), with what an event shows of each:
+ * the hub reads nothing. Skipped like `publishNow` while nobody listens.
+ *
+ * @example
+ * await publishRows(env, "emails", "leased", rows.map(eventRowOf));
+ */
+export function publishRows(env: Env, queue: string, kind: TaskEventKind, rows: EventRow[]): Promise<void> {
+  if (rows.length === 0) return Promise.resolve();
+  return hubLinkOf(env).quiet.publish(queue, () => eventHubOf(env, queue).publishRows({ queue, kind, rows }));
 }
 
 /**
@@ -65,18 +90,22 @@ export async function wakeWaitersAt(env: Env, queue: string, parts: number[]): P
   await Promise.all(parts.map((part) => coordinatorOf(env, queue, part).wakeWaiters({ queue, part })));
 }
 
-/** One publish batcher per event hub namespace (per deployment's env) in this isolate. */
-const batchers = new WeakMap<object, PublishBatcher>();
+/** This isolate's way to the event hubs of one namespace: the publish batcher and the quiet hubs. */
+interface HubLink {
+  batcher: PublishBatcher;
+  quiet: QuietHubs;
+}
 
-function batcherOf(env: Env): PublishBatcher {
-  let batcher = batchers.get(env.EVENT_HUB);
-  if (!batcher) {
-    batcher = new PublishBatcher((queue, events) =>
-      eventHubOf(env, queue).publish({ queue, events: groupEvents(events) }),
-    );
-    batchers.set(env.EVENT_HUB, batcher);
+/** One link per event hub namespace (per deployment's env) in this isolate. */
+const links = new WeakMap<object, HubLink>();
+
+function hubLinkOf(env: Env): HubLink {
+  let link = links.get(env.EVENT_HUB);
+  if (!link) {
+    link = { batcher: new PublishBatcher((queue, events) => publishNow(env, queue, events)), quiet: new QuietHubs() };
+    links.set(env.EVENT_HUB, link);
   }
-  return batcher;
+  return link;
 }
 
 /** The partition of `queue` a task's id names (its slot), or 0 when it carries none. */

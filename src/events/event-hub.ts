@@ -4,8 +4,9 @@ import {
   type EventHubRpc,
   type EventRow,
   type EventsPublishRows,
+  type HubAnswer,
 } from "../protocols/durable-objects";
-import { EVENT_COUNTS_INTERVAL_MS } from "../contracts/limits";
+import { EVENT_COUNTS_INTERVAL_MS, EVENT_QUIET_MARGIN_MS, EVENT_QUIET_MS } from "../contracts/limits";
 import { readTaskEventFields } from "../engine/read";
 import { toIso } from "../engine/time";
 import { queueStatsOf } from "../shards/queue-ops";
@@ -26,6 +27,11 @@ import { EVENTS_PROTOCOL } from "../contracts/events-protocol";
 /** Storage key of the queue's last event seq: stored so an evicted hub never reuses one. The same key the
  * Coordinator used when it carried the stream (before the split), so a handed-over seq reads the same. */
 const SEQ_KEY = "events:seq";
+
+/** Storage key, true while publishers may be skipping this queue's events: a publish was answered "nobody
+ * listens" and no listener joined since (src/effects/quiet-hubs.ts). Stored, once per quiet spell, so an
+ * evicted hub still makes its next listener wait for the skips to run out. */
+const SKIPPED_KEY = "events:skipped";
 
 /** What each socket remembers across hibernation (serializeAttachment, at most 2 KB). */
 interface SocketAttachment {
@@ -54,6 +60,12 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
   private publishing: Promise<void> = Promise.resolve();
   private lastCountsAt = -Infinity;
   private countsTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Upgrades being answered: a listener joining counts as listening from its first moment. */
+  private joining = 0;
+  /** Whether publishers may be skipping this queue's events (SKIPPED_KEY); undefined until read. */
+  private skipped: boolean | undefined;
+  /** When (Date.now()) every isolate's skip has run out, for listeners joining a quiet queue. */
+  private joinReadyAt = 0;
   /** The time every decision here is made at; tests replace it (fake timers reach no Durable Object). */
   now: () => number = () => Date.now();
 
@@ -80,8 +92,53 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
   /**
    * Answers an upgrade: accepts the socket for hibernation, says where the stream stands, then replays
    * what a resuming client missed (`?after=SEQ`) or tells it to resync.
+   *
+   * A listener joining a queue nobody listened to may find publishers skipping its events
+   * (src/effects/quiet-hubs.ts): from its first moment here every publish is answered "listening", and
+   * its hello waits until every skip told before it has run out (EVENT_QUIET_MS and a margin), so it
+   * misses nothing after its hello. The skipped events never took a seq: the seq moves on by one, so a
+   * client resuming from before them is told to resync rather than told it missed nothing.
    */
   private async accept(request: Request, queue: string): Promise<Response> {
+    this.joining++;
+    try {
+      await this.joinQuiet(queue);
+      return await this.acceptNow(request, queue);
+    } finally {
+      this.joining--;
+    }
+  }
+
+  /** Waits, for a listener joining while publishers may be skipping, until they no longer are. */
+  private async joinQuiet(queue: string): Promise<void> {
+    if (this.ctx.getWebSockets().length > 0) return;
+    this.skipped ??= (await this.ctx.storage.get<boolean>(SKIPPED_KEY)) ?? false;
+    if (this.skipped) {
+      this.skipped = false;
+      await this.enqueue(async () => {
+        this.seq = (await this.currentSeq(queue)) + 1;
+        this.buffer.clear();
+        await this.ctx.storage.put({ [SEQ_KEY]: this.seq, [SKIPPED_KEY]: false });
+      });
+      // Real time, not `now`: the publishers' skips run on their real clocks.
+      this.joinReadyAt = Date.now() + EVENT_QUIET_MS + EVENT_QUIET_MARGIN_MS;
+    }
+    const wait = this.joinReadyAt - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+
+  /** Whether anyone hears this queue's events: a socket connected, or one joining. "No" is remembered
+   * first (the publisher will skip from its answer on). */
+  private async answer(): Promise<HubAnswer> {
+    const listening = this.joining > 0 || this.ctx.getWebSockets().length > 0;
+    if (!listening && this.skipped !== true) {
+      this.skipped = true;
+      await this.ctx.storage.put(SKIPPED_KEY, true);
+    }
+    return { listening };
+  }
+
+  private async acceptNow(request: Request, queue: string): Promise<Response> {
     const url = new URL(request.url);
     const task = url.searchParams.get("task") ?? undefined;
     const afterParam = url.searchParams.get("after");
@@ -105,12 +162,18 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
     return new Response(null, { status: 101, webSocket: client, headers });
   }
 
-  /** Publishes events the effects owner reported: one D1 read fills in each task as it is now. */
-  async publish(input: EventsPublish): Promise<void> {
+  /**
+   * Publishes events the effects owner reported: one D1 read fills in each task as it is now. Answers
+   * whether anyone listens, once the events are through (see `accept`).
+   */
+  async publish(input: EventsPublish): Promise<HubAnswer> {
     const { queue, events: groups } = eventsPublishSchema.parse(input);
     const events = ungroupEvents(groups);
-    if (events.length === 0) return this.publishing;
-    return this.enqueue(async () => {
+    if (events.length === 0) {
+      await this.publishing;
+      return this.answer();
+    }
+    await this.enqueue(async () => {
       await this.currentSeq(queue);
       if (this.unheard(events.length)) return;
       const ids = [...new Set(events.map((e) => e.id))];
@@ -126,21 +189,24 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
         }),
       );
     });
+    return this.answer();
   }
 
   /**
    * Publishes events for rows a coordinator itself just wrote (its own leases), with what an event shows
-   * of each: no D1 read needed.
+   * of each: no D1 read needed. Answers as `publish` does.
    */
-  async publishRows(input: EventsPublishRows): Promise<void> {
+  async publishRows(input: EventsPublishRows): Promise<HubAnswer> {
     const { queue, kind, rows } = eventsPublishRowsSchema.parse(input);
-    if (rows.length === 0) return;
-    await this.enqueue(() =>
-      this.emit(
-        queue,
-        rows.map((row) => ({ kind, row })),
-      ),
-    );
+    if (rows.length > 0) {
+      await this.enqueue(() =>
+        this.emit(
+          queue,
+          rows.map((row) => ({ kind, row })),
+        ),
+      );
+    }
+    return this.answer();
   }
 
   private enqueue(work: () => Promise<void>): Promise<void> {

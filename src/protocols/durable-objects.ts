@@ -105,8 +105,14 @@ export interface QueueCoordinatorRpc extends Rpc.DurableObjectBranded {
 
 /** EVENT_HUB — one per queue: its event stream (WebSockets, seq, resume buffer, counts). */
 export interface EventHubRpc extends Rpc.DurableObjectBranded {
-  publish(input: EventsPublish): Promise<void>;
-  publishRows(input: EventsPublishRows): Promise<void>;
+  publish(input: EventsPublish): Promise<HubAnswer>;
+  publishRows(input: EventsPublishRows): Promise<HubAnswer>;
+}
+
+/** What the event hub answers a publish: whether anyone hears the queue's events (a socket connected, or
+ * one joining). "No" lets the publisher skip the queue's events for a while (src/effects/quiet-hubs.ts). */
+export interface HubAnswer {
+  listening: boolean;
 }
 
 /** SCHEDULER — one object (SCHEDULER_OBJECT) firing every schedule at its alarm. */

@@ -1,5 +1,9 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import { expect } from "vitest";
+import worker from "../../src/index";
 import type { Env } from "../../src/env";
+import { request } from "../http/api";
 
 /** One request the Worker made to a Durable Object: "BINDING.method", and the events it published. */
 export interface ObjectCall {
@@ -63,4 +67,19 @@ function eventsOf(method: string, input: unknown): Pick<ObjectCall, "events"> {
     return { events: [{ kind, ids: rows.map((r) => r.id) }] };
   }
   return {};
+}
+
+/**
+ * One API call against the Worker with `workerEnv` (a counting env), returning once the call's waitUntil
+ * work — its wake-ups and events — is done.
+ *
+ * @example
+ * await callWith(counted.env, "POST", `/v1/queues/${queue}/tasks`, { tasks: [{}] });
+ */
+export async function callWith(workerEnv: Env, method: string, path: string, body: unknown): Promise<unknown> {
+  const ctx = createExecutionContext();
+  const res = await worker.fetch(request(method, path, { body }), workerEnv, ctx);
+  await waitOnExecutionContext(ctx);
+  expect(res.status, await res.clone().text()).toBeLessThan(300);
+  return res.json();
 }

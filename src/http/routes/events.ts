@@ -1,7 +1,13 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { EdgeqError } from "../../contracts/errors";
-import { DEV_TOKEN, EVENT_BUFFER_SIZE, EVENT_TICKET_TTL_S } from "../../contracts/limits";
+import {
+  DEV_TOKEN,
+  EVENT_BUFFER_SIZE,
+  EVENT_QUIET_MARGIN_MS,
+  EVENT_QUIET_MS,
+  EVENT_TICKET_TTL_S,
+} from "../../contracts/limits";
 import { getTask } from "../../engine/read";
 import { readSettings } from "../../env";
 import { EVENTS_PROTOCOL, TICKET_PROTOCOL_PREFIX } from "../../contracts/events-protocol";
@@ -41,7 +47,7 @@ const upgradeResponses = {
   ...errorResponses,
 };
 
-const STREAM_DESCRIPTION = `A WebSocket upgrade (send \`Upgrade: websocket\`; anything else is 400). Browsers cannot set Authorization on a WebSocket, so besides a bearer token the upgrade takes a ticket from POST /v1/events/tickets (valid ${EVENT_TICKET_TTL_S} s), as \`?ticket=\` or as the subprotocol \`edgeq.ticket.<ticket>\` offered next to \`${EVENTS_PROTOCOL}\` (which the answer then selects); a missing, wrong or expired one is refused with 401 before the upgrade. The socket then carries JSON text messages: first \`hello\` (where the stream stands), then task events (enqueued, leased, progress, completed, failed with the error and \`retry_at\`, dead, cancelled, released, redriven), each with a per-queue \`seq\`, and a \`counts\` snapshot at most once a second while anything changes. Reconnect with \`?after=<last seq>\` to get what was missed from the last ${EVENT_BUFFER_SIZE} events, or a \`resync\` event when the gap is older (re-read over HTTP, then follow from its \`seq\`).`;
+const STREAM_DESCRIPTION = `A WebSocket upgrade (send \`Upgrade: websocket\`; anything else is 400). Browsers cannot set Authorization on a WebSocket, so besides a bearer token the upgrade takes a ticket from POST /v1/events/tickets (valid ${EVENT_TICKET_TTL_S} s), as \`?ticket=\` or as the subprotocol \`edgeq.ticket.<ticket>\` offered next to \`${EVENTS_PROTOCOL}\` (which the answer then selects); a missing, wrong or expired one is refused with 401 before the upgrade. The socket then carries JSON text messages: first \`hello\` (where the stream stands), then task events (enqueued, leased, progress, completed, failed with the error and \`retry_at\`, dead, cancelled, released, redriven), each with a per-queue \`seq\`, and a \`counts\` snapshot at most once a second while anything changes. Reconnect with \`?after=<last seq>\` to get what was missed from the last ${EVENT_BUFFER_SIZE} events, or a \`resync\` event when the gap is older or nobody listened meanwhile (re-read over HTTP, then follow from its \`seq\`). The first listener of a queue nobody listened to waits about ${(EVENT_QUIET_MS + EVENT_QUIET_MARGIN_MS) / 1000} s for its \`hello\`: publishers that skipped its events meanwhile must have stopped skipping; everything after the \`hello\` reaches it.`;
 
 /** Bearer or ticket: either one opens a stream. */
 const bearerOrTicket: Array<Record<string, string[]>> = [{ Bearer: [] }, { Ticket: [] }];
@@ -61,7 +67,7 @@ const taskEventsRoute = createRoute({
   method: "get",
   path: "/v1/tasks/{id}/events",
   tags: ["events"],
-  summary: "A WebSocket of one task's events (served by its queue's coordinator)",
+  summary: "A WebSocket of one task's events (served by its queue's event hub)",
   description: STREAM_DESCRIPTION,
   security: bearerOrTicket,
   request: { params: TaskParams, query: StreamQuery },

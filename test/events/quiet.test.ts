@@ -1,0 +1,108 @@
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { TaskEvent } from "../../src/contracts/events";
+import { uniqueQueue } from "../helpers";
+import { callWith, countingEnv } from "../support/counting-env";
+import { until } from "../support/until";
+import { openStream } from "./socket";
+
+/** A Worker isolate of its own (its own skips, src/effects/quiet-hubs.ts) and what it asked of the objects. */
+function producer(queue: string) {
+  const counted = countingEnv();
+  return {
+    calls: counted.calls,
+    /** Enqueues one task through this producer and returns its id once the call's events are sent. */
+    enqueue: async () => {
+      const { tasks } = (await callWith(counted.env, "POST", `/v1/queues/${queue}/tasks`, { tasks: [{}] })) as {
+        tasks: Array<{ id: string }>;
+      };
+      return tasks[0]!.id;
+    },
+    /** The objects' methods called since the last look. */
+    take: () => counted.calls.splice(0).map((c) => c.call),
+  };
+}
+
+const hubOf = (queue: string) => env.EVENT_HUB.get(env.EVENT_HUB.idFromName(queue));
+
+/** Waits until the event hub no longer holds a socket (a close travels to it). */
+async function closed(queue: string): Promise<void> {
+  await until("the closed socket to leave the event hub", async () =>
+    runInDurableObject(hubOf(queue), (_o, state) => state.getWebSockets().length === 0),
+  );
+}
+
+describe("events while nobody listens", () => {
+  it("a listener joining a quiet queue gets every event published after its hello, though producers were skipping", async () => {
+    const queue = uniqueQueue("ev-quiet");
+    const p = producer(queue);
+    // Nobody listens: the first publish is answered so, and this producer skips the queue's events from then on.
+    await p.enqueue();
+    expect(p.take()).toEqual(["COORDINATOR.notify", "EVENT_HUB.publish"]);
+    await p.enqueue();
+    expect(p.take()).toEqual(["COORDINATOR.notify"]);
+
+    // A listener joins while the skip runs; the producer keeps enqueueing through the join.
+    let joined = false;
+    const joining = openStream(`/v1/queues/${queue}/events`).finally(() => (joined = true));
+    const during: string[] = [];
+    while (!joined) during.push(await p.enqueue());
+    const stream = await joining;
+    const hello = (await stream.next((m) => m.event === "hello")) as { seq: number };
+    expect(during.length).toBeGreaterThan(0);
+
+    // Everything after the hello is heard, with consecutive seqs: no producer skips any more. (The last
+    // enqueue made during the join may be heard too, when its publish landed after the hello.)
+    const after = [await p.enqueue(), await p.enqueue(), await p.enqueue()];
+    const heard = async () => {
+      const events = (await stream.taskEvents(3)) as TaskEvent[];
+      return after.every((id) => events.some((e) => e.task_id === id)) ? events : undefined;
+    };
+    const events = await until("the three enqueues after the hello to be heard", heard);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => hello.seq + 1 + i));
+    expect(events.slice(-3).map((e) => [e.event, e.task_id])).toEqual(after.map((id) => ["enqueued", id]));
+    for (const e of events.slice(0, -3)) expect(during).toContain(e.task_id);
+    stream.close();
+  });
+
+  it("a client resuming across a quiet spell is told to resync, even from an evicted hub", async () => {
+    const queue = uniqueQueue("ev-quiet-resume");
+    const first = await openStream(`/v1/queues/${queue}/events`);
+    const p = producer(queue);
+    await p.enqueue();
+    expect(((await first.taskEvents(1))[0] as TaskEvent).seq).toBe(1);
+    first.close();
+    await closed(queue);
+
+    // Unheard: the first publish takes a seq in memory only and is answered "nobody listens"; the next is
+    // skipped and takes none. Then the hub is evicted, losing the seq it held in memory.
+    await p.enqueue();
+    await p.enqueue();
+    expect(p.take()).toEqual([
+      "COORDINATOR.notify",
+      "EVENT_HUB.publish",
+      "COORDINATOR.notify",
+      "EVENT_HUB.publish",
+      "COORDINATOR.notify",
+    ]);
+    await evictDurableObject(hubOf(queue));
+
+    // The hub remembered (stored) that producers may be skipping: the seq moves on, so the resume from 1
+    // cannot be mistaken for one that missed nothing.
+    const resumed = await openStream(`/v1/queues/${queue}/events?after=1`);
+    const resync = await resumed.next((m) => m.event === "resync");
+    expect(resync).toEqual({ event: "resync", queue, after: 1, seq: 2 });
+    const id = await p.enqueue();
+    expect((await resumed.taskEvents(1))[0] as TaskEvent).toMatchObject({ event: "enqueued", task_id: id, seq: 3 });
+    resumed.close();
+  });
+
+  it("a listener joining a queue no producer skipped gets its hello at once, from the seq it is at", async () => {
+    const queue = uniqueQueue("ev-quiet-fresh");
+    const stream = await openStream(`/v1/queues/${queue}/events?after=0`);
+    expect(stream.messages.filter((m) => m.event === "resync")).toEqual([]);
+    expect(await stream.next((m) => m.event === "hello")).toEqual({ event: "hello", queue, seq: 0 });
+    stream.close();
+  });
+});
