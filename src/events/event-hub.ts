@@ -62,6 +62,8 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
   private countsTimer: ReturnType<typeof setTimeout> | undefined;
   /** Upgrades being answered: a listener joining counts as listening from its first moment. */
   private joining = 0;
+  /** Whether the seq in memory ran ahead of the stored one (events nobody heard). */
+  private seqUnstored = false;
   /** Whether publishers may be skipping this queue's events (SKIPPED_KEY); undefined until read. */
   private skipped: boolean | undefined;
   /** When (Date.now()) every isolate's skip has run out, for listeners joining a quiet queue. */
@@ -118,6 +120,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
       await this.enqueue(async () => {
         this.seq = (await this.currentSeq(queue)) + 1;
         this.buffer.clear();
+        this.seqUnstored = false;
         await this.ctx.storage.put({ [SEQ_KEY]: this.seq, [SKIPPED_KEY]: false });
       });
       // Real time, not `now`: the publishers' skips run on their real clocks.
@@ -147,6 +150,8 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
     this.ctx.acceptWebSocket(server, [task === undefined ? "queue" : "task"]);
     server.serializeAttachment({ task } satisfies SocketAttachment);
     const current = await this.currentSeq(queue);
+    // A seq a client sees is stored first, so an eviction never hands it out again.
+    if (this.seqUnstored) await this.storeSeq(current);
     server.send(JSON.stringify({ event: "hello", queue, seq: current } satisfies StreamMessage));
     if (afterParam !== null) {
       const after = Number(afterParam);
@@ -238,13 +243,21 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
    * With no socket connected nobody can hear events: they only take their seqs (in memory — no D1 read, no
    * storage write, the largest cost of a publish in the burn-down profile) and the resume buffer is
    * cleared, so a client resuming from before the gap gets "resync" and re-reads over HTTP. The seq stored
-   * may then lag the one in memory; an evicted object restarting from it reuses only seqs no client saw.
+   * may then lag the one in memory until a hello shows it (`acceptNow` stores it first); an evicted object
+   * restarting from it reuses only seqs no client saw.
    */
   private unheard(count: number): boolean {
     if (this.ctx.getWebSockets().length > 0 || this.seq === undefined) return false;
     this.seq += count;
+    this.seqUnstored = true;
     this.buffer.clear();
     return true;
+  }
+
+  /** Stores `seq` (the one in memory, taken synchronously with the call: stores stay in seq order). */
+  private async storeSeq(seq: number): Promise<void> {
+    this.seqUnstored = false;
+    await this.ctx.storage.put(SEQ_KEY, seq);
   }
 
   private async emit(queue: string, items: Array<{ kind: TaskEventKind; row: EventRow }>): Promise<void> {
@@ -269,7 +282,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
     }));
     this.seq = seq;
     // One storage row per publish call, however many events it carries.
-    await this.ctx.storage.put(SEQ_KEY, seq);
+    await this.storeSeq(seq);
     for (const e of events) this.buffer.append(e);
     for (const ws of this.ctx.getWebSockets()) {
       const { task } = (ws.deserializeAttachment() ?? {}) as SocketAttachment;

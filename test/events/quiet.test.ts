@@ -2,6 +2,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { TaskEvent } from "../../src/contracts/events";
+import { EVENT_QUIET_MS } from "../../src/contracts/limits";
 import { uniqueQueue } from "../helpers";
 import { callWith, countingEnv } from "../support/counting-env";
 import { until } from "../support/until";
@@ -96,6 +97,31 @@ describe("events while nobody listens", () => {
     const id = await p.enqueue();
     expect((await resumed.taskEvents(1))[0] as TaskEvent).toMatchObject({ event: "enqueued", task_id: id, seq: 3 });
     resumed.close();
+  });
+
+  it("a hello's seq is stored before it is sent: an eviction after it never hands that seq out again", async () => {
+    const queue = uniqueQueue("ev-quiet-hello");
+    await producer(queue).enqueue(); // answered "nobody listens": the next listener's join waits
+    // Fresh producers (isolates that were told nothing) publish in the first half of the join's wait:
+    // their events take seqs in memory only, and the hello shows the last of them. (None lands after the
+    // hello, whose seq would be stored with its event.)
+    const joining = openStream(`/v1/queues/${queue}/events`);
+    const started = Date.now();
+    let during = 0;
+    for (; Date.now() - started < EVENT_QUIET_MS / 2; during++) await producer(queue).enqueue();
+    const stream = await joining;
+    const hello = (await stream.next((m) => m.event === "hello")) as { seq: number };
+    expect(during).toBeGreaterThan(0);
+    await evictDurableObject(hubOf(queue));
+    const id = await producer(queue).enqueue();
+    // (A publish from the join's last enqueue may land after the hello: it comes first then.)
+    const events = await until("the enqueue after the eviction to be heard", async () => {
+      const heard = (await stream.taskEvents(1)) as TaskEvent[];
+      return heard.some((e) => e.task_id === id) ? heard : undefined;
+    });
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => hello.seq + 1 + i));
+    expect(events.at(-1)).toMatchObject({ event: "enqueued", task_id: id });
+    stream.close();
   });
 
   it("a listener joining a queue no producer skipped gets its hello at once, from the seq it is at", async () => {
