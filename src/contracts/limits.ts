@@ -104,6 +104,13 @@ export const CLAIM_WINDOW_S = 10;
  * waiting the full CLAIM_WINDOW_S applies, so a slow link loses nothing unless someone could run the task. */
 export const CONTESTED_CLAIM_S = 1;
 
+/** How often, at most, a coordinator takes back contested hand-outs (src/coordinator/hand-outs.ts): each
+ * take-back is a D1 statement and usually finds every lease claimed. Why 250 ms: one statement covers the
+ * hand-outs of a quarter second (ten at 40 tasks/s) instead of one per task, and a gone client's task is
+ * taken back 1.25 s after its hand-out at the latest — inside the 2 s a live client waits at most with two
+ * hung-up polls parked (issue 21). */
+export const CONTESTED_CHECK_MS = 250;
+
 /** Task priorities run from -MAX_PRIORITY to MAX_PRIORITY (higher runs first). A million levels is more
  * than any scheme of tiers needs, and the bound keeps priorities exact small integers in SQLite and JSON. */
 export const MAX_PRIORITY = 1_000_000;

@@ -367,6 +367,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
 
   /** Takes back provisional leases still unclaimed (take-back.ts) and reports it. */
   private async revoke(items: FencedItem[]): Promise<void> {
+    if (items.length === 0) return;
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
     const part = (await this.ctx.storage.get<number>(PART_KEY)) ?? 0;

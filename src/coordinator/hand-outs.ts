@@ -1,4 +1,4 @@
-import { CLAIM_WINDOW_S, CONTESTED_CLAIM_S } from "../contracts/limits";
+import { CLAIM_WINDOW_S, CONTESTED_CHECK_MS, CONTESTED_CLAIM_S } from "../contracts/limits";
 import type { FencedItem } from "../engine/ack";
 
 /** Provisional leases handed to one waiter: when, to which named wait, which tasks under which tokens. */
@@ -24,6 +24,8 @@ const CONTESTED_CLAIM_MS = CONTESTED_CLAIM_S * 1000;
  */
 export class HandOuts {
   private list: HandOut[] = [];
+  /** When the last take-back of contested hand-outs took any (each take-back is a D1 statement). */
+  private tookAt = -Infinity;
 
   /** Remembers tasks just handed to a waiter under provisional leases. */
   record(at: number, waiterId: string | undefined, rows: Array<{ id: string; leaseToken: string | null }>): void {
@@ -31,10 +33,18 @@ export class HandOuts {
     if (items.length > 0) this.list.push({ at, waiterId, items });
   }
 
-  /** The hand-outs unclaimed for CONTESTED_CLAIM_S or more, forgotten here (the caller takes them back). */
+  /**
+   * The hand-outs unclaimed for CONTESTED_CLAIM_S or more, forgotten here (the caller takes them back) —
+   * at most once per CONTESTED_CHECK_MS: a busy queue hands out every few milliseconds, and nearly every
+   * hand-out is claimed long before it is contested, so taking each back on its own cost a D1 statement
+   * (and an alarm) per task; batched, a gone client's task waits up to CONTESTED_CHECK_MS longer.
+   */
   takeContested(now: number): FencedItem[] {
     this.prune(now);
-    return this.take((h) => h.at + CONTESTED_CLAIM_MS <= now);
+    if (now < this.tookAt + CONTESTED_CHECK_MS) return [];
+    const taken = this.take((h) => h.at + CONTESTED_CLAIM_MS <= now);
+    if (taken.length > 0) this.tookAt = now;
+    return taken;
   }
 
   /** What was handed to the named wait, forgotten here (its client withdrew: take them back). */
@@ -43,10 +53,11 @@ export class HandOuts {
     return this.take((h) => h.waiterId === waiterId);
   }
 
-  /** When the oldest kept hand-out becomes contested (ms), or null when none is kept. */
+  /** When the oldest kept hand-out may be taken back as contested (ms), or null when none is kept. */
   nextContestedAt(now: number): number | null {
     this.prune(now);
-    return this.list.length > 0 ? Math.min(...this.list.map((h) => h.at)) + CONTESTED_CLAIM_MS : null;
+    if (this.list.length === 0) return null;
+    return Math.max(Math.min(...this.list.map((h) => h.at)) + CONTESTED_CLAIM_MS, this.tookAt + CONTESTED_CHECK_MS);
   }
 
   /** Past the claim window a lease is void anyway (the next lease takes it over): nothing left to do. */
