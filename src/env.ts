@@ -42,16 +42,28 @@ const settingsSchema = z.object({
 /** The validated settings the Worker runs with. */
 export type Settings = z.infer<typeof settingsSchema>;
 
+/** The last settings read, by the raw values they were read from (see readSettings). */
+let lastRead: { environment: string | undefined; token: string | undefined; settings: Settings } | undefined;
+
 /**
  * Validates the environment's plain settings (the trust boundary with wrangler config and secrets).
  * Throws a readable error when a value is malformed, e.g. an unknown ENVIRONMENT.
+ *
+ * Every request reads them (auth), so the last result is kept by the raw values it came from: parsing
+ * cost about a millisecond of CPU per request (a CPU profile of the long-poll probe under `wrangler dev`,
+ * issue 21). A new secret is a new raw value and is parsed again; the result is frozen, being shared.
  */
 export function readSettings(env: Env): Settings {
+  if (lastRead && lastRead.environment === env.ENVIRONMENT && lastRead.token === env.EDGEQ_TOKEN) {
+    return lastRead.settings;
+  }
   const parsed = settingsSchema.safeParse({ ENVIRONMENT: env.ENVIRONMENT, EDGEQ_TOKEN: env.EDGEQ_TOKEN });
   if (!parsed.success) {
     throw new Error(
       `invalid environment: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
     );
   }
-  return parsed.data;
+  const settings = Object.freeze({ ...parsed.data, EDGEQ_TOKEN: Object.freeze(parsed.data.EDGEQ_TOKEN) }) as Settings;
+  lastRead = { environment: env.ENVIRONMENT, token: env.EDGEQ_TOKEN, settings };
+  return settings;
 }
