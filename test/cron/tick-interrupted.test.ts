@@ -72,7 +72,8 @@ async function expectTicked(s: Scenario) {
 
 describe("cron tick: interrupted half way", () => {
   it("is safe to run again after stopping at any D1 call: nothing reaped twice, nothing lost", async () => {
-    // This file's ticks work in days of their own (see test/cron/tick.test.ts), one per interruption point.
+    // This file's ticks work in days of their own (see test/cron/tick.test.ts), one per interruption point:
+    // days 260 to 460 (another file's tasks on one of them would be swept here, or ours in its walk).
     const reference = await scenario(T0 + 260 * DAY);
     await runTick(env, reference.now);
     await expectTicked(reference);

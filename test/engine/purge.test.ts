@@ -126,7 +126,9 @@ describe("the retention prune's walk", () => {
 
 describe("pruneByRetention (a tick's share of the walk)", () => {
   it("reads a window of live tasks below the cutoff, never all of them, and goes on from there at the next tick", async () => {
-    const t = T0 + 290 * DAY_MS; // a day of this file's own, far below the cutoff of `now`
+    // A day of this file's own, far below the cutoff of `now`: no other file may create tasks on it (the
+    // window reads ids by time, whatever their queue) — test/cron/tick-interrupted.test.ts uses days 260-460.
+    const t = T0 + 700 * DAY_MS;
     const now = t + 30 * DAY_MS;
     const queue = uniqueQueue("prune-walk");
     // Three windows of live tasks (delayed a year), then a finished task behind them.
