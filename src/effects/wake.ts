@@ -1,10 +1,8 @@
 import { existingPlacements, placementBySlot } from "../shards/directory";
 import { decodeSlot } from "../shards/task-slot";
 import type { Env } from "../env";
-import { groupEvents, type PublishedEvent } from "../contracts/events";
-import { SCHEDULER_OBJECT } from "../protocols/durable-objects";
-import type { EventRow } from "../protocols/durable-objects";
-import type { TaskEventKind } from "../contracts/events";
+import { groupEvents, type PublishedEvent, type TaskEventKind } from "../contracts/events";
+import { SCHEDULER_OBJECT, type EventRow } from "../protocols/durable-objects";
 import { PublishBatcher } from "./publish-batcher";
 import { QuietHubs } from "./quiet-hubs";
 
