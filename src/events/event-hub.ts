@@ -120,8 +120,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
       await this.enqueue(async () => {
         this.seq = (await this.currentSeq(queue)) + 1;
         this.buffer.clear();
-        this.seqUnstored = false;
-        await this.ctx.storage.put({ [SEQ_KEY]: this.seq, [SKIPPED_KEY]: false });
+        await this.storeSeq(this.seq, { [SKIPPED_KEY]: false });
       });
       // Real time, not `now`: the publishers' skips run on their real clocks.
       this.joinReadyAt = Date.now() + EVENT_QUIET_MS + EVENT_QUIET_MARGIN_MS;
@@ -254,10 +253,11 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
     return true;
   }
 
-  /** Stores `seq` (the one in memory, taken synchronously with the call: stores stay in seq order). */
-  private async storeSeq(seq: number): Promise<void> {
+  /** Stores `seq` (the one in memory, taken synchronously with the call: stores stay in seq order), with
+   * `also` in the same write. */
+  private async storeSeq(seq: number, also: Record<string, unknown> = {}): Promise<void> {
     this.seqUnstored = false;
-    await this.ctx.storage.put(SEQ_KEY, seq);
+    await this.ctx.storage.put({ ...also, [SEQ_KEY]: seq });
   }
 
   private async emit(queue: string, items: Array<{ kind: TaskEventKind; row: EventRow }>): Promise<void> {
