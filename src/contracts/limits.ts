@@ -270,3 +270,8 @@ export const MAX_SCHEDULES_PER_FIRE = 100;
 /** Most slots a catching-up schedule walks one by one: a day-long gap of an every-second schedule is 86,400
  * steps of croner's arithmetic (tens of ms each at worst); past 10,000 the walk jumps to the recent past. */
 export const MAX_SLOT_WALK = 10_000;
+
+/** The latest time (ms) a Durable Object alarm can be set to: workerd holds the alarm as int64 nanoseconds
+ * since the epoch and refuses later dates with "This API doesn't support dates after 2189" (the int64 bound
+ * itself falls in 2262; the year its message names is kept). A schedule cannot wait for a slot past it. */
+export const LATEST_ALARM_AT = Date.UTC(2189, 0, 1);

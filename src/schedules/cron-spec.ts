@@ -1,6 +1,6 @@
 import { Cron } from "croner";
 import { EdgeqError } from "../contracts/errors";
-import { MAX_CRON_CHARS, MAX_EVERY_S, MIN_EVERY_S } from "../contracts/limits";
+import { LATEST_ALARM_AT, MAX_CRON_CHARS, MAX_EVERY_S, MIN_EVERY_S } from "../contracts/limits";
 
 /** When a schedule fires: the slots after a time, computed by croner (cron, time zones, DST) or as fixed
  * intervals for `@every`. */
@@ -76,6 +76,25 @@ export function parseCronSpec(cron: string, timezone: string): CronSpec {
       return date ? date.getTime() : null;
     },
   };
+}
+
+/**
+ * The first slot of a new or changed schedule, strictly after `now` — or `invalid_request` naming `cron`
+ * when there is none an alarm can wait for: an expression no date matches (`0 0 30 2 *`, 30 February) would
+ * be stored and never fire.
+ *
+ * @example
+ * const next = firstSlot(parseCronSpec("0 3 * * *", "UTC"), "0 3 * * *", Date.now());
+ */
+export function firstSlot(spec: CronSpec, cron: string, now: number): number {
+  const next = spec.next(now);
+  if (next === null || next > LATEST_ALARM_AT) {
+    throw new EdgeqError(
+      "invalid_request",
+      `cron: "${cron.trim()}" matches no date before ${new Date(LATEST_ALARM_AT).getUTCFullYear()} (such as 30 February), so the schedule would never fire`,
+    );
+  }
+  return next;
 }
 
 /** The next `n` slots after `after` (fewer when the expression ends). */

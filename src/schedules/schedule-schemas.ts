@@ -26,7 +26,8 @@ export const ScheduleBody = z
   .object({
     queue: z.string().regex(QUEUE_NAME_PATTERN, { message: `must be ${QUEUE_NAME_RULE}` }),
     cron: z.string().min(1).openapi({
-      description: "5 fields (minute first), 6 (second first), or @every 30s / 5m / 1h / 1d",
+      description:
+        "5 fields (minute first), 6 (second first), or @every 30s / 5m / 1h / 1d; one no date matches (0 0 30 2 *) is refused",
       example: "*/30 * * * * *",
     }),
     timezone: z.string().min(1).optional().openapi({ description: "IANA time zone; default UTC" }),

@@ -2,7 +2,8 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { dbTaskStore, type TaskStore } from "../shards/task-store";
 import { toIso } from "../engine/time";
-import { nextSlots, parseCronSpec } from "./cron-spec";
+import { storedJsonError } from "../contracts/json-value";
+import { firstSlot, nextSlots, parseCronSpec } from "./cron-spec";
 import {
   NEVER,
   getSchedule,
@@ -26,16 +27,19 @@ export interface ScheduleRequest {
 
 /**
  * Creates or replaces a schedule. A bad expression or time zone is `invalid_request` naming `cron` or
- * `timezone`, and nothing is stored. The first slot is the first after `now`: a new or changed schedule
- * does not fire for the past.
+ * `timezone`, as is an expression no date matches (it would never fire); a task payload its slots' enqueue
+ * would refuse is enqueue's own `payload_too_large` naming `task.payload`. Refused, nothing is stored. The
+ * first slot is the first after `now`: a new or changed schedule does not fire for the past.
  *
  * @example
  * await putSchedule(db, "notes-pass", { queue: "notes", cron: "@every 30s" }, Date.now());
  */
 export async function putSchedule(db: Db, name: string, request: ScheduleRequest, now: number): Promise<ScheduleRow> {
   const timezone = request.timezone ?? "UTC";
-  const spec = parseCronSpec(request.cron, timezone);
-  const next = spec.next(now) ?? NEVER;
+  const next = firstSlot(parseCronSpec(request.cron, timezone), request.cron, now);
+  // Checked here, not only at each slot's enqueue: accepted, every slot would record a 413 instead.
+  const payloadError = storedJsonError(request.task?.payload, "task.payload");
+  if (payloadError) throw payloadError;
   return upsertSchedule(
     db,
     name,
@@ -87,6 +91,9 @@ export async function triggerSchedule(
 export async function scheduleView(db: Db, row: ScheduleRow, now: number, store: TaskStore = dbTaskStore(db)) {
   const spec = parseCronSpec(row.cron, row.timezone);
   const lastState = row.last_task_id ? await store.taskState(row.last_task_id) : null;
+  // Paused, or stored with no slot left (NEVER: an expression no date matches, stored before PUT refused
+  // them): no next run to show.
+  const idle = row.paused === 1 || row.next_run_at >= NEVER;
   return {
     name: row.name,
     queue: row.queue,
@@ -96,8 +103,8 @@ export async function scheduleView(db: Db, row: ScheduleRow, now: number, store:
     overlap: row.overlap,
     catch_up: row.catch_up,
     paused: row.paused === 1,
-    next_run_at: row.paused === 1 ? null : toIso(row.next_run_at),
-    next_runs: row.paused === 1 ? [] : nextSlots(spec, Math.max(now, row.next_run_at - 1), 5).map((t) => toIso(t)),
+    next_run_at: idle ? null : toIso(row.next_run_at),
+    next_runs: idle ? [] : nextSlots(spec, Math.max(now, row.next_run_at - 1), 5).map((t) => toIso(t)),
     last_run:
       row.last_slot_at === null
         ? null

@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { schedulerArmSchema, type SchedulerArm, type SchedulerRpc } from "../protocols/durable-objects";
 import { follow } from "../effects/follow";
 import type { Env } from "../env";
+import { LATEST_ALARM_AT } from "../contracts/limits";
 import { homeShard } from "../shards/shard-set";
 import { shardedTaskStore } from "../shards/task-store";
 import { fireDueSchedules } from "./fire-schedules";
@@ -40,8 +41,13 @@ export class Scheduler extends DurableObject<Env> implements SchedulerRpc {
     if (nextAt !== null) await this.alarmNoLaterThan(nextAt);
   }
 
-  /** Never postpones an earlier alarm (inside a running alarm `getAlarm()` is null unless one was set since). */
+  /**
+   * Never postpones an earlier alarm (inside a running alarm `getAlarm()` is null unless one was set since).
+   * A time past LATEST_ALARM_AT (a schedule's NEVER) arms nothing: setAlarm would throw, failing the caller
+   * — a PUT, a resume, the cron tick — and every other schedule's arming with it.
+   */
   private async alarmNoLaterThan(at: number): Promise<void> {
+    if (at > LATEST_ALARM_AT) return;
     const current = await this.ctx.storage.getAlarm();
     if (current == null || at < current) await this.ctx.storage.setAlarm(at);
   }

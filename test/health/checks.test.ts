@@ -10,6 +10,7 @@ import { fireDueSchedules } from "../../src/schedules/fire-schedules";
 import { putSchedule } from "../../src/schedules/schedule-service";
 import { deleteSchedule } from "../../src/schedules/schedule-store";
 import { db, PROCESSORS, T0, uniqueQueue } from "../helpers";
+import { storeRefusedSchedule } from "../schedules/support";
 
 async function health(queue: string, now: number) {
   const [h] = await evaluateHealth(db(), now, { queue });
@@ -106,7 +107,7 @@ describe("health checks", () => {
     const name = uniqueQueue("sched");
     // Two months before T0: these passes fire no other test's schedules.
     const base = T0 - 60 * 86_400_000;
-    await putSchedule(db(), name, { queue, cron: "@every 60s", task: { payload: "x".repeat(300 * 1024) } }, base);
+    await storeRefusedSchedule(name, queue, "@every 60s", base + 60_000, base);
     await fireDueSchedules(db(), base + 60_000);
     const h = await health(queue, base + 61_000);
     expect(h.reasons).toEqual([expect.objectContaining({ check: "schedule_errors", status: "warn", value: 1 })]);

@@ -6,6 +6,7 @@ import { putSchedule } from "../../src/schedules/schedule-service";
 import { deleteSchedule } from "../../src/schedules/schedule-store";
 import { db, T0, uniqueQueue } from "../helpers";
 import { call, complete, enqueue, expectError, fail, lease } from "../http/api";
+import { storeRefusedSchedule } from "../schedules/support";
 
 interface Sample {
   value?: string;
@@ -126,7 +127,7 @@ describe("GET /metrics", () => {
     // Two months before T0: the passes here fire no other test's schedules.
     const base = T0 - 60 * 86_400_000;
     await putSchedule(db(), ok, { queue, cron: "@every 60s" }, base);
-    await putSchedule(db(), failing, { queue, cron: "@every 60s", task: { payload: "x".repeat(300 * 1024) } }, base);
+    await storeRefusedSchedule(failing, queue, "@every 60s", base + 60_000, base);
     await fireDueSchedules(db(), base + 60_000);
     const { families } = await scrape();
     const labels = (schedule: string) => ({ schedule, queue });

@@ -130,6 +130,11 @@ describe("the Workers RPC binding", () => {
     expect(await refusal(edgeq().putSchedule(name, { queue: "q", cron: "* * * * *", extra: 1 }))).toMatchObject({
       code: "invalid_request",
     });
+    // No date matches 30 February: it would never fire.
+    expect(await refusal(edgeq().putSchedule(name, { queue: "q", cron: "0 0 30 2 *" }))).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringMatching(/^cron: .*never fire/),
+    });
     expect(await refusal(edgeq().pauseSchedule(name, "yes" as unknown as boolean))).toMatchObject({
       code: "invalid_request",
       message: expect.stringContaining("paused"),

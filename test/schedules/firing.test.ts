@@ -7,7 +7,7 @@ import { putSchedule } from "../../src/schedules/schedule-service";
 import { getSchedule } from "../../src/schedules/schedule-store";
 import { slotTaskId } from "../../src/schedules/slot-id";
 import { db, T0, uniqueQueue } from "../helpers";
-import { dropSchedule, fireAt, fireEachSlot, tasksOf } from "./support";
+import { dropSchedule, fireAt, fireEachSlot, storeRefusedSchedule, tasksOf } from "./support";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -122,9 +122,7 @@ describe("schedule firing", () => {
   it("records a task its queue refuses on the schedule and moves on, without looping", async () => {
     const name = uniqueQueue("sched");
     const queue = uniqueQueue();
-    // A payload over the enqueue limit: PUT's schema would refuse it; stored directly here.
-    const big = "x".repeat(300 * 1024);
-    await putSchedule(db(), name, { queue, cron: "@every 30s", task: { payload: big } }, T0);
+    await storeRefusedSchedule(name, queue, "@every 30s", T0 + 30_000, T0);
     const report = await fireAt(name, T0 + 30_000);
     expect(report?.error).toMatch(/limit/);
     const row = await getSchedule(db(), name);

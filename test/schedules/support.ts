@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { fireDueSchedules, type FireReport } from "../../src/schedules/fire-schedules";
-import { deleteSchedule, getSchedule } from "../../src/schedules/schedule-store";
+import { MAX_PAYLOAD_BYTES } from "../../src/contracts/limits";
+import { deleteSchedule, getSchedule, upsertSchedule } from "../../src/schedules/schedule-store";
 import { db, allRows } from "../helpers";
 
 /** The tasks of a queue, oldest id first. */
@@ -30,4 +31,21 @@ export async function fireEachSlot(name: string, count: number): Promise<number[
 /** Deletes a test's schedule so later passes of other tests do not fire it. */
 export async function dropSchedule(name: string): Promise<void> {
   await deleteSchedule(db(), name);
+}
+
+/**
+ * Stores a schedule into `queue` whose every slot's task the queue refuses: its payload is over the enqueue
+ * limit. PUT refuses such a schedule now; it is stored directly, as a PUT from before that check stored it.
+ * `firstSlot` is its next_run_at (the first slot of `cron` after `now`).
+ */
+export async function storeRefusedSchedule(
+  name: string,
+  queue: string,
+  cron: string,
+  firstSlot: number,
+  now: number,
+): Promise<void> {
+  const task = { payload: "x".repeat(MAX_PAYLOAD_BYTES + 1) };
+  const input = { queue, cron, timezone: "UTC", task, overlap: "skip", catch_up: "none", paused: false } as const;
+  await upsertSchedule(db(), name, input, firstSlot, now);
 }
