@@ -358,12 +358,13 @@ export const QueueConfigSchema = z
 
 /**
  * A config change: any subset of the config. The PUT route's body narrows `processor` to the registered
- * names (src/http/queue-config-body.ts); backoff_cap_s >= backoff_base_s is checked once merged with the
- * stored config, so the document can only say it in words.
+ * names (src/http/queue-config-body.ts); backoff_cap_s >= backoff_base_s, and a push queue's processor
+ * being one the Worker's bindings can run, are checked once merged with the stored config, so the document
+ * can only say them in words.
  */
 export const QueueConfigPatch = QueueConfigSchema.partial().strict().openapi({
   description:
-    "any subset of the configuration; backoff_cap_s must be at least backoff_base_s once merged with the stored values (a rule JSON Schema cannot state)",
+    "any subset of the configuration; once merged with the stored values, backoff_cap_s must be at least backoff_base_s, and in push mode the processor must be one GET /v1/processors reports available (rules JSON Schema cannot state)",
 });
 
 /** A task's artifacts (GET /v1/tasks/{id}/artifacts). */

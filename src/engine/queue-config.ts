@@ -77,13 +77,29 @@ export async function getQueueConfig(db: Db, queue: string): Promise<QueueConfig
 }
 
 /**
- * Why a whole config (stored values with a patch over them) is not acceptable, or null. The rules that
- * span fields live here, once, whoever writes a config: the cap is never below the base, and a processor
- * is one this Worker has (`processors`: the registry's types, passed in — the engine does not load them).
+ * Why a registered processor cannot run on this Worker (the binding or secret it lacks), or null when it
+ * can: what `GET /v1/processors` reports (`ProcessorRegistry.whyUnavailable`), passed in like the names.
  */
-export function queueConfigProblem(config: QueueConfig, processors: readonly string[]): string | null {
+export type WhyUnavailable = (processor: string) => string | null;
+
+/**
+ * Why a whole config (stored values with a patch over them) is not acceptable, or null. The rules that
+ * span fields live here, once, whoever writes a config: the cap is never below the base, a processor is
+ * one this Worker has (`processors`: the registry's types, passed in — the engine does not load them), and
+ * a push queue's processor is one it can run (`whyUnavailable`; callers that run no processor, such as
+ * engine tests, leave it out): accepted, every task of the queue would die on its first run.
+ */
+export function queueConfigProblem(
+  config: QueueConfig,
+  processors: readonly string[],
+  whyUnavailable: WhyUnavailable = () => null,
+): string | null {
   if (config.processor !== null && !processors.includes(config.processor)) {
     return `processor: no processor "${config.processor}" (registered: ${processors.join(", ")})`;
+  }
+  const unavailable = config.mode === "push" && config.processor !== null ? whyUnavailable(config.processor) : null;
+  if (unavailable !== null) {
+    return `processor: "${config.processor}" cannot run on this Worker (GET /v1/processors lists it unavailable): ${unavailable}`;
   }
   if (config.backoff_cap_s < config.backoff_base_s) {
     return `backoff_cap_s (${config.backoff_cap_s}) must be at least backoff_base_s (${config.backoff_base_s})`;
@@ -105,10 +121,11 @@ export async function putQueueConfig(
   patch: Partial<QueueConfig>,
   now: number,
   processors: readonly string[],
+  whyUnavailable?: WhyUnavailable,
 ): Promise<QueueConfig> {
   const current = await getQueueConfig(db, queue);
   const next: QueueConfig = { ...current, ...patch };
-  const problem = queueConfigProblem(next, processors);
+  const problem = queueConfigProblem(next, processors, whyUnavailable);
   if (problem) throw new EdgeqError("invalid_request", problem);
   await storeQueueConfig(db, queue, next, now);
   return next;

@@ -1,4 +1,18 @@
-import type { Processor } from "./types";
+import type { Processor, ProcessorEngine, ProcessorEnv } from "./types";
+
+/** What a processor without an `engine` function reports: it runs on nothing but the Worker. */
+const BUILT_IN: ProcessorEngine = { name: "built-in", available: true };
+
+/**
+ * Which engine `processor` would use with `env`'s bindings, and whether it can run there: the one answer
+ * `GET /v1/processors` lists and a push queue's config is checked against (`ProcessorRegistry.whyUnavailable`).
+ *
+ * @example
+ * processorEngine(ttsProcessor, env); // { name: "workers-ai", available: false, note: "no AI binding: …" }
+ */
+export function processorEngine(processor: Processor, env: ProcessorEnv): ProcessorEngine {
+  return processor.engine?.(env) ?? BUILT_IN;
+}
 
 /**
  * The processors a Worker runs, by type. Built once at the Worker's entry (src/index.ts) from the
@@ -25,6 +39,18 @@ export class ProcessorRegistry {
 
   list(): Processor[] {
     return [...this.byType.values()];
+  }
+
+  /**
+   * Why the registered processor `type` cannot run with `env`'s bindings (its engine's note: the binding or
+   * secret that is missing), or null when it can — or when no such processor is registered.
+   */
+  whyUnavailable(type: string, env: ProcessorEnv): string | null {
+    const processor = this.byType.get(type);
+    if (!processor) return null;
+    const engine = processorEngine(processor, env);
+    if (engine.available) return null;
+    return engine.note ?? `its engine "${engine.name}" is not available`;
   }
 
   /** The registered types, in registration order. */

@@ -61,6 +61,13 @@ export interface CompletedResults {
   ): Promise<T[]>;
 }
 
+/** The engine a processor would use with a Worker's bindings; `note` says what is missing when unavailable. */
+export interface ProcessorEngine {
+  name: string;
+  available: boolean;
+  note?: string;
+}
+
 /**
  * A processor runs one task type in push mode. It returns the task's result (any JSON) or throws:
  * `PermanentError` (dead at once), `RetryAfterError` (retry no sooner than given), anything else
@@ -78,8 +85,9 @@ export interface Processor<P = unknown> {
   type: string;
   /** Validates the payload before `run`; an invalid payload is a permanent failure naming the field. */
   payload: z.ZodType<P>;
-  /** Which engine this processor would use with these bindings, for `GET /v1/processors` and `npm start`.
+  /** Which engine this processor would use with these bindings, for `GET /v1/processors` and `npm start`,
+   * and whether push mode may name it (`processorEngine` in ./registry.ts reads it).
    * Optional: without it the processor is listed as `{ engine: "built-in", available: true }`. */
-  engine?(env: ProcessorEnv): { name: string; available: boolean; note?: string };
+  engine?(env: ProcessorEnv): ProcessorEngine;
   run(payload: P, ctx: ProcessorContext): Promise<unknown>;
 }

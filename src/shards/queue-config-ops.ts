@@ -1,6 +1,12 @@
 import type { Env } from "../env";
 import { EdgeqError } from "../contracts/errors";
-import { getQueueConfig, putQueueConfig, storeQueueConfig, type QueueConfig } from "../engine/queue-config";
+import {
+  getQueueConfig,
+  putQueueConfig,
+  storeQueueConfig,
+  type QueueConfig,
+  type WhyUnavailable,
+} from "../engine/queue-config";
 import { forgetPlacements } from "./directory";
 import { queueRoute, type QueueRoute } from "./queue-route";
 import { allShards } from "./shard-set";
@@ -27,6 +33,7 @@ export async function putQueueConfigOf(
   patch: Partial<QueueSettings>,
   now: number,
   processors: readonly string[],
+  whyUnavailable?: WhyUnavailable,
 ): Promise<QueueSettings> {
   const { partitions, ...configPatch } = patch;
   let route = await queueRoute(env, queue, now);
@@ -37,7 +44,7 @@ export async function putQueueConfigOf(
     );
   }
   const first = route.parts[0]!.shard;
-  const next = await putQueueConfig(first.db, queue, configPatch, now, processors);
+  const next = await putQueueConfig(first.db, queue, configPatch, now, processors, whyUnavailable);
   if (partitions !== undefined && partitions > route.parts.length) {
     forgetPlacements(queue);
     route = await queueRoute(env, queue, now, partitions);

@@ -1,9 +1,11 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_QUEUE_CONFIG as ENGINE_DEFAULTS } from "../../src/engine/queue-config";
-import { REFERENCE_REGISTRY } from "../helpers";
+import { buildApp } from "../../src/http/app";
+import { REFERENCE_REGISTRY, TEST_APP_DEPS } from "../helpers";
 import { uniqueQueue } from "../helpers";
-import { call, expectError, type ErrorBody } from "./api";
+import { call, expectError, read, request, type ErrorBody } from "./api";
 
 /** The config as the API shows it: the stored config and the partition count (one by default). */
 const DEFAULT_QUEUE_CONFIG = { ...ENGINE_DEFAULTS, partitions: 1 };
@@ -118,4 +120,51 @@ describe("queue processing config", () => {
       expect((await call("GET", config(queue))).body).toEqual({ ...DEFAULT_QUEUE_CONFIG, ...push });
     });
   }
+});
+
+describe("a push processor this Worker cannot run", () => {
+  // [env.local] has no Workers AI binding and no WEBHOOK_SECRET: GET /v1/processors reports tts and http
+  // unavailable, and push mode refuses them for the same reason, naming what is missing.
+  const unavailable: Array<[string, RegExp]> = [
+    ["tts", /^processor: "tts" cannot run on this Worker.*: no AI binding/],
+    ["http", /^processor: "http" cannot run on this Worker.*WEBHOOK_SECRET/],
+  ];
+  for (const [processor, message] of unavailable) {
+    it(`refuses push mode with processor "${processor}" with 400 saying why, storing nothing`, async () => {
+      expect([env.AI, env.WEBHOOK_SECRET]).toEqual([undefined, undefined]);
+      const listed = await call<{ processors: ProcessorInfo[] }>("GET", "/v1/processors");
+      expect(listed.body.processors.find((p) => p.type === processor)).toMatchObject({ available: false });
+
+      const queue = uniqueQueue("pcfg");
+      expectError(
+        await call("PUT", config(queue), { body: { mode: "push", processor } }),
+        400,
+        "invalid_request",
+        message,
+      );
+      expect((await call("GET", config(queue))).body).toEqual(DEFAULT_QUEUE_CONFIG);
+
+      // A pull queue may name it (nothing runs it there); switching that queue to push is refused.
+      expect((await call("PUT", config(queue), { body: { processor } })).status).toBe(200);
+      expectError(await call("PUT", config(queue), { body: { mode: "push" } }), 400, "invalid_request", message);
+      expect((await call("GET", config(queue))).body).toEqual({ ...DEFAULT_QUEUE_CONFIG, processor });
+    });
+  }
+
+  it("accepts it where the binding is there: the check is the one GET /v1/processors reports", async () => {
+    const withSecret = { ...env, WEBHOOK_SECRET: "a-secret" };
+    const viaApp = async <T>(method: string, path: string, body?: unknown) => {
+      const ctx = createExecutionContext();
+      const res = await read<T>(await buildApp(TEST_APP_DEPS).fetch(request(method, path, { body }), withSecret, ctx));
+      await waitOnExecutionContext(ctx);
+      return res;
+    };
+    const listed = await viaApp<{ processors: ProcessorInfo[] }>("GET", "/v1/processors");
+    expect(listed.body.processors.find((p) => p.type === "http")).toMatchObject({ available: true });
+    const queue = uniqueQueue("pcfg");
+    const put = await viaApp("PUT", config(queue), { mode: "push", processor: "http" });
+    expect(put.status, put.text).toBe(200);
+    expect(put.body).toMatchObject({ mode: "push", processor: "http" });
+    await call("PUT", config(queue), { body: { mode: "pull", processor: null } });
+  });
 });

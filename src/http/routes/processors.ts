@@ -1,4 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { processorEngine } from "../../processors/registry";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonResponse } from "../route-helpers";
 import { validationHook } from "../validation";
@@ -14,9 +15,6 @@ const ProcessorsResponse = z.object({
   ),
 });
 
-/** What a processor without an `engine` function reports: it runs on nothing but the Worker. */
-const BUILT_IN = { name: "built-in", available: true, note: undefined };
-
 const listRoute = authRoute({
   method: "get",
   path: "/v1/processors",
@@ -29,7 +27,7 @@ export const processorRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validation
   c.json(
     {
       processors: c.var.op.processors.list().map((p) => {
-        const engine = p.engine?.(c.env) ?? BUILT_IN;
+        const engine = processorEngine(p, c.env);
         return { type: p.type, engine: engine.name, available: engine.available, note: engine.note };
       }),
     },
