@@ -86,6 +86,11 @@ export const tasks = sqliteTable(
     checkpoint: text("checkpoint"),
     /** JSON array of child task specs enqueued, in the same D1 batch, when this task completes. */
     thenTasks: text("then_tasks"),
+    /** The slot of the queue partition this task belongs to, when its id does not carry it (a client's own
+     * id, a task relayed into another partition, a chained child of either); null when the id carries it
+     * (src/shards/task-slot.ts). What a partition's move selects by on a database that holds other
+     * partitions of the queue too — in the row itself, so it costs no row written and no lookup. */
+    slot: integer("slot"),
   },
   (t) => [
     // Lease order and reap scan. `finished_at IS NULL` (not `state IN (...)`) so that a lease, which

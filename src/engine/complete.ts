@@ -19,7 +19,8 @@ export interface CompleteItem extends FencedItem {
  * `parent: { id, type, result }`. Ids are ULIDs of `now` (time prefix, the parent's slot characters, 48
  * random bits), so purges keep walking ids in time order and a child is found on its parent's shard
  * (src/shards/task-slot.ts) — where it is created, and from where the relay takes a child of a queue
- * placed elsewhere. A child whose dedupe key is live is not enqueued twice (ON CONFLICT).
+ * placed elsewhere. A child of the parent's queue joins the parent's partition: its id carries the
+ * parent's slot characters, and a parent whose id does not carry its slot passes on its `slot` column. A child whose dedupe key is live is not enqueued twice (ON CONFLICT).
  * Parents are looked up by primary key from the ack's distinct items, never found by scanning for the
  * nonce: lease_token has no index, and that scan read the whole table (every row billed) on every ack.
  */
@@ -27,7 +28,7 @@ function enqueueChildrenSql(ackNonce: string, fencesJson: string, now: number): 
   const childQueue = sql`coalesce(c.value->>'queue', p.queue)`;
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
-       created_at, updated_at)
+       slot, created_at, updated_at)
     SELECT ${encodeTime(now, 10)} || substr(p.id, 11, 4) || upper(hex(randomblob(6))), ${childQueue}, c.value->>'type', 'pending',
       coalesce(c.value->>'priority', p.priority),
       json_set(coalesce(c.value->'payload', '{}'), '$.parent',
@@ -37,6 +38,7 @@ function enqueueChildrenSql(ackNonce: string, fencesJson: string, now: number): 
       ${now} + CAST(round(coalesce(c.value->>'delay_s', 0) * 1000) AS INTEGER),
       c.value->>'dedupe_key', coalesce(c.value->>'group', p.group_key),
       CASE WHEN c.value->>'then' IS NULL THEN NULL ELSE c.value->'then' END,
+      CASE WHEN ${childQueue} = p.queue THEN p.slot END,
       ${now}, ${now}
     FROM json_each(${fencesJson}) AS j JOIN tasks p ON p.id = j.value->>'id', json_each(p.then_tasks) AS c
     WHERE p.lease_token = ${ackNonce} AND p.state = 'completed' AND p.then_tasks IS NOT NULL

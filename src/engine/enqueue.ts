@@ -28,6 +28,8 @@ export interface NewTask {
   group?: string;
   /** Tasks to enqueue when this one completes (see ChildTaskSpec in src/contracts/task.ts). */
   then?: ChildTaskSpec[];
+  /** The slot of the partition the task joins when its id does not carry it (the `slot` column). */
+  slot?: number;
 }
 
 export interface EnqueueOutcome {
@@ -140,6 +142,8 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
       max_attempts: task.maxAttempts ?? null,
       dedupe_key: task.dedupeKey ?? null,
       group_key: task.group ?? null,
+      // Omitted from the JSON when the id carries the slot (JSON.stringify drops undefined).
+      slot: task.slot,
     };
     const head = JSON.stringify(fields);
     const json = `${head.slice(0, -1)},"payload":${payloadJson}${then ? `,"then":${thenJson}` : ""}}`;
@@ -212,12 +216,12 @@ async function insertRows(
     const json = `[${chunk.map((r) => r.json).join(",")}]`;
     const insert = sql`INSERT INTO tasks
         (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
-         created_at, updated_at)
+         slot, created_at, updated_at)
       SELECT j.value->>'id', ${queue}, j.value->>'type', 'pending', j.value->>'priority', j.value->'payload',
         coalesce(j.value->>'max_attempts', (SELECT max_attempts FROM queues WHERE name = ${queue}),
           ${DEFAULT_QUEUE_CONFIG.max_attempts}),
         j.value->>'run_at', j.value->>'dedupe_key', j.value->>'group_key',
-        CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, ${now}, ${now}
+        CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, j.value->>'slot', ${now}, ${now}
       FROM json_each(${json}) AS j
       WHERE true
       ON CONFLICT DO NOTHING

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
+import { partitionCondition, type PartitionSelection } from "./transit";
 
 /**
  * What one database holds, asked by the layers that choose databases (src/shards) and by the SQS view of
@@ -52,17 +53,18 @@ export async function findTaskIdsHeld(db: Db, ids: string[]): Promise<string[]> 
 
 /**
  * How many of the queue's tasks `db` holds, in `tasks` (any state) or in transit out of it: what a move
- * has left on its source. With `idGlob` (a partition's slot: src/shards/task-slot.ts), only the ids
- * matching it — one partition's share when others of the queue are on the same database.
+ * has left on its source. With `partition`, only that partition's tasks (and those in transit to it) —
+ * one partition's share when others of the queue are on the same database.
  *
  * @example
- * const left = await countQueueTasksHeld(sourceDb, "emails", "??????????0003*");
+ * const left = await countQueueTasksHeld(sourceDb, "emails", { slot: 3, idGlob: "??????????0003*" });
  */
-export async function countQueueTasksHeld(db: Db, queue: string, idGlob?: string): Promise<number> {
-  const glob = idGlob === undefined ? sql`` : sql` AND id GLOB ${idGlob}`;
+export async function countQueueTasksHeld(db: Db, queue: string, partition?: PartitionSelection): Promise<number> {
+  const ofPart = partition === undefined ? sql`` : sql` AND ${partitionCondition("tasks", partition)}`;
+  const inTransitTo = partition === undefined ? sql`` : sql` AND slot = ${partition.slot}`;
   const row = await db.get<{ n: number }>(
-    sql`SELECT (SELECT count(*) FROM tasks WHERE queue = ${queue}${glob})
-      + (SELECT count(*) FROM task_transit WHERE queue = ${queue}${glob}) AS n`,
+    sql`SELECT (SELECT count(*) FROM tasks WHERE queue = ${queue}${ofPart})
+      + (SELECT count(*) FROM task_transit WHERE queue = ${queue}${inTransitTo}) AS n`,
   );
   return row?.n ?? 0;
 }

@@ -14,27 +14,46 @@ const ROW_JSON = sql.raw(`json_object(${COLUMNS.map((c) => `'${c}', tasks.${c}`)
 const COLUMN_LIST = sql.raw(COLUMNS.join(", "));
 
 /** The columns of a transit row's task, for the insert on the destination. A dedupe key a live task there
- * already holds is dropped (see putInFromTransit). `keepKey` false drops every key. */
+ * already holds is dropped (see putInFromTransit). `keepKey` false drops every key. The slot column is the
+ * delivery's (`DeliveredRow.rowSlot`): the partition the task joins, unless its id carries it. */
 function fromTransit(keepKey: boolean): SQL {
   return sql.join(
     COLUMNS.map((c) =>
-      c !== "dedupe_key"
-        ? sql.raw(`json_extract(t.value, '$.row.${c}')`)
-        : keepKey
-          ? sql`CASE WHEN EXISTS (SELECT 1 FROM tasks live WHERE live.queue = json_extract(t.value, '$.row.queue')
+      c === "slot"
+        ? sql.raw(`json_extract(t.value, '$.rowSlot')`)
+        : c !== "dedupe_key"
+          ? sql.raw(`json_extract(t.value, '$.row.${c}')`)
+          : keepKey
+            ? sql`CASE WHEN EXISTS (SELECT 1 FROM tasks live WHERE live.queue = json_extract(t.value, '$.row.queue')
               AND live.dedupe_key = json_extract(t.value, '$.row.dedupe_key') AND live.finished_at IS NULL)
             THEN NULL ELSE json_extract(t.value, '$.row.dedupe_key') END`
-          : sql`NULL`,
+            : sql`NULL`,
     ),
     sql`, `,
   );
 }
 
+/**
+ * One partition's tasks on a database that holds other partitions of the queue too: those whose `slot`
+ * column names the partition, and those without one whose id carries its slot (src/shards/task-slot.ts).
+ */
+export interface PartitionSelection {
+  slot: number;
+  /** The GLOB pattern matching exactly the ids that carry `slot`. */
+  idGlob: string;
+}
+
+/** The SQL condition for a partition's tasks in `table` (`tasks`, or a task row under another name). */
+export function partitionCondition(table: string, part: PartitionSelection): SQL {
+  const t = sql.raw(table);
+  return sql`(${t}.slot = ${part.slot} OR (${t}.slot IS NULL AND ${t}.id GLOB ${part.idGlob}))`;
+}
+
 /** Which of a database's tasks to take out. */
 export interface TransitSelection {
   queue: string;
-  /** Only ids matching this GLOB pattern (a partition's slot: src/shards/task-slot.ts). */
-  idGlob?: string;
+  /** Only this partition's tasks (the others of the queue on this database stay). */
+  partition?: PartitionSelection;
   /** Only live (pending, processing) tasks: finished ones stay. */
   liveOnly?: boolean;
 }
@@ -64,7 +83,7 @@ export async function takeOutForTransit(
   const where = sql.join(
     [
       sql`tasks.queue = ${selection.queue}`,
-      selection.idGlob === undefined ? undefined : sql`tasks.id GLOB ${selection.idGlob}`,
+      selection.partition === undefined ? undefined : partitionCondition("tasks", selection.partition),
       selection.liveOnly ? sql`tasks.finished_at IS NULL` : undefined,
     ].filter((c) => c !== undefined),
     sql` AND `,
@@ -92,6 +111,12 @@ export interface TransitRow {
   row: string;
 }
 
+/** A task in transit as it is delivered: with the `slot` column it gets on its destination — the slot of
+ * the partition it joins when its id does not carry that slot, else null. */
+export interface DeliveredRow extends TransitRow {
+  rowSlot: number | null;
+}
+
 /**
  * Up to `limit` of the tasks in transit out of `db`, oldest id first.
  *
@@ -113,11 +138,11 @@ export async function listTransit(db: Db, limit: number): Promise<TransitRow[]> 
  * conflicts); together the rows land all or none, so a failure leaves nothing half-delivered behind.
  *
  * @example
- * await putInFromTransit(destinationDb, await listTransit(sourceDb, 200));
+ * await putInFromTransit(destinationDb, (await listTransit(sourceDb, 200)).map((r) => ({ ...r, rowSlot: null })));
  */
-export async function putInFromTransit(db: Db, rows: TransitRow[]): Promise<void> {
+export async function putInFromTransit(db: Db, rows: DeliveredRow[]): Promise<void> {
   if (rows.length === 0) return;
-  const json = JSON.stringify(rows.map((r) => ({ id: r.id, row: JSON.parse(r.row) as unknown })));
+  const json = JSON.stringify(rows.map((r) => ({ id: r.id, row: JSON.parse(r.row) as unknown, rowSlot: r.rowSlot })));
   await batchAll(db, [
     sql`INSERT INTO tasks (${COLUMN_LIST})
       SELECT ${fromTransit(true)} FROM json_each(${json}) AS t WHERE true
@@ -129,13 +154,18 @@ export async function putInFromTransit(db: Db, rows: TransitRow[]): Promise<void
 }
 
 /**
- * Forgets tasks in transit out of `db` once their destination holds them.
+ * Forgets tasks in transit out of `db` once their destination holds them; returns the ids this call removed
+ * (a relay running twice at once delivers the same rows twice, harmlessly, but only one clears each: that
+ * one counts it).
  *
  * @example
- * await clearTransit(sourceDb, delivered.map((r) => r.id));
+ * const cleared = await clearTransit(sourceDb, delivered.map((r) => r.id));
  */
-export async function clearTransit(db: Db, ids: string[]): Promise<void> {
-  await db.run(sql`DELETE FROM task_transit WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`);
+export async function clearTransit(db: Db, ids: string[]): Promise<string[]> {
+  const rows = await db.all<{ id: string }>(
+    sql`DELETE FROM task_transit WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) RETURNING id`,
+  );
+  return rows.map((r) => r.id);
 }
 
 /**

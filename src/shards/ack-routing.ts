@@ -66,23 +66,53 @@ export async function ackOnRoute<I extends { id: string }>(
     );
     pending = next;
   }
-  return markMoving(route, outcomes as AckOutcome[]);
+  return retryMisses(route, items, outcomes as AckOutcome[], run);
 }
 
-/** Turns the `not_found` of a task in transit out of a moving partition's source into `task_moving`. */
-async function markMoving(route: QueueRoute, outcomes: AckOutcome[]): Promise<AckOutcome[]> {
-  const missing = outcomes.filter((o) => isTaskMissing(o)).map((o) => o.id);
-  const sources = route.parts.flatMap((p) => (p.movingFrom ? [p.movingFrom] : []));
-  if (missing.length === 0 || sources.length === 0) return outcomes;
-  const moving = new Set((await Promise.all(sources.map((s) => findInTransit(s.db, missing)))).flat());
-  if (moving.size === 0) return outcomes;
-  return outcomes.map((o) =>
-    moving.has(o.id)
-      ? {
-          id: o.id,
-          ok: false,
-          error: new EdgeqError("task_moving", `task ${o.id} is moving between shards; retry in a second`),
-        }
-      : o,
-  );
+/**
+ * The items every candidate missed, tried once more: the route read fresh (this isolate's may be up to
+ * ROUTE_CACHE_MS old and not know a move), each moving partition's source, then its transit table, then its
+ * destination — the order a task moves in, so a task moving meanwhile is met on one of them (the take-out
+ * and the delivery each commit in one batch). Then the queue's other shards. One in transit is
+ * `task_moving` (503, retry): its lease is still good once it lands. What is still missed is `not_found`.
+ */
+async function retryMisses<I extends { id: string }>(
+  route: QueueRoute,
+  items: I[],
+  outcomes: AckOutcome[],
+  run: (db: Db, items: I[]) => Promise<AckOutcome[]>,
+): Promise<AckOutcome[]> {
+  let missing = outcomes.flatMap((o, i) => (isTaskMissing(o) ? [i] : []));
+  if (missing.length === 0) return outcomes;
+  const fresh = route.refresh ? await route.refresh() : route;
+  const order = fresh.parts.flatMap((p) => (p.movingFrom ? [{ shard: p.movingFrom, source: true }] : []));
+  for (const shard of routeShards(fresh)) order.push({ shard, source: false });
+  for (const { shard, source } of order) {
+    if (missing.length === 0) break;
+    const results = await run(
+      shard.db,
+      missing.map((i) => items[i]!),
+    );
+    results.forEach((outcome, k) => {
+      if (!isTaskMissing(outcome)) outcomes[missing[k]!] = outcome;
+    });
+    missing = missing.filter((i) => isTaskMissing(outcomes[i]));
+    if (!source || missing.length === 0) continue;
+    const moving = new Set(
+      await findInTransit(
+        shard.db,
+        missing.map((i) => items[i]!.id),
+      ),
+    );
+    for (const i of missing.filter((i) => moving.has(items[i]!.id))) {
+      const id = items[i]!.id;
+      outcomes[i] = {
+        id,
+        ok: false,
+        error: new EdgeqError("task_moving", `task ${id} is moving between shards; retry in a second`),
+      };
+    }
+    missing = missing.filter((i) => !moving.has(items[i]!.id));
+  }
+  return outcomes;
 }

@@ -51,13 +51,16 @@ export async function readPlacements(home: Db, queue: string): Promise<Placement
   return home.all<Placement>(sql`SELECT ${placementColumns} FROM placements WHERE queue = ${queue} ORDER BY part`);
 }
 
+/** The placement holding a slot as stored (no cache), or null. */
+export async function readPlacementBySlot(home: Db, slot: number): Promise<Placement | null> {
+  return (await home.get<Placement>(sql`SELECT ${placementColumns} FROM placements WHERE slot = ${slot}`)) ?? null;
+}
+
 /** The placement holding a slot, cached. */
 export async function placementBySlot(env: Env, slot: number): Promise<Placement | null> {
   const hit = bySlot.get(slot);
   if (hit && Date.now() - hit.at < ROUTE_CACHE_MS) return hit.row;
-  const row =
-    (await homeShard(env).db.get<Placement>(sql`SELECT ${placementColumns} FROM placements WHERE slot = ${slot}`)) ??
-    null;
+  const row = await readPlacementBySlot(homeShard(env).db, slot);
   bySlot.set(slot, { row, at: Date.now() });
   return row;
 }

@@ -83,7 +83,7 @@ export async function placementView(env: Env, queue: string) {
   return Promise.all(
     rows.map(async (p) => {
       const left = p.movingFrom
-        ? await countQueueTasksHeld(shardOf(env, p.movingFrom).db, queue, moveSelection(p, rows).idGlob)
+        ? await countQueueTasksHeld(shardOf(env, p.movingFrom).db, queue, moveSelection(p, rows).partition)
         : 0;
       return {
         part: p.part,

@@ -39,7 +39,9 @@ export async function enqueueToQueue(
   input.forEach((task, i) => {
     const part = parts[i]!;
     const group = byShard.get(part.shard.name) ?? { part, items: [] };
-    group.items.push({ i, task: { ...task, id: ids[i] } });
+    // A client's id carries no slot: the row names its partition (what a move of it selects by).
+    const slot = carriesSlot(ids[i]!, part.slot) ? undefined : part.slot;
+    group.items.push({ i, task: { ...task, id: ids[i], slot } });
     byShard.set(part.shard.name, group);
   });
   const outcomes = new Array<EnqueueOutcome>(input.length);

@@ -1,5 +1,5 @@
 import type { Env } from "../env";
-import { ensurePlacements, existingPlacements, fnv1a, type Placement } from "./directory";
+import { ensurePlacements, existingPlacements, fnv1a, forgetPlacements, type Placement } from "./directory";
 import { HOME_SHARD, readShard, shardOf, type Shard } from "./shard-set";
 
 /** One partition of a queue, resolved to its databases. */
@@ -16,11 +16,18 @@ export interface PartRoute {
 export interface QueueRoute {
   queue: string;
   parts: PartRoute[];
+  /** The same route read again, bypassing this isolate's cache (ROUTE_CACHE_MS): for a call that missed a
+   * task which may have moved since the route was read (src/shards/ack-routing.ts). */
+  refresh?: () => Promise<QueueRoute>;
 }
 
 function toRoute(env: Env, queue: string, rows: Placement[]): QueueRoute {
   return {
     queue,
+    refresh: async () => {
+      forgetPlacements(queue);
+      return toRoute(env, queue, await ensurePlacements(env, queue, null, Date.now()));
+    },
     parts: rows.map((row) => ({
       part: row.part,
       slot: row.slot,

@@ -39,19 +39,32 @@ export interface RelayFaults {
   crashAfterTakeOut?: boolean;
 }
 
+/** What one delivery did: how many tasks it moved (those whose transit row this call cleared), the queues
+ * they joined, and how many joined each destination slot (a move counts only its own partition's). */
+interface Delivery {
+  delivered: number;
+  queues: string[];
+  bySlot: Map<number, number>;
+}
+
 /**
  * Delivers what is in `source`'s transit table: inserts each task on its destination (by id, so a repeat
- * after a crash inserts nothing twice), records the address of an id that does not carry its new slot,
- * then removes it from transit. A task whose dedupe key a live task on the destination already holds
- * keeps running without the key (both were accepted; dropping one would lose it).
+ * after a crash inserts nothing twice) with the partition it joins in its `slot` column when its id does not
+ * carry that slot, records such an id's address, then removes it from transit. A task whose dedupe key a
+ * live task on the destination already holds keeps running without the key (both were accepted; dropping
+ * one would lose it). Two deliveries at once (the tick's and a request's) insert the same rows harmlessly;
+ * each task is counted by the one whose clear removed it.
  */
-async function deliverTransit(env: Env, source: Shard, now: number): Promise<{ delivered: number; queues: string[] }> {
+async function deliverTransit(env: Env, source: Shard, now: number): Promise<Delivery> {
   const rows = await listTransit(source.db, RELAY_CHUNK);
-  if (rows.length === 0) return { delivered: 0, queues: [] };
+  if (rows.length === 0) return { delivered: 0, queues: [], bySlot: new Map() };
   const byDest = new Map<string, TransitRow[]>();
   for (const row of rows) byDest.set(row.dest, [...(byDest.get(row.dest) ?? []), row]);
   for (const [dest, group] of byDest) {
-    await putInFromTransit(shardOf(env, dest).db, group);
+    await putInFromTransit(
+      shardOf(env, dest).db,
+      group.map((r) => ({ ...r, rowSlot: carriesSlot(r.id, r.slot) ? null : r.slot })),
+    );
     const unslotted = group.filter((r) => !carriesSlot(r.id, r.slot));
     if (unslotted.length > 0 && shardNames(env).length > 1) {
       await homeShard(env).db.run(sql`INSERT INTO task_addresses (id, slot, created_at)
@@ -59,23 +72,31 @@ async function deliverTransit(env: Env, source: Shard, now: number): Promise<{ d
         WHERE true ON CONFLICT (id) DO UPDATE SET slot = excluded.slot`);
     }
   }
-  await clearTransit(
-    source.db,
-    rows.map((r) => r.id),
+  const cleared = new Set(
+    await clearTransit(
+      source.db,
+      rows.map((r) => r.id),
+    ),
   );
-  return { delivered: rows.length, queues: [...new Set(rows.map((r) => r.queue))] };
+  const mine = rows.filter((r) => cleared.has(r.id));
+  const bySlot = new Map<number, number>();
+  for (const r of mine) bySlot.set(r.slot, (bySlot.get(r.slot) ?? 0) + 1);
+  return { delivered: mine.length, queues: [...new Set(mine.map((r) => r.queue))], bySlot };
 }
 
 /**
  * Which of the queue's tasks on a moving partition's source belong to it: all of them, unless another
- * partition of the queue is on that shard too (or leaving it) — then only the ids carrying this
- * partition's slot. What a move takes, and what the placement view counts as left on the source.
+ * partition of the queue is on that shard too (or leaving it) — then only this partition's: the tasks whose
+ * id carries its slot, and those whose `slot` column names it (a client's own id, a relayed task, a child
+ * of either). What a move takes, and what the placement view counts as left on the source.
  * `queueParts`: the queue's placements.
  */
 export function moveSelection(placement: Placement, queueParts: Placement[]): TransitSelection {
   const source = placement.movingFrom;
   const shared = queueParts.some((p) => p.part !== placement.part && (p.shard === source || p.movingFrom === source));
-  return shared ? { queue: placement.queue, idGlob: slotIdGlob(placement.slot) } : { queue: placement.queue };
+  return shared
+    ? { queue: placement.queue, partition: { slot: placement.slot, idGlob: slotIdGlob(placement.slot) } }
+    : { queue: placement.queue };
 }
 
 /**
@@ -103,8 +124,10 @@ export async function advanceMove(
     if (taken === 0) taken = await takeOutForTransit(source.db, selection, to, RELAY_CHUNK, now);
     if (opts.faults?.crashAfterTakeOut && taken > 0) throw new Error("relay: injected crash after take-out");
     // No pause between take-out and delivery: a task in transit answers `task_moving` until it lands.
-    const { delivered } = await deliverTransit(env, source, now);
-    relayed += delivered;
+    // Counted: what this partition received (a delivery also carries whatever else was in transit there).
+    const delivery = await deliverTransit(env, source, now);
+    const delivered = delivery.delivered;
+    relayed += delivery.bySlot.get(placement.slot) ?? 0;
     if (taken === 0 && delivered === 0) {
       emptied = true;
       break;

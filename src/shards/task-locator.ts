@@ -3,7 +3,7 @@ import type { Env } from "../env";
 import { EdgeqError, NotFoundError } from "../contracts/errors";
 import type { AckOutcome } from "../engine/ack";
 import { isInTransit } from "../engine/transit";
-import { placementBySlot } from "./directory";
+import { placementBySlot, readPlacementBySlot } from "./directory";
 import { HOME_SHARD, homeShard, shardNames, shardOf, type Shard } from "./shard-set";
 import { decodeSlot } from "./task-slot";
 
@@ -41,18 +41,47 @@ export function isTaskMissing(result: unknown): boolean {
   return false;
 }
 
-/** Whether a task is in transit out of a shard right now (a move's copy step holds it for a moment). */
-async function inTransit(env: Env, id: string): Promise<boolean> {
-  for (const name of shardNames(env)) {
-    if (await isInTransit(shardOf(env, name).db, id)) return true;
+/**
+ * Every shard, in the order a task moves between them, for the lookup after a miss: read fresh (no
+ * cache), a moving partition's source before its destination, then the recorded address's, the home
+ * database, and every other shard last — a task whose id names no partition and whose address was never
+ * recorded (a chained child of a client's id, created beside its parent) is found wherever it is.
+ */
+async function shardsInMoveOrder(env: Env, id: string): Promise<Shard[]> {
+  const home = homeShard(env).db;
+  const slot = decodeSlot(id);
+  const address = await home.get<{ slot: number }>(sql`SELECT slot FROM task_addresses WHERE id = ${id}`);
+  const placements = await Promise.all(
+    [slot, address?.slot ?? null].map((s) => (s === null ? null : readPlacementBySlot(home, s))),
+  );
+  const order = [...placements.flatMap((p) => (p ? [p.movingFrom, p.shard] : [])), HOME_SHARD, ...shardNames(env)];
+  return [...new Set(order.filter((name): name is string => name !== null))].map((name) => shardOf(env, name));
+}
+
+/** `run` on one shard: its answer, or `missing` when it says "no such task here". */
+async function tryShard<T>(
+  shard: Shard,
+  run: (shard: Shard) => Promise<T>,
+): Promise<{ found: T } | { missing: unknown }> {
+  try {
+    const result = await run(shard);
+    return isTaskMissing(result) ? { missing: result } : { found: result };
+  } catch (error) {
+    if (!isTaskMissing(error)) throw error;
+    return { missing: error };
   }
-  return false;
 }
 
 /**
  * Runs a single-task call on the shard that holds the task: `run` on each candidate until one does not
- * answer "not found" (a call that finds no row changes nothing, so trying the next is safe). When every
- * candidate misses and the task is in transit between shards, `task_moving` (503, retry) instead of a 404.
+ * answer "not found" (a call that finds no row changes nothing, so trying the next is safe).
+ *
+ * When every candidate misses on a deployment with several shards, the task may be moving, or this
+ * isolate's placements may be up to ROUTE_CACHE_MS old: a second pass reads the placements fresh and tries
+ * every shard in the order a task moves (source, its transit table, destination), so that a task moving
+ * meanwhile is met on one of the three — it is always in exactly one: the take-out and the delivery each
+ * commit in one batch. In transit: `task_moving` (503, retry). Only a task that is nowhere answers 404; that
+ * miss costs two reads per shard, a found task what it cost before.
  *
  * @example
  * const task = await onTaskShard(env, id, (shard) => getTask(shard.db, id));
@@ -60,17 +89,18 @@ async function inTransit(env: Env, id: string): Promise<boolean> {
 export async function onTaskShard<T>(env: Env, id: string, run: (shard: Shard) => Promise<T>): Promise<T> {
   let miss: unknown = new NotFoundError(`task ${id}`);
   for await (const shard of taskShards(env, id)) {
-    try {
-      const result = await run(shard);
-      if (!isTaskMissing(result)) return result;
-      miss = result;
-    } catch (error) {
-      if (!isTaskMissing(error)) throw error;
-      miss = error;
-    }
+    const tried = await tryShard(shard, run);
+    if ("found" in tried) return tried.found;
+    miss = tried.missing;
   }
-  if (shardNames(env).length > 1 && (await inTransit(env, id))) {
-    throw new EdgeqError("task_moving", `task ${id} is moving between shards; retry in a second`);
+  if (shardNames(env).length > 1) {
+    for (const shard of await shardsInMoveOrder(env, id)) {
+      const tried = await tryShard(shard, run);
+      if ("found" in tried) return tried.found;
+      if (await isInTransit(shard.db, id)) {
+        throw new EdgeqError("task_moving", `task ${id} is moving between shards; retry in a second`);
+      }
+    }
   }
   if (miss instanceof Error) throw miss;
   return miss as T;

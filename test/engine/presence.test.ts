@@ -45,7 +45,7 @@ describe("what a database holds of a queue", () => {
     const done = await completedTask(queue);
     const [moving, staying] = await enqueueMany(queue, [{ payload: 1 }, { payload: 2 }], T0 + 10);
     expect(await countQueueTasksHeld(db(), queue)).toBe(3);
-    await takeOutForTransit(db(), { queue, idGlob: moving! }, TO, 200, T0 + 20);
+    await takeOutForTransit(db(), { queue, partition: { slot: TO.slot, idGlob: moving! } }, TO, 200, T0 + 20);
     expect(await countQueueTasksHeld(db(), queue)).toBe(3);
     const unknown = "01JZZZZZZZZZZZZZZZZZZZZZZZ";
     expect((await findTaskIdsHeld(db(), [done, moving!, staying!, unknown])).sort()).toEqual(

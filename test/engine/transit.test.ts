@@ -9,6 +9,7 @@ import {
   listTransit,
   putInFromTransit,
   takeOutForTransit,
+  type DeliveredRow,
   type TransitRow,
 } from "../../src/engine/transit";
 import { T0, db, uniqueQueue } from "../helpers";
@@ -28,11 +29,16 @@ async function transitOf(queue: string): Promise<TransitRow[]> {
   return (await listTransit(source(), 1_000)).filter((r) => r.queue === queue);
 }
 
+/** Rows as a delivery puts them in: keeping the slot column they had. */
+function delivered(rows: TransitRow[]): DeliveredRow[] {
+  return rows.map((r) => ({ ...r, rowSlot: (JSON.parse(r.row) as { slot: number | null }).slot }));
+}
+
 /** Takes the queue's tasks out, puts them in on the destination and clears them: one whole relay step. */
 async function relay(queue: string, now = T0 + 100): Promise<void> {
   await takeOutForTransit(source(), { queue }, TO, 200, now);
   const rows = await transitOf(queue);
-  await putInFromTransit(dest(), rows);
+  await putInFromTransit(dest(), delivered(rows));
   await clearTransit(
     source(),
     rows.map((r) => r.id),
@@ -71,14 +77,19 @@ describe("takeOutForTransit", () => {
     expect((await rowsOf(source(), queue)).map((r) => r.id)).toEqual([done]);
     await clearTransit(source(), [live]);
 
+    // A partition's tasks: ids carrying its slot (unless their slot column names another partition), and
+    // ids of any form whose slot column names it.
     const slotted = "01JAAAAAAAQRST000000000001";
     const unslotted = "01JAAAAAAAWXYZ000000000002";
+    const named = "01JAAAAAAAWXYZ000000000003";
+    const elsewhere = "01JAAAAAAAQRST000000000004";
     const glob = uniqueQueue("transit-glob");
-    await enqueueMany(glob, [{ id: slotted }, { id: unslotted }]);
-    expect(await takeOutForTransit(source(), { queue: glob, idGlob: "??????????QRST*" }, TO, 200, T0 + 10)).toBe(1);
-    expect((await transitOf(glob)).map((r) => r.id)).toEqual([slotted]);
-    expect((await rowsOf(source(), glob)).map((r) => r.id)).toEqual([unslotted]);
-    await clearTransit(source(), [slotted]);
+    await enqueueMany(glob, [{ id: slotted }, { id: unslotted }, { id: named, slot: 7 }, { id: elsewhere, slot: 8 }]);
+    const partition = { slot: 7, idGlob: "??????????QRST*" };
+    expect(await takeOutForTransit(source(), { queue: glob, partition }, TO, 200, T0 + 10)).toBe(2);
+    expect((await transitOf(glob)).map((r) => r.id)).toEqual([slotted, named]);
+    expect((await rowsOf(source(), glob)).map((r) => r.id).sort()).toEqual([elsewhere, unslotted]);
+    await clearTransit(source(), [slotted, named]);
   });
 });
 
@@ -93,10 +104,10 @@ describe("putInFromTransit", () => {
     expect(rows).toHaveLength(3);
     for (const row of rows) expect(await isInTransit(source(), row.id)).toBe(true);
 
-    await putInFromTransit(dest(), rows);
+    await putInFromTransit(dest(), delivered(rows));
     expect(await rowsOf(dest(), queue)).toEqual(before);
     // A crash before the clear: the next relay delivers the same rows again.
-    await putInFromTransit(dest(), rows);
+    await putInFromTransit(dest(), delivered(rows));
     expect(await rowsOf(dest(), queue)).toEqual(before);
     expect((await rowsOf(dest(), queue)).find((r) => r.id === held.id)).toMatchObject({
       lease_token: held.leaseToken,
@@ -139,7 +150,7 @@ describe("putInFromTransit", () => {
     const rows = await transitOf(queue);
     expect(rows.map((r) => r.id)).toEqual([first, second]);
 
-    await putInFromTransit(dest(), rows);
+    await putInFromTransit(dest(), delivered(rows));
     const landed = await rowsOf(dest(), queue);
     expect(landed.map((r) => [r.id, r.dedupe_key, r.state])).toEqual([
       [first, "twin", "pending"],

@@ -1,37 +1,16 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { openDb, type Db } from "../../src/db/client";
-import { rankShards, readPlacements } from "../../src/shards/directory";
+import { readPlacements } from "../../src/shards/directory";
 import { startMove } from "../../src/shards/move";
 import { advanceMove } from "../../src/shards/relay";
-import { shardNames } from "../../src/shards/shard-set";
 import { decodeSlot } from "../../src/shards/task-slot";
-import { uniqueQueue } from "../helpers";
+import { copyAll, queueOn, shard } from "./support";
 import { call as sqsCall, sqsRequest } from "../sqs/signed-request";
 import { call, complete, enqueue, expectError, lease } from "../http/api";
 
-const shard = (name: string): Db => openDb(name === "DB" ? env.DB : env.DB_1);
-
-/** A fresh queue name that the placement rule sends to `want` first (rendezvous hashing over DB, DB_1). */
-function queueOn(want: "DB" | "DB_1", prefix: string): string {
-  for (;;) {
-    const name = uniqueQueue(prefix);
-    if (rankShards(name, shardNames(env))[0] === want) return name;
-  }
-}
-
 interface PlacementBody {
   partitions: Array<{ part: number; shard: string; move: { from: string; left_on_source: number } | null }>;
-}
-
-/** Runs a partition's move until its copy is done (state `settling`). */
-async function copyAll(queue: string, part: number, now: number): Promise<void> {
-  for (let i = 0; i < 20; i++) {
-    const p = (await readPlacements(shard("DB"), queue)).find((r) => r.part === part)!;
-    if ((await advanceMove(env, p, now)).state !== "copying") return;
-  }
-  throw new Error("the move did not finish copying in 20 rounds");
 }
 
 describe("a move's placement view", () => {

@@ -2,9 +2,8 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { openDb, type Db } from "../../src/db/client";
 import { coordinatorOf } from "../../src/effects/wake";
-import { fnv1a, forgetPlacements, rankShards, readPlacements } from "../../src/shards/directory";
+import { fnv1a, forgetPlacements, readPlacements } from "../../src/shards/directory";
 import { startMove } from "../../src/shards/move";
 import { pruneAddresses } from "../../src/shards/prune-addresses";
 import { advanceMove, relayAll } from "../../src/shards/relay";
@@ -12,18 +11,9 @@ import { enqueueTasks } from "../../src/engine/enqueue";
 import { readShard, shardNames } from "../../src/shards/shard-set";
 import { decodeSlot } from "../../src/shards/task-slot";
 import { uniqueQueue } from "../helpers";
+import { queueOn, shard } from "./support";
 import { until } from "../support/until";
 import { call, complete, enqueue, enqueueOne, expectError, getTask, lease, leaseOne } from "../http/api";
-
-const shard = (name: string): Db => openDb(name === "DB" ? env.DB : env.DB_1);
-
-/** A fresh queue name that the placement rule sends to `want` (rendezvous hashing over DB, DB_1). */
-function queueOn(want: "DB" | "DB_1", prefix: string): string {
-  for (;;) {
-    const name = uniqueQueue(prefix);
-    if (rankShards(name, shardNames(env))[0] === want) return name;
-  }
-}
 
 const sum = (counts: number[]) => counts.reduce((a, b) => a + b, 0);
 
