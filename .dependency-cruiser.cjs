@@ -13,8 +13,8 @@ const ALLOWED = {
   db: ["contracts"],
   // What the Worker and its Durable Objects say to each other (zod schemas and RPC interfaces).
   protocols: ["contracts", "db"],
-  // The bindings, typed by the protocols.
-  "env.ts": ["protocols"],
+  // The bindings, typed by the protocols; the token rule, with the development token of the limits.
+  "env.ts": ["contracts", "protocols"],
   // One function per state change; the only code that touches the task tables (eslint.config.js).
   engine: ["contracts", "db"],
   storage: ["contracts"],
@@ -54,6 +54,8 @@ const ALLOWED = {
   dashboard: ["contracts", "health"],
   http: [
     "contracts",
+    // `npm start`'s cron tick behind the token (src/http/routes/local-tick.ts).
+    "cron",
     "dashboard",
     "db",
     "effects",

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, startWranglerDev } from "../scripts/wrangler-dev.mjs";
+import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../src/contracts/limits";
 
 export { freePort };
 
@@ -23,6 +24,8 @@ export async function startLocalServer(root: string, main?: string): Promise<Loc
     const server = await startWranglerDev({
       root,
       token: BENCH_TOKEN,
+      // A token of its own drops the published SQS pair (src/sqs/credentials.ts); the SQS section signs with it.
+      sqsCredentials: `${SQS_DEV_ACCESS_KEY_ID}:${SQS_DEV_SECRET_ACCESS_KEY}`,
       main,
       persistTo: state,
       logLevel: "warn",

@@ -26,5 +26,5 @@ export function readCrons(wranglerToml: string, env: string): string[];
 /** Calls each cron at its due times until stopped. Throws at once on an expression croner rejects. */
 export function startCronDriver(options: CronDriverOptions): CronDriver;
 
-/** Fires one trigger on a `wrangler dev --test-scheduled` server (`GET /__scheduled?cron=…`). */
-export function fireScheduled(url: string, cron: string): Promise<void>;
+/** Runs the tick once on a local server (`POST /__tick` with the bearer token): the Worker's TickResult. */
+export function fireTick(url: string, token: string): Promise<Record<string, unknown>>;

@@ -1,6 +1,7 @@
-// The cron schedule of wrangler.toml, run locally. `wrangler dev --test-scheduled` never fires a cron
-// on its own (only a request to /__scheduled does), so `npm start` plans each trigger's due times with
-// croner and calls /__scheduled at each one, as Cloudflare calls the deployed Worker.
+// The cron schedule of wrangler.toml, run locally. `wrangler dev` never fires a cron on its own, so
+// `npm start` plans each trigger's due times with croner and runs the tick at each one, as Cloudflare
+// calls the deployed Worker — through POST /__tick with the bearer token: the ways wrangler offers to call
+// scheduled() answer anyone, so the Worker refuses them in development (src/http/routes/local-tick.ts).
 /* global AbortSignal */
 import { readFileSync } from "node:fs";
 import { clearTimeout, setTimeout } from "node:timers";
@@ -15,9 +16,12 @@ import { parse } from "smol-toml";
  * schedule on time after the machine slept or its clock was set. */
 const MAX_TIMER_MS = 60 * 60 * 1000;
 
-/** /__scheduled answers once the Worker's scheduled() has been called (the tick itself runs on in
- * waitUntil), in milliseconds normally: 30 s only catches a server that hangs. */
+/** POST /__tick answers once the tick has run, in milliseconds to a few seconds on a local database: 30 s
+ * only catches a server that hangs. */
 const FIRE_TIMEOUT_MS = 30_000;
+
+/** Where the Worker runs the tick in development (LOCAL_TICK_PATH in src/http/routes/local-tick.ts). */
+const LOCAL_TICK_PATH = "/__tick";
 
 /** @type {CronClock} */
 const systemClock = {
@@ -51,7 +55,7 @@ export function readCrons(wranglerToml, env) {
  * @param {CronDriverOptions} options
  * @returns {CronDriver}
  * @example
- * const driver = startCronDriver({ crons: ["* * * * *"], fire: (cron) => fireScheduled(url, cron) });
+ * const driver = startCronDriver({ crons: ["* * * * *"], fire: () => fireTick(url, token) });
  * driver.next(); // { at: 2026-11-22T23:01:00.000Z, crons: ["* * * * *"] }
  */
 export function startCronDriver({ crons, fire, clock = systemClock }) {
@@ -104,15 +108,20 @@ export function startCronDriver({ crons, fire, clock = systemClock }) {
 }
 
 /**
- * Fires one trigger on a `wrangler dev --test-scheduled` server. Throws unless it answers 2xx.
+ * Runs the tick once on a local server (POST /__tick with the bearer token) and returns what it did, the
+ * Worker's TickResult. Throws unless it answers 2xx.
  * @param {string} url
- * @param {string} cron
- * @returns {Promise<void>}
+ * @param {string} token
+ * @returns {Promise<Record<string, unknown>>}
+ * @example const result = await fireTick("http://127.0.0.1:8787", "edgeq-dev-token"); // { reaped: 0, ... }
  */
-export async function fireScheduled(url, cron) {
-  const res = await fetch(`${url}/__scheduled?cron=${encodeURIComponent(cron)}`, {
+export async function fireTick(url, token) {
+  const res = await fetch(`${url}${LOCAL_TICK_PATH}`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${token}` },
     signal: AbortSignal.timeout(FIRE_TIMEOUT_MS),
   });
   const body = await res.text();
-  if (!res.ok) throw new Error(`/__scheduled answered ${res.status}: ${body.slice(0, 200)}`);
+  if (!res.ok) throw new Error(`${LOCAL_TICK_PATH} answered ${res.status}: ${body.slice(0, 200)}`);
+  return /** @type {Record<string, unknown>} */ (JSON.parse(body));
 }

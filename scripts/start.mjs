@@ -2,21 +2,26 @@
 // 127.0.0.1:$PORT (default 8787), and runs the cron schedule of wrangler.toml's [env.local.triggers]
 // locally, as Cloudflare runs it in production (wrangler dev alone never fires a cron).
 //
-// Environment: PORT, EDGEQ_TOKEN (default: the development token), EDGEQ_PERSIST_DIR (local state;
-// default .wrangler/state), EDGEQ_LOCAL_CRONS (comma-separated cron expressions that replace the
-// schedule, e.g. "*/10 * * * * *" to tick every ten seconds while developing). Arguments after
-// `npm start --` go to `wrangler dev`.
+// Environment: PORT, EDGEQ_TOKEN (default: the development token), SQS_CREDENTIALS (the SQS endpoint's
+// "AKID:secret" pairs; default: the published development pair, and none at all with an EDGEQ_TOKEN of
+// your own), EDGEQ_PERSIST_DIR (local state; default .wrangler/state), EDGEQ_LOCAL_CRONS (comma-separated
+// cron expressions that replace the schedule, e.g. "*/10 * * * * *" to tick every ten seconds while
+// developing). Arguments after `npm start --` go to `wrangler dev`. Only /health, the docs and the
+// dashboard's page answer without the token: docs/api.md, "What `npm start` serves".
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { setInterval } from "node:timers";
 import { fileURLToPath } from "node:url";
-import { fireScheduled, readCrons, startCronDriver } from "./cron-driver.mjs";
+import { fireTick, readCrons, startCronDriver } from "./cron-driver.mjs";
 import { startWranglerDev } from "./wrangler-dev.mjs";
 
 const DEV_TOKEN = "edgeq-dev-token"; // keep in step with src/http/auth.ts
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const port = Number(process.env.PORT || 8787);
 const token = process.env.EDGEQ_TOKEN || DEV_TOKEN;
+const sqsCredentials = process.env.SQS_CREDENTIALS || undefined;
+/** The token the cron driver presents: EDGEQ_TOKEN may list several (rotation); any one is accepted. */
+const bearer = token.split(",")[0]?.trim() || token;
 const crons = process.env.EDGEQ_LOCAL_CRONS
   ? process.env.EDGEQ_LOCAL_CRONS.split(",").map((c) => c.trim())
   : readCrons(join(root, "wrangler.toml"), "local");
@@ -31,6 +36,7 @@ const say = (line) => console.log(`edgeq: ${line}`);
 const server = await startWranglerDev({
   root,
   token,
+  sqsCredentials,
   port,
   persistTo: process.env.EDGEQ_PERSIST_DIR || undefined,
   extraArgs: process.argv.slice(2),
@@ -66,7 +72,7 @@ const driver = startCronDriver({
   crons,
   async fire(cron, at) {
     const started = Date.now();
-    await fireScheduled(server.url, cron);
+    await fireTick(server.url, bearer);
     say(`cron "${cron}" tick for ${at.toISOString()} fired (${Date.now() - started} ms)`);
   },
 });

@@ -4,6 +4,9 @@ export interface WranglerDevOptions {
   root: string;
   /** The server's EDGEQ_TOKEN. */
   token: string;
+  /** The server's SQS_CREDENTIALS ("AKID:secret" pairs, comma-separated). Without it the SQS endpoint takes
+   * the published development pair only while `token` is the development token (src/sqs/credentials.ts). */
+  sqsCredentials?: string;
   /** The Worker's entry module, in place of wrangler.toml's `main` (e.g. the bench's bench/timed-worker.ts). */
   main?: string;
   /** Port on 127.0.0.1 (default: a free one). */
@@ -37,7 +40,7 @@ export interface LocalServer {
 export function freePort(): Promise<number>;
 
 /**
- * Applies the D1 migrations to the local database, starts `wrangler dev --env local --test-scheduled`
+ * Applies the D1 migrations to the local database, starts `wrangler dev --env local` (Local Explorer off)
  * and resolves once GET /health answers 200. Rejects (with wrangler's output) if a step fails.
  */
 export function startWranglerDev(options: WranglerDevOptions): Promise<LocalServer>;

@@ -1,7 +1,8 @@
 // The one launcher of the local edgeq server, for `npm start` (scripts/start.mjs), the CLI tests
 // (test/cli/server.ts) and the benchmark (bench/local-server.ts): migrations applied to the local D1
-// first, `wrangler dev --env local --test-scheduled` on 127.0.0.1, ready once /health answers, stopped
-// with its whole process group.
+// first, `wrangler dev --env local` on 127.0.0.1 with wrangler's Local Explorer off, ready once /health
+// answers, stopped with its whole process group. What it serves without the token: docs/api.md, "What
+// `npm start` serves".
 import { spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { readFile } from "node:fs/promises";
@@ -104,10 +105,18 @@ async function localShards(root) {
  * await server.stop();
  */
 export async function startWranglerDev(options) {
-  const { root, token, main, persistTo, logLevel, extraArgs = [], onOutput } = options;
+  const { root, token, sqsCredentials, main, persistTo, logLevel, extraArgs = [], onOutput } = options;
   const port = options.port ?? (await freePort());
   const persist = persistTo ? ["--persist-to", persistTo] : [];
-  const env = { ...process.env, WRANGLER_SEND_METRICS: "false" };
+  const env = {
+    ...process.env,
+    WRANGLER_SEND_METRICS: "false",
+    // wrangler's Local Explorer (on by default in wrangler 4.164, on the server's own port under
+    // /cdn-cgi/local/explorer) reads and writes every local D1 database, Durable Object and R2 bucket, and
+    // calls scheduled(), for anyone, without the token. X_LOCAL_EXPLORER is wrangler's switch for it
+    // (getLocalExplorerEnabledFromEnv in wrangler 4.164; not yet in Cloudflare's docs).
+    X_LOCAL_EXPLORER: "false",
+  };
   const tail = { text: "" };
 
   // Every local shard (DB, DB_1, ...) gets the same migrations. CI=true: wrangler applies without asking.
@@ -135,10 +144,15 @@ export async function startWranglerDev(options) {
         "127.0.0.1",
         "--port",
         String(port),
+        // Not for /__scheduled, which the Worker refuses in development like wrangler's other scheduled
+        // routes (npm start runs the tick on POST /__tick): without it, wrangler prints that a cron must be
+        // fired by hand at /cdn-cgi/local/scheduled, which would send people to a refused route.
         "--test-scheduled",
         "--show-interactive-dev-session=false",
         "--var",
         `EDGEQ_TOKEN:${token}`,
+        // wrangler splits a --var at its first ':' only, so "AKID:secret" pairs pass whole.
+        ...(sqsCredentials ? ["--var", `SQS_CREDENTIALS:${sqsCredentials}`] : []),
         ...(logLevel ? ["--log-level", logLevel] : []),
         ...persist,
         ...extraArgs,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEV_TOKEN } from "./contracts/limits";
 import type { EventHubRpc, QueueCoordinatorRpc, SchedulerRpc } from "./protocols/durable-objects";
 
 /** The Worker's bindings (wrangler.toml) and secrets. */
@@ -10,7 +11,9 @@ export interface Env {
   EVENT_HUB: DurableObjectNamespace<EventHubRpc>;
   /** One object (class Scheduler): fires every schedule. */
   SCHEDULER: DurableObjectNamespace<SchedulerRpc>;
-  /** "production" (default in wrangler.toml) or "development" (set by `npm start`). */
+  /** "production" (default in wrangler.toml) or "development" (set by `npm start`: DEV_TOKEN when no
+   * EDGEQ_TOKEN is set, scheduled events refused, the tick on POST /__tick; docs/api.md, "What `npm start`
+   * serves"). */
   ENVIRONMENT?: string;
   /** Bearer token(s): one, or several separated by commas to rotate without downtime. */
   EDGEQ_TOKEN?: string;
@@ -66,4 +69,30 @@ export function readSettings(env: Env): Settings {
   const settings = Object.freeze({ ...parsed.data, EDGEQ_TOKEN: Object.freeze(parsed.data.EDGEQ_TOKEN) }) as Settings;
   lastRead = { environment: env.ENVIRONMENT, token: env.EDGEQ_TOKEN, settings };
   return settings;
+}
+
+/**
+ * The bearer tokens the Worker accepts: EDGEQ_TOKEN's; without it, DEV_TOKEN outside production and none in
+ * production (where the API then refuses to serve: 503 not_configured). The one rule of who holds the
+ * token — /v1, /metrics, the events sockets and /health ask it.
+ *
+ * @example
+ * acceptedTokens(readSettings({ ...env, ENVIRONMENT: "development", EDGEQ_TOKEN: undefined })); // ["edgeq-dev-token"]
+ */
+export function acceptedTokens(settings: Settings): readonly string[] {
+  if (settings.EDGEQ_TOKEN.length > 0) return settings.EDGEQ_TOKEN;
+  return settings.ENVIRONMENT === "production" ? [] : [DEV_TOKEN];
+}
+
+/**
+ * Whether the Worker accepts the published development credentials besides DEV_TOKEN (the SQS endpoint's
+ * development key pair): exactly where DEV_TOKEN itself is accepted, and never in production. A server
+ * given a token of its own (`EDGEQ_TOKEN=… npm start`) is one its user means to protect, so it drops every
+ * published credential at once rather than leave a second way in.
+ *
+ * @example
+ * acceptsDevCredentials(readSettings({ ...env, ENVIRONMENT: "development", EDGEQ_TOKEN: "mine" })); // false
+ */
+export function acceptsDevCredentials(settings: Settings): boolean {
+  return settings.ENVIRONMENT !== "production" && acceptedTokens(settings).includes(DEV_TOKEN);
 }

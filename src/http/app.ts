@@ -12,6 +12,7 @@ import { onError } from "./error-handler";
 import { notFound } from "./method-not-allowed";
 import { healthRoutes, readinessRoutes } from "./routes/health";
 import { livenessRoutes } from "./routes/liveness";
+import { localTickRoutes } from "./routes/local-tick";
 import { metricsRoutes } from "./routes/metrics";
 import { scheduleRoutes } from "./routes/schedules";
 import { queueRoutes } from "./routes/queues";
@@ -62,6 +63,9 @@ export function buildApp(deps: AppDeps) {
   app.route("/", eventStreamRoutes);
 
   app.route("/", readinessRoutes);
+
+  // `npm start`'s cron tick, behind the token (development only; src/http/routes/local-tick.ts).
+  app.route("/", localTickRoutes);
 
   app.use("/v1/*", requireBearer);
   const jsonBodyLimit = bodyLimit({

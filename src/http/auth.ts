@@ -1,7 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import { EdgeqError } from "../contracts/errors";
 import { DEV_TOKEN } from "../contracts/limits";
-import { readSettings } from "../env";
+import { acceptedTokens, readSettings } from "../env";
 import type { AppEnv } from "./app-env";
 import { errorResponse } from "./error-handler";
 
@@ -19,20 +19,16 @@ function safeEqual(a: string, b: string): boolean {
 }
 
 /**
- * Bearer-token auth for /v1. Production without EDGEQ_TOKEN refuses to serve (503 not_configured)
- * rather than run open; development without it accepts DEV_TOKEN.
+ * Bearer-token auth for /v1. The tokens are acceptedTokens' (src/env.ts): production without EDGEQ_TOKEN
+ * refuses to serve (503 not_configured) rather than run open; development without it accepts DEV_TOKEN.
  */
 export const requireBearer = createMiddleware<AppEnv>(async (c, next) => {
-  const settings = readSettings(c.env);
-  let tokens = settings.EDGEQ_TOKEN;
+  const tokens = acceptedTokens(readSettings(c.env));
   if (tokens.length === 0) {
-    if (settings.ENVIRONMENT === "production") {
-      return errorResponse(
-        c,
-        new EdgeqError("not_configured", "EDGEQ_TOKEN is not set; refusing to serve without authentication"),
-      );
-    }
-    tokens = [DEV_TOKEN];
+    return errorResponse(
+      c,
+      new EdgeqError("not_configured", "EDGEQ_TOKEN is not set; refusing to serve without authentication"),
+    );
   }
   const header = c.req.header("Authorization") ?? "";
   const match = /^Bearer\s+(.+)$/i.exec(header);

@@ -1,6 +1,6 @@
 import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../contracts/limits";
 import type { Env } from "../env";
-import { readSettings } from "../env";
+import { acceptsDevCredentials, readSettings } from "../env";
 import { SqsError } from "./errors";
 
 /** The Worker's environment as the SQS endpoint reads it: its bindings plus the SQS_CREDENTIALS secret. */
@@ -11,10 +11,11 @@ export type SqsEnv = Env & {
 };
 
 /**
- * The access key pairs the SQS endpoint verifies signatures against, by access key id. Production without
- * SQS_CREDENTIALS refuses (503 ServiceUnavailable) rather than run with the published development pair;
- * any other environment without it accepts SQS_DEV_ACCESS_KEY_ID / SQS_DEV_SECRET_ACCESS_KEY. A malformed
- * entry (no ':') is a configuration error, never silently skipped.
+ * The access key pairs the SQS endpoint verifies signatures against, by access key id. Without
+ * SQS_CREDENTIALS it accepts the published pair SQS_DEV_ACCESS_KEY_ID / SQS_DEV_SECRET_ACCESS_KEY where the
+ * bearer API accepts the published DEV_TOKEN (acceptsDevCredentials, src/env.ts: outside production, with
+ * no EDGEQ_TOKEN of one's own), and refuses otherwise (503 ServiceUnavailable) rather than leave a published
+ * key beside a private token. A malformed entry (no ':') is a configuration error, never silently skipped.
  *
  * @example
  * const secrets = sqsCredentials({ ...env, SQS_CREDENTIALS: "AKID1:s1,AKID2:s2" }); // Map { AKID1 => s1, AKID2 => s2 }
@@ -25,10 +26,13 @@ export function sqsCredentials(env: SqsEnv): Map<string, string> {
     .map((e) => e.trim())
     .filter((e) => e.length > 0);
   if (entries.length === 0) {
-    if (readSettings(env).ENVIRONMENT === "production") {
+    const settings = readSettings(env);
+    if (!acceptsDevCredentials(settings)) {
       throw new SqsError(
         "ServiceUnavailable",
-        "SQS_CREDENTIALS is not set; the SQS endpoint refuses to serve without access keys",
+        settings.ENVIRONMENT === "production"
+          ? "SQS_CREDENTIALS is not set; the SQS endpoint refuses to serve without access keys"
+          : "SQS_CREDENTIALS is not set, and EDGEQ_TOKEN is a token of your own: the development key pair is accepted only where the development token is; set SQS_CREDENTIALS",
       );
     }
     return new Map([[SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY]]);

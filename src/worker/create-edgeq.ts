@@ -1,6 +1,6 @@
 import { QueueCoordinator } from "../coordinator/coordinator";
 import { runTick } from "../cron/tick";
-import type { Env } from "../env";
+import { readSettings, type Env } from "../env";
 import { EventHub } from "../events/event-hub";
 import { buildApp } from "../http/app";
 import { ProcessorRegistry } from "../processors/registry";
@@ -70,8 +70,15 @@ export function createEdgeq(options: EdgeqOptions = {}): Edgeq {
   return {
     processors,
     fetch: (request, env, ctx) => app.fetch(request, env, ctx),
-    /** The cron tick, awaited through waitUntil (never fire-and-forget). */
+    /** The cron tick, awaited through waitUntil (never fire-and-forget). Refused in development: there
+     * `wrangler dev` calls scheduled() for anyone who asks, with the clock they send, and `npm start` runs
+     * the tick on POST /__tick with the bearer token instead (src/http/routes/local-tick.ts). */
     scheduled(controller, env, ctx): void {
+      if (readSettings(env).ENVIRONMENT === "development") {
+        throw new Error(
+          "edgeq: scheduled events are refused in development (wrangler dev serves them without the token); run the tick with POST /__tick and the bearer token",
+        );
+      }
       ctx.waitUntil(
         runTick(env, controller.scheduledTime).then((result) => {
           console.log("cron tick", JSON.stringify(result));

@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { parse } from "smol-toml";
 import { describe, expect, it } from "vitest";
-import { readCrons, startCronDriver, type CronClock } from "../../scripts/cron-driver.mjs";
+import { fireTick, readCrons, startCronDriver, type CronClock } from "../../scripts/cron-driver.mjs";
 
 /** A clock the test moves: timers run when it passes their time, in order, never by waiting. */
 class FakeClock implements CronClock {
@@ -108,5 +110,38 @@ describe("the local cron driver (npm start)", () => {
     const production = (parse(readFileSync("wrangler.toml", "utf8")) as { triggers: { crons: string[] } }).triggers;
     expect(readCrons("wrangler.toml", "local")).toEqual(production.crons);
     expect(readCrons("wrangler.toml", "local").length).toBeGreaterThan(0);
+  });
+});
+
+describe("fireTick (each due time of npm start's schedule)", () => {
+  /** A server on 127.0.0.1 that records each request and answers `status` with `body`. */
+  async function recordingServer(status: number, body: string) {
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      seen.push(`${req.method} ${req.url} ${req.headers.authorization ?? "-"}`);
+      res.writeHead(status, { "Content-Type": "application/json" }).end(body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    return { url: `http://127.0.0.1:${port}`, seen, close: () => new Promise((resolve) => server.close(resolve)) };
+  }
+
+  it("runs the tick on POST /__tick with the bearer token, never on wrangler's unauthenticated routes", async () => {
+    const server = await recordingServer(200, JSON.stringify({ reaped: 2, woken: ["q"] }));
+    try {
+      expect(await fireTick(server.url, "the-token")).toEqual({ reaped: 2, woken: ["q"] });
+      expect(server.seen).toEqual(["POST /__tick Bearer the-token"]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("throws with the status and the start of the answer when the tick is refused", async () => {
+    const server = await recordingServer(401, '{"error":{"code":"unauthorized"}}');
+    try {
+      await expect(fireTick(server.url, "wrong")).rejects.toThrow(/\/__tick answered 401: .*unauthorized/);
+    } finally {
+      await server.close();
+    }
   });
 });

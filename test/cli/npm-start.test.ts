@@ -4,11 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../scripts/wrangler-dev.mjs";
+import { doorAnswers, localDoors } from "./local-doors";
 import { waitFor } from "./worker-support";
 
 /** `npm start` as a person runs it (scripts/start.mjs, what the script runs), on its own port and state.
  * EDGEQ_LOCAL_CRONS replaces the minute schedule with one that ticks every second, so a tick is seen
- * in seconds; the driver and the endpoint it calls are the same. */
+ * in seconds; the driver and the route it calls (POST /__tick) are the same. */
 const state = mkdtempSync(join(tmpdir(), "edgeq-npm-start-"));
 /** How long `npm start` may take to serve: migrations, then wrangler dev's build and workerd. It starts
  * beside the cli project's other files, among them the first `npx edgeq` of a fresh clone, which installs the
@@ -65,12 +66,18 @@ describe("npm start", () => {
     expect(output).not.toMatch(/"ai" exists at the top level/);
   });
 
-  it("runs the cron schedule: the driver fires /__scheduled and the Worker's tick runs", async () => {
+  it("runs the cron schedule: the driver runs POST /__tick with the token and the Worker's tick runs", async () => {
     await waitFor("a tick logged by the driver", () =>
       /edgeq: cron "\* \* \* \* \* \*" tick for \S+ fired/.test(output),
     );
-    // The Worker's scheduled() logs its tick result (src/index.ts).
+    // The tick logs its result (src/http/routes/local-tick.ts), as scheduled() does deployed.
     await waitFor("the Worker's tick", () => /cron tick \{"reaped":\d+/.test(output));
+    expect(output).not.toMatch(/\/__tick answered/); // the driver's error line (scripts/cron-driver.mjs)
+  });
+
+  it("serves nothing of wrangler's around the token: no Local Explorer, no scheduled or email trigger", async () => {
+    const doors = localDoors();
+    expect(await doorAnswers(`http://127.0.0.1:${port}`)).toEqual(doors.map((door) => `${door.what}: refused`));
   });
 
   it("stops wrangler dev with it on SIGTERM", async () => {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import type {} from "vitest";
 import { freePort, startWranglerDev } from "../../scripts/wrangler-dev.mjs";
+import { SQS_DEV_ACCESS_KEY_ID, SQS_DEV_SECRET_ACCESS_KEY } from "../../src/contracts/limits";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -30,7 +31,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const port = await freePort();
   const failure = join(state, "start-failure.txt");
   // vitest runs from the repository root.
-  const starting = startWranglerDev({ root: process.cwd(), token: TOKEN, persistTo: state, port });
+  const starting = startWranglerDev({
+    root: process.cwd(),
+    token: TOKEN,
+    // A token of its own drops the published SQS pair (src/sqs/credentials.ts); the SQS tests sign with it.
+    sqsCredentials: `${SQS_DEV_ACCESS_KEY_ID}:${SQS_DEV_SECRET_ACCESS_KEY}`,
+    persistTo: state,
+    port,
+  });
   project.provide("edgeqUrl", `http://127.0.0.1:${port}`);
   project.provide("edgeqToken", TOKEN);
   project.provide("edgeqStartFailure", failure);

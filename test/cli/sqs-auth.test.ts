@@ -5,7 +5,7 @@ import { edgeqUrl } from "./worker-support";
 import { rejection, sqsClient } from "./sqs-support";
 
 describe("SQS signature verification through @aws-sdk/client-sqs", () => {
-  it("accepts the development key pair", async () => {
+  it("accepts a configured key pair (this server's SQS_CREDENTIALS is the development pair: its token is its own)", async () => {
     const listed = await sqsClient().send(new ListQueuesCommand({}));
     expect(listed.$metadata.httpStatusCode).toBe(200);
   });

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, expect, it } from "vitest";
+import { afterEach, expect, inject, it } from "vitest";
+import { fireTick } from "../../scripts/cron-driver.mjs";
 import {
   alive,
   configureQueue,
@@ -66,7 +67,7 @@ echo '{"attempt":'"$EDGEQ_ATTEMPT"'}'
   await waitFor("the lease to expire", () => Date.now() > expiry, 5_000);
 
   const reaped = await waitFor("the reaper to return the task to pending", async () => {
-    await fetch(`${edgeqUrl()}/__scheduled?cron=*+*+*+*+*`);
+    await fireTick(edgeqUrl(), inject("edgeqToken"));
     const task = await getTask(id!);
     return task.state === "pending" && task;
   });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { DEV_TOKEN } from "../../src/contracts/limits";
 import { row, uniqueQueue } from "../helpers";
 import { untilWaiting } from "../support/coordinator";
 import { call, ORIGIN, sqsRequest } from "./signed-request";
@@ -24,6 +25,31 @@ describe("SQS endpoint: deployment settings", () => {
     }
     const dev = await call(await sqsRequest("ListQueues", {}), configured);
     expect([dev.status, dev.body.__type]).toEqual([403, "com.amazonaws.sqs#InvalidClientTokenId"]);
+  });
+
+  it("accepts the development pair exactly where the bearer API accepts the development token", async () => {
+    const unset = { SQS_CREDENTIALS: undefined };
+    // `npm start` with no EDGEQ_TOKEN of one's own: it runs with DEV_TOKEN (passed or defaulted).
+    for (const token of [DEV_TOKEN, undefined, `mine,${DEV_TOKEN}`]) {
+      const res = await call(await sqsRequest("ListQueues", {}), {
+        ...unset,
+        ENVIRONMENT: "development",
+        EDGEQ_TOKEN: token,
+      });
+      expect(res.status, String(token)).toBe(200);
+    }
+    // A token of one's own: the bearer API refuses DEV_TOKEN, and the SQS endpoint the published pair.
+    for (const environment of ["development", "test"]) {
+      const custom = { ...unset, ENVIRONMENT: environment, EDGEQ_TOKEN: "a-token-of-my-own" };
+      const sqs = await call(await sqsRequest("ListQueues", {}), custom);
+      expect([sqs.status, sqs.body.__type]).toEqual([503, "com.amazonaws.sqs#ServiceUnavailable"]);
+      expect(sqs.body.message).toMatch(/SQS_CREDENTIALS is not set, and EDGEQ_TOKEN is a token of your own/);
+      const bearer = await call(
+        new Request(`${ORIGIN}/v1/queues`, { headers: { Authorization: `Bearer ${DEV_TOKEN}` } }),
+        custom,
+      );
+      expect(bearer.status).toBe(401);
+    }
   });
 
   it("builds ARNs in the region the caller signed for, and queue URLs on the request's host", async () => {

@@ -10,6 +10,11 @@ import { signRequest } from "../../src/sqs/sigv4";
 
 export const ORIGIN = "http://edgeq.test";
 
+/** The pair these requests are signed with, configured as SQS_CREDENTIALS: the test environment has a token of
+ * its own (EDGEQ_TOKEN "test-token"), and a server with one does not take the published pair by default
+ * (src/sqs/credentials.ts). Overrides may set SQS_CREDENTIALS: undefined to see that default. */
+const TEST_SQS_CREDENTIALS = `${SQS_DEV_ACCESS_KEY_ID}:${SQS_DEV_SECRET_ACCESS_KEY}`;
+
 /** 20150830T123600Z from a time. */
 function amzDate(ms: number): string {
   return new Date(ms)
@@ -49,7 +54,11 @@ export async function sqsRequest(
 /** Sends a request through the app, with the test environment (plus overrides), and reads its JSON. */
 export async function call(request: Request, overrides: Record<string, unknown> = {}) {
   const ctx = createExecutionContext();
-  const res = await buildApp(TEST_APP_DEPS).fetch(request, { ...env, ...overrides }, ctx);
+  const res = await buildApp(TEST_APP_DEPS).fetch(
+    request,
+    { ...env, SQS_CREDENTIALS: TEST_SQS_CREDENTIALS, ...overrides },
+    ctx,
+  );
   await waitOnExecutionContext(ctx);
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, unknown> };
 }
@@ -85,7 +94,7 @@ export async function sqsQueryRequest(params: Record<string, string>, path = "/"
 /** Sends a request through the app and reads its text (XML answers). */
 export async function callText(request: Request): Promise<{ status: number; text: string }> {
   const ctx = createExecutionContext();
-  const res = await buildApp(TEST_APP_DEPS).fetch(request, env, ctx);
+  const res = await buildApp(TEST_APP_DEPS).fetch(request, { ...env, SQS_CREDENTIALS: TEST_SQS_CREDENTIALS }, ctx);
   await waitOnExecutionContext(ctx);
   return { status: res.status, text: await res.text() };
 }

@@ -1,4 +1,4 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -35,6 +35,16 @@ describe("createEdgeq", () => {
     await waitOnExecutionContext(ctx);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ processors: [{ type: "shout", engine: "built-in", available: true }] });
+  });
+
+  it("refuses scheduled events in development, before any tick: wrangler dev serves them to anyone", () => {
+    const edgeq = createEdgeq();
+    const ctx = createExecutionContext();
+    // A clock a day ahead, as anyone may send to wrangler dev's /cdn-cgi/local/scheduled?time=: refused.
+    const controller = createScheduledController({ scheduledTime: Date.now() + 86_400_000, cron: "* * * * *" });
+    expect(() => edgeq.scheduled(controller, { ...env, ENVIRONMENT: "development" }, ctx)).toThrow(
+      /scheduled events are refused in development .*POST \/__tick/,
+    );
   });
 
   const broken: Array<[string, unknown[], string]> = [

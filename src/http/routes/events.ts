@@ -1,15 +1,9 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { EdgeqError } from "../../contracts/errors";
-import {
-  DEV_TOKEN,
-  EVENT_BUFFER_SIZE,
-  EVENT_QUIET_MARGIN_MS,
-  EVENT_QUIET_MS,
-  EVENT_TICKET_TTL_S,
-} from "../../contracts/limits";
+import { EVENT_BUFFER_SIZE, EVENT_QUIET_MARGIN_MS, EVENT_QUIET_MS, EVENT_TICKET_TTL_S } from "../../contracts/limits";
 import { getTask } from "../../engine/read";
-import { readSettings } from "../../env";
+import { acceptedTokens, readSettings } from "../../env";
 import { EVENTS_PROTOCOL, TICKET_PROTOCOL_PREFIX } from "../../contracts/events-protocol";
 import { issueTicket, ticketProblem } from "../../events/tickets";
 import { countsEventSchema, helloEventSchema, resyncEventSchema, taskEventSchema } from "../../contracts/events";
@@ -85,19 +79,18 @@ const ticketRoute = authRoute({
   },
 });
 
-/** The tokens this Worker accepts (the same rule as requireBearer), or the error to refuse with. */
-function acceptedTokens(c: Context<AppEnv>): string[] {
-  const settings = readSettings(c.env);
-  if (settings.EDGEQ_TOKEN.length > 0) return settings.EDGEQ_TOKEN;
-  if (settings.ENVIRONMENT === "production") {
+/** The tokens this Worker accepts (acceptedTokens, as requireBearer), or the error to refuse with. */
+function tokensOrRefuse(c: Context<AppEnv>): string[] {
+  const tokens = acceptedTokens(readSettings(c.env));
+  if (tokens.length === 0) {
     throw new EdgeqError("not_configured", "EDGEQ_TOKEN is not set; refusing to serve without authentication");
   }
-  return [DEV_TOKEN];
+  return [...tokens];
 }
 
 /** Refuses the upgrade (before it happens) unless a good ticket or bearer token came with it. */
 async function authorize(c: Context<AppEnv>, queryTicket: string | undefined): Promise<void> {
-  const tokens = acceptedTokens(c);
+  const tokens = tokensOrRefuse(c);
   const bearer = /^Bearer\s+(.+)$/i.exec(c.req.header("Authorization") ?? "")?.[1]?.trim();
   if (bearer !== undefined && tokens.includes(bearer)) return;
   const offered = (c.req.header("Sec-WebSocket-Protocol") ?? "").split(",").map((p) => p.trim());

@@ -1,5 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
-import { readSettings } from "../../env";
+import { acceptedTokens, readSettings } from "../../env";
 import type { AppEnv } from "../app-env";
 import { jsonResponse } from "../route-helpers";
 
@@ -20,7 +20,6 @@ const livenessRoute = createRoute({
 
 /** GET /health: public liveness, in the OpenAPI document. */
 export const livenessRoutes = new OpenAPIHono<AppEnv>().openapi(livenessRoute, (c) => {
-  const settings = readSettings(c.env);
-  const configured = settings.EDGEQ_TOKEN.length > 0 || settings.ENVIRONMENT !== "production";
+  const configured = acceptedTokens(readSettings(c.env)).length > 0;
   return configured ? c.json({ status: "ok" as const }, 200) : c.json({ status: "not_configured" as const }, 503);
 });
