@@ -267,8 +267,10 @@ async function send(
   const chunks = chunk(tasks);
   const progress = tasks.length > 1 ? new ProgressBar(ctx.stderr, tasks.length, `enqueue ${queue}`) : undefined;
   const outcomes: Outcome[] = [];
+  let sending: typeof tasks = [];
   try {
     for (const part of chunks) {
+      sending = part;
       const results = await post(
         ctx.client,
         queue,
@@ -283,8 +285,9 @@ async function send(
       if (!ctx.flags.json) ctx.stdout.write(fixed.map((r) => r.id).join("\n") + "\n");
       progress?.tick(part.length);
     }
-  } catch (error) {
+  } catch (caught) {
     progress?.done();
+    const error = caught instanceof CliError ? withLine(caught, sending, source) : caught;
     if (!(error instanceof CliError) || outcomes.length === 0) throw error;
     const last = tasks[outcomes.length - 1]?.line;
     if (ctx.flags.json) writeJson(ctx.stdout, { queue, partial: true, tasks: outcomes });
@@ -297,4 +300,15 @@ async function send(
   }
   progress?.done();
   return outcomes;
+}
+
+/**
+ * An API refusal naming a task of the request (`tasks[2].id: …`, counted within the request), with the
+ * line of the input that task came from: `… (tasks.jsonl line 1502)`.
+ */
+function withLine(error: CliError, request: Array<{ line: number }>, source: string): CliError {
+  const index = /\btasks\[(\d+)\]/.exec(error.message)?.[1];
+  const line = index === undefined ? undefined : request[Number(index)]?.line;
+  if (line === undefined || line === 0) return error;
+  return new CliError(`${error.message} (${source} line ${line})`, error.exitCode, error.code);
 }

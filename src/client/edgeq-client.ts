@@ -1,3 +1,4 @@
+import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../contracts/limits";
 import { EdgeqError } from "./edgeq-error";
 import type {
   AckAnswer,
@@ -52,7 +53,21 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-const q = (name: string) => encodeURIComponent(name);
+/**
+ * A queue's path segment. A name outside QUEUE_NAME_PATTERN is refused here, before any request: URL rules
+ * resolve a dot-segment — `.` or `..`, and `%2e%2e` alike — before edgeq sees it, so `/v1/queues/../stats`
+ * would ask for `/v1/stats`, another route (docs/api.md, "Conventions").
+ */
+function q(name: string): string {
+  if (!QUEUE_NAME_PATTERN.test(name)) {
+    throw new EdgeqError(
+      "invalid_request",
+      0,
+      `queue: ${JSON.stringify(name)} is not a queue name (${QUEUE_NAME_RULE})`,
+    );
+  }
+  return encodeURIComponent(name);
+}
 
 /**
  * A typed client of the edgeq HTTP API for Node, Workers and browsers: fetch only. Every refusal is thrown
@@ -80,7 +95,7 @@ export class EdgeqClient {
   }
 
   /** Enqueues one task, or a batch as `{ tasks: [...] }`. */
-  enqueue(queue: string, body: EnqueueInput, opts?: CallOptions): Promise<EnqueueAnswer> {
+  async enqueue(queue: string, body: EnqueueInput, opts?: CallOptions): Promise<EnqueueAnswer> {
     return this.call("POST", `/v1/queues/${q(queue)}/tasks`, body, opts);
   }
 
@@ -116,12 +131,12 @@ export class EdgeqClient {
   }
 
   /** Completes, fails and releases up to 100 leased tasks in one request, optionally leasing the next. */
-  ack(queue: string, body: AckInput, opts?: CallOptions): Promise<AckAnswer> {
+  async ack(queue: string, body: AckInput, opts?: CallOptions): Promise<AckAnswer> {
     return this.call("POST", `/v1/queues/${q(queue)}/ack`, body, opts);
   }
 
   /** Extends (and claims) up to 100 leases: claim a long poll's provisional leases (`claim_by`) with it. */
-  extend(queue: string, body: ExtendInput, opts?: CallOptions): Promise<ExtendAnswer> {
+  async extend(queue: string, body: ExtendInput, opts?: CallOptions): Promise<ExtendAnswer> {
     return this.call("POST", `/v1/queues/${q(queue)}/extend`, body, opts);
   }
 
@@ -148,7 +163,7 @@ export class EdgeqClient {
   }
 
   /** A page of the queue's tasks in creation order; pass `next_cursor` back as `cursor` for the next. */
-  list(queue: string, query: ListQuery = {}, opts?: CallOptions): Promise<TaskPage> {
+  async list(queue: string, query: ListQuery = {}, opts?: CallOptions): Promise<TaskPage> {
     return this.call("GET", `/v1/queues/${q(queue)}/tasks${search(query)}`, undefined, opts);
   }
 
@@ -162,12 +177,12 @@ export class EdgeqClient {
     return this.call("POST", `/v1/tasks/${q(id)}/retry`, undefined, opts);
   }
 
-  stats(queue: string, query: { group?: string } = {}, opts?: CallOptions): Promise<QueueStats> {
+  async stats(queue: string, query: { group?: string } = {}, opts?: CallOptions): Promise<QueueStats> {
     return this.call("GET", `/v1/queues/${q(queue)}/stats${search(query)}`, undefined, opts);
   }
 
   /** The queue's effective configuration. */
-  config(queue: string, opts?: CallOptions): Promise<QueueConfig> {
+  async config(queue: string, opts?: CallOptions): Promise<QueueConfig> {
     return this.call("GET", `/v1/queues/${q(queue)}/config`, undefined, opts);
   }
 

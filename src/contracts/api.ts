@@ -13,6 +13,8 @@ import {
   MAX_REDRIVE_PER_CALL,
   MAX_HOLDER_CHARS,
   MAX_WAITER_ID_CHARS,
+  QUEUE_NAME_PATTERN,
+  QUEUE_NAME_RULE,
 } from "./limits";
 import { FINAL_STATES } from "./states";
 import {
@@ -45,7 +47,23 @@ export const TaskId = z
 
 const IsoTime = z.iso.datetime({ offset: true }).openapi({ example: "2026-11-21T12:00:00.000Z" });
 
-export const QueueParams = z.object({ queue: QueueName.openapi({ param: { name: "queue", in: "path" } }) });
+/** Most characters of a refused path segment quoted back in its 400: a name is at most 64, and a URL may
+ * carry kilobytes the message has no use for. */
+const QUOTED_SEGMENT_CHARS = 80;
+
+/**
+ * The queue a URL path names. A refusal quotes the segment as the Worker received it, so a dot-segment —
+ * `..` or `%2e%2e`, which is not a queue name — that reaches the Worker unresolved is a 400 naming it
+ * (`queue: ".." is not a queue name …`), never another route (docs/api.md, "Conventions").
+ */
+const QueuePathName = z.string().regex(QUEUE_NAME_PATTERN, {
+  error: (issue) =>
+    `${JSON.stringify(String(issue.input).slice(0, QUOTED_SEGMENT_CHARS))} is not a queue name (${QUEUE_NAME_RULE})`,
+});
+
+export const QueueParams = z.object({
+  queue: QueuePathName.openapi({ example: "emails", param: { name: "queue", in: "path" } }),
+});
 export const TaskParams = z.object({ id: TaskId.openapi({ param: { name: "id", in: "path" } }) });
 
 export const NewTaskSchema = z

@@ -15,7 +15,11 @@ export const ERRORS = [
       "a field is missing, malformed or unknown (the message names it); malformed JSON; a body that is not UTF-8",
   },
   { code: "unauthorized", status: 401, description: "no bearer token, or a wrong one" },
-  { code: "not_found", status: 404, description: "no such task, artifact or route" },
+  {
+    code: "not_found",
+    status: 404,
+    description: "no such task, artifact, schedule or route; a queue's placement or move: no such queue",
+  },
   {
     code: "method_not_allowed",
     status: 405,
@@ -33,6 +37,12 @@ export const ERRORS = [
     description: "a cancel was requested: the holder's lease is over, the task is cancelled",
   },
   { code: "dedupe_conflict", status: 409, description: "retrying a task whose dedupe key a live task now holds" },
+  {
+    code: "id_in_other_queue",
+    status: 409,
+    description:
+      "an enqueued task's `id` is a task of another queue (ids are unique across queues); nothing was enqueued",
+  },
   { code: "move_conflict", status: 409, description: "the queue is already being moved, or already on that shard" },
   {
     code: "payload_too_large",

@@ -119,6 +119,11 @@ export const MAX_PRIORITY = 1_000_000;
  * (as MAX_ROWS_PER_TICK_STATEMENT) keep it well inside D1's 30 s per query; callers loop for more. */
 export const MAX_REDRIVE_PER_CALL = 5_000;
 
+/** Most finished tasks one purge call deletes on each database holding the queue: one DELETE … RETURNING
+ * per database, and 5,000 rows (as MAX_ROWS_PER_TICK_STATEMENT) hold D1 — which runs one statement at a
+ * time — for milliseconds, not the seconds a purge of millions would; callers loop until one purges none. */
+export const MAX_PURGE_PER_CALL = 5_000;
+
 /** Longest lease holder name: a host name and a pid, or a pod name, fit; the holder is only a label. */
 export const MAX_HOLDER_CHARS = 128;
 

@@ -13,6 +13,7 @@ import {
   MAX_PAYLOAD_BYTES,
 } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
+import { idInOtherQueue, noIdOfOtherQueue, refuseIdsOfOtherQueues } from "./ids-of-other-queues";
 import type { TaskState } from "../contracts/states";
 
 /** One task to enqueue, already validated and with its run time resolved by the caller. */
@@ -51,6 +52,8 @@ interface InsertRow {
   type: string;
   run_at: number;
   dedupe_key: string | null;
+  /** Whether the id is the client's (it may be another task's: src/engine/ids-of-other-queues.ts). */
+  clientId: boolean;
   /** The row as the insert statement reads it (`json_each`): serialised once, payload included. */
   json: string;
   /** `json`'s size in UTF-8 bytes, for chunking. */
@@ -89,8 +92,13 @@ const MAX_ENQUEUE_ROUNDS = 3;
  * failure of D1 itself midway leaves the chunks before it inserted. A client that retries such a call
  * with the same ids or dedupe keys gets those tasks back `deduplicated` instead of twice.
  *
- * An id that already exists, or a dedupe key held by a live task of the queue, creates nothing: the
- * existing task is returned with `deduplicated: true`. Results are in input order.
+ * An id that already exists in this queue, or a dedupe key held by a live task of the queue, creates
+ * nothing: the existing task is returned with `deduplicated: true`. Results are in input order. An id that
+ * is a task of another queue refuses the call, `409 id_in_other_queue` (src/engine/ids-of-other-queues.ts):
+ * each statement of a call with client ids inserts none of its rows if one is, and a call of several
+ * statements checks all its ids before the first — so a refused call inserts nothing, except when another
+ * call takes one of its ids in another queue while it runs: the statements before that id's stay, as after
+ * a failure of D1 midway.
  *
  * Round trips: a task without `maxAttempts` takes its queue's in the insert itself, and when every id is
  * one this call made, each chunk's `enqueued` counters go in the chunk's own batch — so the usual enqueue is
@@ -150,7 +158,7 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
     const { id, type, run_at, dedupe_key } = fields;
     // Sized without encoding when ASCII (encoding every row was 4 % of a bulk enqueue's CPU here).
     const bytes = NON_ASCII.test(json) ? utf8Bytes(json) : json.length;
-    return { i, id, type, run_at, dedupe_key, json, bytes };
+    return { i, id, type, run_at, dedupe_key, clientId: task.id !== undefined, json, bytes };
   });
 
   const outcomes = new Array<EnqueueOutcome | undefined>(rows.length);
@@ -160,6 +168,13 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
   // the insert are exactly the ones it created: the counters can count them in the same batch. A client's
   // id might be another call's task, created in the same millisecond: those calls count afterwards.
   const countInBatch = input.every((task) => task.id === undefined);
+  if (!countInBatch && chunkRows(rows).length > 1) {
+    await refuseIdsOfOtherQueues(
+      db,
+      queue,
+      rows.filter((row) => row.clientId),
+    );
+  }
   let remaining = rows;
   for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
     const inserted = await insertRows(db, queue, remaining, now, countInBatch);
@@ -175,7 +190,8 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
     const existing = await findExisting(db, queue, remaining);
     for (const row of remaining) {
       const found = existing.get(row.i);
-      if (found) outcomes[row.i] = { ...found, deduplicated: true };
+      if (found && found.queue !== queue) throw idInOtherQueue(row.i, found.id, found.queue);
+      if (found) outcomes[row.i] = { id: found.id, state: found.state, deduplicated: true };
     }
     remaining = remaining.filter((row) => outcomes[row.i] === undefined);
   }
@@ -223,7 +239,7 @@ async function insertRows(
         j.value->>'run_at', j.value->>'dedupe_key', j.value->>'group_key',
         CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, j.value->>'slot', ${now}, ${now}
       FROM json_each(${json}) AS j
-      WHERE true
+      WHERE ${countInBatch ? sql`true` : noIdOfOtherQueue(queue, clientIdsOf(chunk))}
       ON CONFLICT DO NOTHING
       RETURNING id`;
     // The ids alone (the rows' JSON is up to MAX_ENQUEUE_CHUNK_BYTES: bound twice, a batch of a full chunk
@@ -238,23 +254,32 @@ async function insertRows(
   return inserted;
 }
 
-/** For rows that were not inserted: the task that has their id, else the live task holding their dedupe key. */
-async function findExisting(
-  db: Db,
-  queue: string,
-  rows: InsertRow[],
-): Promise<Map<number, { id: string; state: TaskState }>> {
+/** The client ids of a chunk, as the JSON array its insert's guard reads. */
+function clientIdsOf(chunk: InsertRow[]): string {
+  return JSON.stringify(chunk.flatMap((r) => (r.clientId ? [r.id] : [])));
+}
+
+/** A task an enqueue found in the way of a row: by its id (of any queue), or by its dedupe key. */
+interface Existing {
+  id: string;
+  state: TaskState;
+  queue: string;
+}
+
+/** For rows that were not inserted: the task that has their id (of any queue), else the live task holding
+ * their dedupe key. */
+async function findExisting(db: Db, queue: string, rows: InsertRow[]): Promise<Map<number, Existing>> {
   const keys = JSON.stringify(rows.map((r) => ({ i: r.i, id: r.id, dedupe_key: r.dedupe_key })));
-  const [byId = [], byKey = []] = await batchAll<{ i: number; id: string; state: TaskState }>(db, [
-    sql`SELECT j.value->>'i' AS i, t.id, t.state
+  const [byId = [], byKey = []] = await batchAll<Existing & { i: number }>(db, [
+    sql`SELECT j.value->>'i' AS i, t.id, t.state, t.queue
       FROM json_each(${keys}) AS j JOIN tasks t ON t.id = j.value->>'id'`,
-    sql`SELECT j.value->>'i' AS i, t.id, t.state
+    sql`SELECT j.value->>'i' AS i, t.id, t.state, t.queue
       FROM json_each(${keys}) AS j JOIN tasks t
         ON t.queue = ${queue} AND t.dedupe_key = j.value->>'dedupe_key' AND t.finished_at IS NULL`,
   ]);
-  const found = new Map<number, { id: string; state: TaskState }>();
-  for (const r of byKey) found.set(Number(r.i), { id: r.id, state: r.state });
-  for (const r of byId) found.set(Number(r.i), { id: r.id, state: r.state }); // the id wins over the key
+  const found = new Map<number, Existing>();
+  for (const r of byKey) found.set(Number(r.i), r);
+  for (const r of byId) found.set(Number(r.i), r); // the id wins over the key
   return found;
 }
 

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { encodeTime } from "ulid";
 import type { Db } from "../db/client";
-import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
+import { MAX_PURGE_PER_CALL } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 
 /**
@@ -15,7 +15,7 @@ export function idLowerBound(ms: number): string {
 
 /**
  * Deletes finished (completed, dead, cancelled) tasks of a queue that finished before `before`.
- * At most `limit` per call.
+ * At most `limit` per call, and never more than MAX_PURGE_PER_CALL.
  *
  * @example
  * const { purged } = await purgeTasks(db, "emails", { before: Date.now() - 86_400_000 });
@@ -26,7 +26,7 @@ export async function purgeTasks(
   options: { before: number; states?: Array<"completed" | "dead" | "cancelled">; limit?: number },
 ): Promise<{ purged: number }> {
   const states = JSON.stringify(options.states ?? ["completed", "dead", "cancelled"]);
-  const limit = Math.min(options.limit ?? MAX_ROWS_PER_TICK_STATEMENT, MAX_ROWS_PER_TICK_STATEMENT);
+  const limit = Math.min(options.limit ?? MAX_PURGE_PER_CALL, MAX_PURGE_PER_CALL);
   const rows = await db.all<{ id: string }>(sql`DELETE FROM tasks WHERE id IN (
       SELECT id FROM tasks
       WHERE id < ${idLowerBound(options.before)} AND queue = ${queue}

@@ -1,4 +1,3 @@
-import { sql } from "drizzle-orm";
 import type { TaskRow } from "../db/schema";
 import type { Env } from "../env";
 import { cancelQueueTasks } from "../engine/cancel";
@@ -11,7 +10,8 @@ import { revokeUnclaimed, type RevokedTask } from "../engine/revoke";
 import type { FencedItem } from "../engine/ack";
 import { leaseFromPartitions, type LeaseOn } from "./partitioned-lease";
 import { nextLeaseOffset, pickPart, routeShards, type PartRoute, type QueueRoute } from "./queue-route";
-import { homeShard, shardNames, type Shard } from "./shard-set";
+import { shardNames, type Shard } from "./shard-set";
+import { placeClientIds } from "./client-id-addresses";
 import { carriesSlot, slotIdFactory } from "./task-slot";
 
 const slotId = slotIdFactory();
@@ -24,7 +24,8 @@ const slotId = slotIdFactory();
  *
  * A client's own id carries no slot: on a deployment with several shards its address is recorded first
  * (task_addresses, one row on the home database). An id recorded before sends the task to that id's
- * partition, where the engine finds it and answers `deduplicated` as on one database.
+ * partition, where the engine finds it and answers `deduplicated` as on one database; an id of another
+ * queue refuses the call before anything is inserted (src/shards/client-id-addresses.ts).
  */
 export async function enqueueToQueue(
   env: Env,
@@ -34,7 +35,7 @@ export async function enqueueToQueue(
 ): Promise<EnqueueResult & { parts: number[] }> {
   const parts = input.map((task) => pickPart(route, task));
   const ids = input.map((task, i) => task.id ?? slotId(parts[i]!.slot, now));
-  if (shardNames(env).length > 1) await recordAddresses(env, route, input, ids, parts, now);
+  if (shardNames(env).length > 1) await placeClientIds(env, route, input, ids, parts, now);
   const byShard = new Map<string, { part: PartRoute; items: Array<{ i: number; task: NewTask }> }>();
   input.forEach((task, i) => {
     const part = parts[i]!;
@@ -61,33 +62,6 @@ export async function enqueueToQueue(
   // The partitions that received tasks: only their coordinators need waking.
   const written = [...new Set(parts.filter((_, i) => outcomes[i] && !outcomes[i]!.deduplicated).map((p) => p.part))];
   return { tasks: outcomes, earliestRunAt, parts: written };
-}
-
-/** Records where client-supplied ids live; an id already recorded keeps its partition (so it dedupes). */
-async function recordAddresses(
-  env: Env,
-  route: QueueRoute,
-  input: NewTask[],
-  ids: string[],
-  parts: PartRoute[],
-  now: number,
-): Promise<void> {
-  const foreign = ids.flatMap((id, i) =>
-    input[i]!.id !== undefined && !carriesSlot(id, parts[i]!.slot) ? [{ i, id, slot: parts[i]!.slot }] : [],
-  );
-  if (foreign.length === 0) return;
-  const home = homeShard(env).db;
-  const json = JSON.stringify(foreign.map(({ id, slot }) => ({ id, slot })));
-  await home.run(sql`INSERT INTO task_addresses (id, slot, created_at)
-    SELECT j.value->>'id', j.value->>'slot', ${now} FROM json_each(${json}) AS j WHERE true
-    ON CONFLICT (id) DO NOTHING`);
-  const recorded = await home.all<{ id: string; slot: number }>(sql`SELECT a.id, a.slot
-    FROM json_each(${JSON.stringify(foreign.map((f) => f.id))}) AS j JOIN task_addresses a ON a.id = j.value`);
-  const slotOf = new Map(recorded.map((r) => [r.id, r.slot]));
-  for (const { i, id } of foreign) {
-    const part = route.parts.find((p) => p.slot === slotOf.get(id));
-    if (part) parts[i] = part;
-  }
 }
 
 /**

@@ -15,12 +15,15 @@ import { verifySigV4 } from "./sigv4";
 
 const TARGET_PREFIX = "AmazonSQS.";
 
-/** An engine error met on the SQS path, in SQS's terms. */
+/** An engine error met on the SQS path, in SQS's terms. SQS has no 409: a conflict with stored state is the
+ * closest it has, InvalidParameterValue (a message never carries a client's task id, so `id_in_other_queue`
+ * cannot arise from SendMessage; it is mapped all the same rather than hidden as InternalError). */
 function fromEngineError(error: EdgeqError): SqsError {
   switch (error.code) {
     case "invalid_request":
     case "payload_too_large":
     case "dedupe_conflict":
+    case "id_in_other_queue":
       return new SqsError("InvalidParameterValue", error.message);
     case "rate_limited":
       return new SqsError("RequestThrottled", error.message);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EXIT } from "../../cli/errors";
-import { api, counts, edgeq, tempFile, uniqueQueue } from "./commands-support";
+import { api, counts, edgeq, enqueueTasks, tempFile, uniqueQueue } from "./commands-support";
 import { expectOk } from "../../cli/client";
 
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
@@ -177,6 +177,22 @@ describe("edgeq enqueue", () => {
     const empty = await edgeq(["enqueue", queue]);
     const emptyTask = await expectOk(await api().v1.tasks[":id"].$get({ param: { id: empty.stdout.trim() } }));
     expect(emptyTask.payload).toEqual({});
+  });
+
+  it("names the line whose id is another queue's task, and enqueues nothing", async () => {
+    const other = uniqueQueue();
+    const [taken] = await enqueueTasks(other, [{ payload: "the other queue's" }]);
+    const queue = uniqueQueue();
+    const file = tempFile(
+      "taken.jsonl",
+      `{"payload": 1}\n\n{"payload": 2}\n${JSON.stringify({ id: taken, payload: 3 })}\n{"payload": 4}\n`,
+    );
+    const run = await edgeq(["enqueue", queue, "--file", file]);
+    expect(run.code).toBe(EXIT.api);
+    expect(run.stderr).toContain(`edgeq: id_in_other_queue: tasks[2].id: ${taken} belongs to queue ${other}`);
+    expect(run.stderr).toMatch(/taken\.jsonl line 4\)\n$/);
+    expect(run.stdout).toBe("");
+    expect(await counts(queue)).toMatchObject({ pending: 0 });
   });
 
   it("refuses bad command lines with the usage exit code", async () => {

@@ -35,4 +35,17 @@ describe("edgeq move / placement (two local shards, as npm start runs)", () => {
     expect(again.code).not.toBe(EXIT.ok);
     expect(again.stderr).toMatch(/move_conflict|already/);
   });
+
+  it("reports a queue never used as not found, for placement and move alike", async () => {
+    const queue = uniqueQueue("never");
+    for (const args of [
+      ["placement", queue],
+      ["move", queue, "DB_1"],
+    ]) {
+      const run = await edgeq(args);
+      expect(run.code, args.join(" ")).toBe(EXIT.api);
+      expect(run.stderr).toBe(`edgeq: not_found: queue ${queue} not found: it has no task and no stored config\n`);
+      expect(run.stdout).toBe("");
+    }
+  });
 });

@@ -64,6 +64,8 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
     httpMetadata: { contentType: "application/octet-stream" },
   });
   const pending = await enqueueOne(queue);
+  // The move route's queue: one with a task (a queue never used is 404 there).
+  await enqueueOne(`${queue}-moved`);
   const future = new Date(Date.now() + 3_600_000).toISOString();
   const q = `/v1/queues/${queue}`;
   const routes: RouteCall[] = [

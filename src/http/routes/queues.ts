@@ -9,6 +9,7 @@ import { leaseTexts, withdrawPoll } from "../../operations/lease";
 import { ackTasks, extendTaskLeases } from "../../operations/ack";
 import { cancelQueue, redrive } from "../../operations/queue";
 import { ackBatchOf, ackResults, extendItemsOf, extendResults, leaseAskOf, newTaskOf } from "../../operations/answers";
+import { MAX_PURGE_PER_CALL } from "../../contracts/limits";
 import { toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import type { AppEnv } from "../app-env";
@@ -118,6 +119,7 @@ const purgeRoute = authRoute({
   path: "/v1/queues/{queue}/purge",
   tags: ["queues"],
   summary: "Delete finished tasks that finished before a time",
+  description: `At most ${MAX_PURGE_PER_CALL} tasks per call on each database holding the queue (one on an unpartitioned queue; a partitioned one may span several), so that other requests wait milliseconds behind a purge, not seconds. \`purged\` counts what went: call again until it is 0 (\`edgeq purge\` does).`,
   request: { params: QueueParams, body: jsonBody(PurgeBody) },
   responses: { 200: jsonResponse(z.object({ purged: z.number().int() })) },
 });

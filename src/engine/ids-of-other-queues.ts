@@ -1,0 +1,61 @@
+import { sql, type SQL } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { EdgeqError } from "../contracts/errors";
+
+/**
+ * Task ids are unique across queues (the primary key of `tasks`), and a client may supply its own. An
+ * enqueue whose id is already a task of *another* queue is refused whole with `409 id_in_other_queue`
+ * naming that queue: answering that queue's task as `deduplicated` would tell the client its task is in
+ * the queue it named, when nothing was enqueued there. (The same id in the same queue stays a dedupe.)
+ */
+
+/** One client-supplied id of an enqueue call, by its place in the call. */
+export interface ClientId {
+  i: number;
+  id: string;
+}
+
+/**
+ * The refusal, naming the field, the id and the queue it belongs to (null: one another enqueue is taking it
+ * for right now, not known here).
+ *
+ * @example
+ * throw idInOtherQueue(2, "01J…", "emails");
+ */
+export function idInOtherQueue(i: number, id: string, queue: string | null): EdgeqError {
+  const owner = queue === null ? "another queue" : `queue ${queue}`;
+  return new EdgeqError(
+    "id_in_other_queue",
+    `tasks[${i}].id: ${id} belongs to ${owner}; task ids are unique across queues, so nothing was enqueued`,
+  );
+}
+
+/**
+ * The condition an enqueue's insert carries when the call has client ids: true only while none of `ids`
+ * (a JSON array) is a task of another queue — so a statement that would meet one inserts none of its rows,
+ * atomically (a concurrent enqueue of the id elsewhere cannot slip between a check and the insert).
+ * Reads one primary-key probe per id; writes nothing.
+ *
+ * @example
+ * sql`INSERT INTO tasks … FROM json_each(${rows}) AS j WHERE ${noIdOfOtherQueue(queue, ids)}`;
+ */
+export function noIdOfOtherQueue(queue: string, ids: string): SQL {
+  return sql`NOT EXISTS (SELECT 1 FROM json_each(${ids}) AS k JOIN tasks o ON o.id = k.value
+    WHERE o.queue <> ${queue})`;
+}
+
+/**
+ * Throws `id_in_other_queue` for the first of `ids` that is a task of another queue on `db`: the check an
+ * enqueue of several statements runs before its first insert (one read).
+ *
+ * @example
+ * await refuseIdsOfOtherQueues(db, "emails", [{ i: 0, id: "01J…" }]);
+ */
+export async function refuseIdsOfOtherQueues(db: Db, queue: string, ids: ClientId[]): Promise<void> {
+  if (ids.length === 0) return;
+  const found = await db.all<{ i: number; id: string; queue: string }>(sql`SELECT k.value->>'i' AS i, t.id, t.queue
+    FROM json_each(${JSON.stringify(ids)}) AS k JOIN tasks t ON t.id = k.value->>'id'
+    WHERE t.queue <> ${queue}`);
+  const first = found.sort((a, b) => Number(a.i) - Number(b.i))[0];
+  if (first) throw idInOtherQueue(Number(first.i), first.id, first.queue);
+}
