@@ -87,21 +87,25 @@ export const MAX_JSON_DEPTH = 64;
  * task by heart-beating a 12 h visibility timeout without anyone noticing a hung process for too long. */
 export const MAX_RUN_S_LIMIT = 7 * 24 * 60 * 60;
 
-/** How long a lease handed to a long poll after it waited stays unclaimed before it is void (the task then
- * goes back with its attempt refunded). The client may have hung up while it waited, and a disconnect is
- * not reliably seen by the Worker; a live client claims within one round trip (edgeq's worker does so on
- * receipt, and any ack or heartbeat claims). 10 s covers slow links and pauses while bounding what a gone
- * client can delay a task to 10 s instead of a whole visibility timeout. */
+/** How long a lease handed to a long poll after it waited stays unclaimed before it is leasable again (the
+ * next lease takes it over, attempt refunded; until one does it is still its holder's). The client may have
+ * hung up while it waited, and where a disconnect is not seen by the Worker (`wrangler dev`) a live client
+ * claims within one round trip (edgeq's worker does so on receipt, and any ack or heartbeat claims). 10 s
+ * covers slow links and pauses while bounding what a gone client can delay a task to 10 s instead of a
+ * whole visibility timeout. Where the disconnect is seen the poll is withdrawn instead, and the claim
+ * window is the whole lease (`hangUpReported`, src/engine/lease.ts). */
 export const CLAIM_WINDOW_S = 10;
 
-/** How long a provisional lease stays its holder's, unclaimed, while another long poll of the queue waits:
- * past this the coordinator takes it back and serves the waiting poll. Under `wrangler dev` (and any
- * proxy that hides a hang-up) a poll whose client left is answered all the same, and two such polls held a
- * new task 10 s each in turn while a live client waited. A live client claims within one round trip of
- * receiving the answer (edgeq's worker on receipt: tens of ms on these 2 busy cores, the claim's HTTP
- * round trip); 1 s is many times that, and keeps what each gone poll can cost a live one to about a second
- * (the goal: a live client gets a new task within 2 s with two hung-up polls parked). With nobody else
- * waiting the full CLAIM_WINDOW_S applies, so a slow link loses nothing unless someone could run the task. */
+/** How long a provisional lease stays unclaimed before the coordinator takes it back for another long poll
+ * of the queue that waits (only where hang-ups go unseen: a poll whose hang-up is reported is withdrawn
+ * instead). Under `wrangler dev` (and any proxy that hides a hang-up) a poll whose client left is answered
+ * all the same, and two such polls held a new task 10 s each in turn while a live client waited. A client
+ * that claims does so within one round trip of receiving the answer (edgeq's worker on receipt: tens of ms
+ * on these 2 busy cores); 1 s is many times that, and keeps what each gone poll can cost a live one to about
+ * a second (the goal: a live client gets a new task within 2 s with two hung-up polls parked). A take-back
+ * only makes the task leasable, so a slow client keeps it unless the waiting poll actually leases it; with
+ * nobody else waiting the full CLAIM_WINDOW_S applies. Why not longer for clients that never claim: there,
+ * a gone client and a slow one look the same, and this window is what a gone one costs (docs/api.md). */
 export const CONTESTED_CLAIM_S = 1;
 
 /** How often, at most, a coordinator takes back contested hand-outs (src/coordinator/hand-outs.ts): each

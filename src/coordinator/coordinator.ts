@@ -28,7 +28,7 @@ import {
 import type { FencedItem } from "../engine/ack";
 import { HandOuts } from "./hand-outs";
 import { SiblingPolls } from "./sibling-polls";
-import { handBackLeased, takeBackUnclaimed } from "./take-back";
+import { handBackLeased, lapseHandOuts, revokeUndelivered, type LapsedHandOuts } from "./take-back";
 import { WaitLine, type Waiter } from "./wait-line";
 
 /** What the Worker's entry builds a coordinator with (src/index.ts): its processors, for push dispatch. */
@@ -53,13 +53,16 @@ const PART_KEY = "part";
  * noticed within milliseconds; in push mode its alarm runs the partition's tasks through their processors.
  * The cron tick wakes it as a safety net. Events go to the queue's EventHub, schedules are the Scheduler's.
  *
- * A waiter answered after it waited gets its tasks under a provisional lease (CLAIM_WINDOW_S): its client
- * may have hung up meanwhile — under `wrangler dev` nothing tells the Worker (docs/api.md, "Long polls")
- * — so unless the holder claims the lease (any fenced call) the tasks come back with their attempt
- * refunded. While another poll waits, a hand-out left unclaimed for CONTESTED_CLAIM_S is taken back and
- * served to it (hand-outs.ts). A withdrawn poll (`forget`: its client's disconnect where the platform
- * reports it, or the client's own POST .../lease/withdraw) leaves the line, and whatever was leased for it
- * and is still unclaimed goes back to pending at once.
+ * A waiter answered after it waited gets its tasks under a provisional lease: its client may have hung up
+ * meanwhile. Where the Worker hears of hang-ups (`hangUpReported`) it withdraws such a poll, and the lease
+ * runs its whole length; where it does not (`wrangler dev`: docs/api.md, "Long polls"), unless the holder
+ * claims the lease (any fenced call) within CLAIM_WINDOW_S the tasks become leasable again, and while
+ * another poll waits a hand-out left unclaimed for CONTESTED_CLAIM_S is taken back for it — only as many as
+ * the waiting polls ask for (hand-outs.ts). A withdrawn poll (`forget`: its client's disconnect where the
+ * platform reports it, or the client's own POST .../lease/withdraw) leaves the line, and whatever was
+ * handed to it and is still unclaimed is taken back at once. A take-back only ends the claim window: the
+ * task is leasable, and stays its holder's until another lease takes it over (engine/lapse.ts) — a live
+ * client loses a task to a poll that leased it, never to a clock — and refunded when one does.
  *
  * A poll on a partitioned queue leases from every partition: a coordinator holding polls tells its
  * sibling partitions, which pass on the arrivals they have no poll of their own for (sibling-polls.ts).
@@ -173,10 +176,12 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   /**
    * Withdraws a long poll by the name its caller gave it: its client disconnected, or is stopping and
    * asked. A waiting poll is answered with nothing and leaves the line; one whose lease is in flight is
-   * answered with nothing when it lands, its tasks taken back; tasks handed to it within the claim window
-   * and still unclaimed are taken back (pending at once, attempt refunded). A name found nowhere is
-   * remembered for a while (its poll may still be on the way) and changes nothing else: withdrawing is
-   * never an error. Returns whether the poll was found (waiting, leasing or recently answered).
+   * answered with nothing when it lands, its tasks back to pending; tasks handed to it within the claim
+   * window and still unclaimed are taken back — leasable at once, and served to the polls waiting here, but
+   * still its holder's until another lease takes them, so a stopping client's release of what the answer
+   * brought succeeds when nobody has (engine/lapse.ts). A name found nowhere is remembered for a while (its
+   * poll may still be on the way) and changes nothing else: withdrawing is never an error. Returns whether
+   * the poll was found (waiting, leasing or recently answered).
    */
   async forget(input: CoordinatorForget): Promise<boolean> {
     const { waiterId } = coordinatorForgetSchema.parse(input);
@@ -192,8 +197,17 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     }
     const handed = this.handOuts.takeFor(waiterId, now);
     if (handed.length > 0) {
-      // The claim window still voids them if this fails: a withdrawal must not fail for it.
-      await this.revoke(handed).catch((error: unknown) => console.error("coordinator: taking back failed", error));
+      // The claim window still ends on its own if this fails: a withdrawal must not fail for it.
+      const lapsed = await this.lapse(handed).catch((error: unknown) => {
+        console.error("coordinator: taking back failed", error);
+        return null;
+      });
+      if (lapsed && lapsed.tasks.length > 0) {
+        // Leasable now: the polls waiting here get them first; sibling partitions' polls are told too.
+        const queue = lapsed.tasks[0]!.queue;
+        this.after({ kind: "lapsed", queue, part: (await this.ctx.storage.get<number>(PART_KEY)) ?? 0 });
+        if (this.line.size > 0) await this.serve();
+      }
     }
     if (waiters.length === 0 && handed.length === 0) this.line.rememberWithdrawn(waiterId, now);
     return waiters.length > 0 || handed.length > 0;
@@ -365,14 +379,22 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     return leaseFromQueue(route, { ...request, provisional }, this.now(), request.part);
   }
 
-  /** Takes back provisional leases still unclaimed (take-back.ts) and reports it. */
+  /** Hands back leases made for a poll withdrawn while they were in flight (take-back.ts) and reports it. */
   private async revoke(items: FencedItem[]): Promise<void> {
     if (items.length === 0) return;
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
     const part = (await this.ctx.storage.get<number>(PART_KEY)) ?? 0;
-    const change = await takeBackUnclaimed(this.env, queue, part, items, this.now());
+    const change = await revokeUndelivered(this.env, queue, part, items, this.now());
     if (change) this.after(change);
+  }
+
+  /** Takes back hand-outs still unclaimed, at most `limit` (take-back.ts: leasable now, their holders'
+   * until another lease takes them). */
+  private async lapse(items: FencedItem[], limit = items.length): Promise<LapsedHandOuts> {
+    const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
+    if (queue === undefined) return { tasks: [], examined: items.length };
+    return lapseHandOuts(this.env, queue, items, this.now(), limit);
   }
 
   /** Hands back what a withdrawn poll's own first lease took (take-back.ts). A failure is logged: the
@@ -422,10 +444,21 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
   }
 
-  /** While requests wait, takes back hand-outs left unclaimed for CONTESTED_CLAIM_S (hand-outs.ts). */
+  /**
+   * While requests wait, takes back hand-outs left unclaimed for CONTESTED_CLAIM_S (hand-outs.ts) — no more
+   * than the waiting polls ask for, oldest first: each taken back is then theirs to lease, and the rest
+   * stay untouched with their holders (the ledger keeps those it did not look at for the next time).
+   */
   private async takeBackContested(): Promise<void> {
     if (this.line.size === 0) return;
-    await this.revoke(this.handOuts.takeContested(this.now()));
+    const contested = this.handOuts.takeContested(this.now());
+    if (contested.length === 0) return;
+    const { tasks, examined } = await this.lapse(
+      contested.map((h) => h.item),
+      this.line.wanted(),
+    );
+    const taken = new Set(tasks.map((t) => `${t.id} ${t.lease_token}`));
+    this.handOuts.restore(contested.slice(examined).filter((h) => !taken.has(`${h.item.id} ${h.item.leaseToken}`)));
   }
 
   /**
@@ -459,7 +492,8 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
       }
       if (leased.length > 0 || waiter.expired) {
         this.line.drop(waiter);
-        this.handOuts.record(this.now(), waiter.request.waiterId, leased);
+        // Contestable unless the poll is withdrawn on its client's hang-up (then it holds its whole lease).
+        this.handOuts.record(this.now(), waiter.request.waiterId, leased, !waiter.request.hangUpReported);
         handedOut.push(...leased);
         waiter.resolve(leased);
       }

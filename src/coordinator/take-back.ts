@@ -1,20 +1,59 @@
 import type { Change } from "../effects/changes";
 import type { FencedItem } from "../engine/ack";
+import { lapseUnclaimed, type LapsedHandOut } from "../engine/lapse";
 import { releaseTasks } from "../engine/release";
 import type { Env } from "../env";
 import { ackOnRoute } from "../shards/ack-routing";
 import { revokeOnQueue } from "../shards/queue-ops";
-import { queueRoute } from "../shards/queue-route";
+import { queueRoute, routeShards } from "../shards/queue-route";
+
+/** What `lapseHandOuts` did: the hand-outs it took back, and how many of the items, from the first, it
+ * looked at (the rest are still to be looked at: it had taken as many as it was asked for). */
+export interface LapsedHandOuts {
+  tasks: LapsedHandOut[];
+  examined: number;
+}
 
 /**
- * Takes back provisional leases a coordinator handed out and nobody claimed (a withdrawn poll's, or one left
- * unclaimed while other polls wait: hand-outs.ts): pending at once, attempt refunded. A lease claimed
- * meanwhile is left with its client (engine/revoke.ts). Returns the change to report, or null.
+ * Takes back hand-outs a coordinator gave and nobody claimed — a withdrawn poll's, after it was answered, or
+ * ones left unclaimed while other polls wait (hand-outs.ts): their claim window ends now, so the next lease
+ * takes them over (attempt refunded), and until one does their holder may still claim or ack them
+ * (engine/lapse.ts). At most `limit`, the first unclaimed ones in `items`' order. Each shard the queue spans
+ * is asked (only the one holding a task changes it); where one took `limit`, items after its last are
+ * reported not examined — conservatively, as a shard that took fewer looked at all it holds.
  *
  * @example
- * const change = await takeBackUnclaimed(env, "emails", 0, [{ id, leaseToken }], Date.now());
+ * const { tasks, examined } = await lapseHandOuts(env, "emails", [{ id, leaseToken }], Date.now(), 1);
  */
-export async function takeBackUnclaimed(
+export async function lapseHandOuts(
+  env: Env,
+  queue: string,
+  items: FencedItem[],
+  now: number,
+  limit: number = items.length,
+): Promise<LapsedHandOuts> {
+  if (items.length === 0 || limit < 1) return { tasks: [], examined: 0 };
+  const route = await queueRoute(env, queue, now);
+  const perShard = await Promise.all(routeShards(route).map((s) => lapseUnclaimed(s.db, items, now, limit)));
+  const position = new Map(items.map((item, k) => [`${item.id} ${item.leaseToken}`, k]));
+  let examined = items.length;
+  for (const taken of perShard) {
+    if (taken.length < limit) continue;
+    const last = Math.max(...taken.map((t) => position.get(`${t.id} ${t.lease_token}`) ?? items.length - 1));
+    examined = Math.min(examined, last + 1);
+  }
+  return { tasks: perShard.flat(), examined };
+}
+
+/**
+ * Takes back provisional leases made for a poll that was withdrawn while they were in flight — the poll
+ * answered with nothing, so no client holds their tokens: pending at once, attempt refunded. A lease claimed
+ * meanwhile is left alone (engine/revoke.ts). Returns the change to report, or null.
+ *
+ * @example
+ * const change = await revokeUndelivered(env, "emails", 0, [{ id, leaseToken }], Date.now());
+ */
+export async function revokeUndelivered(
   env: Env,
   queue: string,
   part: number,

@@ -43,6 +43,11 @@ export class WaitLine {
     return this.waiters.length;
   }
 
+  /** How many tasks the waiting polls ask for in all (each its `max`). */
+  wanted(): number {
+    return this.waiters.reduce((sum, w) => sum + w.request.max, 0);
+  }
+
   add(waiter: Waiter): void {
     this.waiters.push(waiter);
   }

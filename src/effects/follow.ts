@@ -62,6 +62,8 @@ export async function follow(env: Env, change: Change, clock: () => number = Dat
       return wakeCoordinator(env, change.queue, change.runAt, change.events);
     case "revoked":
       return followRevoked(env, change.queue, change.part, change.tasks);
+    case "lapsed":
+      return followLapsed(env, change.queue, change.part);
     case "sibling-arrivals":
       return wakeWaitersAt(env, change.queue, change.parts);
     case "alerts-recorded":
@@ -94,6 +96,13 @@ async function followRevoked(env: Env, queue: string, part: number, tasks: Revok
   const others = (await existingPlacements(env, queue)).map((p) => p.part).filter((p) => p !== part);
   if (others.length === 0) return wakeCoordinator(env, queue, undefined, events, []);
   return wakeCoordinator(env, queue, Math.min(...tasks.map((t) => t.run_at)), events, others);
+}
+
+/** After a coordinator took a withdrawn poll's hand-outs back (leasable now): the queue's other partitions
+ * serve their polls; the coordinator that took them back serves its own. */
+async function followLapsed(env: Env, queue: string, part: number): Promise<void> {
+  const others = (await existingPlacements(env, queue)).map((p) => p.part).filter((p) => p !== part);
+  if (others.length > 0) await wakeWaitersAt(env, queue, others);
 }
 
 /** The event an ack's outcome publishes. */

@@ -78,13 +78,17 @@ export interface FencedItem {
 }
 
 /**
- * The fence every holder write carries: the task is processing, under this very token, the lease has not
- * expired, and a provisional lease was claimed in time — a lapsed lease is void even before the reaper or
- * another lease has seen it. Every holder write also claims a provisional lease (sets claim_by NULL).
+ * The fence every holder write carries: the task is processing, under this very token, and the lease has
+ * not expired — an expired lease is void even before the reaper or another lease has seen it. A provisional
+ * lease (a long poll's, `claim_by` set) is its holder's until another lease takes the task over, which
+ * replaces the token: past its claim window, or taken back by the coordinator, it is only *leasable*, so a
+ * live client that is merely slow to make its first call still completes, fails, heartbeats or releases it
+ * when nobody else leased it meanwhile, and is refused once somebody did. Every holder write also claims a
+ * provisional lease (sets claim_by NULL).
  */
 export function leaseFenceSql(id: SQL, token: SQL, now: number, scope: AckScope = {}): SQL {
   const queue = scope.queue === undefined ? sql`` : sql` AND tasks.queue = ${scope.queue}`;
-  return sql`tasks.id = ${id} AND tasks.lease_token = ${token} AND tasks.state = 'processing' AND tasks.lease_expires_at > ${now} AND (tasks.claim_by IS NULL OR tasks.claim_by > ${now})${queue}`;
+  return sql`tasks.id = ${id} AND tasks.lease_token = ${token} AND tasks.state = 'processing' AND tasks.lease_expires_at > ${now}${queue}`;
 }
 
 /**

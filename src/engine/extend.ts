@@ -17,8 +17,8 @@ export interface ExtendItem extends FencedItem {
 
 /**
  * Extends up to MAX_BATCH leases in one fenced statement — and claims them: a provisional lease (handed
- * to a long poll after it waited) must be claimed within CLAIM_WINDOW_S, and this is the way to claim a
- * whole batch at once on receipt. Each item succeeds or fails on its own (`lease_lost`, `not_found`); a
+ * to a long poll after it waited) is leasable again unless claimed within its claim window, and this is
+ * the way to claim a whole batch at once on receipt. Each item succeeds or fails on its own (`lease_lost`, `not_found`); a
  * task whose cancel was requested ends cancelled instead (`task_cancelled`), as with a heartbeat.
  * The outcome's `lease_expires_at` is the new expiry: `now` plus the item's length, else the lease's own.
  *

@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { LIVE_FRONT_BATCH, LIVE_FRONT_CHUNK, LIVE_FRONT_FIRST_LOOK, LIVE_FRONT_MIN_PENDING } from "../contracts/limits";
-import { expiredClaimedSql, leasableSql, unclaimedSql } from "./redelivery";
+import { expiredClaimedSql, leasableSql, unclaimedExpiredSql } from "./redelivery";
 
 /**
  * The front of the live index: what the cron tick reads instead of every live task.
@@ -29,7 +29,8 @@ export interface LiveSegment {
   priority: number;
 }
 
-/** A processing task the walk found with its lease lapsed (expired, or provisional and unclaimed). */
+/** A processing task the walk found with its lease lapsed: expired (a provisional one unclaimed too: before
+ * its expiry an unclaimed lease is still its holder's, src/engine/redelivery.ts). */
 export interface LapsedTask {
   id: string;
   /** Counted in `lease_expired` (its lease_expires_at has passed). */
@@ -126,7 +127,7 @@ function chunkSql(segment: LiveSegment, after: Position | null, limit: number, m
         FILTER (WHERE lapsed) AS lapsed,
       max(printf('%017d', run_at + ${RUN_AT_OFFSET}) || id) AS last
     FROM (SELECT id, state, run_at, lease_expires_at, started_at,
-        ${leasableSql(now)} AS leasable, (${unclaimedSql(now)} OR ${expiredClaimedSql(now)}) AS lapsed
+        ${leasableSql(now)} AS leasable, (${unclaimedExpiredSql(now)} OR ${expiredClaimedSql(now)}) AS lapsed
       FROM tasks
       WHERE queue = ${segment.queue} AND finished_at IS NULL AND priority = ${segment.priority}
         AND run_at <= ${now}${from}

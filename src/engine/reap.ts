@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { outcomeEvents, recordCounters } from "./counters";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
 import { readLiveFront } from "./live-front";
-import { expiredClaimedSql, unclaimedSql } from "./redelivery";
+import { expiredClaimedSql, unclaimedExpiredSql } from "./redelivery";
 import { expiryBackoffMsSql, failureSetSql } from "./retry-policy";
 import type { TaskState } from "../contracts/states";
 
@@ -19,7 +19,9 @@ export interface ReapResult {
  * Tidies processing tasks whose lease ran out, found by the walk of the live index's front
  * (src/engine/live-front.ts), at most `limit` per call:
  * - a provisional lease nobody claimed (src/engine/redelivery.ts) goes back to pending, due at once, with
- *   its attempt refunded and nothing recorded — the client it was handed to had gone;
+ *   its attempt refunded and nothing recorded — the client it was handed to had gone — once the lease has
+ *   expired too: before that it is its holder's until another lease takes it over (a slow live client may
+ *   still claim or ack it), and a lease takes it over without the reaper's help;
  * - an expired lease returns to pending after the queue's capped backoff (counted from the expiry), or
  *   becomes dead when attempts are exhausted (cancelled when a cancel was requested), with "lease
  *   expired" recorded in the task's error history.
@@ -60,7 +62,7 @@ export async function reapLapsedLeases(db: Db, ids: string[], now: number): Prom
       lease_expires_at = NULL,
       claim_by = NULL,
       updated_at = ${now}
-    WHERE ${among} AND ${unclaimedSql(now)}
+    WHERE ${among} AND ${unclaimedExpiredSql(now)}
     RETURNING id, queue, state, run_at, type, started_at`);
   const expired = await db.all<Ended>(sql`UPDATE tasks SET
       ${failureSetSql({

@@ -5,8 +5,10 @@ import { expiryBackoffMsSql } from "./retry-policy";
  * When a live task may be leased — one definition for the lease that takes it, the coordinator's alarm
  * that waits for it and the cron reaper that tidies after it. A task is leasable when it is:
  * - pending and due (`run_at <= now`);
- * - processing under a provisional lease nobody claimed in time (`claim_by <= now`): handed to a long poll
- *   whose client may be gone, so the next lease takes it over with the attempt refunded, no backoff;
+ * - processing under a provisional lease nobody claimed in time (`claim_by <= now`: its claim window ended,
+ *   or the coordinator took it back): handed to a long poll whose client may be gone, so the next lease
+ *   takes it over with the attempt refunded, no backoff. Until one does, the lease is still its holder's
+ *   (`leaseFenceSql` admits it): a live client that is merely slow loses it only to another lease;
  * - processing under an expired lease with attempts left and no cancel requested, once the expiry backoff
  *   has passed: redelivered as SQS does at its visibility timeout, without waiting for the cron tick.
  * A processing task whose last attempt expired, or whose cancel was requested, is not leasable: the
@@ -18,6 +20,12 @@ import { expiryBackoffMsSql } from "./retry-policy";
 /** A provisional lease (handed to a long poll after it waited) that was not claimed by `now`. */
 export function unclaimedSql(now: number): SQL {
   return sql`(tasks.state = 'processing' AND tasks.claim_by IS NOT NULL AND tasks.claim_by <= ${now})`;
+}
+
+/** A provisional lease nobody claimed that has also expired: what the reaper hands back (attempt refunded).
+ * Before its expiry an unclaimed lease is left to its holder, or to the next lease to take over. */
+export function unclaimedExpiredSql(now: number): SQL {
+  return sql`(${unclaimedSql(now)} AND tasks.lease_expires_at <= ${now})`;
 }
 
 /** An expired, claimed lease (its holder went silent) — the attempt counts. */

@@ -10,10 +10,11 @@ export interface RevokedTask {
 }
 
 /**
- * Takes back provisional leases nobody claimed — tasks a long poll's coordinator handed to a waiter whose
- * client went away or withdrew the wait: each is pending again at once, its attempt refunded (nobody ran
- * it), its lease token cleared so a late write by that holder is refused. Used by the coordinator (a
- * waiter withdrawn while tasks were leased for it; a hand-out left unclaimed while other polls wait).
+ * Takes back provisional leases whose answer never left the coordinator — tasks leased for a waiter that
+ * was withdrawn while the lease was in flight, so the poll answered with nothing and no client holds the
+ * token: each is pending again at once, its attempt refunded (nobody ran it), its lease token cleared. A
+ * hand-out whose answer was given may be in a live client's hands: that one is not revoked but lapsed
+ * (lapse.ts), and stays its holder's until another lease takes it.
  *
  * Not a holder write, so not `leaseFenceSql`: the fence admits a claimed lease, and a claimed lease is
  * the holder's to keep. The guard is the token the coordinator handed out AND a claim still pending

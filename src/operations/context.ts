@@ -20,4 +20,7 @@ export interface OperationContext {
   defer(work: Promise<unknown>): void;
   /** The client's disconnect, where the runtime reports it (a long poll withdraws on it). */
   signal: AbortSignal;
+  /** Whether `signal` is known to abort when the client hangs up (`hangUpsReported`, src/http/): a long poll
+   * answered after it waited then hands out leases held to their expiry. Absent: not known (false). */
+  hangUpReported?: boolean;
 }

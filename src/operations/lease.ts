@@ -51,7 +51,9 @@ export async function leaseTexts(op: OperationContext, queue: string, ask: Lease
  * be withdrawn: by the client (`withdrawPoll`), or here when the client's disconnect is seen (`op.signal`;
  * what the platform reports where: docs/api.md, "Long polls"). The coordinator then answers it with
  * nothing and takes back whatever it had leased for it and is still unclaimed. A disconnect that is never
- * seen is covered by the provisional lease: correctness never depends on the signal.
+ * seen is covered by the provisional lease: correctness never depends on the signal. Where the platform
+ * is known to report it (`op.hangUpReported`), a lease handed out after the wait is held to its expiry
+ * (docs/api.md, "Long polls": what a plain client keeps, where).
  */
 async function longPoll(
   op: OperationContext,
@@ -66,7 +68,7 @@ async function longPoll(
   const withdraw = () => op.defer(coordinator.forget({ waiterId }));
   op.signal.addEventListener("abort", withdraw, { once: true });
   try {
-    return await coordinator.lease({ ...request, part, waitMs, waiterId });
+    return await coordinator.lease({ ...request, part, waitMs, waiterId, hangUpReported: op.hangUpReported ?? false });
   } finally {
     op.signal.removeEventListener("abort", withdraw);
   }

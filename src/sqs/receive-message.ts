@@ -47,8 +47,8 @@ function pickSystem(all: Record<string, string>, wanted: string[]): Record<strin
 /**
  * Leases for an SQS receive, and claims what it hands out. With WaitTimeSeconds 0 the lease is direct (a
  * claimed lease). With a wait it goes through the queue's coordinator (src/coordinator/long-poll.ts), which
- * answers a request that waited with *provisional* leases: void unless claimed within CLAIM_WINDOW_S,
- * because the client may have hung up. An SQS client never claims — in SQS a message handed to a receive
+ * answers a request that waited with *provisional* leases: leasable again unless claimed within
+ * CLAIM_WINDOW_S, because the client may have hung up. An SQS client never claims — in SQS a message handed to a receive
  * is invisible for its whole visibility timeout, whether or not the client was still there to read it —
  * so the receive claims them itself before answering (one extendLeases statement, which also restarts
  * each lease's visibility timeout from now). A message that cannot be claimed (a cancel arrived

@@ -7,7 +7,7 @@ import { leaseTasks } from "../../src/engine/lease";
 import { CLAIM_WINDOW_S, CONTESTED_CLAIM_S } from "../../src/contracts/limits";
 import { reapExpiredLeases } from "../../src/engine/reap";
 import { queueDb, row, uniqueQueue } from "../helpers";
-import { alarmOf, coordinator, setClock, untilWaiting } from "../support/coordinator";
+import { alarmOf, coordinator, setClock, untilAlarm, untilWaiting } from "../support/coordinator";
 
 // A long poll answered after it waited may be answering a client that hung up meanwhile (nothing tells
 // the Worker reliably). Its lease is provisional: unclaimed within CLAIM_WINDOW_S, the task goes back with
@@ -45,7 +45,7 @@ describe("provisional leases for long polls answered after a wait", () => {
     // unclaimed for CONTESTED_CLAIM_S; then it is taken back (attempt refunded) and B is served.
     const b = longPoll(queue, "gone-b");
     await untilWaiting(queue, 1);
-    expect(await alarmOf(queue)).toBe(t0 + CONTESTED_MS);
+    await untilAlarm(queue, t0 + CONTESTED_MS);
     const t1 = t0 + CONTESTED_MS;
     await setClock(queue, t1);
     expect(await runDurableObjectAlarm(coordinator(queue))).toBe(true);
@@ -106,38 +106,42 @@ describe("provisional leases for long polls answered after a wait", () => {
     expect(done).toMatchObject({ ok: true, state: "completed" });
   });
 
-  it("any holder write within the window claims it; after the window the lease is void even before anyone takes it", async () => {
+  it("any holder write claims it; past the claim window the lease is leasable, yet its holder's until another lease takes it", async () => {
     const queue = uniqueQueue("window");
     const t0 = Date.now();
-    const { tasks } = await enqueueTasks(await queueDb(queue), queue, [{}, {}], t0);
+    await enqueueTasks(await queueDb(queue), queue, [{}, {}, {}, {}], t0);
     const leased = await leaseTasks(
       await queueDb(queue),
-      { queue, max: 2, visibilityTimeoutS: 60, holder: "w", provisional: true },
+      { queue, max: 4, visibilityTimeoutS: 60, holder: "w", provisional: true },
       t0,
     );
-    const [first, second] = leased;
-    expect(leased.map((t) => t.claimBy)).toEqual([t0 + CLAIM_MS, t0 + CLAIM_MS]);
+    const [inTime, late, takenOver, gone] = leased;
+    expect(leased.map((t) => t.claimBy)).toEqual(leased.map(() => t0 + CLAIM_MS));
+    const db = await queueDb(queue);
 
     // In time: a complete is a claim too.
-    const [ok] = await completeTasks(
-      await queueDb(queue),
-      [{ id: first!.id, leaseToken: first!.leaseToken! }],
-      t0 + CLAIM_MS - 1,
-    );
+    const [ok] = await completeTasks(db, [{ id: inTime!.id, leaseToken: inTime!.leaseToken! }], t0 + CLAIM_MS - 1);
     expect(ok).toMatchObject({ ok: true, state: "completed" });
-    // Too late: void, though its visibility timeout has 50 s to run.
-    const [lapsed] = await completeTasks(
-      await queueDb(queue),
-      [{ id: second!.id, leaseToken: second!.leaseToken! }],
-      t0 + CLAIM_MS,
-    );
-    expect(lapsed).toMatchObject({ ok: false, error: { code: "lease_lost" } });
 
-    // The reaper hands it back due at once, attempt refunded, nothing recorded as an error.
-    const { reaped } = await reapExpiredLeases(await queueDb(queue), t0 + CLAIM_MS);
-    expect(reaped.filter((r) => r.queue === queue)).toEqual([{ id: second!.id, queue, state: "pending", run_at: t0 }]);
-    expect(await row(second!.id)).toMatchObject({ state: "pending", attempts: 0, errors: "[]", claimBy: null });
-    expect(tasks.map((t) => t.id).sort()).toEqual([first!.id, second!.id].sort());
+    // Past the window the cron tick leaves the unclaimed leases alone: only their expiry or another lease ends them.
+    const tick = t0 + CLAIM_MS + 30_000;
+    expect((await reapExpiredLeases(db, tick)).reaped.filter((r) => r.queue === queue)).toEqual([]);
+    // A slow client whose first call comes late keeps its task while nobody else leased it.
+    const [slow] = await completeTasks(db, [{ id: late!.id, leaseToken: late!.leaseToken! }], tick);
+    expect(slow).toMatchObject({ ok: true, state: "completed" });
+    expect(await row(late!.id)).toMatchObject({ state: "completed", attempts: 1, errors: "[]" });
+
+    // Another lease takes an unclaimed one over (attempt refunded): then its first holder is refused.
+    const [next] = await leaseTasks(db, { queue, max: 1, visibilityTimeoutS: 60, holder: "next" }, tick);
+    expect(next).toMatchObject({ id: takenOver!.id, attempts: 1, leaseHolder: "next", claimBy: null });
+    const [refused] = await completeTasks(db, [{ id: takenOver!.id, leaseToken: takenOver!.leaseToken! }], tick + 1);
+    expect(refused).toMatchObject({ ok: false, error: { code: "lease_lost" } });
+
+    // One nobody ever claimed or took: at its expiry the reaper hands it back due at once, attempt refunded.
+    const expiry = t0 + 60_000;
+    const { reaped } = await reapExpiredLeases(db, expiry);
+    expect(reaped.filter((r) => r.queue === queue)).toEqual([{ id: gone!.id, queue, state: "pending", run_at: t0 }]);
+    expect(await row(gone!.id)).toMatchObject({ state: "pending", attempts: 0, errors: "[]", claimBy: null });
   });
 
   it("a long poll answered at once (tasks already due) gets an ordinary lease", async () => {
@@ -165,7 +169,7 @@ describe("provisional leases for long polls answered after a wait", () => {
     await untilWaiting(queue, 1);
     // Expired at t0 + 5 s; the backoff after a first attempt is the default base, 10 s.
     const due = t0 + 5_000 + 10_000;
-    expect(await alarmOf(queue)).toBe(due);
+    await untilAlarm(queue, due);
     await setClock(queue, due);
     expect(await runDurableObjectAlarm(coordinator(queue))).toBe(true);
     const [task] = await waiting;

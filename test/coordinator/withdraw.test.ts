@@ -4,6 +4,7 @@ import type { TaskRow } from "../../src/db/schema";
 import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { extendLeases } from "../../src/engine/extend";
+import { releaseTasks } from "../../src/engine/release";
 import { queueDb, row, uniqueQueue } from "../helpers";
 import { coordinator, inObject, setClock, untilWaiting } from "../support/coordinator";
 
@@ -128,7 +129,7 @@ describe("withdrawing a long poll (forget)", () => {
     expect(await row(id)).toMatchObject({ state: "pending", attempts: 0, leaseToken: null, claimBy: null });
   });
 
-  it("arriving just after the poll was answered: an unclaimed hand-out goes back; a claimed one stays with its client", async () => {
+  it("arriving just after the poll was answered: an unclaimed hand-out is taken back, yet the client's release of it answers ok; a claimed one stays with its client", async () => {
     const queue = uniqueQueue("wd-after");
     const t0 = Date.now();
     await setClock(queue, t0);
@@ -136,9 +137,20 @@ describe("withdrawing a long poll (forget)", () => {
     await untilWaiting(queue, 1);
     const first = await enqueueOne(queue, t0);
     await coordinator(queue).notify({ queue, runAt: t0 });
-    expect((await a).map((t) => t.id)).toEqual([first]);
-    // The answer is on its way to a client that is stopping: withdrawn before it claimed.
+    const [toA] = await a;
+    expect(toA!.id).toBe(first);
+    // The answer is on its way to a client that is stopping: withdrawn before it claimed. Taken back: its
+    // claim window ends now (leasable at once), under the same token while nobody else leases it.
     expect(await coordinator(queue).forget({ waiterId: "a" })).toBe(true);
+    expect(await row(first)).toMatchObject({
+      state: "processing",
+      attempts: 1,
+      leaseToken: toA!.leaseToken,
+      claimBy: t0,
+    });
+    // The client reads the answer and releases the task, as the docs ask: accepted (issue 28, item 6).
+    const [released] = await releaseTasks(await queueDb(queue), [{ id: first, leaseToken: toA!.leaseToken! }], t0 + 1);
+    expect(released).toMatchObject({ ok: true, state: "pending" });
     expect(await row(first)).toMatchObject({ state: "pending", attempts: 0, leaseToken: null });
 
     // The same race, but the client claimed first (a claim is one round trip after the answer).
@@ -173,5 +185,29 @@ describe("withdrawing a long poll (forget)", () => {
     expect(await row(id)).toMatchObject({ state: "pending", attempts: 0, leaseToken: null });
     const [late] = await completeTasks(await queueDb(queue), [{ id, leaseToken: token }], t0 + 1);
     expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
+  });
+
+  it("arriving after the answer while another poll waits: the hand-out goes to that poll at once, and the stopping client's release is refused — leased once", async () => {
+    const queue = uniqueQueue("wd-after-waiting");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+    const other = poll(queue, "other");
+    await untilWaiting(queue, 1);
+    const stopping = poll(queue, "stopping"); // the newest: served first
+    await untilWaiting(queue, 2);
+    const id = await enqueueOne(queue, t0);
+    await coordinator(queue).notify({ queue, runAt: t0 });
+    const [toStopping] = await stopping;
+    expect(toStopping!.id).toBe(id);
+
+    expect(await coordinator(queue).forget({ waiterId: "stopping" })).toBe(true);
+    // Taken back and served to the poll that waited, which holds it now (attempt refunded, then counted once).
+    const [toOther] = await other;
+    expect(toOther).toMatchObject({ id, leaseHolder: "other", attempts: 1 });
+    const db = await queueDb(queue);
+    const [released] = await releaseTasks(db, [{ id, leaseToken: toStopping!.leaseToken! }], t0 + 1);
+    expect(released).toMatchObject({ ok: false, error: { code: "lease_lost" } });
+    const [done] = await completeTasks(db, [{ id, leaseToken: toOther!.leaseToken! }], t0 + 2);
+    expect(done).toMatchObject({ ok: true, state: "completed" });
   });
 });

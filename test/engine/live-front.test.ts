@@ -51,7 +51,9 @@ describe("the live index's front", () => {
     expect(handed[0]!.id).toBe(low.tasks[0]!.id);
     const later = await enqueueTasks(db(), queue, [{ runAt: t + 3 * DAY }], t);
 
-    const now = t + 120_000; // the short leases expired, the provisional one went unclaimed, all ran > 60 s
+    // The short leases expired; the provisional one went unclaimed past its claim window but has not
+    // expired, so it is still its holder's (a lease may take it over; the reaper leaves it); all ran > 60 s.
+    const now = t + 120_000;
     const front = await frontOf(queue, now);
     expect(front).toMatchObject({
       queue,
@@ -62,8 +64,7 @@ describe("the live index's front", () => {
       overrun: 5,
       leasable: true,
     });
-    expect(front!.lapsed.map((l) => l.id).sort()).toEqual([...expiring, ...handed].map((r) => r.id).sort());
-    expect(front!.lapsed.find((l) => l.id === handed[0]!.id)).toMatchObject({ expired: false, overrun: true });
+    expect(front!.lapsed.map((l) => l.id).sort()).toEqual(expiring.map((r) => r.id).sort());
 
     const segments = (await listLiveSegments(db())).filter((s) => s.queue === queue);
     expect(segments).toEqual([

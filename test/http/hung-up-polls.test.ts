@@ -1,7 +1,8 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { hangUpsReported } from "../../src/http/request-operations";
 import { uniqueQueue } from "../helpers";
-import { coordinator, untilWaiting } from "../support/coordinator";
+import { coordinator, untilAlarm, untilWaiting } from "../support/coordinator";
 import { until } from "../support/until";
 import { call, enqueueOne, getTask, request, type Leased } from "./api";
 
@@ -77,5 +78,39 @@ describe("long polls whose clients hung up do not keep a new task from a live cl
     // Leave nothing parked: the poll still waiting is withdrawn; the other was answered with the task.
     await Promise.all(["gone-a", "gone-b"].map((waiterId) => stub.forget({ waiterId })));
     expect((await Promise.all(gone)).flat().map((t) => t.id)).toEqual([id]);
+  });
+});
+
+describe("where hang-ups are reported, a long poll's answer is held like any lease (issue 28, item 7)", () => {
+  it("claim_by is the lease's expiry: a plain client that works and then completes keeps its task while another poll waits", async () => {
+    const queue = uniqueQueue("hung-up-reported");
+    const first = call<Leased>("POST", `/v1/queues/${queue}/lease`, {
+      body: { max: 1, wait_s: 20, visibility_timeout_s: 60, waiter_id: "plain-1" },
+    });
+    await untilWaiting(queue, 1);
+    const id = await enqueueOne(queue);
+    const [task] = (await first).body.tasks;
+    // Answered after it waited, yet no short claim window: the Worker withdraws a poll whose client hangs up.
+    expect(task).toMatchObject({ id });
+    expect(task!.claim_by).toBe(task!.lease_expires_at);
+
+    // Another poll waits meanwhile: nothing is scheduled to take the task back for it before the lease ends.
+    const second = call<Leased>("POST", `/v1/queues/${queue}/lease`, {
+      body: { max: 1, wait_s: 20, waiter_id: "plain-2" },
+    });
+    await untilWaiting(queue, 1);
+    await untilAlarm(queue, Date.parse(task!.lease_expires_at!));
+    // The plain client never claimed; it completes after its work: 200.
+    expect((await call("POST", `/v1/tasks/${id}/complete`, { body: { lease_token: task!.lease_token } })).status).toBe(
+      200,
+    );
+    await call("POST", `/v1/queues/${queue}/lease/withdraw`, { body: { waiter_id: "plain-2" } });
+    expect((await second).body.tasks).toEqual([]);
+  });
+
+  it("reported under workerd (the tests) and deployed; not under wrangler dev, where the short claim window stays", () => {
+    expect(hangUpsReported({ ENVIRONMENT: "production" })).toBe(true);
+    expect(hangUpsReported({ ENVIRONMENT: "test" })).toBe(true);
+    expect(hangUpsReported({ ENVIRONMENT: "development" })).toBe(false);
   });
 });

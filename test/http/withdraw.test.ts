@@ -29,6 +29,24 @@ describe("withdrawing a long poll over HTTP", () => {
     expect((await getTask(id)).state).toBe("pending");
   });
 
+  it("a poll answered just before its withdrawal arrived: the task it brought is released with 200, as the docs ask", async () => {
+    const queue = uniqueQueue("http-wd-race");
+    const polled = call<Leased>("POST", `/v1/queues/${queue}/lease`, {
+      body: { max: 1, wait_s: 20, waiter_id: "stopping-poll" },
+    });
+    await untilWaiting(queue, 1);
+    const id = await enqueueOne(queue);
+    // The poll was answered with the task while the client, stopping, sent its withdrawal: the withdrawal
+    // finds the hand-out unclaimed and takes it back (leasable at once; nobody else waits for it).
+    const [task] = (await polled).body.tasks;
+    expect(task).toMatchObject({ id });
+    expect(await withdraw(queue, { waiter_id: "stopping-poll" })).toMatchObject({ body: { withdrawn: true } });
+    // The client then releases what the answer brought: accepted, not 409 (issue 28, item 6).
+    const released = await call("POST", `/v1/tasks/${id}/release`, { body: { lease_token: task!.lease_token } });
+    expect(released.status).toBe(200);
+    expect(await getTask(id)).toMatchObject({ state: "pending", attempts: 0 });
+  });
+
   it("a name no poll has: 200 withdrawn false, and that poll, sent later, answers at once", async () => {
     const queue = uniqueQueue("http-wd-none");
     expect(await withdraw(queue, { waiter_id: "gone-before-it-came" })).toMatchObject({

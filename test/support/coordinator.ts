@@ -39,6 +39,19 @@ export function inObject<T extends Rpc.DurableObjectBranded, R>(
   return runInDurableObject(stub as unknown as DurableObjectStub<T>, fn);
 }
 
+/**
+ * Waits until the coordinator's alarm is set to `at` (ms): a poll joins the line (`untilWaiting`) before its
+ * lease call has armed the alarm, so reading the alarm right after may see the one before.
+ */
+export async function untilAlarm(queue: string, at: number): Promise<void> {
+  let seen: number | null = null;
+  try {
+    await until(`the alarm of ${queue} at ${at}`, async () => (seen = await alarmOf(queue)) === at);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; it is at ${seen}`, { cause: error });
+  }
+}
+
 /** Sets the coordinator's clock (fake timers reach neither D1 nor alarms). */
 export async function setClock(queue: string, at: number): Promise<void> {
   await inObject(coordinator(queue), (instance: QueueCoordinator) => {

@@ -71,7 +71,7 @@ const withdrawRoute = authRoute({
   tags: ["leases"],
   summary: "Withdraw a long poll by the waiter_id it was sent with: it answers at once, with no tasks",
   description:
-    "For a client that stops while its long poll waits: the poll is answered with `{ tasks: [] }` at once, and tasks already handed to it and not yet claimed go back to pending (attempt refunded). A name no poll has is a no-op (`withdrawn: false`), never an error. Keep reading the poll's answer: tasks it brought before the withdrawal arrived are yours to release.",
+    "For a client that stops while its long poll waits: the poll is answered with `{ tasks: [] }` at once, and tasks already handed to it and not yet claimed are taken back: leasable at once (attempt refunded), yet still yours until another lease takes them. A name no poll has is a no-op (`withdrawn: false`), never an error. Keep reading the poll's answer: release the tasks it brought before the withdrawal arrived (200; `409 lease_lost` only when another worker's poll took one first: it is theirs).",
   request: { params: QueueParams, body: jsonBody(WithdrawBody) },
   responses: { 200: jsonResponse(WithdrawResponse) },
 });
