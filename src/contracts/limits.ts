@@ -92,8 +92,8 @@ export const MAX_RUN_S_LIMIT = 7 * 24 * 60 * 60;
  * hung up while it waited, and where a disconnect is not seen by the Worker (`wrangler dev`) a live client
  * claims within one round trip (edgeq's worker does so on receipt, and any ack or heartbeat claims). 10 s
  * covers slow links and pauses while bounding what a gone client can delay a task to 10 s instead of a
- * whole visibility timeout. Where the disconnect is seen the poll is withdrawn instead, and the claim
- * window is the whole lease (`hangUpReported`, src/engine/lease.ts). */
+ * whole visibility timeout. Where the disconnect is seen the poll is withdrawn instead, and its answer is
+ * leased plainly, with no claim window (`hangUpReported`, src/coordinator/coordinator.ts). */
 export const CLAIM_WINDOW_S = 10;
 
 /** How long a provisional lease stays unclaimed before the coordinator takes it back for another long poll

@@ -55,7 +55,7 @@ const PART_KEY = "part";
  *
  * A waiter answered after it waited gets its tasks under a provisional lease: its client may have hung up
  * meanwhile. Where the Worker hears of hang-ups (`hangUpReported`) it withdraws such a poll, and the lease
- * runs its whole length; where it does not (`wrangler dev`: docs/api.md, "Long polls"), unless the holder
+ * is a plain one (claimed, its expiry counting the attempt); where it does not (`wrangler dev`: docs/api.md, "Long polls"), unless the holder
  * claims the lease (any fenced call) within CLAIM_WINDOW_S the tasks become leasable again, and while
  * another poll waits a hand-out left unclaimed for CONTESTED_CLAIM_S is taken back for it — only as many as
  * the waiting polls ask for (hand-outs.ts). A withdrawn poll (`forget`: its client's disconnect where the
@@ -472,8 +472,10 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
       let leased: TaskRow[];
       waiter.busy = true;
       try {
-        // Answered after waiting: provisional, its client may be gone (see the class comment).
-        leased = await this.leaseFor(waiter.request, true);
+        // Answered after waiting: provisional where its client may have hung up unseen (see the class
+        // comment); where a hang-up is reported the poll is withdrawn instead, and the lease is a plain one —
+        // its expiry counts the attempt, so a task that crashes its worker still runs out of attempts.
+        leased = await this.leaseFor(waiter.request, !waiter.request.hangUpReported);
       } catch (error) {
         this.line.drop(waiter);
         waiter.reject(error);
@@ -487,7 +489,8 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
         this.line.drop(waiter);
         waiter.resolve([]);
         if (leased.length === 0) return { handedOut, emptied: true };
-        await this.revoke(leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })));
+        if (waiter.request.hangUpReported) await this.handBack(leased);
+        else await this.revoke(leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })));
         continue;
       }
       if (leased.length > 0 || waiter.expired) {

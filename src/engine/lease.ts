@@ -18,13 +18,9 @@ export interface LeaseRequest {
   /** Who holds the lease (for inspection). */
   holder: string | null;
   /** The lease is provisional: leasable again unless claimed within CLAIM_WINDOW_S (a long poll answered
-   * after it waited, whose client may be gone); its holder keeps it until another lease takes it over.
-   * Default false. */
+   * after it waited, whose client may have hung up unseen); its holder keeps it until another lease takes it
+   * over. Default false. */
   provisional?: boolean;
-  /** With `provisional`: the client's hang-up is reported to the caller, which then withdraws the poll (and
-   * the coordinator takes its hand-outs back), so the claim window is the whole lease — `claim_by` is its
-   * expiry, and a client that never makes an early call keeps the task as with any lease. Default false. */
-  hangUpReported?: boolean;
 }
 
 /**
@@ -133,11 +129,7 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
       : sql`coalesce((SELECT q.visibility_timeout_s FROM queues q WHERE q.name = ${request.queue}),
           ${DEFAULT_QUEUE_CONFIG.visibility_timeout_s})`;
   const expiresAt = sql`(${now} + ${vtS} * 1000)`;
-  const claimBy = !request.provisional
-    ? sql`NULL`
-    : request.hangUpReported
-      ? expiresAt
-      : sql`min(${now + CLAIM_WINDOW_S * 1000}, ${expiresAt})`;
+  const claimBy = request.provisional ? sql`min(${now + CLAIM_WINDOW_S * 1000}, ${expiresAt})` : sql`NULL`;
   // A leasable task still processing and not an unclaimed provisional lease: an expired lease taken over,
   // whose attempt this statement ends as "lease expired" (src/engine/redelivery.ts).
   const takesOverExpired = sql`(tasks.state = 'processing' AND NOT ${unclaimedSql(now)})`;

@@ -52,8 +52,8 @@ export async function leaseTexts(op: OperationContext, queue: string, ask: Lease
  * what the platform reports where: docs/api.md, "Long polls"). The coordinator then answers it with
  * nothing and takes back whatever it had leased for it and is still unclaimed. A disconnect that is never
  * seen is covered by the provisional lease: correctness never depends on the signal. Where the platform
- * is known to report it (`op.hangUpReported`), a lease handed out after the wait is held to its expiry
- * (docs/api.md, "Long polls": what a plain client keeps, where).
+ * is known to report it (`op.hangUpReported`), a lease handed out after the wait is a plain one: no claim
+ * window, its expiry counting the attempt (docs/api.md, "Long polls": what a plain client keeps, where).
  */
 async function longPoll(
   op: OperationContext,

@@ -26,8 +26,9 @@ export const coordinatorLeaseSchema = z.object({
   /** Names the wait so the caller can withdraw it (`forget`) when its client disconnects. */
   waiterId: z.string().min(1).max(MAX_WAITER_ID_CHARS).optional(),
   /** The caller withdraws the wait when its client hangs up, and the platform reports hang-ups to it
-   * (src/operations/lease.ts): tasks handed to it after it waited keep their whole lease as claim window and
-   * are never taken back for another poll, only on withdrawal (engine/lease.ts `hangUpReported`). */
+   * (src/operations/lease.ts): tasks handed to it after it waited are leased plainly (no claim window: an
+   * expiry counts the attempt) and never taken back for another poll; a poll withdrawn while its lease is in
+   * flight releases what it took. */
   hangUpReported: z.boolean().default(false),
   /** The partition this coordinator serves (src/shards/); it leases from its own first, then the others. */
   part: z.number().int().min(0).max(MAX_PARTITIONS).default(0),

@@ -5,6 +5,8 @@ import { CLAIM_WINDOW_S, CONTESTED_CLAIM_S } from "../../src/contracts/limits";
 import type { TaskRow } from "../../src/db/schema";
 import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks } from "../../src/engine/enqueue";
+import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
+import { reapExpiredLeases } from "../../src/engine/reap";
 import { queueDb, row, uniqueQueue } from "../helpers";
 import { coordinator, inObject, setClock, untilAlarm, untilWaiting } from "../support/coordinator";
 
@@ -166,12 +168,14 @@ describe("taking a hand-out back ends its claim window, nothing more", () => {
     await untilWaiting(queue, 1);
     const [id] = await enqueueAndNotify(queue, t0);
     const [task] = await watched;
-    expect(task).toMatchObject({ id, claimBy: t0 + VISIBILITY_S * 1000, leaseExpiresAt: t0 + VISIBILITY_S * 1000 });
+    // A plain lease: no claim window, its expiry counts the attempt (a crashing worker's task still dies).
+    expect(task).toMatchObject({ id, claimBy: null, leaseExpiresAt: t0 + VISIBILITY_S * 1000 });
 
-    // Another poll waits: no take-back at CONTESTED_CLAIM_S; the alarm is for the lease's expiry.
+    // Another poll waits: no take-back at CONTESTED_CLAIM_S; the alarm is for when the lease, expired, is
+    // leasable again (its expiry plus the first expiry backoff).
     const other = poll(queue, "other");
     await untilWaiting(queue, 1);
-    await untilAlarm(queue, t0 + VISIBILITY_S * 1000);
+    await untilAlarm(queue, t0 + (VISIBILITY_S + DEFAULT_QUEUE_CONFIG.backoff_base_s) * 1000);
     await setClock(queue, t0 + CLAIM_MS + 5_000);
     expect(await runDurableObjectAlarm(coordinator(queue))).toBe(true);
     expect(await coordinator(queue).waiting()).toBe(1);
@@ -186,5 +190,24 @@ describe("taking a hand-out back ends its claim window, nothing more", () => {
     expect(done).toMatchObject({ ok: true, state: "completed" });
     await coordinator(queue).forget({ waiterId: "other" });
     expect(await other).toEqual([]);
+  });
+
+  it("a reported poll's task whose worker never acked counts its attempt at expiry, as any lease (no refund)", async () => {
+    const queue = uniqueQueue("tb-reported-crash");
+    const t0 = Date.now();
+    await setClock(queue, t0);
+    const watched = poll(queue, "crashing", { hangUpReported: true });
+    await untilWaiting(queue, 1);
+    const [id] = await enqueueAndNotify(queue, t0);
+    expect((await watched)[0]).toMatchObject({ id, attempts: 1, claimBy: null });
+
+    // The worker crashed on it: nothing ever comes back. At the expiry the attempt is spent, so a task that
+    // crashes every worker it meets runs out of attempts instead of being refunded forever.
+    await reapExpiredLeases(await queueDb(queue), t0 + VISIBILITY_S * 1000 + 1);
+    const after = await row(id!);
+    expect(after).toMatchObject({ state: "pending", attempts: 1 });
+    expect(JSON.parse(after.errors) as Array<{ message: string }>).toEqual([
+      expect.objectContaining({ message: expect.stringMatching(/lease expired/) }),
+    ]);
   });
 });
