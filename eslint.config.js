@@ -129,7 +129,14 @@ export default tseslint.config(
     },
   },
   {
-    files: ["scripts/**/*.mjs", "bin/**/*.mjs", "examples/**/*.mjs", "*.config.ts", "*.config.js"],
+    files: [
+      "scripts/**/*.mjs",
+      "bin/**/*.mjs",
+      "examples/**/*.mjs",
+      "create-edgeq/*.mjs",
+      "*.config.ts",
+      "*.config.js",
+    ],
     languageOptions: {
       globals: { process: "readonly", console: "readonly", URL: "readonly", setTimeout: "readonly", fetch: "readonly" },
     },
