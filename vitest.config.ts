@@ -84,7 +84,9 @@ export default defineConfig(async () => {
             // `npm pack` rebuilds dist/ (which the cli tests run) and each example starts its own wrangler dev.
             include: ["test/examples/**/*.test.ts"],
             environment: "node",
-            // Packing (~25 s), three installs (~12 s each from npm's cache) and three wrangler dev runs.
+            // Packing (~25 s), three installs (~12 s each from npm's cache) and three wrangler dev runs; then
+            // create-edgeq's project: its install (~60 s: vitest, the plugin's own wrangler and workerd), its
+            // npm test (~40 s) and npm run dev (~45 s).
             testTimeout: 900_000,
             sequence: { groupOrder: 2 },
           },

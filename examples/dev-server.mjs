@@ -14,7 +14,8 @@ const START_TIMEOUT_MS = 120_000;
 /** How often the ready path is asked while wrangler starts. */
 const POLL_MS = 250;
 
-const freePort = () =>
+/** A free port on 127.0.0.1 (scripts/try-create-edgeq.mjs serves on one too). */
+export const freePort = () =>
   new Promise((resolve, reject) => {
     const server = createServer().listen(0, "127.0.0.1", () => {
       const { port } = server.address();
