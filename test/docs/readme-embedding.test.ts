@@ -1,8 +1,7 @@
 /// <reference types="vite/client" />
 import { describe, expect, it } from "vitest";
 import readme from "../../README.md?raw";
-import workerCode from "../../examples/queue-worker/src/index.ts?raw";
-import workerToml from "../../examples/queue-worker/wrangler.toml?raw";
+import workerCode from "../../create-edgeq/template/src/index.ts?raw";
 import nodeWorker from "../../examples/node-worker/worker.mjs?raw";
 
 /** The code fences of the README's "Use edgeq in your own Worker" section, in order. */
@@ -12,13 +11,15 @@ function fences(): string[] {
   return [...section.matchAll(/```\w*\n([\s\S]*?)```/g)].map((m) => m[1]!);
 }
 
-// What a new user copies from the README is the example that test/examples/examples.test.ts installs
-// from the packed tarball and runs, character for character.
+// What a new user reads in the README is what test/examples/examples.test.ts installs from the packed
+// tarballs and runs, character for character: the project `npm create edgeq` writes, the node-worker example.
 describe("README's Use edgeq in your own Worker", () => {
-  it("shows the queue-worker example's src/index.ts and whole wrangler.toml", () => {
+  it("starts from npm create edgeq and shows the src/index.ts it writes", () => {
     const blocks = fences();
+    expect(blocks[0]).toMatch(
+      /^npm create edgeq@latest my-queue .*\ncd my-queue && npm install .*\nnpm test .*\nnpm run dev /,
+    );
     expect(blocks).toContain(workerCode);
-    expect(blocks).toContain(workerToml);
   });
 
   it("shows the node-worker example's worker.mjs", () => {
