@@ -85,9 +85,10 @@ export default defineConfig(async () => {
             include: ["test/examples/**/*.test.ts"],
             environment: "node",
             // Packing (~25 s), three installs (~12 s each from npm's cache) and three wrangler dev runs; then
-            // create-edgeq's project: its install (~60 s: vitest, the plugin's own wrangler and workerd), its
-            // npm test (~40 s) and npm run dev (~45 s).
-            testTimeout: 900_000,
+            // create-edgeq's project: its install (~56 s: vitest, the plugin's own wrangler and workerd), its
+            // npm test (~42 s) and npm run dev (~36 s). A whole run on a shared 2-core machine took 10.5 min, so
+            // 20 min leaves room before a failure that is only load.
+            testTimeout: 1_200_000,
             sequence: { groupOrder: 2 },
           },
         },
