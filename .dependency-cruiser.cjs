@@ -40,8 +40,8 @@ const ALLOWED = {
   operations: ["contracts", "db", "effects", "engine", "env.ts", "health", "processors", "schedules", "shards"],
   // What a Worker builds edgeq with: createEdgeq wires the app, the tick and the Durable Object classes.
   worker: ["contracts", "coordinator", "cron", "env.ts", "events", "http", "processors", "rpc", "schedules"],
-  // The Workers RPC binding: the API's bodies and answers over a service binding, through operations.
-  rpc: ["contracts", "db", "effects", "engine", "env.ts", "operations", "processors", "schedules", "shards"],
+  // The Workers RPC binding: each method one operation of src/operations/api/, as the HTTP routes are.
+  rpc: ["contracts", "env.ts", "operations", "processors"],
   // The typed HTTP client (edgeq/client): fetch only, types from the wire's schemas.
   client: ["contracts"],
   // The Node worker runtime (edgeq/node), on the client; processors/errors.ts gives it the same

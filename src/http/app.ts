@@ -90,7 +90,7 @@ export function buildApp(deps: AppDeps) {
 
   const api = app
     .route("/", queueRoutes)
-    .route("/", queueConfigRoutes(deps.processors.types()))
+    .route("/", queueConfigRoutes(deps.processors))
     .route("/", taskRoutes)
     .route("/", ticketRoutes)
     .route("/", throughputRoutes)

@@ -1,29 +1,27 @@
 import type { Context } from "hono";
-import { Effects } from "../effects/follow";
 import { readSettings, type Settings } from "../env";
-import type { OperationContext } from "../operations/context";
+import { operationContext, type OperationContext } from "../operations/context";
 import type { ProcessorRegistry } from "../processors/registry";
 import type { AppEnv } from "./app-env";
 
 /**
- * The operation context of one HTTP request: its bindings, its clock reading, the Worker's processors,
- * and the effects owner bound to the request's `waitUntil` (what follows a change runs after the answer).
+ * The operation context of one HTTP request (built by `operationContext`, as an RPC call's is): its
+ * bindings, its clock reading, the Worker's processors, the request's `waitUntil` (what follows a change
+ * runs after the answer), its disconnect signal and whether this platform reports one.
  *
  * @example
  * c.set("op", requestOperations(c, processors));
  */
 export function requestOperations(c: Context<AppEnv>, processors: ProcessorRegistry): OperationContext {
-  const defer = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-  return {
+  return operationContext({
     env: c.env,
-    now: c.get("now"),
-    clock: () => Date.now(),
     processors,
-    effects: new Effects(c.env, defer),
-    defer,
+    now: c.get("now"),
+    // Read when work is deferred: an app called without an execution context (a test's app.fetch) runs until then.
+    waitUntil: (work) => c.executionCtx.waitUntil(work),
     signal: c.req.raw.signal,
     hangUpReported: hangUpsReported(readSettings(c.env)),
-  };
+  });
 }
 
 /**

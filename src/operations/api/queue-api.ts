@@ -1,0 +1,124 @@
+import { z } from "@hono/zod-openapi";
+import {
+  CancelQueueBody,
+  EnqueueBatchBody,
+  EnqueueBody,
+  EnqueueResponse,
+  NewTaskSchema,
+  PurgeBody,
+  QueueListResponse,
+  QueueParams,
+  QueueStatsResponse,
+  RedriveBody,
+  TaskListQuery,
+  TaskListResponse,
+} from "../../contracts/api";
+import { toTaskView } from "../../engine/task-row";
+import { toIso } from "../../engine/time";
+import { listAllQueues } from "../../shards/cross-shard";
+import { listTasksOf, purgeQueueOf, queueStatsOf } from "../../shards/queue-ops";
+import { queueRoute, readRoute } from "../../shards/queue-route";
+import { enqueue } from "../enqueue";
+import { cancelQueue, redrive } from "../queue";
+import { defineOperation, jsonInput, queryInput } from "./define";
+
+/** The API's operations on a queue's tasks (`/v1/queues/{queue}/…`; RPC `enqueue(queue, body)`, …). */
+
+/** Enqueue's body is one task or `{ tasks: [...] }`: a failure is explained against the one meant. */
+function enqueueMeant(value: unknown) {
+  const isBatch = typeof value === "object" && value !== null && !Array.isArray(value) && "tasks" in value;
+  return isBatch ? EnqueueBatchBody : NewTaskSchema;
+}
+
+const StatsQuery = z.object({ group: z.string().min(1).max(128).optional() });
+
+export const queueApi = {
+  /** Enqueues one task, or up to 10,000 as `{ tasks: [...] }`; `delay_s` and `run_at` against the call's clock. */
+  enqueue: defineOperation({
+    params: QueueParams,
+    input: jsonInput(EnqueueBody, enqueueMeant),
+    answer: EnqueueResponse,
+    run: async (op, { queue }, body) => {
+      const tasks = "tasks" in body ? body.tasks : [body];
+      const result = await enqueue(
+        op,
+        queue,
+        tasks.map((task) => ({
+          id: task.id,
+          type: task.type,
+          payload: task.payload,
+          priority: task.priority,
+          runAt:
+            task.run_at !== undefined
+              ? Date.parse(task.run_at)
+              : task.delay_s !== undefined
+                ? op.now + Math.round(task.delay_s * 1000)
+                : op.now,
+          maxAttempts: task.max_attempts,
+          dedupeKey: task.dedupe_key,
+          group: task.group,
+          then: task.then,
+        })),
+      );
+      return { tasks: result.tasks };
+    },
+  }),
+
+  /** A page of the queue's tasks in creation order (read from a replica where there is one). */
+  list: defineOperation({
+    params: QueueParams,
+    input: queryInput(TaskListQuery),
+    answer: TaskListResponse,
+    run: async (op, { queue }, filter) => {
+      const page = await listTasksOf(await readRoute(op.env, queue, { replica: true }), filter);
+      return { tasks: page.tasks.map(toTaskView), next_cursor: page.next_cursor };
+    },
+  }),
+
+  /** Counts per state, due work and lag (optionally one group). */
+  stats: defineOperation({
+    params: QueueParams,
+    input: queryInput(StatsQuery),
+    answer: QueueStatsResponse,
+    run: async (op, { queue }, scope) => {
+      const stats = await queueStatsOf(await readRoute(op.env, queue, { replica: true }), scope, op.now);
+      return { ...stats, oldest_due_at: toIso(stats.oldest_due_at) };
+    },
+  }),
+
+  /** Every queue with its task counts per state. */
+  all: defineOperation({
+    params: undefined,
+    input: undefined,
+    answer: QueueListResponse,
+    run: async (op) => ({ queues: await listAllQueues(op.env) }),
+  }),
+
+  /** Cancels the queue's live tasks (of one group, or all). */
+  cancel: defineOperation({
+    params: QueueParams,
+    input: jsonInput(CancelQueueBody),
+    answer: z.object({ cancelled: z.number().int(), cancel_requested: z.number().int() }),
+    run: (op, { queue }, { group }) => cancelQueue(op, queue, { group }),
+  }),
+
+  /** Moves dead (or cancelled) tasks back to pending with attempts reset. */
+  redrive: defineOperation({
+    params: QueueParams,
+    input: jsonInput(RedriveBody),
+    answer: z.object({ redriven: z.number().int(), ids: z.array(z.string()) }),
+    run: (op, { queue }, scope) => redrive(op, queue, scope),
+  }),
+
+  /** Deletes finished tasks that finished before a time (at most MAX_PURGE_PER_CALL per database a call). */
+  purge: defineOperation({
+    params: QueueParams,
+    input: jsonInput(PurgeBody),
+    answer: z.object({ purged: z.number().int() }),
+    run: async (op, { queue }, body) => {
+      const before =
+        body.before !== undefined ? Date.parse(body.before) : op.now - Math.round((body.older_than_s ?? 0) * 1000);
+      return purgeQueueOf(await queueRoute(op.env, queue, op.now), { before, states: body.states });
+    },
+  }),
+};
