@@ -7,7 +7,8 @@
  * `index.ts` are the two files at src/'s top level.
  */
 const ALLOWED = {
-  // The wire: API schemas, task and event shapes, limits, error codes, states. Imports nothing of src/.
+  // The wire: API schemas, task and event shapes, limits, error codes, states, and the crypto its protocols
+  // share (hex, HMAC-SHA256, constant-time compare). Imports nothing of src/.
   contracts: [],
   // The Drizzle schema and the D1 handle.
   db: ["contracts"],

@@ -1,4 +1,6 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
+import { timingSafeEqual } from "../contracts/crypto";
 import { EdgeqError } from "../contracts/errors";
 import { DEV_TOKEN } from "../contracts/limits";
 import { acceptedTokens, readSettings } from "../env";
@@ -8,14 +10,20 @@ import { errorResponse } from "./error-handler";
 /** The token `npm start` uses when EDGEQ_TOKEN is not set (development only; printed at start). */
 export { DEV_TOKEN };
 
-const encoder = new TextEncoder();
+/** The token of the request's `Authorization: Bearer <token>` header, or undefined when it has none. */
+export function presentedToken(c: Context): string | undefined {
+  return /^Bearer\s+(.+)$/i.exec(c.req.header("Authorization") ?? "")?.[1]?.trim();
+}
 
-/** Compares in time independent of where the strings differ. */
-function safeEqual(a: string, b: string): boolean {
-  const left = encoder.encode(a);
-  const right = encoder.encode(b);
-  if (left.byteLength !== right.byteLength) return false;
-  return crypto.subtle.timingSafeEqual(left, right);
+/**
+ * Whether `presented` is one of `tokens` (acceptedTokens, src/env.ts), each compared in constant time: the
+ * one check of a bearer token, for /v1 and the event sockets alike.
+ *
+ * @example
+ * isAcceptedToken(acceptedTokens(readSettings(c.env)), presentedToken(c));
+ */
+export function isAcceptedToken(tokens: readonly string[], presented: string | undefined): boolean {
+  return presented !== undefined && presented !== "" && tokens.some((t) => timingSafeEqual(t, presented));
 }
 
 /**
@@ -30,10 +38,7 @@ export const requireBearer = createMiddleware<AppEnv>(async (c, next) => {
       new EdgeqError("not_configured", "EDGEQ_TOKEN is not set; refusing to serve without authentication"),
     );
   }
-  const header = c.req.header("Authorization") ?? "";
-  const match = /^Bearer\s+(.+)$/i.exec(header);
-  const presented = match?.[1]?.trim();
-  if (!presented || !tokens.some((t) => safeEqual(t, presented))) {
+  if (!isAcceptedToken(tokens, presentedToken(c))) {
     return errorResponse(c, new EdgeqError("unauthorized", "send Authorization: Bearer <EDGEQ_TOKEN>"), {
       "WWW-Authenticate": 'Bearer realm="edgeq"',
     });

@@ -1,3 +1,5 @@
+import { hex, hmacSha256, timingSafeEqual } from "../contracts/crypto";
+
 /**
  * Webhook signatures: how the `http` processor signs what it sends, and how a receiver checks it.
  *
@@ -48,28 +50,14 @@ function bytesOf(body: Body): Uint8Array {
   return body instanceof Uint8Array ? body : new Uint8Array(body);
 }
 
-async function hmacSha256(secret: string, timestampS: number, body: Body): Promise<Uint8Array> {
-  const key = await crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
-    "sign",
-  ]);
+/** hex(HMAC-SHA256(secret, "<timestamp>.<body>")), the v1 signature. */
+async function v1Signature(secret: string, timestampS: number, body: Body): Promise<string> {
   const prefix = encoder.encode(`${timestampS}.`);
   const content = bytesOf(body);
   const message = new Uint8Array(prefix.length + content.length);
   message.set(prefix, 0);
   message.set(content, prefix.length);
-  return new Uint8Array(await crypto.subtle.sign("HMAC", key, message));
-}
-
-function toHex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** Compares two equal-length hex strings without an early exit, so timing reveals nothing about where they differ. */
-function constantTimeEqual(a: string, b: string): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i += 1) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
-  return diff === 0;
+  return hex(await hmacSha256(secret, message));
 }
 
 /**
@@ -83,7 +71,7 @@ export async function signWebhook(secret: string, body: Body, timestampS: number
   if (!Number.isSafeInteger(timestampS) || timestampS < 0) {
     throw new RangeError(`timestamp must be whole Unix seconds, got ${timestampS}`);
   }
-  return `t=${timestampS},v1=${toHex(await hmacSha256(secret, timestampS, body))}`;
+  return `t=${timestampS},v1=${await v1Signature(secret, timestampS, body)}`;
 }
 
 /**
@@ -118,9 +106,9 @@ export async function verifyWebhook(
   if (timestamp === undefined || !TIMESTAMP_PATTERN.test(timestamp) || candidates.length === 0) return false;
   const t = Number(timestamp);
   if (Math.abs(nowS - t) > toleranceS) return false;
-  const expected = toHex(await hmacSha256(secret, t, body));
+  const expected = await v1Signature(secret, t, body);
   // Check every candidate (no early return) so the time taken does not depend on which one matched.
   let matched = false;
-  for (const candidate of candidates) matched = constantTimeEqual(candidate, expected) || matched;
+  for (const candidate of candidates) matched = timingSafeEqual(candidate, expected) || matched;
   return matched;
 }

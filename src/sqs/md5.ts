@@ -1,3 +1,5 @@
+import { hex } from "../contracts/crypto";
+
 /**
  * The MD5 digests SQS returns and SDKs verify: MD5OfMessageBody / MD5OfBody over the body's UTF-8 bytes,
  * and MD5OfMessageAttributes over the attributes encoded as AWS documents it (names sorted; each name,
@@ -19,7 +21,7 @@ const encoder = new TextEncoder();
 export async function md5Hex(data: string | Uint8Array): Promise<string> {
   const bytes = typeof data === "string" ? encoder.encode(data) : data;
   const digest = await crypto.subtle.digest("MD5", bytes);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return hex(digest);
 }
 
 /** Base64 text to bytes. */

@@ -1,3 +1,4 @@
+import { hex, hmacSha256, timingSafeEqual } from "../contracts/crypto";
 import { SQS_MAX_CLOCK_SKEW_S } from "../contracts/limits";
 import { SqsError } from "./errors";
 
@@ -33,19 +34,10 @@ export interface SignedRequest {
   body: Uint8Array;
 }
 
-function hex(bytes: ArrayBuffer | Uint8Array): string {
-  return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 /** SHA-256 of text or bytes, lower-case hex. */
 export async function sha256Hex(data: string | Uint8Array): Promise<string> {
   const bytes = typeof data === "string" ? encoder.encode(data) : data;
   return hex(await crypto.subtle.digest("SHA-256", bytes));
-}
-
-async function hmac(key: Uint8Array, data: string): Promise<Uint8Array> {
-  const cryptoKey = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  return new Uint8Array(await crypto.subtle.sign("HMAC", cryptoKey, encoder.encode(data)));
 }
 
 /** RFC 3986 percent-encoding as SigV4 wants it: everything but A-Z a-z 0-9 - _ . ~ is escaped. */
@@ -158,10 +150,10 @@ export async function stringToSign(amzDate: string, scope: string, canonical: st
 
 /** The signing key: HMAC-SHA256 chained over date, region, service and "aws4_request". */
 export async function signingKey(secret: string, date: string, region: string, service: string): Promise<Uint8Array> {
-  const kDate = await hmac(encoder.encode(`AWS4${secret}`), date);
-  const kRegion = await hmac(kDate, region);
-  const kService = await hmac(kRegion, service);
-  return hmac(kService, "aws4_request");
+  const kDate = await hmacSha256(`AWS4${secret}`, date);
+  const kRegion = await hmacSha256(kDate, region);
+  const kService = await hmacSha256(kRegion, service);
+  return hmacSha256(kService, "aws4_request");
 }
 
 /**
@@ -179,7 +171,7 @@ export async function signRequest(
   const scope = `${auth.scopeDate}/${auth.region}/${auth.service}/aws4_request`;
   const canonical = await canonicalRequest(request, auth.signedHeaders);
   const key = await signingKey(secret, auth.scopeDate, auth.region, auth.service);
-  return hex(await hmac(key, await stringToSign(amzDate, scope, canonical)));
+  return hex(await hmacSha256(key, await stringToSign(amzDate, scope, canonical)));
 }
 
 /** `20150830T123600Z` -> ms since the epoch, or NaN. */
@@ -187,13 +179,6 @@ export function parseAmzDate(text: string): number {
   const m = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/.exec(text);
   if (!m) return NaN;
   return Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6]));
-}
-
-function timingSafeEqualHex(a: string, b: string): boolean {
-  const left = encoder.encode(a);
-  const right = encoder.encode(b);
-  if (left.byteLength !== right.byteLength) return false;
-  return crypto.subtle.timingSafeEqual(left, right);
 }
 
 /**
@@ -252,7 +237,7 @@ export async function verifySigV4(
     );
   }
   const expected = await signRequest(request, auth, amzDate, secret);
-  if (!timingSafeEqualHex(expected, auth.signature)) {
+  if (!timingSafeEqual(expected, auth.signature)) {
     throw new SqsError(
       "SignatureDoesNotMatch",
       "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access Key and signing method.",

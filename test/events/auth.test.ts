@@ -36,6 +36,9 @@ describe("events auth", () => {
       [await upgrade(`${path}?ticket=junk`), /malformed/],
       [await upgrade(path, { "Sec-WebSocket-Protocol": `edgeq.events.v1, edgeq.ticket.${expired}` }), /expired/],
       [await upgrade(path, { Authorization: "Bearer wrong" }), /ticket/],
+      // The bearer check is requireBearer's (isAcceptedToken): a prefix or an extension of the token is not it.
+      [await upgrade(path, { Authorization: `Bearer ${TOKEN.slice(0, -1)}` }), /ticket/],
+      [await upgrade(path, { Authorization: `Bearer ${TOKEN}x` }), /ticket/],
     ] as const) {
       expect(res.webSocket).toBeNull();
       expectError(await read(res), 401, "unauthorized", message);

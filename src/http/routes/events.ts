@@ -9,6 +9,7 @@ import { issueTicket, ticketProblem } from "../../events/tickets";
 import { countsEventSchema, helloEventSchema, resyncEventSchema, taskEventSchema } from "../../contracts/events";
 import { onTaskShard } from "../../shards/task-locator";
 import type { AppEnv } from "../app-env";
+import { isAcceptedToken, presentedToken } from "../auth";
 import { authRoute, errorResponses, jsonResponse } from "../route-helpers";
 import { QueueParams, TaskParams, TicketResponse } from "../../contracts/api";
 import { validationHook } from "../validation";
@@ -91,8 +92,7 @@ function tokensOrRefuse(c: Context<AppEnv>): string[] {
 /** Refuses the upgrade (before it happens) unless a good ticket or bearer token came with it. */
 async function authorize(c: Context<AppEnv>, queryTicket: string | undefined): Promise<void> {
   const tokens = tokensOrRefuse(c);
-  const bearer = /^Bearer\s+(.+)$/i.exec(c.req.header("Authorization") ?? "")?.[1]?.trim();
-  if (bearer !== undefined && tokens.includes(bearer)) return;
+  if (isAcceptedToken(tokens, presentedToken(c))) return;
   const offered = (c.req.header("Sec-WebSocket-Protocol") ?? "").split(",").map((p) => p.trim());
   const ticket =
     queryTicket ?? offered.find((p) => p.startsWith(TICKET_PROTOCOL_PREFIX))?.slice(TICKET_PROTOCOL_PREFIX.length);
@@ -147,7 +147,6 @@ eventStreamRoutes.openAPIRegistry.register("StreamMessage", StreamMessages);
 
 /** Tickets, behind the bearer token like the rest of /v1. */
 export const ticketRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(ticketRoute, async (c) => {
-  const presented = /^Bearer\s+(.+)$/i.exec(c.req.header("Authorization") ?? "")?.[1]?.trim() ?? "";
-  const { ticket, expiresAt } = await issueTicket(presented, c.var.now);
+  const { ticket, expiresAt } = await issueTicket(presentedToken(c) ?? "", c.var.now);
   return c.json({ ticket, expires_at: new Date(expiresAt).toISOString() }, 200);
 });
