@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { EdgeqError, ERRORS, type ErrorCode } from "../contracts/errors";
+import { rateLimitedIfOverloaded } from "../contracts/overloaded";
 
 type ErrorRow = (typeof ERRORS)[number];
 
@@ -17,11 +18,6 @@ export function errorBody(code: ErrorCode, message: string) {
 
 export function errorResponse(c: Context, error: EdgeqError, headers?: Record<string, string>): Response {
   return c.json(errorBody(error.code, error.message), STATUS_BY_CODE[error.code], headers);
-}
-
-/** D1 sheds load with "D1 DB is overloaded"; the client should back off and retry. */
-function isOverloaded(error: unknown): boolean {
-  return error instanceof Error && /overloaded/i.test(error.message);
 }
 
 /**
@@ -49,11 +45,8 @@ export function onError(error: unknown, c: Context): Response {
       return errorResponse(c, new EdgeqError("invalid_request", error.message || "invalid request"));
     }
   }
-  if (isOverloaded(error)) {
-    return errorResponse(c, new EdgeqError("rate_limited", "the database is overloaded; retry after a second"), {
-      "Retry-After": "1",
-    });
-  }
+  const limited = rateLimitedIfOverloaded(error);
+  if (limited !== null) return errorResponse(c, limited, { "Retry-After": "1" });
   console.error("unhandled error", c.req.method, c.req.path, error);
   return errorResponse(c, new EdgeqError("internal", "internal error"));
 }

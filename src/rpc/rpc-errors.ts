@@ -1,4 +1,5 @@
 import { ERRORS, EdgeqError, type ErrorCode } from "../contracts/errors";
+import { rateLimitedIfOverloaded } from "../contracts/overloaded";
 
 /**
  * Errors across a Workers RPC call keep only their message (the runtime drops own properties and custom
@@ -35,10 +36,9 @@ export async function rpcCall<T>(name: string, run: () => Promise<T>): Promise<T
     return await run();
   } catch (error) {
     if (error instanceof EdgeqError) throw toRpcError(error);
-    // D1 sheds load with "D1 DB is overloaded": the caller should back off and retry, as over HTTP (429).
-    if (error instanceof Error && /overloaded/i.test(error.message)) {
-      throw toRpcError(new EdgeqError("rate_limited", "the database is overloaded; retry after a second"));
-    }
+    // D1 shedding load: the caller should back off and retry, as over HTTP (429).
+    const limited = rateLimitedIfOverloaded(error);
+    if (limited !== null) throw toRpcError(limited);
     console.error(`rpc ${name}: unexpected error`, error);
     throw toRpcError(new EdgeqError("internal", "internal error"));
   }

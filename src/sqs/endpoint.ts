@@ -2,6 +2,7 @@ import { Hono, type Context } from "hono";
 import { allShards } from "../shards/shard-set";
 import { queueRoute } from "../shards/queue-route";
 import { openDb } from "../db/client";
+import { rateLimitedIfOverloaded } from "../contracts/overloaded";
 import { EdgeqError } from "../contracts/errors";
 import { SQS_MAX_REQUEST_BYTES } from "../contracts/limits";
 import { Effects } from "../effects/follow";
@@ -38,9 +39,8 @@ function fromEngineError(error: EdgeqError): SqsError {
 function toSqsError(error: unknown, operation: string): SqsError {
   if (error instanceof SqsError) return error;
   if (error instanceof EdgeqError) return fromEngineError(error);
-  if (error instanceof Error && /overloaded/i.test(error.message)) {
-    return new SqsError("RequestThrottled", "the database is overloaded; retry after a second");
-  }
+  const limited = rateLimitedIfOverloaded(error);
+  if (limited !== null) return fromEngineError(limited);
   console.error("sqs: unhandled error in", operation, error);
   return new SqsError("InternalError", "internal error");
 }
