@@ -1,4 +1,5 @@
 import { expectOk, type Client } from "../client";
+import { isTransientCode } from "../../src/contracts/errors";
 import { CliError, EXIT } from "../errors";
 import { durationFlag, isTaskId, positionals, queueArg, usageError } from "../flags";
 import type { Command, CommandContext } from "../command";
@@ -48,11 +49,12 @@ class Interrupt {
   }
 }
 
-/** Errors worth polling through once the server has answered: it may be restarting or shedding load. */
+/** Errors worth polling through once the server has answered: it may be restarting, shedding load or
+ * briefly unable to serve (a code's `transient` in the error table), or a 5xx that is not the API's. */
 function isTransient(error: unknown): boolean {
   if (!(error instanceof CliError)) return false;
   if (error.exitCode === EXIT.unreachable) return true;
-  return error.code === "rate_limited" || error.code === "internal" || /^http_5\d\d$/.test(error.code ?? "");
+  return isTransientCode(error.code ?? "") || /^http_5\d\d$/.test(error.code ?? "");
 }
 
 /**

@@ -1,24 +1,13 @@
-import type { ErrorCode } from "../contracts/errors";
+import { isTransientCode, type ClientErrorCode, type ErrorCode } from "../contracts/errors";
 
 /**
  * What a refusal or failure is about: one of the API's error codes (src/contracts/errors.ts, the README's
- * error table), or one the client adds for what never reached an answer:
+ * error table), or one the client adds for what never reached an answer (`CLIENT_ERRORS`):
  * - `unreachable`: the request failed in the network (server down or restarting, DNS, refused);
  * - `timeout`: no answer within the client's time limit;
  * - `bad_response`: an answer that is not the API's JSON (a proxy's error page, say).
  */
-export type EdgeqErrorCode = ErrorCode | "unreachable" | "timeout" | "bad_response";
-
-/** Codes worth asking again for: the server unreachable, slow, overloaded or briefly unable to serve. */
-const TRANSIENT = new Set<EdgeqErrorCode>([
-  "unreachable",
-  "timeout",
-  "rate_limited",
-  "internal",
-  "not_configured",
-  "shard_unavailable",
-  "task_moving",
-]);
+export type EdgeqErrorCode = ErrorCode | ClientErrorCode;
 
 /**
  * A refusal from the edgeq API (`{ error: { code, message } }`), or a request that got no usable answer.
@@ -43,8 +32,11 @@ export class EdgeqError extends Error {
     super(message, options);
   }
 
-  /** Whether asking again later may succeed: no answer, 429, or a 5xx (a bad request never will). */
+  /**
+   * Whether asking again later may succeed: the code's `transient` in the error tables, or a 429 or 5xx
+   * of a code this client does not know (a bad request never will).
+   */
   get transient(): boolean {
-    return TRANSIENT.has(this.code) || this.status === 429 || this.status >= 500;
+    return isTransientCode(this.code) || this.status === 429 || this.status >= 500;
   }
 }

@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { createServer, request } from "node:http";
+import { describe, expect, inject, it } from "vitest";
 import { expectOk } from "../../cli/client";
 import { EXIT } from "../../cli/errors";
 import { api, completeOne, enqueueTasks, killOne, leaseOne, start, uniqueQueue } from "./commands-support";
@@ -43,6 +44,47 @@ describe("edgeq watch <id>", () => {
     const run = await watch.done;
     expect(run.code).toBe(EXIT.api);
     expect(run.stdout).toMatch(/dead\nlast error: out of credits\n$/);
+  });
+
+  // Issue 29: watch kept its own list of transient codes (rate_limited, internal), and ended on a 503
+  // task_moving that the error table, and the SDK, call transient.
+  it("polls through a refusal the error table calls transient, then exits 0 when the task completes", async () => {
+    const queue = uniqueQueue();
+    const [id] = await enqueueTasks(queue, [{}]);
+    // A proxy to the test server that answers task reads with 503 task_moving while `moving` is set.
+    const target = new URL(inject("edgeqUrl"));
+    let moving = false;
+    const proxy = createServer((req, res) => {
+      if (moving && req.method === "GET" && req.url?.startsWith("/v1/tasks/")) {
+        const error = { code: "task_moving", message: `task ${id} is moving between shards; retry in a second` };
+        res.writeHead(503, { "Content-Type": "application/json", "Retry-After": "1" }).end(JSON.stringify({ error }));
+        return;
+      }
+      const upstream = request(
+        { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
+      req.pipe(upstream);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    try {
+      const address = proxy.address();
+      const url = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+      const watch = start(["watch", id!, "--poll", "--interval", "0.2"], { env: { EDGEQ_URL: url } });
+      await watch.waitFor(/pending/);
+      moving = true;
+      await watch.waitFor(/retrying: task_moving/);
+      moving = false;
+      await completeOne(queue);
+      const run = await watch.done;
+      expect(run.code).toBe(EXIT.ok);
+      expect(run.stdout.trim().split("\n").at(-1)).toMatch(new RegExp(`^${id}\\s+\\[#+\\] 100%\\s+completed`));
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it("exits 1 at once for an unknown task", async () => {

@@ -34,7 +34,9 @@ interface Operation {
 describe("one table of error codes", () => {
   it("the README's error table is the table in src/contracts/errors.ts, row for row", () => {
     const rows = tableUnder(readme, "## Errors");
-    expect(rows).toEqual(ERRORS.map((e) => [`\`${e.code}\``, String(e.status), e.description]));
+    expect(rows).toEqual(
+      ERRORS.map((e) => [`\`${e.code}\``, String(e.status), e.transient ? "yes" : "no", e.description]),
+    );
   });
 
   it("the error handler maps every code to the table's status", () => {
