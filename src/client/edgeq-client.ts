@@ -1,5 +1,5 @@
 import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../contracts/limits";
-import { EdgeqError } from "./edgeq-error";
+import { EdgeqError } from "../contracts/errors";
 import type {
   AckAnswer,
   AckInput,
@@ -60,11 +60,9 @@ export interface CallOptions {
  */
 function q(name: string): string {
   if (!QUEUE_NAME_PATTERN.test(name)) {
-    throw new EdgeqError(
-      "invalid_request",
-      0,
-      `queue: ${JSON.stringify(name)} is not a queue name (${QUEUE_NAME_RULE})`,
-    );
+    throw new EdgeqError("invalid_request", `queue: ${JSON.stringify(name)} is not a queue name (${QUEUE_NAME_RULE})`, {
+      status: 0,
+    });
   }
   return encodeURIComponent(name);
 }
@@ -241,10 +239,10 @@ export class EdgeqClient {
       // The caller's own abort is theirs to handle: pass it on as it is.
       if (req.signal?.aborted) throw req.signal.reason;
       if (timeout.aborted) {
-        throw new EdgeqError("timeout", 0, `${method} ${path}: no answer from ${this.url} within ${req.timeoutMs} ms`);
+        throw new EdgeqError("timeout", `${method} ${path}: no answer from ${this.url} within ${req.timeoutMs} ms`);
       }
       const cause = (error as Error).cause ?? (error as Error).message;
-      throw new EdgeqError("unreachable", 0, `cannot reach ${this.url} (${String(cause)})`, { cause: error });
+      throw new EdgeqError("unreachable", `cannot reach ${this.url} (${String(cause)})`, { cause: error });
     }
     return read<T>(response, `${method} ${path}`);
   }
@@ -256,21 +254,21 @@ async function read<T>(response: Response, what: string): Promise<T> {
   try {
     text = await response.text();
   } catch (error) {
-    throw new EdgeqError("unreachable", 0, `${what}: the answer was cut off (${(error as Error).message})`);
+    throw new EdgeqError("unreachable", `${what}: the answer was cut off (${(error as Error).message})`);
   }
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch {
-    throw new EdgeqError("bad_response", response.status, `${what}: HTTP ${response.status}, not JSON`);
+    throw new EdgeqError("bad_response", `${what}: HTTP ${response.status}, not JSON`, { status: response.status });
   }
   if (response.ok) return body as T;
   const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
   if (typeof error?.code !== "string") {
-    throw new EdgeqError("bad_response", response.status, `${what}: HTTP ${response.status}`);
+    throw new EdgeqError("bad_response", `${what}: HTTP ${response.status}`, { status: response.status });
   }
   const message = typeof error.message === "string" ? error.message : `HTTP ${response.status}`;
-  throw new EdgeqError(error.code as EdgeqError["code"], response.status, message);
+  throw new EdgeqError(error.code as EdgeqError["code"], message, { status: response.status });
 }
 
 /** A query string of the defined values, or "" when there are none. */

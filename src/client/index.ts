@@ -7,6 +7,5 @@
  * await edgeq.enqueue("emails", { type: "welcome", payload: { to: "a@example.com" } });
  */
 export { EdgeqClient, type CallOptions, type EdgeqClientOptions } from "./edgeq-client";
-export { EdgeqError, type EdgeqErrorCode } from "./edgeq-error";
-export { ERRORS, type ErrorCode } from "../contracts/errors";
+export { EdgeqError, ERRORS, type EdgeqErrorCode, type ErrorCode } from "../contracts/errors";
 export type * from "./types";

@@ -12,8 +12,8 @@ interface ErrorRow {
 
 /**
  * The one error model. Every failure a caller can act on is an `EdgeqError` with a code from `ERRORS`, the
- * one table of codes: the HTTP layer derives its code→status mapping (src/http/error-handler.ts) and the
- * OpenAPI error responses (src/http/route-helpers.ts) from it, and test/http/error-table.test.ts fails when
+ * one table of codes: an error's HTTP status (EdgeqError below, answered by src/http/error-handler.ts) and
+ * the OpenAPI error responses (src/http/route-helpers.ts) come from it, and test/http/error-table.test.ts fails when
  * the README's error table says anything else. Descriptions are written for API users (Markdown, no `|`).
  *
  * @example
@@ -118,6 +118,19 @@ export const ERRORS = [
 
 export type ErrorCode = (typeof ERRORS)[number]["code"];
 
+const STATUS_BY_CODE: ReadonlyMap<string, number> = new Map(ERRORS.map((row) => [row.code, row.status]));
+
+/**
+ * Whether `code` is one of the API's (a row of ERRORS).
+ *
+ * @example
+ * isErrorCode("lease_lost"); // true
+ * isErrorCode("timeout"); // false: the client's own (CLIENT_ERRORS)
+ */
+export function isErrorCode(code: string): code is ErrorCode {
+  return STATUS_BY_CODE.has(code);
+}
+
 /**
  * The codes a client adds (edgeq/client, docs/sdk.md) for a request that got no answer of the API's: its
  * status is 0, or the HTTP status of an answer that was not the API's JSON. No server sends them.
@@ -154,13 +167,43 @@ export function isTransientCode(code: string): boolean {
   return TRANSIENT_CODES.has(code);
 }
 
+/**
+ * What a refusal or failure is about: one of the API's error codes (ERRORS, the README's error table), or
+ * one the client adds for what never reached an answer (CLIENT_ERRORS).
+ */
+export type EdgeqErrorCode = ErrorCode | ClientErrorCode;
+
+/**
+ * The one error class, thrown by the Worker's code and by the client (edgeq/client and edgeq/node
+ * re-export it), so `instanceof EdgeqError` holds on either side. `status` is the HTTP status: the code's
+ * row in ERRORS unless `options.status` says otherwise, as the client does with the status it got — 0 when
+ * there was no answer (and for the client's own codes).
+ *
+ * @example
+ * throw new EdgeqError("lease_lost", `task ${id}: the lease token is stale or the lease expired`);
+ * // In the client, an answer's code and status:
+ * throw new EdgeqError(body.error.code, body.error.message, { status: response.status });
+ * // Catching, on either side:
+ * if (error instanceof EdgeqError && error.code === "lease_lost") return; // someone else holds it now
+ */
 export class EdgeqError extends Error {
   override readonly name = "EdgeqError";
+  readonly status: number;
   constructor(
-    readonly code: ErrorCode,
+    readonly code: EdgeqErrorCode,
     message: string,
+    options?: { status?: number; cause?: unknown },
   ) {
-    super(message);
+    super(message, options);
+    this.status = options?.status ?? STATUS_BY_CODE.get(code) ?? 0;
+  }
+
+  /**
+   * Whether asking again later may succeed: the code's `transient` in the error tables, or any 429 or 5xx
+   * (a newer server's code, a proxy's error page); a bad request never will.
+   */
+  get transient(): boolean {
+    return isTransientCode(this.code) || this.status === 429 || this.status >= 500;
   }
 }
 

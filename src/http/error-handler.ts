@@ -1,23 +1,17 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { EdgeqError, ERRORS, type ErrorCode } from "../contracts/errors";
+import { EdgeqError, type EdgeqErrorCode } from "../contracts/errors";
 import { rateLimitedIfOverloaded } from "../contracts/overloaded";
 
-type ErrorRow = (typeof ERRORS)[number];
-
-/** The one mapping from error code to HTTP status, read from the error table (src/contracts/errors.ts). */
-export const STATUS_BY_CODE = Object.fromEntries(ERRORS.map((e) => [e.code, e.status])) as {
-  readonly [E in ErrorRow as E["code"]]: E["status"] & ContentfulStatusCode;
-};
-
 /** The one error body: `{ "error": { "code", "message" } }`. */
-export function errorBody(code: ErrorCode, message: string) {
+export function errorBody(code: EdgeqErrorCode, message: string) {
   return { error: { code, message } };
 }
 
+/** An EdgeqError as the API answers it: its status (its code's row in the error table) and the one body. */
 export function errorResponse(c: Context, error: EdgeqError, headers?: Record<string, string>): Response {
-  return c.json(errorBody(error.code, error.message), STATUS_BY_CODE[error.code], headers);
+  return c.json(errorBody(error.code, error.message), error.status as ContentfulStatusCode, headers);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { EdgeqError } from "../client/edgeq-error";
+import { EdgeqError } from "../contracts/errors";
 import type { WorkerApi } from "./worker-api";
 import type { HeartbeatUpdate, LeasedTask, Log, StopReason } from "./types";
 
@@ -61,7 +61,7 @@ export class LeaseKeeper {
    * stop, `onStop` has been called first.
    */
   async beat(update: HeartbeatUpdate): Promise<void> {
-    if (this.stopped) throw new EdgeqError("lease_lost", 0, `${this.task.id}: the lease is no longer kept`);
+    if (this.stopped) throw new EdgeqError("lease_lost", `${this.task.id}: the lease is no longer kept`, { status: 0 });
     try {
       await this.api.heartbeat(this.task, this.visibilityS, update);
       this.warned = false;

@@ -1,5 +1,5 @@
 import type { EdgeqClient } from "../client/edgeq-client";
-import { EdgeqError } from "../client/edgeq-error";
+import { EdgeqError } from "../contracts/errors";
 import type { LeaseInput } from "../client/types";
 import type { Artifact, HeartbeatUpdate, LeasedTask } from "./types";
 

@@ -1,4 +1,4 @@
-import { ERRORS, EdgeqError, type ErrorCode } from "../contracts/errors";
+import { EdgeqError, isErrorCode, type ErrorCode } from "../contracts/errors";
 import { rateLimitedIfOverloaded } from "../contracts/overloaded";
 
 /**
@@ -23,8 +23,8 @@ export function rpcErrorOf(error: unknown): { code: ErrorCode; message: string }
   const colon = rest.indexOf(": ");
   if (colon < 0) return null;
   const code = rest.slice(0, colon);
-  if (!ERRORS.some((e) => e.code === code)) return null;
-  return { code: code as ErrorCode, message: rest.slice(colon + 2) };
+  if (!isErrorCode(code)) return null;
+  return { code, message: rest.slice(colon + 2) };
 }
 
 /**

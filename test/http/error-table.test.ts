@@ -1,7 +1,8 @@
+import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import readme from "../../README.md?raw";
-import { ERRORS } from "../../src/contracts/errors";
-import { STATUS_BY_CODE } from "../../src/http/error-handler";
+import { EdgeqError, ERRORS } from "../../src/contracts/errors";
+import { onError } from "../../src/http/error-handler";
 import { call } from "./api";
 
 /** The rows of the first Markdown table under `heading`, each as its trimmed cells. */
@@ -39,8 +40,17 @@ describe("one table of error codes", () => {
     );
   });
 
-  it("the error handler maps every code to the table's status", () => {
-    expect(STATUS_BY_CODE).toEqual(Object.fromEntries(ERRORS.map((e) => [e.code, e.status])));
+  it("the error handler answers every code with the table's status and the one body", async () => {
+    for (const { code, status } of ERRORS) {
+      const app = new Hono()
+        .get("/", () => {
+          throw new EdgeqError(code, `a ${code}`);
+        })
+        .onError(onError);
+      const res = await app.request("/");
+      expect(res.status, code).toBe(status);
+      expect(await res.json()).toEqual({ error: { code, message: `a ${code}` } });
+    }
   });
 
   it("every operation of the OpenAPI document documents each status of the table with its codes", async () => {
