@@ -1,3 +1,4 @@
+import { EdgeqError } from "../contracts/errors";
 import { MAX_BATCH } from "../contracts/limits";
 import { isTransient, type AckItem, type AckResult, type LeaseRequest, type WorkerApi } from "./worker-api";
 import type { LeasedTask } from "./types";
@@ -102,8 +103,13 @@ export class AckBatcher {
       } catch (error) {
         const delay = Math.min(RETRY_MIN_MS * 2 ** attempt, RETRY_MAX_MS);
         if (!isTransient(error) || Date.now() - started + delay > this.retryWindowMs) {
-          const message = (error as Error).message;
-          for (const p of batch) p.resolve({ ok: false, code: "ack_failed", message });
+          // The client throws EdgeqError for every refusal and failure; anything else is a bug, reported
+          // as the unexpected error it is.
+          const failure =
+            error instanceof EdgeqError
+              ? error
+              : new EdgeqError("internal", (error as Error).message, { status: 0, cause: error });
+          for (const p of batch) p.resolve({ ok: false, error: failure });
           return [];
         }
         await new Promise((r) => setTimeout(r, delay));

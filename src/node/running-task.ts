@@ -39,9 +39,9 @@ const firstLine = (message: string) => {
 /** What the log says about an ack's answer: what happened, and a detail (an error's first line). */
 function describe(item: AckItem, result: AckResult): [string, string?] {
   if (!result.ok) {
-    if (result.code === "task_cancelled") return ["cancelled"];
-    if (result.code === "lease_lost") return ["lease lost before the ack", "another worker may run it"];
-    return ["ack failed", firstLine(`${result.code}: ${result.message}`)];
+    if (result.error.code === "task_cancelled") return ["cancelled"];
+    if (result.error.code === "lease_lost") return ["lease lost before the ack", "another worker may run it"];
+    return ["ack failed", firstLine(`${result.error.code}: ${result.error.message}`)];
   }
   if (result.state === "cancelled") return ["cancelled"];
   if (item.kind === "complete") return ["completed"];
@@ -56,9 +56,9 @@ const line = (id: string, started: number, [what, detail]: [string, string?]) =>
 /** The report of an ack's answer (the worker's events). */
 function reportOf(task: LeasedTask, item: AckItem, result: AckResult, durationMs: number): TaskReport {
   if (!result.ok) {
-    if (result.code === "task_cancelled") return { kind: "cancelled", task, durationMs };
-    if (result.code === "lease_lost") return { kind: "lease_lost", task, durationMs };
-    return { kind: "ack_failed", task, code: result.code, message: result.message, durationMs };
+    if (result.error.code === "task_cancelled") return { kind: "cancelled", task, durationMs };
+    if (result.error.code === "lease_lost") return { kind: "lease_lost", task, durationMs };
+    return { kind: "ack_failed", task, error: result.error, durationMs };
   }
   if (result.state === "cancelled") return { kind: "cancelled", task, durationMs };
   if (item.kind === "complete") return { kind: "completed", task, result: item.result, durationMs };
@@ -251,9 +251,13 @@ export class RunningTask {
     const sent = acks.send(item);
     this.deps.onFree();
     let result = await sent;
-    if (!result.ok && item.kind === "complete" && ["payload_too_large", "invalid_request"].includes(result.code)) {
+    if (
+      !result.ok &&
+      item.kind === "complete" &&
+      ["payload_too_large", "invalid_request"].includes(result.error.code)
+    ) {
       // The result itself was refused (e.g. over 256 KiB): the same run would be refused again.
-      item = { kind: "fail", ...base, error: errorText(`result refused: ${result.message}`), retryable: false };
+      item = { kind: "fail", ...base, error: errorText(`result refused: ${result.error.message}`), retryable: false };
       result = await acks.send(item);
     }
     tell(reporter, task, started, item, result);

@@ -1,4 +1,5 @@
 import type { Artifact, LeasedTask } from "../client/types";
+import type { EdgeqError } from "../contracts/errors";
 
 export type { Artifact, LeasedTask };
 
@@ -79,7 +80,7 @@ export type TaskReport =
   /** The lease was gone (expired, taken over): the work may be redone elsewhere; nothing was recorded. */
   | { kind: "lease_lost"; task: LeasedTask; durationMs: number }
   /** The outcome could not be recorded (after retries): the task will come back when its lease runs out. */
-  | { kind: "ack_failed"; task: LeasedTask; code: string; message: string; durationMs: number };
+  | { kind: "ack_failed"; task: LeasedTask; error: EdgeqError; durationMs: number };
 
 /** Where the worker's internals send lines and reports. */
 export interface Reporter {

@@ -1,5 +1,5 @@
 import type { EdgeqClient } from "../client/edgeq-client";
-import { EdgeqError } from "../contracts/errors";
+import { EdgeqError, type EdgeqErrorCode } from "../contracts/errors";
 import type { LeaseInput } from "../client/types";
 import type { Artifact, HeartbeatUpdate, LeasedTask } from "./types";
 
@@ -9,8 +9,9 @@ export type AckItem =
   | { kind: "fail"; id: string; lease_token: string; error: string; retryable: boolean; retry_after_s?: number }
   | { kind: "release"; id: string; lease_token: string };
 
-/** The server's answer for one ack item. */
-export type AckResult = { ok: true; state: string } | { ok: false; code: string; message: string };
+/** The server's answer for one ack item: the task's state, or why it was not recorded (the item's refusal,
+ * or the request's failure) as an {@link EdgeqError}. */
+export type AckResult = { ok: true; state: string } | { ok: false; error: EdgeqError };
 
 /** A lease request as the worker makes it. */
 export interface LeaseRequest {
@@ -119,9 +120,14 @@ export class WorkerApi {
     const byId = new Map(answer.results.map((r) => [r.id, r]));
     const results = items.map((item): AckResult => {
       const r = byId.get(item.id);
-      if (!r) return { ok: false, code: "missing", message: "the server returned no result for this task" };
+      if (!r) {
+        return { ok: false, error: new EdgeqError("bad_response", "the server returned no result for this task") };
+      }
       if (r.ok) return { ok: true, state: r.state ?? "unknown" };
-      return { ok: false, code: r.error?.code ?? "unknown", message: r.error?.message ?? "" };
+      if (r.error?.code === undefined) {
+        return { ok: false, error: new EdgeqError("bad_response", "the server refused this task without a code") };
+      }
+      return { ok: false, error: new EdgeqError(r.error.code as EdgeqErrorCode, r.error.message ?? "") };
     });
     return { results, tasks: answer.tasks ?? [] };
   }

@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { hostname } from "node:os";
 import type { ZodType } from "zod";
 import { EdgeqClient } from "../client/edgeq-client";
+import { EdgeqError } from "../contracts/errors";
 import { MAX_HOLDER_CHARS, MAX_WAIT_S } from "../contracts/limits";
 import { outcomeRunner, type Handler, type Task } from "./handler-outcome";
 import { WorkerRunner } from "./runner";
@@ -60,9 +61,10 @@ export interface WorkerEvents {
   cancelled: [task: LeasedTask];
   /** The lease was gone before the outcome was recorded; the task may run again elsewhere. */
   lease_lost: [task: LeasedTask];
-  /** Something the worker could not do (an outcome it could not record after retries); emitted only when
-   * someone listens, so that an unheard "error" never throws. */
-  error: [error: Error];
+  /** Something the worker could not do (an outcome it could not record after retries; `code` says why:
+   * the server's refusal of it, or the request's failure); emitted only when someone listens, so that an
+   * unheard "error" never throws. */
+  error: [error: EdgeqError];
   /** A line of what the worker does, for a log (the `edgeq worker` command prints these). */
   log: [line: string];
   /** run() is about to resolve: nothing runs any more. */
@@ -190,7 +192,9 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
         return;
       case "ack_failed":
         if (this.listenerCount("error") > 0) {
-          this.emit("error", new Error(`${task.id}: the outcome was not recorded (${report.code}): ${report.message}`));
+          const { code, message, status } = report.error;
+          const text = `${task.id}: the outcome was not recorded (${code}): ${message}`;
+          this.emit("error", new EdgeqError(code, text, { status, cause: report.error }));
         }
     }
   }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { inject } from "vitest";
-import { EdgeqClient, PermanentError, RetryAfterError, TaskStopped } from "../../src/node/index";
+import { EdgeqClient, EdgeqError, PermanentError, RetryAfterError, TaskStopped } from "../../src/node/index";
 import { deferred, nextEvent, sdkWorker } from "./sdk-support";
 import { api, enqueue, getTask, uniqueQueue, waitFor } from "./worker-support";
 
@@ -215,6 +215,30 @@ describe("Worker", () => {
     expect(completions).toEqual([id]);
     expect(errors).toEqual([]);
     expect(await getTask(id!)).toMatchObject({ state: "completed", result: { ok: 1 }, attempts: 1 });
+  });
+
+  // Issue 29: the event was a plain Error whose code was only in its text ("ack_failed" for any failure).
+  it("emits an outcome it could not record as an EdgeqError with the refusal's code and status", async () => {
+    const queue = uniqueQueue("sdk-unrecorded");
+    const [id] = await enqueue(queue, [{ type: "t" }]);
+    const refusing: typeof fetch = async (input, init) => {
+      if (!String(input).endsWith("/ack")) return fetch(input, init);
+      const error = { code: "invalid_request", message: "refused by the test" };
+      return Response.json({ error }, { status: 400 });
+    };
+    const client = new EdgeqClient({ url: inject("edgeqUrl"), token: inject("edgeqToken"), fetch: refusing });
+    const worker = track(sdkWorker(queue, async () => ({ ok: 1 }), { client }));
+    const [error] = await new Promise<[unknown]>((resolve) => {
+      worker.once("error", (e) => resolve([e]));
+      void worker.run();
+    });
+    expect(error).toBeInstanceOf(EdgeqError);
+    expect(error).toMatchObject({
+      code: "invalid_request",
+      status: 400,
+      transient: false,
+      message: `${id}: the outcome was not recorded (invalid_request): refused by the test`,
+    });
   });
 
   it("sends the acks of finished tasks with the next lease when every slot was busy", async () => {
