@@ -34,6 +34,9 @@ describe("one EdgeqError", () => {
       "shard_unavailable",
       "task_moving",
     ]);
+    // Rules that see only a status (`edgeq enqueue`'s retries, a code this client does not know) hold as
+    // long as a row is transient exactly when its status is 429 or 5xx.
+    for (const { code, status, transient } of ERRORS) expect(status === 429 || status >= 500, code).toBe(transient);
     expect(new EdgeqError("bad_response", "m", { status: 502 }).transient).toBe(true);
     expect(new EdgeqError("bad_response", "m", { status: 200 }).transient).toBe(false);
     // A code of a newer server: its status decides.
