@@ -14,11 +14,12 @@ const START_TIMEOUT_MS = 120_000;
 /** How often the ready path is asked while wrangler starts. */
 const POLL_MS = 250;
 
-/** A free port on 127.0.0.1 (scripts/try-create-edgeq.mjs serves on one too). */
+/** A free port on 127.0.0.1 (scripts/try-create-edgeq.mjs serves on one too).
+ * @returns {Promise<number>} */
 export const freePort = () =>
   new Promise((resolve, reject) => {
     const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
+      const { port } = /** @type {import("node:net").AddressInfo} */ (server.address());
       server.close(() => resolve(port));
     });
     server.on("error", reject);
@@ -54,7 +55,7 @@ export async function startDev({ cwd, configs, migrate, ready }) {
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
     if (child.exitCode === null) {
-      process.kill(-child.pid, "SIGTERM");
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGTERM");
       await new Promise((resolve) => child.once("exit", resolve));
     }
     await rm(state, { recursive: true, force: true });
@@ -73,17 +74,22 @@ export async function startDev({ cwd, configs, migrate, ready }) {
   throw new Error(`wrangler dev did not start:\n${output}`);
 }
 
-/** A caller of edgeq's HTTP API at `base()` with a bearer token: answers `{ status, body }`. */
-export const apiCaller = (base, token) => async (method, path, body) => {
-  const res = await fetch(base() + path, {
-    method,
-    headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, body: await res.json() };
-};
+/** A caller of edgeq's HTTP API at `base()` with a bearer token: answers `{ status, body }`.
+ * @param {() => string} base @param {string} token */
+export const apiCaller =
+  (base, token) =>
+  /** @param {string} method @param {string} path @param {unknown} [body] @returns {Promise<{ status: number, body: any }>} */
+  async (method, path, body) => {
+    const res = await fetch(base() + path, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
+  };
 
-/** Asks `probe` until it returns something other than undefined, or throws after `ms`. */
+/** Asks `probe` until it returns something other than undefined, or throws after `ms`.
+ * @template T @param {() => Promise<T | undefined>} probe @param {number} [ms] @returns {Promise<T>} */
 export async function until(probe, ms = 30_000) {
   const deadline = Date.now() + ms;
   for (;;) {

@@ -12,7 +12,7 @@ import { apiCaller, freePort, until } from "../examples/dev-server.mjs";
 /** Wrangler applies edgeq's migrations, bundles and boots workerd: ~40 s on 2 cores, longer under load. */
 const START_TIMEOUT_MS = 180_000;
 
-/** Seconds since `started` (ms), to one decimal. */
+/** Seconds since `started` (ms), to one decimal. @param {number} started */
 const seconds = (started) => ((Date.now() - started) / 1000).toFixed(1);
 
 /** @param {string[]} args @param {string} cwd */
@@ -54,12 +54,13 @@ export async function tryCreateEdgeq({ root, scratch, edgeq }) {
     );
     return true;
   } catch (error) {
-    console.error(`create-edgeq: npm run dev: ${error.message}`);
+    console.error(`create-edgeq: npm run dev: ${error instanceof Error ? error.message : String(error)}`);
     return false;
   }
 }
 
-/** `npm run dev` in the new project on a free port: a text-stats task enqueued over HTTP completes. */
+/** `npm run dev` in the new project on a free port: a text-stats task enqueued over HTTP completes.
+ * @param {string} dir */
 async function serveAndRun(dir) {
   const port = await freePort();
   // Its own process group, stopped whole: npm does not pass SIGTERM on to wrangler.
@@ -81,6 +82,7 @@ async function serveAndRun(dir) {
       throw new Error(`did not serve: ${error.message}\n${output}`);
     });
     const token = readFileSync(join(dir, ".dev.vars"), "utf8").match(/^EDGEQ_TOKEN=(.+)$/m)?.[1];
+    if (token === undefined) throw new Error("the new project's .dev.vars has no EDGEQ_TOKEN");
     const call = apiCaller(() => url, token);
     const config = await call("PUT", "/v1/queues/transcripts/config", { mode: "push" });
     if (config.status !== 200) throw new Error(`PUT config answered ${config.status}: ${JSON.stringify(config.body)}`);
@@ -98,7 +100,7 @@ async function serveAndRun(dir) {
     }
   } finally {
     if (child.exitCode === null) {
-      process.kill(-child.pid, "SIGTERM");
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGTERM");
       await new Promise((resolve) => child.once("exit", resolve));
     }
   }
