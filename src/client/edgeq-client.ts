@@ -109,23 +109,10 @@ export class EdgeqClient {
 
   /**
    * Ends the long poll sent with this `waiter_id`: it answers at once with no tasks, and tasks handed to it
-   * but not yet claimed go back to the queue. A server without the route answers `supported: false`.
+   * but not yet claimed go back to the queue. `withdrawn` says whether the poll was found.
    */
-  async withdraw(queue: string, waiterId: string, opts?: CallOptions): Promise<WithdrawAnswer> {
-    try {
-      const answer = await this.call<{ withdrawn: boolean }>(
-        "POST",
-        `/v1/queues/${q(queue)}/lease/withdraw`,
-        { waiter_id: waiterId },
-        opts,
-      );
-      return { withdrawn: answer.withdrawn, supported: true };
-    } catch (error) {
-      if (error instanceof EdgeqError && (error.status === 404 || error.status === 405)) {
-        return { withdrawn: false, supported: false };
-      }
-      throw error;
-    }
+  withdraw(queue: string, waiterId: string, opts?: CallOptions): Promise<WithdrawAnswer> {
+    return this.call("POST", `/v1/queues/${q(queue)}/lease/withdraw`, { waiter_id: waiterId }, opts);
   }
 
   /** Completes, fails and releases up to 100 leased tasks in one request, optionally leasing the next. */

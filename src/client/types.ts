@@ -60,10 +60,9 @@ export interface HeartbeatAnswer {
   progress_message: string | null;
 }
 
-/** What a withdraw answers; `supported: false` when the server has no withdraw route (older servers). */
+/** What a withdraw answers: whether the poll was found (waiting, leasing or just answered). */
 export interface WithdrawAnswer {
   withdrawn: boolean;
-  supported: boolean;
 }
 
 export type ListQuery = z.input<typeof TaskListQuery>;

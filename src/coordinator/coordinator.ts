@@ -9,7 +9,6 @@ import { queueConfigOf } from "../shards/queue-config-ops";
 import { queueRoute, type QueueRoute } from "../shards/queue-route";
 import type { Shard } from "../shards/shard-set";
 import type { ProcessorRegistry } from "../processors/registry";
-import { armScheduler } from "../effects/wake";
 import type { Env } from "../env";
 import {
   coordinatorForgetSchema,
@@ -35,11 +34,6 @@ import { WaitLine, type Waiter } from "./wait-line";
 export interface CoordinatorDeps {
   processors: ProcessorRegistry;
 }
-
-/** Storage keys an object of this class kept when it also fired schedules (the object "~schedules") and
- * carried partition 0's event stream; read once after the upgrade and handed over (see `handOver…`). */
-const LEGACY_SCHEDULES_KEY = "schedules";
-const LEGACY_EVENT_SEQ_KEY = "events:seq";
 
 /** Storage keys of the queue name and partition (a Durable Object id does not carry them back). */
 const QUEUE_KEY = "queue";
@@ -235,24 +229,11 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   }
 
   /**
-   * The event seq this object stored when it carried partition 0's event stream (before the event hub
-   * was a class of its own), removed here: the queue's EventHub asks once, on its first use, and goes on
-   * numbering from it. Null when there is none.
-   */
-  async handOverEventSeq(): Promise<number | null> {
-    const seq = await this.ctx.storage.get<number>(LEGACY_EVENT_SEQ_KEY);
-    if (seq === undefined) return null;
-    await this.ctx.storage.delete(LEGACY_EVENT_SEQ_KEY);
-    return seq;
-  }
-
-  /**
    * Serves long-poll waiters (or passes arrivals on to siblings' polls); in push mode, drains due tasks
    * through their processors; then re-arms at the earliest of the queue's next due run_at, what the drain
    * asked for (rate limit, budget, retry) and the next hand-out to take back for a waiting poll.
    */
   override async alarm(): Promise<void> {
-    if (await this.ctx.storage.get<boolean>(LEGACY_SCHEDULES_KEY)) return this.handOverSchedules();
     await this.serve();
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
@@ -292,16 +273,6 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     const contested = this.line.size > 0 ? this.handOuts.nextContestedAt(now) : null;
     const at = Math.min(next ?? Infinity, drainNextAt ?? Infinity, contested ?? Infinity);
     if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
-  }
-
-  /**
-   * This is the object that fired schedules before the Scheduler was a class of its own ("~schedules"):
-   * its alarm hands the job over — the Scheduler is armed now (it fires whatever is due and re-arms at
-   * the next slot) — and the flag is removed, so this object never fires schedules again.
-   */
-  private async handOverSchedules(): Promise<void> {
-    await armScheduler(this.env, this.now());
-    await this.ctx.storage.delete(LEGACY_SCHEDULES_KEY);
   }
 
   /** What follows a change made here (the effects owner, src/effects/), kept alive past this call. */

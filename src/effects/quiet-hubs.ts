@@ -32,10 +32,9 @@ export class QuietHubs {
     return false;
   }
 
-  /** Records the hub's answer to a publish sent at `sentAt`. An answer without `listening` (a hub of an
-   * older release, which returned nothing) counts as listening: publishing is always safe. */
-  answered(queue: string, sentAt: number, answer: HubAnswer | void): void {
-    if (answer?.listening !== false) {
+  /** Records the hub's answer to a publish sent at `sentAt`. */
+  answered(queue: string, sentAt: number, answer: HubAnswer): void {
+    if (answer.listening) {
       this.until.delete(queue);
       return;
     }
@@ -44,7 +43,7 @@ export class QuietHubs {
   }
 
   /** Sends one publish through `send` unless `queue` is skipped, and records its answer. */
-  async publish(queue: string, send: () => Promise<HubAnswer | void>): Promise<void> {
+  async publish(queue: string, send: () => Promise<HubAnswer>): Promise<void> {
     if (this.skips(queue)) return;
     const sentAt = this.now();
     this.answered(queue, sentAt, await send());

@@ -24,8 +24,7 @@ import {
 } from "../contracts/events";
 import { EVENTS_PROTOCOL } from "../contracts/events-protocol";
 
-/** Storage key of the queue's last event seq: stored so an evicted hub never reuses one. The same key the
- * Coordinator used when it carried the stream (before the split), so a handed-over seq reads the same. */
+/** Storage key of the queue's last event seq: stored so an evicted hub never reuses one. */
 const SEQ_KEY = "events:seq";
 
 /** Storage key, true while publishers may be skipping this queue's events: a publish was answered "nobody
@@ -104,7 +103,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
   private async accept(request: Request, queue: string): Promise<Response> {
     this.joining++;
     try {
-      await this.joinQuiet(queue);
+      await this.joinQuiet();
       return await this.acceptNow(request, queue);
     } finally {
       this.joining--;
@@ -112,13 +111,13 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
   }
 
   /** Waits, for a listener joining while publishers may be skipping, until they no longer are. */
-  private async joinQuiet(queue: string): Promise<void> {
+  private async joinQuiet(): Promise<void> {
     if (this.ctx.getWebSockets().length > 0) return;
     this.skipped ??= (await this.ctx.storage.get<boolean>(SKIPPED_KEY)) ?? false;
     if (this.skipped) {
       this.skipped = false;
       await this.enqueue(async () => {
-        this.seq = (await this.currentSeq(queue)) + 1;
+        this.seq = (await this.currentSeq()) + 1;
         this.buffer.clear();
         await this.storeSeq(this.seq, { [SKIPPED_KEY]: false });
       });
@@ -148,7 +147,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
     const [client, server] = [pair[0], pair[1]];
     this.ctx.acceptWebSocket(server, [task === undefined ? "queue" : "task"]);
     server.serializeAttachment({ task } satisfies SocketAttachment);
-    const current = await this.currentSeq(queue);
+    const current = await this.currentSeq();
     // A seq a client sees is stored first, so an eviction never hands it out again.
     if (this.seqUnstored) await this.storeSeq(current);
     server.send(JSON.stringify({ event: "hello", queue, seq: current } satisfies StreamMessage));
@@ -178,7 +177,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
       return this.answer();
     }
     await this.enqueue(async () => {
-      await this.currentSeq(queue);
+      await this.currentSeq();
       if (this.unheard(events.length)) return;
       const ids = [...new Set(events.map((e) => e.id))];
       const route = await readRoute(this.env, queue);
@@ -220,22 +219,9 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
     return next;
   }
 
-  private async currentSeq(queue: string): Promise<number> {
-    this.seq ??= (await this.ctx.storage.get<number>(SEQ_KEY)) ?? (await this.takeOverSeq(queue));
+  private async currentSeq(): Promise<number> {
+    this.seq ??= (await this.ctx.storage.get<number>(SEQ_KEY)) ?? 0;
     return this.seq;
-  }
-
-  /**
-   * The seq to start from on first use. A deployment upgraded from one Coordinator class doing three jobs
-   * kept the stream's seq in the queue's coordinator: it is handed over once (and stored here), so the
-   * numbering goes on and a client resuming across the upgrade gets what it missed or "resync", never a
-   * silent gap. Stored even when 0, so the question is asked once per queue, not once per instance.
-   */
-  private async takeOverSeq(queue: string): Promise<number> {
-    const legacy = this.env.COORDINATOR.get(this.env.COORDINATOR.idFromName(queue));
-    const seq = (await legacy.handOverEventSeq()) ?? 0;
-    await this.ctx.storage.put(SEQ_KEY, seq);
-    return seq;
   }
 
   /**
@@ -262,7 +248,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
 
   private async emit(queue: string, items: Array<{ kind: TaskEventKind; row: EventRow }>): Promise<void> {
     if (items.length === 0) return;
-    let seq = await this.currentSeq(queue);
+    let seq = await this.currentSeq();
     if (this.unheard(items.length)) return;
     const at = toIso(this.now());
     const events: TaskEvent[] = items.map(({ kind, row }) => ({
@@ -307,7 +293,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
     const message: CountsEvent = {
       event: "counts",
       queue,
-      seq: await this.currentSeq(queue),
+      seq: await this.currentSeq(),
       counts: stats.counts,
       due: stats.due,
       oldest_due_at: toIso(stats.oldest_due_at),

@@ -270,20 +270,19 @@ export class WorkerRunner {
 
   /**
    * Ends a long poll: withdraws it on the server, which answers it at once (what it brings is released by
-   * the loop); aborts it when the server cannot withdraw (an older server: 404) or the withdraw fails, and
-   * {@link WITHDRAWN_POLL_MS} after a withdraw in case the answer is lost on the way.
+   * the loop); aborts it when the withdraw fails, and {@link WITHDRAWN_POLL_MS} after a withdraw in case the
+   * answer is lost on the way.
    */
   private endPoll(poll: NonNullable<WorkerRunner["poll"]>): void {
     if (poll.ending) return;
     poll.ending = true;
-    if (!this.api.namesPolls || this.options.once || this.options.waitS === 0) {
+    if (this.options.once || this.options.waitS === 0) {
       poll.controller.abort();
       return;
     }
     const withdrawal = this.api
       .withdraw(poll.waiterId)
-      .then((supported) => {
-        if (!supported) return poll.controller.abort();
+      .then(() => {
         if (poll.controller.signal.aborted) return;
         const timer = setTimeout(() => poll.controller.abort(), WITHDRAWN_POLL_MS);
         // The poll's own end (the loop's finally aborts it) makes the timer moot.

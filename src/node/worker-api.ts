@@ -31,9 +31,6 @@ export function isTransient(error: unknown): boolean {
 
 /** The worker's calls to the API, through {@link EdgeqClient}, for one queue. */
 export class WorkerApi {
-  /** Whether the server takes `waiter_id` on a lease; false once it refused it (a server older than it). */
-  private waiterIds = true;
-
   constructor(
     readonly client: EdgeqClient,
     readonly queue: string,
@@ -41,35 +38,20 @@ export class WorkerApi {
 
   /** Leases up to `max` tasks, waiting up to `waitS` (long poll) when none is due; `signal` aborts it. A
    * long poll is named `waiterId`, so that {@link withdraw} can end it. */
-  async lease(req: LeaseRequest, signal: AbortSignal, waiterId?: string): Promise<LeasedTask[]> {
+  lease(req: LeaseRequest, signal: AbortSignal, waiterId?: string): Promise<LeasedTask[]> {
     const body: LeaseInput = {
       max: req.max,
       wait_s: req.waitS,
       visibility_timeout_s: req.visibilityS,
       holder: req.holder,
+      ...(waiterId !== undefined && req.waitS > 0 ? { waiter_id: waiterId } : {}),
     };
-    if (waiterId !== undefined && req.waitS > 0 && this.waiterIds) {
-      try {
-        return await this.client.lease(this.queue, { ...body, waiter_id: waiterId }, { signal });
-      } catch (error) {
-        if (!(error instanceof EdgeqError && error.code === "invalid_request" && error.message.includes("waiter_id"))) {
-          throw error;
-        }
-        this.waiterIds = false;
-      }
-    }
     return this.client.lease(this.queue, body, { signal });
   }
 
-  /** Whether long polls are named (so {@link withdraw} can end them) on this server. */
-  get namesPolls(): boolean {
-    return this.waiterIds;
-  }
-
-  /** Ends the long poll named `waiterId`; false when the server cannot (no such route: an older server). */
-  async withdraw(waiterId: string): Promise<boolean> {
-    const answer = await this.client.withdraw(this.queue, waiterId);
-    return answer.supported;
+  /** Ends the long poll named `waiterId` (answered at once with no tasks). */
+  async withdraw(waiterId: string): Promise<void> {
+    await this.client.withdraw(this.queue, waiterId);
   }
 
   /**

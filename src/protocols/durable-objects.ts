@@ -104,8 +104,6 @@ export interface QueueCoordinatorRpc extends Rpc.DurableObjectBranded {
   watch(input: CoordinatorWatch): Promise<void>;
   wakeWaiters(input: CoordinatorWakeWaiters): Promise<void>;
   waiting(): Promise<number>;
-  /** Upgrade from one Coordinator class doing three jobs: the event seq it stored, handed to the hub once. */
-  handOverEventSeq(): Promise<number | null>;
 }
 
 /** EVENT_HUB — one per queue: its event stream (WebSockets, seq, resume buffer, counts). */
