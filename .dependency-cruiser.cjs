@@ -28,8 +28,8 @@ const ALLOWED = {
   health: ["contracts", "db", "engine", "processors", "shards"],
   // The one owner of what follows a state change: wake-ups, events, relays, alerts.
   effects: ["contracts", "db", "engine", "env.ts", "health", "protocols", "shards"],
-  // Push dispatch: runs leased tasks through their processors.
-  dispatch: ["contracts", "db", "engine", "env.ts", "processors", "storage"],
+  // Push dispatch: runs leased tasks through their processors, reporting its changes to the effects owner.
+  dispatch: ["contracts", "db", "effects", "engine", "env.ts", "processors", "storage"],
   // The event hub (a Durable Object) and its buffer.
   events: ["contracts", "db", "engine", "env.ts", "protocols", "shards"],
   // Schedules and the Scheduler (a Durable Object).
@@ -113,9 +113,9 @@ module.exports = {
     {
       name: "entry-points-hand-changes-to-the-owner",
       comment:
-        "HTTP, SQS, RPC and the dashboard report state changes through src/operations; they never wake a coordinator or publish an event themselves.",
+        "HTTP, SQS, RPC, the dashboard, push dispatch, schedules and the cron tick report state changes (through src/operations or as a Change); they never wake a coordinator, publish an event or arm the schedules' alarm themselves.",
       severity: "error",
-      from: { path: "^src/(http|sqs|dashboard|rpc)/" },
+      from: { path: "^src/(http|sqs|dashboard|rpc|dispatch|schedules|cron)/" },
       to: { path: "^src/effects/(wake|publish-batcher)\\.ts$" },
     },
     {

@@ -3,7 +3,7 @@ import type { TaskRow } from "../db/schema";
 import { drainQueue } from "../dispatch/drain";
 import { RateLimiter } from "../dispatch/rate-limiter";
 import { eventRowOf, type Change } from "../effects/changes";
-import { follow } from "../effects/follow";
+import { Effects } from "../effects/follow";
 import { leaseFromQueue, nextRunOn } from "../shards/queue-ops";
 import { queueConfigOf } from "../shards/queue-config-ops";
 import { queueRoute, type QueueRoute } from "../shards/queue-route";
@@ -83,6 +83,9 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   /** The time every decision here is made at. Tests replace it (`runInDurableObject`) to move the clock:
    * fake timers reach neither D1 nor alarms. */
   now: () => number = () => Date.now();
+  /** Where every change made here is reported (the effects owner, src/effects/), kept alive past the call
+   * that made it (`waitUntil`); its clock is this object's (tests move it). */
+  private readonly effects: Effects;
 
   constructor(
     ctx: DurableObjectState,
@@ -90,6 +93,11 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     private readonly deps: CoordinatorDeps,
   ) {
     super(ctx, env);
+    this.effects = new Effects(
+      env,
+      (work) => ctx.waitUntil(work),
+      () => this.now(),
+    );
   }
 
   /**
@@ -253,14 +261,9 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
           registry: this.deps.processors,
           config,
           now: this.now,
+          effects: this.effects,
           queue,
           limiter: this.limiter,
-          wake: (other, runAt) => follow(this.env, { kind: "due", queue: other, runAt }),
-          // What the drain did, on this queue's stream: its leases, then each task's outcome.
-          events: {
-            leased: async (rows) => this.after(this.leasedChange(queue, rows)),
-            settled: async (events) => this.after({ kind: "settled", queue, events }),
-          },
         });
         if (drained.nextAt !== null) drainNextAt = Math.min(drainNextAt ?? Infinity, drained.nextAt);
       }
@@ -275,14 +278,10 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     if (Number.isFinite(at)) await this.alarmNoLaterThan(at);
   }
 
-  /** What follows a change made here (the effects owner, src/effects/), kept alive past this call. */
+  /** What follows a change made here: performed by the effects owner after this call (a failure there is
+   * logged, never this call's: the lease happened; a client resyncs over HTTP). */
   private after(change: Change): void {
-    this.ctx.waitUntil(
-      follow(this.env, change, this.now).catch((error: unknown) => {
-        // The lease happened; a lost event must not fail it (a client resyncs over HTTP).
-        console.error(`coordinator: following ${change.kind} failed`, error);
-      }),
-    );
+    this.effects.after(change);
   }
 
   /** Leases made here, reported with their rows (the event hub then reads nothing). */

@@ -3,8 +3,7 @@ import { foldOldCounters } from "../engine/counters";
 import { dueCountsNeeded, evaluateHealth } from "../health/check-health";
 import type { LiveHealthFigures } from "../health/evaluate";
 import { deliverAlerts } from "../health/deliver-alerts";
-import { fireDueSchedules } from "../schedules/fire-schedules";
-import { armScheduler } from "../effects/wake";
+import { fireSchedules } from "../schedules/fire-schedules";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
 import { pruneByRetention } from "../engine/purge";
 import { frontsAfterReap, readLiveFront, type ReapedTask } from "../engine/live-front";
@@ -14,7 +13,6 @@ import type { PublishedEvent } from "../contracts/events";
 import { pruneAddresses } from "../shards/prune-addresses";
 import { relayAll } from "../shards/relay";
 import { allShards, homeShard } from "../shards/shard-set";
-import { shardedTaskStore } from "../shards/task-store";
 import type { Env } from "../env";
 
 export interface TickResult {
@@ -125,13 +123,8 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   }
   // Schedules: fire what is due (a lost alarm's slots; a slot the alarm already fired is the same task id,
   // so nothing twice), then re-arm the schedules' alarm at the next slot — what an eviction lost.
-  const fired = await fireDueSchedules(
-    db,
-    now,
-    (queue, runAt) => follow(env, { kind: "due", queue, runAt }),
-    shardedTaskStore(env),
-  );
-  if (fired.nextAt !== null) await armScheduler(env, fired.nextAt);
+  const fired = await fireSchedules(env, now);
+  if (fired.nextAt !== null) await follow(env, { kind: "schedule-set", nextRunAt: fired.nextAt });
   const scheduled = fired.reports.reduce((n, r) => n + r.enqueued.length, 0);
   // Health last, from the walk's figures as the reaper left them (tasks a schedule or a relay placed since
   // count from the next tick). An alert receiver that is down costs the tick at most ALERT_TIMEOUT_S

@@ -1,6 +1,6 @@
-import type { TaskRow } from "../db/schema";
+import { eventRowOf } from "../effects/changes";
+import type { AckKind, AckOutcome } from "../engine/ack";
 import { leaseTasks } from "../engine/lease";
-import type { PublishedEvent, TaskEventKind } from "../contracts/events";
 import { MAX_BATCH } from "../contracts/limits";
 import type { RateLimiter } from "./rate-limiter";
 import { runTask, type RunTaskDeps, type TaskRunResult } from "./run-task";
@@ -19,26 +19,7 @@ export const MAX_TASKS_PER_DRAIN = 100;
 export interface DrainDeps extends RunTaskDeps {
   queue: string;
   limiter: RateLimiter;
-  /** Called for each child enqueued into another queue, so its coordinator hears of it. */
-  wake: (queue: string, runAt: number) => Promise<void>;
-  /**
-   * Tells the queue's event stream what the drain did, each after its write committed: the rows it leased,
-   * then the tasks' outcomes (completed, failed, dead, cancelled; a same-queue child's "enqueued"),
-   * gathered and sent once per turn of the loop rather than once per task.
-   */
-  events?: {
-    leased: (rows: TaskRow[]) => Promise<void>;
-    settled: (events: PublishedEvent[]) => Promise<void>;
-  };
 }
-
-/** A run's outcome as the event stream names it (a lost lease published nothing: someone else holds it). */
-const OUTCOME_EVENT: Partial<Record<TaskRunResult["outcome"], TaskEventKind>> = {
-  completed: "completed",
-  retrying: "failed",
-  dead: "dead",
-  cancelled: "cancelled",
-};
 
 export interface DrainResult {
   results: TaskRunResult[];
@@ -51,8 +32,14 @@ export interface DrainResult {
  * budget allow, runs each with its processor, and leases again as slots free up — until nothing is due or
  * the budget is spent. Every task goes through `runTask`, i.e. the same fenced engine calls as any worker.
  *
+ * What it did goes to the effects owner (`deps.effects`) as any worker's calls would: its leases (with
+ * their rows), then its settling writes as one `acked` change per turn of the loop — an HTTP ack's, children
+ * included, so a child of another queue is relayed home, its coordinator woken and its `enqueued` published
+ * — and the runs a cancel stopped as `cancelled`. Its own queue's retries and children it runs itself
+ * (`nextAt`, the next turn), so that coordinator is not woken for them (`drainedQueue`).
+ *
  * @example
- * const { results, nextAt } = await drainQueue({ db, env, registry, config, now, queue, limiter, wake });
+ * const { results, nextAt } = await drainQueue({ db, env, registry, config, now, effects, queue, limiter });
  */
 export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN): Promise<DrainResult> {
   const { config, limiter, now } = deps;
@@ -60,31 +47,40 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
   const results: TaskRunResult[] = [];
   let started = 0;
   let nextAt: number | null = null;
-  const settled: PublishedEvent[] = [];
-  // A lost event must not stop the drain (the tasks are settled; a client resyncs over HTTP).
-  const flush = async () => {
-    if (settled.length === 0 || !deps.events) return;
-    await deps.events
-      .settled(settled.splice(0))
-      .catch((error: unknown) => console.error(`push ${deps.queue}: publishing outcomes failed`, error));
+  // What the runs settled since the last turn, reported together (one change per turn, not per task).
+  const outcomes: AckOutcome[] = [];
+  const kinds: AckKind[] = [];
+  const cancelled: string[] = [];
+  const report = () => {
+    if (outcomes.length > 0) {
+      deps.effects.after({
+        kind: "acked",
+        outcomes: outcomes.splice(0),
+        kinds: kinds.splice(0),
+        drainedQueue: deps.queue,
+      });
+    }
+    if (cancelled.length > 0) deps.effects.after({ kind: "cancelled", queue: deps.queue, ids: cancelled.splice(0) });
   };
 
   const start = (task: Parameters<typeof runTask>[1]) => {
     limiter.record(now());
     started++;
     const run: Promise<void> = runTask(deps, task)
-      .then(async (result) => {
+      .then((result) => {
         results.push(result);
-        const kind = OUTCOME_EVENT[result.outcome];
-        if (kind) settled.push({ kind, id: result.id });
-        for (const child of result.children)
-          if (child.queue === deps.queue) settled.push({ kind: "enqueued", id: child.id });
+        if (result.ack) {
+          outcomes.push(result.ack.outcome);
+          kinds.push(result.ack.kind);
+        }
+        // The ack reports no event for a task it found cancelled (an HTTP holder is told task_cancelled);
+        // push dispatch publishes the cancel it observed, as it did before.
+        if (result.outcome === "cancelled") cancelled.push(result.id);
         if (result.outcome === "retrying" && result.runAt !== undefined) {
           nextAt = Math.min(nextAt ?? Infinity, result.runAt);
         }
         for (const child of result.children) {
-          if (child.queue !== deps.queue) await deps.wake(child.queue, child.run_at);
-          else if (child.run_at > now()) nextAt = Math.min(nextAt ?? Infinity, child.run_at);
+          if (child.queue === deps.queue && child.run_at > now()) nextAt = Math.min(nextAt ?? Infinity, child.run_at);
         }
       })
       .catch((error: unknown) => {
@@ -97,7 +93,7 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
   };
 
   for (;;) {
-    await flush();
+    report();
     if (started >= maxTasks) {
       nextAt = now(); // budget spent with work possibly left: come back at once, in a fresh invocation
       break;
@@ -118,7 +114,14 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
       { queue: deps.queue, max, visibilityTimeoutS: config.visibility_timeout_s, holder: `edgeq-push:${deps.queue}` },
       now(),
     );
-    if (leased.length > 0) await deps.events?.leased(leased);
+    if (leased.length > 0) {
+      deps.effects.after({
+        kind: "leased",
+        queue: deps.queue,
+        ids: leased.map((t) => t.id),
+        rows: leased.map(eventRowOf),
+      });
+    }
     for (const task of leased) start(task);
     if (leased.length === 0) {
       if (running.size === 0) break;
@@ -126,6 +129,6 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
     }
   }
   await Promise.all(running);
-  await flush();
+  report();
   return { results, nextAt };
 }

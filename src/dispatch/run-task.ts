@@ -1,6 +1,7 @@
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
-import type { ChildTask } from "../engine/ack";
+import type { Effects } from "../effects/follow";
+import type { AckKind, AckOutcome, ChildTask } from "../engine/ack";
 import { completeTasks } from "../engine/complete";
 import { describeZodError } from "../contracts/describe-zod-error";
 import { EdgeqError } from "../contracts/errors";
@@ -19,6 +20,9 @@ export interface RunTaskDeps {
   registry: ProcessorRegistry;
   config: QueueConfig;
   now: () => number;
+  /** Where a run reports its changes (the effects owner, src/effects/): a heartbeat's progress here; the
+   * drain reports its leases and settled tasks. */
+  effects: Pick<Effects, "after">;
 }
 
 export type RunOutcome = "completed" | "retrying" | "dead" | "cancelled" | "lease_lost";
@@ -30,6 +34,8 @@ export interface TaskRunResult {
   /** The retry time when `retrying`. */
   runAt?: number;
   error?: string;
+  /** The holder write that settled the run, with the engine's outcome: reported as an HTTP ack's is. */
+  ack?: { kind: AckKind; outcome: AckOutcome };
 }
 
 /** Longest a processor may run one task: 10 minutes. A hung call would otherwise be heart-beaten forever;
@@ -48,7 +54,8 @@ function isStop(error: unknown): error is EdgeqError {
  * Runs one leased task with its processor and settles it through the same fenced engine calls an
  * external worker uses: heartbeats while it runs (extending the lease by its own length, as it was leased),
  * then complete, or fail — permanent for `PermanentError` or an invalid payload, after `retryAfterS` for
- * `RetryAfterError`, and retryable (its message in the error history) for anything else.
+ * `RetryAfterError`, and retryable (its message in the error history) for anything else. A heartbeat
+ * carrying progress is reported to the effects owner, as an HTTP heartbeat's is (its `progress` event).
  *
  * @example
  * const result = await runTask({ db, env, registry, config, now: Date.now }, leasedRow);
@@ -78,6 +85,9 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
       if (isStop(error)) abort.abort(error);
       throw error;
     }
+    if (fields.progress !== undefined || fields.progressMessage !== undefined) {
+      deps.effects.after({ kind: "progress", queue: task.queue, id: task.id });
+    }
   };
   const heartbeat = setInterval(
     () => {
@@ -97,13 +107,19 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
   try {
     const result = await raceAbort(processor.run(parsed.data, ctx), abort.signal);
     const [outcome] = await completeTasks(db, [{ id: task.id, leaseToken, result }], now());
-    if (outcome?.ok) return { id: task.id, outcome: "completed", children: outcome.children };
+    if (outcome?.ok) {
+      return { id: task.id, outcome: "completed", children: outcome.children, ack: { kind: "complete", outcome } };
+    }
     // An oversized result changed nothing: fail the task with the reason rather than leave its lease to lapse
     // unexplained. Running it again would most likely produce the same result, so it is permanent.
     if (outcome?.ok === false && outcome.error.code === "payload_too_large") {
       return fail({ message: outcome.error.message, retryable: false });
     }
-    return stopped(task.id, outcome?.ok === false ? outcome.error : undefined);
+    return stopped(
+      task.id,
+      outcome?.ok === false ? outcome.error : undefined,
+      outcome && { kind: "complete", outcome },
+    );
   } catch (error) {
     const reason: unknown = abort.signal.aborted ? abort.signal.reason : error;
     if (isStop(reason)) return stopped(task.id, reason);
@@ -135,21 +151,26 @@ async function settleFailure(
   item: Omit<FailItem, "id" | "leaseToken">,
 ): Promise<TaskRunResult> {
   const [outcome] = await failTasks(deps.db, [{ id: task.id, leaseToken: task.leaseToken!, ...item }], deps.now());
-  if (!outcome?.ok) return stopped(task.id, outcome?.error);
+  const ack = outcome && { kind: "fail" as const, outcome };
+  if (!outcome?.ok) return stopped(task.id, outcome?.error, ack);
   return {
     id: task.id,
     outcome: outcome.state === "pending" ? "retrying" : outcome.state === "dead" ? "dead" : "cancelled",
     children: [],
     runAt: outcome.state === "pending" ? outcome.run_at : undefined,
     error: item.message,
+    ack,
   };
 }
 
-function stopped(id: string, error: EdgeqError | undefined): TaskRunResult {
+/** A run that ended without settling its task: cancelled (a heartbeat or the ack found the cancel), or its
+ * lease lost. `ack` is the write that found it, if one did. */
+function stopped(id: string, error: EdgeqError | undefined, ack?: TaskRunResult["ack"]): TaskRunResult {
   return {
     id,
     outcome: error?.code === "task_cancelled" ? "cancelled" : "lease_lost",
     children: [],
     error: error?.message,
+    ...(ack ? { ack } : {}),
   };
 }

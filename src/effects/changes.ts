@@ -2,12 +2,15 @@ import type { EventRow } from "../protocols/durable-objects";
 import type { PublishedEvent } from "../contracts/events";
 import type { TaskRow } from "../db/schema";
 import type { AckKind, AckOutcome } from "../engine/ack";
+import type { EnqueueResult } from "../engine/enqueue";
+import type { QueueConfig } from "../engine/queue-config";
 import type { RevokedTask } from "../engine/revoke";
 
 /**
  * What a state change did, as an operation reports it to the effects owner (follow.ts). Every entry point
- * (HTTP, SQS, the coordinator's own leases and push runs) describes its change with one of these and hands
- * it over; none of them decides by itself whom to wake or what to publish.
+ * (HTTP, RPC, SQS, the coordinator's own leases and push runs, the Scheduler, the cron tick) describes its
+ * change with one of these and hands it over; none of them decides by itself whom to wake, what to publish
+ * or when the schedules' alarm fires.
  */
 export type Change =
   /** Tasks were written; `ids` are the ones new (a deduplicated task is not), `parts` the partitions written. */
@@ -15,18 +18,21 @@ export type Change =
   /** Tasks were leased (directly, for a waiter, or by push dispatch); `rows`, when the leaser has them,
    * spare the event hub its D1 read. */
   | { kind: "leased"; queue: string; ids: string[]; rows?: EventRow[] }
-  /** Push dispatch settled tasks: their events, derived per outcome by the drain (src/dispatch/drain.ts). */
-  | { kind: "settled"; queue: string; events: PublishedEvent[] }
-  /** Holder writes that end or hand back an attempt, each with its kind (complete, fail, release). */
-  | { kind: "acked"; outcomes: AckOutcome[]; kinds: AckKind[] }
+  /** Holder writes that end or hand back an attempt, each with its kind (complete, fail, release). Push
+   * dispatch names its queue (`drainedQueue`): the coordinator that made these acks runs that queue's retries
+   * and same-queue children itself (src/dispatch/drain.ts), so it is not woken for them. */
+  | { kind: "acked"; outcomes: AckOutcome[]; kinds: AckKind[]; drainedQueue?: string }
   /** A heartbeat recorded progress (or a message) on a running task. */
   | { kind: "progress"; queue: string; id: string }
   /** Tasks became cancelled (pending ones at once; running ones when their holder next writes). */
   | { kind: "cancelled"; queue: string; ids: string[] }
   /** Dead or cancelled tasks were put back to pending, due at `runAt`. */
   | { kind: "redriven"; queue: string; ids: string[]; runAt: number }
-  /** A queue has work due at `runAt` that no task event announces (a schedule fired or was triggered). */
-  | { kind: "due"; queue: string; runAt: number }
+  /** A queue's config was written (`mode` as it now is): a push queue's coordinators run its backlog. */
+  | { kind: "configured"; queue: string; mode: QueueConfig["mode"] }
+  /** A schedule was created, changed or resumed, or the cron tick fired schedules (re-arming what an eviction
+   * lost): a slot is due at `nextRunAt`, and the schedules' alarm (the Scheduler) must fire by then. */
+  | { kind: "schedule-set"; nextRunAt: number }
   /** The cron tick swept a queue: work is due at `runAt` (reaped retries, relayed or found due tasks),
    * and the reaper's `events` (failed, dead, cancelled, released) are published on the same wake-up. */
   | { kind: "swept"; queue: string; runAt?: number; events: PublishedEvent[] }
@@ -44,6 +50,23 @@ export type Change =
   | { kind: "alerts-recorded" }
   /** A partition started moving to another shard: relay its tasks for a while after the answer. */
   | { kind: "move-started"; queue: string; part: number };
+
+/**
+ * What an enqueue reports: the tasks it created (a deduplicated one is not new), the earliest run time and
+ * the partitions written (src/shards/queue-ops.ts's enqueueToQueue).
+ *
+ * @example
+ * effects.after(enqueuedChange("emails", await enqueueToQueue(env, route, tasks, now)));
+ */
+export function enqueuedChange(queue: string, result: EnqueueResult & { parts: number[] }): Change {
+  return {
+    kind: "enqueued",
+    queue,
+    ids: result.tasks.filter((t) => !t.deduplicated).map((t) => t.id),
+    earliestRunAt: result.earliestRunAt,
+    parts: result.parts,
+  };
+}
 
 /**
  * What an event shows of a task row its leaser already holds (the event hub then reads nothing).

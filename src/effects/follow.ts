@@ -7,6 +7,7 @@ import { relayQueueHome } from "../shards/relay";
 import { homeShard } from "../shards/shard-set";
 import type { Change } from "./changes";
 import { partOfTask, publishRows, wakeCoordinator, wakeWaitersAt } from "./wake";
+import { SCHEDULER_OBJECT } from "../protocols/durable-objects";
 import { existingPlacements } from "../shards/directory";
 import type { RevokedTask } from "../engine/revoke";
 
@@ -39,11 +40,8 @@ export async function follow(env: Env, change: Change, clock: () => number = Dat
     case "leased":
       if (change.rows === undefined) return publish(env, change.queue, change.ids, "leased");
       return publishRows(env, change.queue, "leased", change.rows);
-    case "settled":
-      if (change.events.length === 0) return;
-      return wakeCoordinator(env, change.queue, undefined, change.events, []);
     case "acked":
-      return followAcks(env, change.outcomes, change.kinds, clock);
+      return followAcks(env, change, clock);
     case "progress":
       return publish(env, change.queue, [change.id], "progress");
     case "cancelled":
@@ -56,8 +54,12 @@ export async function follow(env: Env, change: Change, clock: () => number = Dat
         change.runAt,
         change.ids.map((id) => ({ kind: "redriven", id })),
       );
-    case "due":
-      return wakeCoordinator(env, change.queue, change.runAt);
+    case "configured":
+      // Every partition: a queue switched to push runs the backlog now, not at the next enqueue or tick.
+      if (change.mode === "push") return wakeCoordinator(env, change.queue, clock());
+      return;
+    case "schedule-set":
+      return armScheduler(env, change.nextRunAt);
     case "swept":
       return wakeCoordinator(env, change.queue, change.runAt, change.events);
     case "revoked":
@@ -71,6 +73,14 @@ export async function follow(env: Env, change: Change, clock: () => number = Dat
     case "move-started":
       return runMove(env, change.queue, change.part, MOVE_REQUEST_BUDGET_MS, clock).then(() => undefined);
   }
+}
+
+/**
+ * Makes sure the schedules' alarm (the Scheduler object) fires by `at` (ms). Private to the owner: every
+ * schedule write and the cron tick report a `schedule-set` change instead of arming it by hand.
+ */
+async function armScheduler(env: Env, at: number): Promise<void> {
+  await env.SCHEDULER.get(env.SCHEDULER.idFromName(SCHEDULER_OBJECT)).arm({ at });
 }
 
 /** Events with no wake-up: batched with others for a few ms (publish-batcher.ts). */
@@ -117,9 +127,14 @@ function ackEventKind(kind: AckKind, outcome: Extract<AckOutcome, { ok: true }>)
  * each chained child's queue at the child's run_at — once per queue, at the earliest time; publishes each
  * task's event (by its kind) and its children's "enqueued" on the same call. A
  * repeated ack changed nothing and publishes nothing. A child of another queue was created on its
- * parent's shard: it is relayed to its own queue's shard first.
+ * parent's shard: it is relayed to its own queue's shard first. Push dispatch's own queue (`drainedQueue`)
+ * is not woken: the drain that made the acks runs its retries and same-queue children itself.
  */
-async function followAcks(env: Env, outcomes: AckOutcome[], kinds: AckKind[], clock: () => number): Promise<void> {
+async function followAcks(
+  env: Env,
+  { outcomes, kinds, drainedQueue }: Extract<Change, { kind: "acked" }>,
+  clock: () => number,
+): Promise<void> {
   // queue -> partition -> earliest run_at; queue -> events.
   const earliest = new Map<string, Map<number, number>>();
   const events = new Map<string, PublishedEvent[]>();
@@ -135,12 +150,19 @@ async function followAcks(env: Env, outcomes: AckOutcome[], kinds: AckKind[], cl
   };
   for (const [i, outcome] of outcomes.entries()) {
     if (!outcome.ok) continue;
+    const ownQueueWoken = outcome.queue !== drainedQueue;
     // A retry, and a child of the same queue (created with its parent's slot), are on the parent's
     // partition; looked up only for those (most acks are completions without children).
     const sameQueueChild = outcome.children.some((c) => c.queue === outcome.queue);
-    const part = outcome.state === "pending" || sameQueueChild ? await partOfTask(env, outcome.queue, outcome.id) : 0;
-    if (outcome.state === "pending") note(outcome.queue, part, outcome.run_at);
-    for (const child of outcome.children) note(child.queue, child.queue === outcome.queue ? part : 0, child.run_at);
+    const part =
+      ownQueueWoken && (outcome.state === "pending" || sameQueueChild)
+        ? await partOfTask(env, outcome.queue, outcome.id)
+        : 0;
+    if (ownQueueWoken && outcome.state === "pending") note(outcome.queue, part, outcome.run_at);
+    for (const child of outcome.children) {
+      if (child.queue !== outcome.queue) note(child.queue, 0, child.run_at);
+      else if (ownQueueWoken) note(child.queue, part, child.run_at);
+    }
     const kind = kinds[i];
     if (kind === undefined || outcome.repeated) continue;
     add(outcome.queue, { kind: ackEventKind(kind, outcome), id: outcome.id });
@@ -175,6 +197,14 @@ export class Effects {
     private readonly defer: (work: Promise<unknown>) => void,
     private readonly clock: () => number = Date.now,
   ) {}
+
+  /**
+   * Performs what follows `change` now, before the caller answers, for a change whose effect the answer
+   * promises (a schedule's PUT answers once its alarm is armed); a failure is the caller's.
+   */
+  follow(change: Change): Promise<void> {
+    return follow(this.env, change, this.clock);
+  }
 
   /** Performs what follows `change`, in the background of this invocation. */
   after(change: Change): void {

@@ -2,7 +2,7 @@ import { existingPlacements, placementBySlot } from "../shards/directory";
 import { decodeSlot } from "../shards/task-slot";
 import type { Env } from "../env";
 import { groupEvents, type PublishedEvent, type TaskEventKind } from "../contracts/events";
-import { SCHEDULER_OBJECT, type EventRow } from "../protocols/durable-objects";
+import type { EventRow } from "../protocols/durable-objects";
 import { PublishBatcher } from "./publish-batcher";
 import { QuietHubs } from "./quiet-hubs";
 
@@ -111,15 +111,4 @@ export async function partOfTask(env: Env, queue: string, id: string): Promise<n
   const slot = decodeSlot(id);
   const placement = slot === null ? null : await placementBySlot(env, slot);
   return placement?.queue === queue ? placement.part : 0;
-}
-
-/**
- * Makes sure the schedules' alarm (the Scheduler object) fires by `at` (ms). Called after a schedule is
- * created, changed or resumed, and by the cron tick (which re-arms an alarm an eviction lost).
- *
- * @example
- * await armScheduler(env, row.next_run_at);
- */
-export async function armScheduler(env: Env, at: number): Promise<void> {
-  await env.SCHEDULER.get(env.SCHEDULER.idFromName(SCHEDULER_OBJECT)).arm({ at });
 }

@@ -1,3 +1,4 @@
+import { enqueuedChange } from "../effects/changes";
 import type { EnqueueResult, NewTask } from "../engine/enqueue";
 import { enqueueToQueue } from "../shards/queue-ops";
 import { queueRoute } from "../shards/queue-route";
@@ -13,12 +14,6 @@ import type { OperationContext } from "./context";
 export async function enqueue(op: OperationContext, queue: string, tasks: NewTask[]): Promise<EnqueueResult> {
   const route = await queueRoute(op.env, queue, op.now);
   const result = await enqueueToQueue(op.env, route, tasks, op.now);
-  op.effects.after({
-    kind: "enqueued",
-    queue,
-    ids: result.tasks.filter((t) => !t.deduplicated).map((t) => t.id),
-    earliestRunAt: result.earliestRunAt,
-    parts: result.parts,
-  });
+  op.effects.after(enqueuedChange(queue, result));
   return { tasks: result.tasks, earliestRunAt: result.earliestRunAt };
 }

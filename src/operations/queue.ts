@@ -32,13 +32,15 @@ export async function redrive(op: OperationContext, queue: string, scope: Redriv
 
 /**
  * Sets some or all of a queue's config; a push processor must be one this Worker has and can run with its
- * bindings (as `GET /v1/processors` reports).
+ * bindings (as `GET /v1/processors` reports). Reported: a push queue's coordinators run its backlog now.
  *
  * @example
  * await configureQueue(op, "renders", { mode: "push", processor: "tts" });
  */
-export function configureQueue(op: OperationContext, queue: string, patch: Partial<QueueSettings>) {
-  return putQueueConfigOf(op.env, queue, patch, op.now, op.processors.types(), (processor) =>
+export async function configureQueue(op: OperationContext, queue: string, patch: Partial<QueueSettings>) {
+  const config = await putQueueConfigOf(op.env, queue, patch, op.now, op.processors.types(), (processor) =>
     op.processors.whyUnavailable(processor, op.env),
   );
+  op.effects.after({ kind: "configured", queue, mode: config.mode });
+  return config;
 }

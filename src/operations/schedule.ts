@@ -1,4 +1,4 @@
-import { armScheduler } from "../effects/wake";
+import { enqueuedChange } from "../effects/changes";
 import type { ScheduleRow } from "../schedules/schedule-store";
 import { pauseSchedule, putSchedule, triggerSchedule, type ScheduleRequest } from "../schedules/schedule-service";
 import { homeShard } from "../shards/shard-set";
@@ -7,14 +7,14 @@ import type { OperationContext } from "./context";
 
 /**
  * Fires a schedule once now, outside its cron (its slot id dedupes a repeat within the same second);
- * the target queue is woken.
+ * reported as an enqueue is: the partition that got the task is woken, its `enqueued` event published.
  *
  * @example
  * const { id, deduplicated, queue } = await triggerScheduleNow(op, "nightly-report");
  */
 export async function triggerScheduleNow(op: OperationContext, name: string) {
-  const fired = await triggerSchedule(homeShard(op.env).db, name, op.now, shardedTaskStore(op.env));
-  op.effects.after({ kind: "due", queue: fired.queue, runAt: op.now });
+  const { enqueued, ...fired } = await triggerSchedule(homeShard(op.env).db, name, op.now, shardedTaskStore(op.env));
+  op.effects.after(enqueuedChange(fired.queue, enqueued));
   return fired;
 }
 
@@ -27,7 +27,7 @@ export async function triggerScheduleNow(op: OperationContext, name: string) {
  */
 export async function saveSchedule(op: OperationContext, name: string, request: ScheduleRequest): Promise<ScheduleRow> {
   const row = await putSchedule(homeShard(op.env).db, name, request, op.now);
-  if (row.paused === 0) await armScheduler(op.env, row.next_run_at);
+  if (row.paused === 0) await op.effects.follow({ kind: "schedule-set", nextRunAt: row.next_run_at });
   return row;
 }
 
@@ -40,6 +40,6 @@ export async function saveSchedule(op: OperationContext, name: string, request: 
  */
 export async function setSchedulePaused(op: OperationContext, name: string, paused: boolean): Promise<ScheduleRow> {
   const row = await pauseSchedule(homeShard(op.env).db, name, paused, op.now);
-  if (!paused) await armScheduler(op.env, row.next_run_at);
+  if (!paused) await op.effects.follow({ kind: "schedule-set", nextRunAt: row.next_run_at });
   return row;
 }

@@ -1,5 +1,9 @@
 import type { Db } from "../db/client";
-import { dbTaskStore, type TaskStore } from "../shards/task-store";
+import { enqueuedChange } from "../effects/changes";
+import { follow } from "../effects/follow";
+import type { Env } from "../env";
+import { homeShard } from "../shards/shard-set";
+import { dbTaskStore, shardedTaskStore, type EnqueuedTasks, type TaskStore } from "../shards/task-store";
 import { EdgeqError } from "../contracts/errors";
 import {
   MAX_CATCH_UP_SLOTS,
@@ -75,8 +79,9 @@ async function lastStillLive(store: TaskStore, row: ScheduleRow): Promise<boolea
  * (its queue's rules refuse it) records the error on the schedule and the schedule moves on; it never
  * retries in a loop. Then each schedule advances to its first slot after `now`.
  *
- * `onEnqueued` is told the queue and earliest run time of what was enqueued (the caller wakes the queue's
- * coordinator). Returns what was done and when the next slot of any schedule is due.
+ * `onEnqueued` is told the queue and what the store enqueued (the caller reports it to the effects owner,
+ * which wakes the partitions written and publishes the tasks' `enqueued` events, as for any enqueue).
+ * Returns what was done and when the next slot of any schedule is due.
  *
  * @example
  * const { nextAt } = await fireDueSchedules(db, Date.now());
@@ -84,7 +89,7 @@ async function lastStillLive(store: TaskStore, row: ScheduleRow): Promise<boolea
 export async function fireDueSchedules(
   db: Db,
   now: number,
-  onEnqueued: (queue: string, runAt: number) => Promise<void> = async () => {},
+  onEnqueued: (queue: string, enqueued: EnqueuedTasks) => Promise<void> = async () => {},
   store: TaskStore = dbTaskStore(db),
 ): Promise<{ reports: FireReport[]; nextAt: number | null }> {
   const rows = await dueSchedules(db, now, MAX_SCHEDULES_PER_FIRE);
@@ -94,11 +99,28 @@ export async function fireDueSchedules(
   return { reports, nextAt };
 }
 
+/**
+ * Fires every schedule due at `now` on this deployment (schedules live on the home database; their tasks
+ * go to their queues' shards) and reports each enqueue to the effects owner, as any enqueue is: the
+ * Scheduler's alarm and the cron tick both fire through this.
+ *
+ * @example
+ * const { nextAt } = await fireSchedules(env, Date.now());
+ */
+export function fireSchedules(env: Env, now: number) {
+  return fireDueSchedules(
+    homeShard(env).db,
+    now,
+    (queue, enqueued) => follow(env, enqueuedChange(queue, enqueued)),
+    shardedTaskStore(env),
+  );
+}
+
 async function fireOne(
   db: Db,
   row: ScheduleRow,
   now: number,
-  onEnqueued: (queue: string, runAt: number) => Promise<void>,
+  onEnqueued: (queue: string, enqueued: EnqueuedTasks) => Promise<void>,
   store: TaskStore,
 ): Promise<FireReport> {
   const report: FireReport = { name: row.name, queue: row.queue, enqueued: [], skipped: [], error: null };
@@ -132,14 +154,14 @@ async function fireOne(
     report.skipped = slots.slice(0, slots.length - firing.length);
     try {
       const ids = await Promise.all(firing.map((slot) => slotTaskId(row.name, slot)));
-      const { tasks, earliestRunAt } = await store.enqueue(
+      const enqueued = await store.enqueue(
         row.queue,
         ids.map((id) => scheduledTaskInput(task, id, now)),
         now,
       );
-      report.enqueued = firing.map((slot, i) => ({ slot, id: tasks[i]!.id }));
+      report.enqueued = firing.map((slot, i) => ({ slot, id: enqueued.tasks[i]!.id }));
       lastTaskId = ids.at(-1) ?? null;
-      if (earliestRunAt !== null) await onEnqueued(row.queue, earliestRunAt);
+      if (enqueued.earliestRunAt !== null) await onEnqueued(row.queue, enqueued);
     } catch (error) {
       if (!(error instanceof EdgeqError)) throw error;
       report.error = error.message;

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { dbTaskStore, type TaskStore } from "../shards/task-store";
+import { dbTaskStore, type EnqueuedTasks, type TaskStore } from "../shards/task-store";
 import { toIso } from "../engine/time";
 import { storedJsonError } from "../contracts/json-value";
 import { firstSlot, nextSlots, parseCronSpec } from "./cron-spec";
@@ -68,6 +68,7 @@ export async function pauseSchedule(db: Db, name: string, paused: boolean, now: 
 /**
  * Runs a schedule now, outside its slots: enqueues its task with the id derived from (schedule, now) — a
  * repeated trigger in the same millisecond is one task. Overlap does not apply: a trigger is asked for.
+ * `enqueued` is what the store answered, for the caller to report (src/operations/schedule.ts).
  *
  * @example
  * const { id } = await triggerSchedule(db, "nightly-scan", Date.now());
@@ -77,14 +78,15 @@ export async function triggerSchedule(
   name: string,
   now: number,
   store: TaskStore = dbTaskStore(db),
-): Promise<{ id: string; deduplicated: boolean; queue: string }> {
+): Promise<{ id: string; deduplicated: boolean; queue: string; enqueued: EnqueuedTasks }> {
   const row = await getSchedule(db, name);
   const task = JSON.parse(row.task) as ScheduledTask;
   const id = await slotTaskId(name, now);
-  const { tasks } = await store.enqueue(row.queue, [scheduledTaskInput(task, id)], now);
+  const enqueued = await store.enqueue(row.queue, [scheduledTaskInput(task, id)], now);
+  const { tasks } = enqueued;
   await db.run(sql`UPDATE schedules SET last_slot_at = ${now}, last_task_id = ${tasks[0]!.id},
       last_outcome = 'enqueued', last_error = NULL, updated_at = ${now} WHERE name = ${name}`);
-  return { id: tasks[0]!.id, deduplicated: tasks[0]!.deduplicated, queue: row.queue };
+  return { id: tasks[0]!.id, deduplicated: tasks[0]!.deduplicated, queue: row.queue, enqueued };
 }
 
 /** The wire form of a schedule: its next 5 slots and its last run's task with that task's state now. */

@@ -1,16 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
 import { schedulerArmSchema, type SchedulerArm, type SchedulerRpc } from "../protocols/durable-objects";
-import { follow } from "../effects/follow";
 import type { Env } from "../env";
 import { LATEST_ALARM_AT } from "../contracts/limits";
-import { homeShard } from "../shards/shard-set";
-import { shardedTaskStore } from "../shards/task-store";
-import { fireDueSchedules } from "./fire-schedules";
+import { fireSchedules } from "./fire-schedules";
 
 /**
  * SCHEDULER: the one Durable Object (named SCHEDULER_OBJECT) that fires every schedule. Its alarm is set
  * at the earliest next slot of all schedules; firing is one D1 read of the due schedules plus one enqueue
- * per slot, and the queues that got tasks are woken.
+ * per slot, each reported to the effects owner as any enqueue is (the partitions that got tasks woken, their
+ * `enqueued` events published).
  *
  * Why one object for all schedules rather than each target queue's coordinator: a schedule's alarm then
  * never mixes with a queue's own alarm (due tasks, long polls, push dispatch), one alarm at the earliest
@@ -18,7 +16,7 @@ import { fireDueSchedules } from "./fire-schedules";
  * lose an alarm). One object serves thousands of schedules.
  *
  * @example
- * await armScheduler(env, row.next_run_at); // src/effects/wake.ts
+ * await op.effects.follow({ kind: "schedule-set", nextRunAt: row.next_run_at }); // arms it (src/effects/)
  */
 export class Scheduler extends DurableObject<Env> implements SchedulerRpc {
   /** The time every decision here is made at; tests replace it (fake timers reach no alarm). */
@@ -32,12 +30,7 @@ export class Scheduler extends DurableObject<Env> implements SchedulerRpc {
 
   /** Fires every due slot, wakes the queues that got tasks, re-arms at the next slot. */
   override async alarm(): Promise<void> {
-    const { nextAt } = await fireDueSchedules(
-      homeShard(this.env).db,
-      this.now(),
-      (queue, runAt) => follow(this.env, { kind: "due", queue, runAt }),
-      shardedTaskStore(this.env),
-    );
+    const { nextAt } = await fireSchedules(this.env, this.now());
     if (nextAt !== null) await this.alarmNoLaterThan(nextAt);
   }
 

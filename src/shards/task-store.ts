@@ -7,19 +7,26 @@ import { NotFoundError } from "../contracts/errors";
 import { findTaskState } from "../engine/read";
 import { isTaskMissing, onTaskShard } from "./task-locator";
 
+/** What an enqueue answers, with the partitions that received new tasks (whose coordinators to wake). */
+export type EnqueuedTasks = EnqueueResult & { parts: number[] };
+
 /**
  * What a caller outside the request path (schedules) needs of tasks: enqueue into a queue, read a task's
  * state. `shardedTaskStore` routes through the directory; `dbTaskStore` is one database (tests, tools).
  */
 export interface TaskStore {
-  enqueue(queue: string, tasks: NewTask[], now: number): Promise<EnqueueResult>;
+  enqueue(queue: string, tasks: NewTask[], now: number): Promise<EnqueuedTasks>;
   /** The task's state, or null when there is no such task. */
   taskState(id: string): Promise<string | null>;
 }
 
 export function dbTaskStore(db: Db): TaskStore {
   return {
-    enqueue: (queue, tasks, now) => enqueueTasks(db, queue, tasks, now),
+    // One database: partition 0, when anything new was written.
+    enqueue: async (queue, tasks, now) => {
+      const result = await enqueueTasks(db, queue, tasks, now);
+      return { ...result, parts: result.tasks.some((t) => !t.deduplicated) ? [0] : [] };
+    },
     taskState: (id) => findTaskState(db, id),
   };
 }

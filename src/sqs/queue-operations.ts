@@ -1,14 +1,21 @@
 import { z } from "zod";
 import { MAX_ATTEMPTS_LIMIT, SQS_MAX_LIST_RESULTS } from "../contracts/limits";
 import { mergeShardRows } from "../shards/cross-shard";
-import { cancelQueueOf } from "../shards/queue-ops";
+import { cancelQueue } from "../operations/queue";
 import { copyConfigToShards } from "../shards/queue-config-ops";
 import { routeShards } from "../shards/queue-route";
 import type { SqsContext } from "./context";
 import { invalidParameter, SqsError } from "./errors";
 import { intIn, parseInput } from "./input";
 import { isFifo, parseQueueAttributes, renderQueueAttributes, sameAttributes } from "./queue-attributes";
-import { countSqsMessages, deleteSqsQueue, findSqsQueue, listSqsQueueNames, saveSqsQueue } from "./queue-registry";
+import {
+  countSqsMessages,
+  findSqsQueue,
+  listSqsQueueNames,
+  purgeSqsQueue,
+  retireSqsQueue,
+  saveSqsQueue,
+} from "./queue-registry";
 import { addTags, checkTags } from "./queue-tags";
 import { checkQueueName, queueUrl } from "./queue-url";
 import { registryDb, registryDbForWrite, requireQueue } from "./require-queue";
@@ -107,21 +114,34 @@ export async function listQueues(input: unknown, ctx: SqsContext) {
   };
 }
 
-/** DeleteQueue: config gone, live tasks cancelled, finished tasks deleted (src/sqs/queue-registry.ts). */
+/**
+ * DeleteQueue: config gone, live tasks cancelled, finished tasks deleted (src/sqs/queue-registry.ts). The
+ * tasks cancelled at once are reported as a queue cancel's are, and their `cancelled` events published
+ * before the delete removes them (the event hub describes a task from its row). Each step is idempotent;
+ * finished tasks a DeleteQueue failing half-way leaves behind are pruned by retention.
+ */
 export async function deleteQueue(input: unknown, ctx: SqsContext) {
   const queue = await requireQueue(ctx, parseInput(QueueUrlInput, input).QueueUrl);
-  for (const shard of routeShards(await ctx.route(queue.name))) await deleteSqsQueue(shard.db, queue.name, ctx.now);
+  const shards = routeShards(await ctx.route(queue.name));
+  const cancelled: string[] = [];
+  for (const shard of shards) await retireSqsQueue(shard.db, queue.name, ctx.now, cancelled);
+  await ctx.op.effects
+    .follow({ kind: "cancelled", queue: queue.name, ids: cancelled })
+    // The queue is deleted either way; a lost event is what a stream's resync is for.
+    .catch((error: unknown) => console.error(`sqs: publishing ${queue.name}'s cancelled tasks failed`, error));
+  for (const shard of shards) await purgeSqsQueue(shard.db, queue.name, ctx.now);
   return {};
 }
 
 /**
- * PurgeQueue -> cancelQueueTasks: pending messages are cancelled at once, in-flight ones by cancel request
- * (their holder's DeleteMessage still succeeds; a ChangeMessageVisibility ends them). The tasks stay
- * inspectable as `cancelled` until retention prunes them.
+ * PurgeQueue -> the queue cancel of `POST /v1/queues/{queue}/cancel` (src/operations/queue.ts): pending
+ * messages are cancelled at once, in-flight ones by cancel request (their holder's DeleteMessage still
+ * succeeds; a ChangeMessageVisibility ends them). The tasks stay inspectable as `cancelled` until
+ * retention prunes them.
  */
 export async function purgeQueue(input: unknown, ctx: SqsContext) {
   const queue = await requireQueue(ctx, parseInput(QueueUrlInput, input).QueueUrl);
-  await cancelQueueOf(await ctx.route(queue.name), {}, ctx.now);
+  await cancelQueue(ctx.op, queue.name, {});
   return {};
 }
 

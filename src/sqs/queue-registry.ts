@@ -124,18 +124,27 @@ export async function removeSqsTags(db: Db, name: string, keys: string[]): Promi
 }
 
 /**
- * DeleteQueue: the queue's config goes, its live tasks are cancelled (pending ones at once, leased ones
- * by cancel request: their holder's next write ends them) and its finished tasks are deleted, up to
- * MAX_ROWS_PER_TICK_STATEMENT of them (any more are pruned by retention). Sending to the name afterwards
- * is QueueDoesNotExist until it is created again. Three statements, not one batch (the cancel and purge are
- * the engine's own calls): each is idempotent, and a DeleteQueue that failed half-way finishes when repeated.
+ * DeleteQueue's first step on one database: the queue's config goes and its live tasks are cancelled
+ * (pending ones at once, their ids added to `cancelledIds`; leased ones by cancel request: their holder's
+ * next write ends them). Sending to the name afterwards is QueueDoesNotExist until it is created again.
+ * Two statements, not one batch (the cancel is the engine's own call): each is idempotent.
  *
  * @example
- * await deleteSqsQueue(db, "emails", Date.now());
+ * await retireSqsQueue(db, "emails", Date.now(), cancelled);
  */
-export async function deleteSqsQueue(db: Db, name: string, now: number): Promise<void> {
+export async function retireSqsQueue(db: Db, name: string, now: number, cancelledIds: string[]): Promise<void> {
   await db.delete(queues).where(eq(queues.name, name));
-  await cancelQueueTasks(db, name, {}, now);
+  await cancelQueueTasks(db, name, {}, now, cancelledIds);
+}
+
+/**
+ * DeleteQueue's last step on one database: the queue's finished tasks are deleted, up to
+ * MAX_ROWS_PER_TICK_STATEMENT of them (any more are pruned by retention).
+ *
+ * @example
+ * await purgeSqsQueue(db, "emails", Date.now());
+ */
+export async function purgeSqsQueue(db: Db, name: string, now: number): Promise<void> {
   await purgeTasks(db, name, { before: now + 1 });
 }
 

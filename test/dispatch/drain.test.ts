@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { drainQueue } from "../../src/dispatch/drain";
+import type { Change } from "../../src/effects/changes";
 import { RetryAfterError } from "../../src/processors/errors";
 import { enqueueMany, enqueueOne } from "../engine/fixtures";
 import { T0, db, row, uniqueQueue } from "../helpers";
@@ -111,22 +112,29 @@ describe("drainQueue", () => {
     const { results, nextAt } = await drainQueue(drainDeps(queue, [quota], clock));
 
     expect(results).toEqual([
-      { id, outcome: "retrying", children: [], runAt: T0 + 100 + 30_000, error: "quota exhausted" },
+      {
+        id,
+        outcome: "retrying",
+        children: [],
+        runAt: T0 + 100 + 30_000,
+        error: "quota exhausted",
+        ack: { kind: "fail", outcome: expect.objectContaining({ id, ok: true, state: "pending" }) },
+      },
     ]);
     expect(nextAt).toBe(T0 + 100 + 30_000);
     expect(await row(id)).toMatchObject({ state: "pending", runAt: T0 + 100 + 30_000 });
   });
 
-  it("idle: nothing due returns no results and nextAt null without waking anyone", async () => {
+  it("idle: nothing due returns no results and nextAt null, reporting no change", async () => {
     const queue = uniqueQueue("drain");
     await enqueueOne(queue, { type: "instant", runAt: T0 + 60_000 });
     const deps = drainDeps(queue, [instant], new Clock(T0));
 
     expect(await drainQueue(deps)).toEqual({ results: [], nextAt: null });
-    expect(deps.wakes).toEqual([]);
+    expect(deps.changes).toEqual([]);
   });
 
-  it("wakes another queue's coordinator for its chained children, and runs due children of its own queue", async () => {
+  it("reports a completion with its children as an ack, and runs due children of its own queue", async () => {
     const queue = uniqueQueue("drain");
     const other = uniqueQueue("drain-other");
     const parentId = await enqueueOne(queue, {
@@ -149,8 +157,14 @@ describe("drainQueue", () => {
     const [otherChild] = byQueue(other, T0 + 100);
     const [sameChild] = byQueue(queue, T0 + 100);
     const [laterChild] = byQueue(queue, T0 + 100 + 60_000);
-    // The other queue's coordinator hears of its child; this queue's children need no wake-up.
-    expect(deps.wakes).toEqual([{ queue: other, runAt: T0 + 100 }]);
+    // The completion goes to the effects owner as an HTTP ack's would, its children with it (the owner
+    // relays and wakes the other queue's); this queue's children are the drain's own to run.
+    const parentAck = deps.changes.find(
+      (c) => c.kind === "acked" && c.outcomes.some((o) => o.id === parentId),
+    ) as Extract<Change, { kind: "acked" }>;
+    expect(parentAck).toMatchObject({ kinds: ["complete"], drainedQueue: queue });
+    expect(parentAck.outcomes[0]).toMatchObject({ id: parentId, ok: true, state: "completed" });
+    expect(parentAck.outcomes[0]!.ok && parentAck.outcomes[0]!.children).toEqual(parent.children);
     // The due child of this queue ran in the same drain; the delayed one sets nextAt.
     expect(results.map((r) => r.id)).toEqual([parentId, sameChild!.id]);
     expect(results[1]!.outcome).toBe("completed");

@@ -38,7 +38,13 @@ describe("runTask settles each outcome through the fenced engine calls", () => {
 
     const result = await runTask(runDeps([ok], clock), task);
 
-    expect(result).toEqual({ id: task.id, outcome: "completed", children: [] });
+    expect(result).toEqual({
+      id: task.id,
+      outcome: "completed",
+      children: [],
+      // The settling write, reported to the effects owner as an HTTP ack's is.
+      ack: { kind: "complete", outcome: expect.objectContaining({ id: task.id, ok: true, state: "completed" }) },
+    });
     expect(seen).toEqual([{ taskId: task.id, queue, type: "ok", group: "g", attempt: 1 }]);
     expect(await row(task.id)).toMatchObject({
       state: "completed",
@@ -64,6 +70,7 @@ describe("runTask settles each outcome through the fenced engine calls", () => {
       children: [],
       runAt: T0 + 7 + 30_000,
       error: "quota exhausted",
+      ack: { kind: "fail", outcome: expect.objectContaining({ ok: true, state: "pending", run_at: T0 + 7 + 30_000 }) },
     });
     const stored = await row(task.id);
     expect(stored).toMatchObject({ state: "pending", runAt: T0 + 7 + 30_000, leaseToken: null, finishedAt: null });
@@ -232,6 +239,9 @@ describe("runTask while the processor runs", () => {
       leaseToken: task.leaseToken,
       leaseExpiresAt: T0 + 1000 + VT_MS,
     });
+    // The progress is reported to the effects owner (its event published), as an HTTP heartbeat's with
+    // progress is; the checkpoint alone is not news.
+    expect(deps.changes).toEqual([{ kind: "progress", queue, id: task.id }]);
     finish.resolve("fail");
     expect((await running).outcome).toBe("retrying");
     expect(await row(task.id)).toMatchObject({ state: "pending", checkpoint: JSON.stringify({ page: 3 }) });

@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
 import { z } from "zod";
 import type { DrainDeps } from "../../src/dispatch/drain";
+import type { Change } from "../../src/effects/changes";
 import { RateLimiter } from "../../src/dispatch/rate-limiter";
 import type { RunTaskDeps } from "../../src/dispatch/run-task";
 import { DEFAULT_QUEUE_CONFIG, type QueueConfig } from "../../src/engine/queue-config";
@@ -97,27 +98,29 @@ export function queueConfig(patch: Partial<QueueConfig> = {}): QueueConfig {
   return { ...DEFAULT_QUEUE_CONFIG, mode: "push", ...patch };
 }
 
-export function runDeps(processors: Processor[], clock: Clock, config: QueueConfig = queueConfig()): RunTaskDeps {
-  return { db: db(), env, registry: new ProcessorRegistry(processors), config, now: clock.now };
+/** Deps for runTask whose effects owner only records the changes reported to it, in order (`changes`). */
+export function runDeps(
+  processors: Processor[],
+  clock: Clock,
+  config: QueueConfig = queueConfig(),
+): RunTaskDeps & { changes: Change[] } {
+  const changes: Change[] = [];
+  return {
+    db: db(),
+    env,
+    registry: new ProcessorRegistry(processors),
+    config,
+    now: clock.now,
+    effects: { after: (change) => void changes.push(change) },
+    changes,
+  };
 }
-
-/** Every wake-up a drain asked for, in order. */
-export type WakeLog = Array<{ queue: string; runAt: number }>;
 
 export function drainDeps(
   queue: string,
   processors: Processor[],
   clock: Clock,
   config: QueueConfig = queueConfig(),
-): DrainDeps & { wakes: WakeLog } {
-  const wakes: WakeLog = [];
-  return {
-    ...runDeps(processors, clock, config),
-    queue,
-    limiter: new RateLimiter(config.rate_limit),
-    wake: async (queue, runAt) => {
-      wakes.push({ queue, runAt });
-    },
-    wakes,
-  };
+): DrainDeps & { changes: Change[] } {
+  return { ...runDeps(processors, clock, config), queue, limiter: new RateLimiter(config.rate_limit) };
 }

@@ -5,7 +5,7 @@ import { runTick } from "../../src/cron/tick";
 import { putSchedule } from "../../src/schedules/schedule-service";
 import { getSchedule } from "../../src/schedules/schedule-store";
 import { SCHEDULER_OBJECT } from "../../src/protocols/durable-objects";
-import { armScheduler } from "../../src/effects/wake";
+import { follow } from "../../src/effects/follow";
 import type { Scheduler } from "../../src/schedules/scheduler";
 import { slotTaskId } from "../../src/schedules/slot-id";
 import { db, uniqueQueue } from "../helpers";
@@ -28,7 +28,7 @@ describe("schedules and the Scheduler's alarm", () => {
     const name = uniqueQueue("sched");
     const queue = uniqueQueue();
     await putSchedule(db(), name, { queue, cron: "*/10 * * * * *", overlap: "allow" }, base);
-    await armScheduler(env, base + 10_000);
+    await follow(env, { kind: "schedule-set", nextRunAt: base + 10_000 });
     const alarm = () => runInDurableObject(stub(), (_i, state) => state.storage.getAlarm());
     expect(await alarm()).toBeLessThanOrEqual(base + 10_000);
 

@@ -8,13 +8,16 @@ import { request } from "../http/api";
 /** One request the Worker made to a Durable Object: "BINDING.method", and the events it published. */
 export interface ObjectCall {
   call: string;
+  /** The object's name (`idFromName`): a queue's for its coordinator of partition 0 and its event hub. */
+  name?: string;
   /** For EVENT_HUB.publish / publishRows: each event kind with the task ids it names, in order. */
   events?: Array<{ kind: string; ids: string[] }>;
 }
 
 /**
- * The Worker's env with its COORDINATOR and EVENT_HUB namespaces recording every request made to their
- * objects — the wake-ups and the events a state change caused — and passing each on unchanged.
+ * The Worker's env with its COORDINATOR, EVENT_HUB and SCHEDULER namespaces recording every request made to
+ * their objects — the wake-ups, the events and the schedules' alarm a state change caused — and passing each
+ * on unchanged.
  *
  * @example
  * const counted = countingEnv();
@@ -25,7 +28,8 @@ export function countingEnv(): { env: Env; calls: ObjectCall[] } {
   const calls: ObjectCall[] = [];
   const COORDINATOR = recording("COORDINATOR", env.COORDINATOR, calls);
   const EVENT_HUB = recording("EVENT_HUB", env.EVENT_HUB, calls);
-  return { env: { ...env, COORDINATOR, EVENT_HUB }, calls };
+  const SCHEDULER = recording("SCHEDULER", env.SCHEDULER, calls);
+  return { env: { ...env, COORDINATOR, EVENT_HUB, SCHEDULER }, calls };
 }
 
 function recording<N extends DurableObjectNamespace<Rpc.DurableObjectBranded>>(
@@ -43,7 +47,11 @@ function recording<N extends DurableObjectNamespace<Rpc.DurableObjectBranded>>(
               const value = Reflect.get(s, method) as unknown;
               if (typeof method !== "string" || typeof value !== "function") return value;
               return (...args: unknown[]) => {
-                calls.push({ call: `${binding}.${method}`, ...eventsOf(method, args[0]) });
+                calls.push({
+                  call: `${binding}.${method}`,
+                  ...(id.name === undefined ? {} : { name: id.name }),
+                  ...eventsOf(method, args[0]),
+                });
                 // Called through the stub itself: an RPC method has no `.apply` of its own.
                 return (s as unknown as Record<string, (...a: unknown[]) => unknown>)[method]!(...args);
               };
