@@ -87,7 +87,9 @@ describe("cron tick: what it reads", () => {
     // probes for the rest — never the other 30,000 due tasks or the 40,000 not yet due.
     const critical = DEFAULT_THRESHOLDS.due_depth.critical!;
     expect(before.queuesRead).toBe(0);
-    expect(with2N.queuesRead).toBe(withN.queuesRead);
+    // The same up to a few rows: other files' ticks and wake-ups run beside this one on the shared database
+    // (a full run read 5,004 for 2N against 5,002 for N); reading 2N would add thousands.
+    expect(Math.abs(with2N.queuesRead - withN.queuesRead)).toBeLessThan(20);
     expect(withN.queuesRead).toBeGreaterThanOrEqual(critical);
     expect(withN.queuesRead).toBeLessThan(critical + 100);
     // The whole tick, every statement: 2N more live tasks (40,000) would add at least as many rows read to a
