@@ -1,14 +1,12 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { QueueCoordinator } from "../../src/coordinator/coordinator";
 import { CLAIM_WINDOW_S, CONTESTED_CLAIM_S } from "../../src/contracts/limits";
-import type { TaskRow } from "../../src/db/schema";
 import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
 import { reapExpiredLeases } from "../../src/engine/reap";
 import { queueDb, row, uniqueQueue } from "../helpers";
-import { coordinator, inObject, setClock, untilAlarm, untilWaiting } from "../support/coordinator";
+import { coordinator, holdNextLease, setClock, untilAlarm, untilWaiting } from "../support/coordinator";
 
 // Issue 28, item 7: a take-back only ends a hand-out's claim window — the task is leasable, and stays its
 // holder's until another lease takes it — so a live client that is slow to make its first call loses the task
@@ -44,33 +42,6 @@ async function enqueueAndNotify(queue: string, now: number, count = 1): Promise<
   return tasks.map((t) => t.id);
 }
 
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-type LeaseFor = (request: unknown, provisional: boolean) => Promise<TaskRow[]>;
-
-/** Holds the coordinator's next lease for a waiter *before* its statement runs: `entered` resolves once
- * the serve reached it (a take-back before it has run), `land()` lets the lease run. */
-async function holdNextWaiterLeaseBeforeIt(queue: string): Promise<{ entered: Promise<void>; land: () => void }> {
-  const entered = deferred();
-  const gate = deferred();
-  await inObject(coordinator(queue), (instance: QueueCoordinator) => {
-    const target = instance as unknown as { leaseFor: LeaseFor };
-    const original = target.leaseFor.bind(instance);
-    target.leaseFor = async (request, provisional) => {
-      if (!provisional) return original(request, provisional);
-      target.leaseFor = original; // once
-      entered.resolve();
-      await gate.promise;
-      return original(request, provisional);
-    };
-  });
-  return { entered: entered.promise, land: gate.resolve };
-}
-
 describe("taking a hand-out back ends its claim window, nothing more", () => {
   it("a hand-out taken back for a waiting poll stays its holder's until that poll leases it: a complete meanwhile counts", async () => {
     const queue = uniqueQueue("tb-slow");
@@ -86,7 +57,7 @@ describe("taking a hand-out back ends its claim window, nothing more", () => {
     const other = poll(queue, "other");
     await untilWaiting(queue, 1);
     await untilAlarm(queue, t0 + CONTESTED_MS);
-    const held = await holdNextWaiterLeaseBeforeIt(queue);
+    const held = await holdNextLease(queue, { when: "before" });
     await setClock(queue, t0 + CONTESTED_MS);
     const alarm = runDurableObjectAlarm(coordinator(queue));
     await held.entered;

@@ -1,12 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { QueueCoordinator } from "../../src/coordinator/coordinator";
-import type { TaskRow } from "../../src/db/schema";
 import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { extendLeases } from "../../src/engine/extend";
 import { releaseTasks } from "../../src/engine/release";
 import { queueDb, row, uniqueQueue } from "../helpers";
-import { coordinator, inObject, setClock, untilWaiting } from "../support/coordinator";
+import { coordinator, holdNextLease, setClock, untilWaiting } from "../support/coordinator";
 
 // A client that stops names its long poll and withdraws it (`forget`, behind POST .../lease/withdraw and
 // behind request.signal where the platform reports a disconnect). A withdrawal for a poll that does not
@@ -20,40 +18,6 @@ function poll(queue: string, waiterId: string, holder = waiterId) {
 async function enqueueOne(queue: string, now: number): Promise<string> {
   const { tasks } = await enqueueTasks(await queueDb(queue), queue, [{ payload: { n: 1 } }], now);
   return tasks[0]!.id;
-}
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-type LeaseFor = (request: unknown, provisional: boolean) => Promise<TaskRow[]>;
-
-/**
- * Holds the coordinator's next lease for a waiter (or, with "first", a request's own lease on arrival) in flight: the lease statement runs (the task is leased),
- * but its answer reaches the coordinator only when `land()` is called. `entered` resolves once it ran.
- */
-async function holdNextWaiterLease(
-  queue: string,
-  which: "waiter" | "first" = "waiter",
-): Promise<{ entered: Promise<void>; land: () => void }> {
-  const entered = deferred();
-  const gate = deferred();
-  await inObject(coordinator(queue), (instance: QueueCoordinator) => {
-    const target = instance as unknown as { leaseFor: LeaseFor };
-    const original = target.leaseFor.bind(instance);
-    target.leaseFor = async (request, provisional) => {
-      // A waiter's lease is provisional; a request's own first lease, on arrival, is not.
-      if (provisional !== (which === "waiter")) return original(request, provisional);
-      target.leaseFor = original; // once
-      const leased = await original(request, provisional);
-      entered.resolve();
-      await gate.promise;
-      return leased;
-    };
-  });
-  return { entered: entered.promise, land: gate.resolve };
 }
 
 describe("withdrawing a long poll (forget)", () => {
@@ -89,7 +53,7 @@ describe("withdrawing a long poll (forget)", () => {
     await untilWaiting(queue, 1);
     const stopping = poll(queue, "stopping"); // the newest: served first
     await untilWaiting(queue, 2);
-    const held = await holdNextWaiterLease(queue);
+    const held = await holdNextLease(queue, { when: "after" });
 
     const id = await enqueueOne(queue, t0);
     const notified = coordinator(queue).notify({ queue, runAt: t0 });
@@ -118,7 +82,7 @@ describe("withdrawing a long poll (forget)", () => {
     await setClock(queue, t0);
     const stopping = poll(queue, "stopping");
     await untilWaiting(queue, 1);
-    const held = await holdNextWaiterLease(queue);
+    const held = await holdNextLease(queue, { when: "after" });
     const id = await enqueueOne(queue, t0);
     const notified = coordinator(queue).notify({ queue, runAt: t0 });
     await held.entered;
@@ -173,7 +137,7 @@ describe("withdrawing a long poll (forget)", () => {
     const t0 = Date.now();
     await setClock(queue, t0);
     const id = await enqueueOne(queue, t0 - 1);
-    const held = await holdNextWaiterLease(queue, "first");
+    const held = await holdNextLease(queue, { which: "first", when: "after" });
     const polled = poll(queue, "early");
     await held.entered; // leased on arrival, before the poll could park ...
     expect(await row(id)).toMatchObject({ state: "processing", leaseHolder: "early", claimBy: null });

@@ -1,6 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { QueueCoordinator } from "../../src/coordinator/coordinator";
+import type { TaskRow } from "../../src/db/schema";
+import { deferred } from "../dispatch/support";
 import { until } from "./until";
 
 /** The queue's coordinator, as the HTTP routes reach it. */
@@ -57,4 +59,40 @@ export async function setClock(queue: string, at: number): Promise<void> {
   await inObject(coordinator(queue), (instance: QueueCoordinator) => {
     instance.now = () => at;
   });
+}
+
+type LeaseFor = (request: unknown, provisional: boolean) => Promise<TaskRow[]>;
+
+/**
+ * Holds one lease of the coordinator in flight, once: a waiter's (provisional) lease, or with
+ * `which: "first"` a request's own lease on arrival. With `when: "after"` the lease statement runs (the task
+ * is leased) and its answer reaches the coordinator only at `land()`; with `when: "before"` it is held before
+ * its statement runs (what a take-back meanwhile meets), and `land()` lets it run. `entered` resolves once
+ * the coordinator reached that point.
+ */
+export async function holdNextLease(
+  queue: string,
+  opts: { which?: "waiter" | "first"; when: "before" | "after" },
+): Promise<{ entered: Promise<void>; land: () => void }> {
+  const entered = deferred();
+  const gate = deferred();
+  await inObject(coordinator(queue), (instance: QueueCoordinator) => {
+    const target = instance as unknown as { leaseFor: LeaseFor };
+    const original = target.leaseFor.bind(instance);
+    target.leaseFor = async (request, provisional) => {
+      // A waiter's lease is provisional; a request's own first lease, on arrival, is not.
+      if (provisional !== ((opts.which ?? "waiter") === "waiter")) return original(request, provisional);
+      target.leaseFor = original; // once
+      if (opts.when === "before") {
+        entered.resolve();
+        await gate.promise;
+        return original(request, provisional);
+      }
+      const leased = await original(request, provisional);
+      entered.resolve();
+      await gate.promise;
+      return leased;
+    };
+  });
+  return { entered: entered.promise, land: () => gate.resolve() };
 }
