@@ -1,8 +1,10 @@
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { tasks, type TaskRow } from "../db/schema";
+import { tasks } from "../db/schema";
 import { recordCounters } from "./counters";
 import { EdgeqError, NotFoundError } from "../contracts/errors";
+import type { StoredTask } from "./stored-task";
+import { storedTask } from "./task-row";
 
 /** The SET clause of a cancel: pending -> cancelled at once; processing -> cancel requested. */
 function cancelSet(now: number) {
@@ -22,7 +24,7 @@ function cancelSet(now: number) {
  * @example
  * const task = await cancelTask(db, id, Date.now());
  */
-export async function cancelTask(db: Db, id: string, now: number): Promise<TaskRow> {
+export async function cancelTask(db: Db, id: string, now: number): Promise<StoredTask> {
   const [row] = await db
     .update(tasks)
     .set(cancelSet(now))
@@ -31,7 +33,7 @@ export async function cancelTask(db: Db, id: string, now: number): Promise<TaskR
   if (row) {
     if (row.state === "cancelled")
       await recordCounters(db, [{ queue: row.queue, type: row.type, counter: "cancelled" }], now);
-    return row;
+    return storedTask(row);
   }
   const existing = await db.select().from(tasks).where(eq(tasks.id, id)).get();
   if (!existing) throw new NotFoundError(`task ${id}`);

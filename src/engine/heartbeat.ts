@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import type { TaskRow } from "../db/schema";
 import { fenceMissError, keepLeaseSetSql, leaseFenceSql, ownLeaseExpirySql } from "./ack";
 import { recordCounters } from "./counters";
 import { TaskCancelledError } from "../contracts/errors";
 import { storedJsonError } from "../contracts/json-value";
+import type { StoredTask } from "./stored-task";
 import { rowFromRaw } from "./task-row";
 
 export interface HeartbeatRequest {
@@ -27,7 +27,7 @@ export interface HeartbeatRequest {
  * @example
  * await heartbeatTask(db, { id, leaseToken, extendS: 30, progress: 40, progressMessage: "3/7 items" }, Date.now());
  */
-export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: number): Promise<TaskRow> {
+export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: number): Promise<StoredTask> {
   if (request.checkpoint !== undefined) {
     const error = storedJsonError(request.checkpoint, "checkpoint");
     if (error) throw error;

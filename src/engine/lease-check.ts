@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import type { TaskRow } from "../db/schema";
 import { fenceMissError, leaseFenceSql } from "./ack";
+import type { StoredTask } from "./stored-task";
 import { rowFromRaw } from "./task-row";
 
 /**
@@ -11,7 +11,7 @@ import { rowFromRaw } from "./task-row";
  * @example
  * await assertLeaseHeld(db, id, token, Date.now());
  */
-export async function assertLeaseHeld(db: Db, id: string, leaseToken: string, now: number): Promise<TaskRow> {
+export async function assertLeaseHeld(db: Db, id: string, leaseToken: string, now: number): Promise<StoredTask> {
   const raw = await db.get<Record<string, unknown>>(
     sql`SELECT * FROM tasks WHERE ${leaseFenceSql(sql`${id}`, sql`${leaseToken}`, now)}`,
   );

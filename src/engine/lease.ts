@@ -1,11 +1,11 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
-import type { TaskRow } from "../db/schema";
 import { recordCounters, type CounterEvent } from "./counters";
 import { EdgeqError } from "../contracts/errors";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
+import type { StoredTask } from "./stored-task";
 import { leasedViewJsonSql, rowFromRaw } from "./task-row";
 
 export interface LeaseRequest {
@@ -43,7 +43,7 @@ export interface LeaseRequest {
  * @example
  * const leased = await leaseTasks(db, { queue: "emails", max: 10, visibilityTimeoutS: 30, holder: "w1" }, Date.now());
  */
-export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Promise<TaskRow[]> {
+export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Promise<StoredTask[]> {
   const raw = await db.all<Record<string, unknown>>(leaseSql(request, now, sql`*`));
   // RETURNING order is unspecified in SQLite: restore the lease order.
   const leased = raw.map(rowFromRaw).sort(leaseOrder);
@@ -172,7 +172,7 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
 function countLeases(
   db: Db,
   queue: string,
-  leased: Array<Pick<TaskRow, "type" | "createdAt" | "runAt" | "startedAt" | "leaseTookOverExpired">>,
+  leased: Array<Pick<StoredTask, "type" | "createdAt" | "runAt" | "startedAt" | "leaseTookOverExpired">>,
   now: number,
 ): Promise<void> {
   return recordCounters(
@@ -191,7 +191,7 @@ function countLeases(
 }
 
 /** What a leased task is ordered by. */
-export type LeaseOrdered = Pick<TaskRow, "id" | "priority" | "runAt">;
+export type LeaseOrdered = Pick<StoredTask, "id" | "priority" | "runAt">;
 
 /** Priority descending, then run_at, then id — the order tasks are leased in. */
 export function leaseOrder(a: LeaseOrdered, b: LeaseOrdered): number {

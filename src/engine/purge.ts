@@ -13,6 +13,16 @@ export function idLowerBound(ms: number): string {
   return encodeTime(Math.max(0, ms), 10) + "0".repeat(16);
 }
 
+/** Which finished tasks of a queue a purge deletes. */
+export interface PurgeOptions {
+  /** Only tasks finished strictly before this time (ms). */
+  before: number;
+  /** Only these finished states; default all three. */
+  states?: Array<"completed" | "dead" | "cancelled">;
+  /** At most this many (never more than MAX_PURGE_PER_CALL); call again for more. */
+  limit?: number;
+}
+
 /**
  * Deletes finished (completed, dead, cancelled) tasks of a queue that finished before `before`.
  * At most `limit` per call, and never more than MAX_PURGE_PER_CALL.
@@ -20,11 +30,7 @@ export function idLowerBound(ms: number): string {
  * @example
  * const { purged } = await purgeTasks(db, "emails", { before: Date.now() - 86_400_000 });
  */
-export async function purgeTasks(
-  db: Db,
-  queue: string,
-  options: { before: number; states?: Array<"completed" | "dead" | "cancelled">; limit?: number },
-): Promise<{ purged: number }> {
+export async function purgeTasks(db: Db, queue: string, options: PurgeOptions): Promise<{ purged: number }> {
   const states = JSON.stringify(options.states ?? ["completed", "dead", "cancelled"]);
   const limit = Math.min(options.limit ?? MAX_PURGE_PER_CALL, MAX_PURGE_PER_CALL);
   const rows = await db.all<{ id: string }>(sql`DELETE FROM tasks WHERE id IN (

@@ -2,6 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { queues, type QueueRow } from "../db/schema";
 import { EdgeqError } from "../contracts/errors";
+import type { StoredQueue } from "./stored-task";
 
 /** A push queue's rate limit: at most `count` task starts per `per`. */
 export interface RateLimit {
@@ -160,6 +161,40 @@ export async function storeQueueConfig(db: Db, queue: string, next: QueueConfig,
     .onConflictDoUpdate({ target: queues.name, set: { ...values, updatedAt: sql`${now}` } });
 }
 
+/** Both ways assignable: the same keys, of the same types. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Holds<T extends true> = T;
+
+/** The stored queue row is a StoredQueue field for field: a column added to `queues` without its field in
+ * src/engine/stored-task.ts does not compile. */
+export type RowIsStoredQueue = Holds<Same<QueueRow, StoredQueue>>;
+
+/**
+ * A queue's stored record — its config and the SQS endpoint's settings and tags, every column as stored,
+ * `updated_at` included — or null when the queue has none (defaults only). One read.
+ *
+ * @example
+ * const record = await readQueueRecord(sourceDb, "emails");
+ */
+export async function readQueueRecord(db: Db, queue: string): Promise<StoredQueue | null> {
+  return (await db.select().from(queues).where(eq(queues.name, queue)).get()) ?? null;
+}
+
+/**
+ * Writes a queue's record as given, replacing the one stored (one upsert): the other half of a copy
+ * (`readQueueRecord`), unchecked.
+ *
+ * @example
+ * await replaceQueueRecord(destinationDb, record);
+ */
+export async function replaceQueueRecord(db: Db, record: StoredQueue): Promise<void> {
+  const { name, ...columns } = record;
+  await db
+    .insert(queues)
+    .values({ name, ...columns })
+    .onConflictDoUpdate({ target: queues.name, set: columns });
+}
+
 /**
  * Copies a queue's stored row — its config and the SQS endpoint's settings and tags (`sqs_delay_s`,
  * `sqs_receive_wait_s`, `sqs_tags`), every column as stored, `updated_at` included — from one database to
@@ -170,11 +205,6 @@ export async function storeQueueConfig(db: Db, queue: string, next: QueueConfig,
  * await copyQueueRow(sourceDb, destinationDb, "emails");
  */
 export async function copyQueueRow(from: Db, to: Db, queue: string): Promise<void> {
-  const row = await from.select().from(queues).where(eq(queues.name, queue)).get();
-  if (!row) return;
-  const { name, ...columns } = row;
-  await to
-    .insert(queues)
-    .values({ name, ...columns })
-    .onConflictDoUpdate({ target: queues.name, set: columns });
+  const record = await readQueueRecord(from, queue);
+  if (record) await replaceQueueRecord(to, record);
 }

@@ -1,14 +1,16 @@
 import { and, asc, eq, gt, isNull, sql } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
-import { tasks, type TaskRow } from "../db/schema";
+import { tasks } from "../db/schema";
 import { NotFoundError } from "../contracts/errors";
 import { TASK_STATES, type TaskState } from "../contracts/states";
+import type { StoredTask } from "./stored-task";
+import { storedTask } from "./task-row";
 
 /** One task by id. */
-export async function getTask(db: Db, id: string): Promise<TaskRow> {
+export async function getTask(db: Db, id: string): Promise<StoredTask> {
   const row = await db.select().from(tasks).where(eq(tasks.id, id)).get();
   if (!row) throw new NotFoundError(`task ${id}`);
-  return row;
+  return storedTask(row);
 }
 
 /**
@@ -56,17 +58,19 @@ export interface ListFilter {
   cursor?: string;
 }
 
+/** A page of a listing, and the cursor of the next page (null at the end). */
+export interface TaskPage {
+  tasks: StoredTask[];
+  next_cursor: string | null;
+}
+
 /**
  * A page of a queue's tasks in id (creation) order, with the cursor of the next page (null at the end).
  *
  * @example
  * const { tasks, next_cursor } = await listTasks(db, "emails", { state: "dead", limit: 50 });
  */
-export async function listTasks(
-  db: Db,
-  queue: string,
-  filter: ListFilter,
-): Promise<{ tasks: TaskRow[]; next_cursor: string | null }> {
+export async function listTasks(db: Db, queue: string, filter: ListFilter): Promise<TaskPage> {
   const rows = await db
     .select()
     .from(tasks)
@@ -87,7 +91,7 @@ export async function listTasks(
     )
     .orderBy(asc(tasks.id))
     .limit(filter.limit + 1);
-  const page = rows.slice(0, filter.limit);
+  const page = rows.slice(0, filter.limit).map(storedTask);
   const last = page.at(-1);
   return { tasks: page, next_cursor: rows.length > filter.limit && last ? last.id : null };
 }

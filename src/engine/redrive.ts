@@ -1,8 +1,9 @@
 import { eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { tasks, type TaskRow } from "../db/schema";
+import { tasks } from "../db/schema";
 import { EdgeqError, NotFoundError } from "../contracts/errors";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
+import type { StoredTask } from "./stored-task";
 import { rowFromRaw } from "./task-row";
 
 /** The SET clause that revives a dead or cancelled task: pending now, attempts reset, error history kept. */
@@ -22,7 +23,7 @@ function isUniqueViolation(error: unknown): boolean {
  * @example
  * const task = await retryTask(db, id, Date.now());
  */
-export async function retryTask(db: Db, id: string, now: number): Promise<TaskRow> {
+export async function retryTask(db: Db, id: string, now: number): Promise<StoredTask> {
   let raw: Record<string, unknown> | undefined;
   try {
     raw = await db.get<Record<string, unknown>>(

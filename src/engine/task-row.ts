@@ -2,6 +2,7 @@ import { getTableColumns, sql } from "drizzle-orm";
 import { tasks, type TaskRow } from "../db/schema";
 import type { ChildTaskSpec, LeasedTaskView, TaskErrorEntry, TaskView } from "../contracts/task";
 import type { TaskState } from "../contracts/states";
+import type { StoredTask } from "./stored-task";
 import { toIso } from "./time";
 
 /** snake_case column name -> camelCase key, for rows read with raw SQL (`RETURNING *`). */
@@ -9,11 +10,24 @@ const KEY_BY_COLUMN = new Map(Object.entries(getTableColumns(tasks)).map(([key, 
 
 export type { LeasedTaskView, TaskErrorEntry, TaskView };
 
-/** Maps a raw row (column names as keys) to the typed row Drizzle's query builder returns. */
-export function rowFromRaw(raw: Record<string, unknown>): TaskRow {
+/** Both ways assignable: the same keys, of the same types. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type Holds<T extends true> = T;
+
+/** A stored row is a StoredTask field for field (its state a column of text, a TaskState in the domain): a
+ * column added to the schema without its field in src/engine/stored-task.ts does not compile. */
+export type RowIsStoredTask = Holds<Same<Omit<TaskRow, "state">, Omit<StoredTask, "state">>>;
+
+/** A row read with Drizzle's query builder, as the domain task it is (the same object, not a copy). */
+export function storedTask(row: TaskRow): StoredTask {
+  return row as StoredTask;
+}
+
+/** Maps a raw row (column names as keys) to the task it stores. */
+export function rowFromRaw(raw: Record<string, unknown>): StoredTask {
   const row: Record<string, unknown> = {};
   for (const [column, value] of Object.entries(raw)) row[KEY_BY_COLUMN.get(column) ?? column] = value;
-  return row as TaskRow;
+  return row as unknown as StoredTask;
 }
 
 function parseJson(text: string | null): unknown {
