@@ -7,6 +7,7 @@ import { enqueueTasks } from "./enqueue";
 import { extendLeases } from "./extend";
 import { failTasks } from "./fail";
 import { heartbeatTask } from "./heartbeat";
+import { lapseUnclaimed } from "./lapse";
 import { leaseAnswers, leaseTasks, nextRunAt } from "./lease";
 import { assertLeaseHeld } from "./lease-check";
 import { countLiveTasks, liveFigures } from "./live-figures";
@@ -61,7 +62,9 @@ function openStore(db: Db): TaskStore {
     extendLeases: (items, now, scope) => extendLeases(db, items, now, scope),
     heartbeatTask: (request, now) => heartbeatTask(db, request, now),
     assertLeaseHeld: (id, leaseToken, now) => assertLeaseHeld(db, id, leaseToken, now),
+    // A long poll's coordinator's take-backs.
     revokeUnclaimed: (items, now) => revokeUnclaimed(db, items, now),
+    lapseUnclaimed: (items, now, limit) => lapseUnclaimed(db, items, now, limit),
     // An operator's writes.
     cancelTask: (id, now) => cancelTask(db, id, now),
     cancelQueueTasks: async (queue, scope, now) => {

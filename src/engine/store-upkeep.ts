@@ -17,7 +17,8 @@ export interface Upkeep {
   /**
    * Reaps those of `ids` whose lease has lapsed at `now` (at most MAX_ROWS_PER_TICK_STATEMENT), re-checking
    * each lapse as it writes, so a task taken over, acked or reaped since is left alone and none is reaped
-   * twice: an unclaimed provisional lease → pending at once, attempt refunded; an expired lease → pending
+   * twice: a provisional lease unclaimed and expired → pending at once, attempt refunded (before its expiry
+   * an unclaimed lease is its holder's, or the next lease's to take over); a claimed lease expired → pending
    * after the expiry backoff, or dead when attempts are exhausted (cancelled when a cancel was requested),
    * `lease expired` recorded.
    */

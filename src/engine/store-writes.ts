@@ -4,6 +4,7 @@ import type { EnqueueResult, NewTask } from "./enqueue";
 import type { ExtendItem } from "./extend";
 import type { FailItem } from "./fail";
 import type { HeartbeatRequest } from "./heartbeat";
+import type { LapsedHandOut } from "./lapse";
 import type { LeasedAnswer, LeaseRequest } from "./lease";
 import type { PurgeOptions } from "./purge";
 import type { RedriveScope } from "./redrive";
@@ -11,8 +12,8 @@ import type { RevokedTask } from "./revoke";
 import type { StoredTask } from "./stored-task";
 
 /**
- * The state changes of a task store (src/engine/store.ts), in three groups: tasks in and leases out, the
- * holder's fenced writes, and an operator's. Each is atomic — one statement or one transaction of the
+ * The state changes of a task store (src/engine/store.ts), in four groups: tasks in and leases out, the
+ * holder's fenced writes, a long poll's coordinator's take-backs, and an operator's. Each is atomic — one statement or one transaction of the
  * store — and says which invariant it keeps; every one counts what it changed in the per-minute counters.
  */
 
@@ -29,9 +30,10 @@ export interface TaskWrites {
    */
   enqueueTasks(queue: string, tasks: NewTask[], now: number): Promise<EnqueueResult>;
   /**
-   * Leases up to `max` leasable tasks of a queue (src/engine/redelivery.ts: pending and due; an unclaimed
-   * provisional lease, taken over with its attempt refunded; an expired lease with attempts left once its
-   * backoff is due, its attempt recorded as `lease expired` and counted failed), in lease order (priority
+   * Leases up to `max` leasable tasks of a queue (src/engine/redelivery.ts: pending and due; a provisional
+   * lease unclaimed past its claim deadline, taken over with its attempt refunded; an expired lease with
+   * attempts left once its backoff is due, its attempt recorded as `lease expired` and counted failed), in
+   * lease order (priority
    * DESC, run_at, id): each processing, its attempt counted, under a fresh random token, expiring at
    * `now + visibilityTimeoutS` (null: the queue's, read atomically with the lease). Atomic: no task is leased
    * twice at once by concurrent callers, and a task taken over voids the previous holder's token. Answered in
@@ -44,12 +46,12 @@ export interface TaskWrites {
 }
 
 /**
- * The holder's writes, each fenced: admitted only under the task's current token while it is processing,
- * before its lease expires and, for a provisional lease, before its claim deadline — every other item is
- * `lease_lost` (or `not_found`) and changes nothing. Every admitted write also claims a provisional lease. A
- * task whose cancel was requested ends `cancelled` instead (`task_cancelled`). Batch forms judge each item
- * on its own, answer in input order, apply a repeated id once (its later items `invalid_request`), and are
- * one atomic step of the store.
+ * The holder's writes, each fenced: admitted only under the task's current token while it is processing and
+ * before its lease expires — every other item is `lease_lost` (or `not_found`) and changes nothing. A
+ * provisional lease stays its holder's past its claim deadline until another lease takes it over (replacing
+ * the token); every admitted write claims it. A task whose cancel was requested ends `cancelled` instead
+ * (`task_cancelled`). Batch forms judge each item on its own, answer in input order, apply a repeated id once
+ * (its later items `invalid_request`), and are one atomic step of the store.
  */
 export interface HolderWrites {
   /**
@@ -78,13 +80,22 @@ export interface HolderWrites {
   /** Checks, writing nothing, that `leaseToken` holds a live lease on the task (for writes to another store,
    * such as an artifact): the task, or throws `lease_lost` / `not_found` as a fenced write would. */
   assertLeaseHeld(id: string, leaseToken: string, now: number): Promise<StoredTask>;
-  /**
-   * Takes back provisional leases nobody claimed (a long poll's client went away): each pending again at
-   * once, its attempt refunded, its token void. Not a holder write: admitted only under the token handed out
-   * while the claim is still pending — a lease claimed meanwhile, taken over, or whose cancel was requested
-   * is left alone. Answers the tasks taken back.
-   */
+}
+
+/** What a long poll's coordinator does with the provisional leases it handed out and nobody claimed. Not
+ * holder writes: guarded by the token handed out and a claim still pending (`claim_by` set, not passed), so
+ * a lease claimed meanwhile, taken over, finished, or whose cancel was requested is left alone. */
+export interface HandOutWrites {
+  /** Takes back leases whose answer never left the coordinator (the poll was withdrawn while they were in
+   * flight): each pending again at once, its attempt refunded, its token void. Answers the tasks taken back. */
   revokeUnclaimed(items: FencedItem[], now: number): Promise<RevokedTask[]>;
+  /**
+   * Ends the claim window of hand-outs whose answer was given (a withdrawn poll's, or ones left unclaimed
+   * while other polls wait), now: at most `limit` of them, the first unclaimed ones in `items`' order. Nothing
+   * else changes — the next lease takes each over (attempt refunded), and until one does its holder's own
+   * fenced writes are still accepted. Answers the hand-outs lapsed.
+   */
+  lapseUnclaimed(items: FencedItem[], now: number, limit?: number): Promise<LapsedHandOut[]>;
 }
 
 /** What a queue-wide cancel changed. */

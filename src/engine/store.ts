@@ -1,7 +1,7 @@
 import type { CounterReads, TaskReads } from "./store-reads";
 import type { Presence, QueueRecords, Transit } from "./store-shards";
 import type { Upkeep } from "./store-upkeep";
-import type { HolderWrites, OperatorWrites, TaskWrites } from "./store-writes";
+import type { HandOutWrites, HolderWrites, OperatorWrites, TaskWrites } from "./store-writes";
 
 /**
  * The task store: the one port through which the rest of edgeq keeps tasks — every state change, read and
@@ -15,17 +15,27 @@ import type { HolderWrites, OperatorWrites, TaskWrites } from "./store-writes";
  * fencing, leasability, repeated acks, redelivery, dedupe, counters and its own cost in rows.
  *
  * The rules every implementation keeps, stated on each operation: each state change is atomic (one statement
- * or one transaction of the store); every write by a lease's holder is fenced by its token, state, expiry and
- * claim; time is the caller's `now`, never read inside; every state change adds what it changed to the
+ * or one transaction of the store); every write by a lease's holder is fenced by its token, state and
+ * expiry; time is the caller's `now`, never read inside; every state change adds what it changed to the
  * per-minute counters; errors are the EdgeqErrors of src/contracts/errors.ts.
  *
  * Grouped by who asks. A new capability (flow control by key, dependencies) adds operations to a group, or a
  * group of its own beside these, and its properties to the conformance suite.
  */
 export interface TaskStore
-  extends TaskWrites, HolderWrites, OperatorWrites, TaskReads, CounterReads, QueueRecords, Presence, Transit, Upkeep {}
+  extends
+    TaskWrites,
+    HolderWrites,
+    HandOutWrites,
+    OperatorWrites,
+    TaskReads,
+    CounterReads,
+    QueueRecords,
+    Presence,
+    Transit,
+    Upkeep {}
 
-export type { TaskWrites, HolderWrites, OperatorWrites, QueueCancelled } from "./store-writes";
+export type { TaskWrites, HolderWrites, HandOutWrites, OperatorWrites, QueueCancelled } from "./store-writes";
 export type { TaskReads, CounterReads } from "./store-reads";
 export type { QueueRecords, Presence, Transit } from "./store-shards";
 export type { Upkeep } from "./store-upkeep";
