@@ -1,6 +1,8 @@
 import { openDb, type Db } from "../db/client";
 import type { Env } from "../env";
 import { EdgeqError } from "../contracts/errors";
+import { d1TaskStore } from "../engine/d1-store";
+import type { TaskStore } from "../engine/store";
 
 /** The first database: every deployment has it; it also holds the shard directory and global tables. */
 export const HOME_SHARD = "DB";
@@ -12,6 +14,13 @@ export interface Shard {
   /** The binding name, as recorded in the directory. */
   name: string;
   db: Db;
+  /** The database's tasks, through the task-store port (src/engine/store.ts). */
+  store: TaskStore;
+}
+
+/** The shard of one database handle: its name, its handle and its task store. */
+function shardOn(name: string, db: Db): Shard {
+  return { name, db, store: d1TaskStore(db) };
 }
 
 function shardOrder(name: string): number {
@@ -41,7 +50,7 @@ export function shardOf(env: Env, name: string): Shard {
       `shard ${name} is in the directory but not bound to this Worker (wrangler.toml d1_databases)`,
     );
   }
-  return { name, db: openDb(binding) };
+  return shardOn(name, openDb(binding));
 }
 
 /** Every shard, home first. */
@@ -66,5 +75,5 @@ export function readShard(env: Env, name: string): Shard {
   const session = (binding as D1Database & { withSession?: (c: string) => unknown }).withSession?.(
     "first-unconstrained",
   );
-  return session ? { name, db: openDb(session as unknown as D1Database) } : shard;
+  return session ? shardOn(name, openDb(session as unknown as D1Database)) : shard;
 }
