@@ -1,0 +1,108 @@
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { describe } from "vitest";
+import { openDb } from "../../../src/db/client";
+import { d1TaskStore } from "../../../src/engine/d1-store";
+import type { TaskStore } from "../../../src/engine/store";
+import { meteredD1 } from "../../support/metered-d1";
+
+/**
+ * The conformance suite's harness. test/engine's properties — fencing, leasability, repeated acks,
+ * redelivery, dedupe, counters, cost in rows — are written against the task-store port
+ * (src/engine/store.ts), and run once per kind of store listed in STORE_KINDS. A new store (packs,
+ * docs/design/packs.md) is added here, with the rows it promises to write, and serves once every file of
+ * test/engine passes on it. Tests of one store's own mechanics (an index, a statement, a legacy row) live in
+ * test/engine/d1/.
+ */
+
+/** A store with a meter on what it bills: rows written and read since the last reset. */
+export interface MeasuredStore {
+  store: TaskStore;
+  rowsWritten(): number;
+  rowsRead(): number;
+  reset(): void;
+}
+
+/** The rows a kind of store promises to write (and read), which test/engine/cost.test.ts holds it to. */
+export interface CostPromise {
+  /** Rows written by one enqueue, one lease and one complete of `n` tasks (a successful life at batch n). */
+  life(n: number): { enqueue: number; lease: number; complete: number };
+  /** Rows written per successful task at batch 100 (the figure docs/benchmarks.md states). */
+  perTaskAtBatch100: number;
+  /** Rows written by a lease of `n` tasks that takes over `n` lapsed leases. */
+  takeOver(n: number): number;
+  /** Rows written by one enqueue of `n` tasks that each carry a dedupe key. */
+  keyedEnqueue(n: number): number;
+  /** Fewer rows than this read by a complete of 10 beside 2,000 other tasks (reads follow the ack, not the
+   * table). */
+  completeOfTenReadsBelow: number;
+}
+
+/** A kind of task store under test: how to make one, measure one, and look where the port does not. */
+export interface StoreKind {
+  /** As test titles show it. */
+  name: string;
+  /** The store over the suite's database. */
+  store(): TaskStore;
+  /** A store of the same kind over a second database: where transit delivers to. */
+  otherStore(): TaskStore;
+  /** A store over the suite's database whose billed rows are measured from here on. */
+  measure(): MeasuredStore;
+  /** The ids of every task whose payload names `parentId` as its parent (`then` children), in id order, in
+   * any queue — a search the port does not offer, for the chaining properties. */
+  childrenOf(parentId: string): Promise<string[]>;
+  /** Removes every task of `queue`, whatever its state (cleanup after a test whose live tasks every later
+   * walk of the live set would meet). */
+  discard(queue: string): Promise<void>;
+  costs: CostPromise;
+}
+
+/** Today's store: one row per task in D1 (src/engine/d1-store.ts), measured with D1's own `meta`. */
+export const D1_STORE: StoreKind = {
+  name: "d1",
+  store: () => d1TaskStore(openDb(env.DB)),
+  otherStore: () => d1TaskStore(openDb(env.DB_1)),
+  measure: () => {
+    const meter = meteredD1(env.DB);
+    return {
+      store: d1TaskStore(openDb(meter.db)),
+      rowsWritten: () => meter.usage.rowsWritten,
+      rowsRead: () => meter.usage.rowsRead,
+      reset: () => meter.reset(),
+    };
+  },
+  childrenOf: async (parentId) =>
+    (
+      await openDb(env.DB).all<{ id: string }>(
+        sql`SELECT id FROM tasks WHERE json_extract(payload, '$.parent.id') = ${parentId} ORDER BY id`,
+      )
+    ).map((r) => r.id),
+  discard: async (queue) => {
+    await openDb(env.DB).run(sql`DELETE FROM tasks WHERE queue = ${queue}`);
+  },
+  // The cost design (src/db/schema.ts): a task's row and its live-index entry at enqueue, the row at lease,
+  // the row at completion — plus one counter row per call and (queue, type) (src/engine/counters.ts), and
+  // one more row per dedupe key (its unique-index entry).
+  costs: {
+    life: (n) => ({ enqueue: 2 * n + 1, lease: n + 1, complete: n + 1 }),
+    perTaskAtBatch100: 4.03,
+    takeOver: (n) => n + 1,
+    keyedEnqueue: (n) => 3 * n + 1,
+    completeOfTenReadsBelow: 200,
+  },
+};
+
+/** Every kind of store the suite runs against. */
+export const STORE_KINDS: StoreKind[] = [D1_STORE];
+
+/**
+ * Declares `suite` once per kind of store, under `title` and the kind's name.
+ *
+ * @example
+ * describeStore("fencing", (kind) => {
+ *   it("refuses a wrong token", async () => { … kind.store().completeTasks(…) … });
+ * });
+ */
+export function describeStore(title: string, suite: (kind: StoreKind) => void): void {
+  for (const kind of STORE_KINDS) describe(`${title} [${kind.name} store]`, () => suite(kind));
+}
