@@ -1,19 +1,17 @@
-import { describe, expect, it } from "vitest";
-import { cancelQueueTasks, cancelTask } from "../../src/engine/cancel";
-import { completeTasks } from "../../src/engine/complete";
-import { failTasks } from "../../src/engine/fail";
-import { heartbeatTask } from "../../src/engine/heartbeat";
-import { redriveQueue, retryTask } from "../../src/engine/redrive";
-import { T0, db, row, snapshot, uniqueQueue } from "../helpers";
-import { completedTask, deadTask, enqueueMany, enqueueOne, expectEdgeqError, lease, leaseOne } from "./fixtures";
+import { expect, it } from "vitest";
+import { T0, uniqueQueue } from "../helpers";
+import { expectEdgeqError, storeFixtures } from "./conformance/fixtures";
+import { describeStore } from "./conformance/store-kinds";
 
 const MISSING_ID = "01KDZ00000000000000N0TH3RE";
 
-describe("cancelTask", () => {
+describeStore("cancelTask", (kind) => {
+  const { store, enqueueOne, lease, leaseOne, completedTask, deadTask, row, snapshot } = storeFixtures(kind);
+
   it("cancels a pending task at once", async () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue);
-    const cancelled = await cancelTask(db(), id, T0 + 5);
+    const cancelled = await store().cancelTask(id, T0 + 5);
     expect(cancelled).toMatchObject({ id, state: "cancelled", finishedAt: T0 + 5, updatedAt: T0 + 5 });
     expect(await row(id)).toMatchObject({ state: "cancelled", finishedAt: T0 + 5 });
     expect(await lease(queue, T0 + 10)).toEqual([]);
@@ -23,11 +21,11 @@ describe("cancelTask", () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue);
     const { leaseToken } = await leaseOne(queue, T0);
-    const requested = await cancelTask(db(), id, T0 + 1);
+    const requested = await store().cancelTask(id, T0 + 1);
     expect(requested).toMatchObject({ state: "processing", cancelRequested: 1, finishedAt: null, leaseToken });
 
     await expectEdgeqError(
-      heartbeatTask(db(), { id, leaseToken, extendS: 30, progress: 50 }, T0 + 2),
+      store().heartbeatTask({ id, leaseToken, extendS: 30, progress: 50 }, T0 + 2),
       "task_cancelled",
     );
     expect(await row(id)).toMatchObject({
@@ -37,7 +35,7 @@ describe("cancelTask", () => {
       leaseExpiresAt: null,
     });
     // The lease is over: a later ack is lease_lost.
-    const [late] = await completeTasks(db(), [{ id, leaseToken }], T0 + 3);
+    const [late] = await store().completeTasks([{ id, leaseToken }], T0 + 3);
     expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
   });
 
@@ -45,8 +43,8 @@ describe("cancelTask", () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue);
     const { leaseToken } = await leaseOne(queue, T0);
-    await cancelTask(db(), id, T0 + 1);
-    const [outcome] = await completeTasks(db(), [{ id, leaseToken, result: { done: true } }], T0 + 2);
+    await store().cancelTask(id, T0 + 1);
+    const [outcome] = await store().completeTasks([{ id, leaseToken, result: { done: true } }], T0 + 2);
     expect(outcome).toMatchObject({ id, ok: false, error: { code: "task_cancelled" } });
     expect(await row(id)).toMatchObject({ state: "cancelled", result: null, finishedAt: T0 + 2, leaseToken: null });
   });
@@ -55,8 +53,8 @@ describe("cancelTask", () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue, { maxAttempts: 5 });
     const { leaseToken } = await leaseOne(queue, T0);
-    await cancelTask(db(), id, T0 + 1);
-    const [outcome] = await failTasks(db(), [{ id, leaseToken, message: "stopped" }], T0 + 2);
+    await store().cancelTask(id, T0 + 1);
+    const [outcome] = await store().failTasks([{ id, leaseToken, message: "stopped" }], T0 + 2);
     expect(outcome).toMatchObject({ id, ok: false, error: { code: "task_cancelled" } });
     expect(await row(id)).toMatchObject({ state: "cancelled", finishedAt: T0 + 2, leaseToken: null });
   });
@@ -66,21 +64,23 @@ describe("cancelTask", () => {
     const completed = await completedTask(queue);
     const dead = await deadTask(queue);
     const cancelled = await enqueueOne(queue);
-    await cancelTask(db(), cancelled, T0 + 1);
+    await store().cancelTask(cancelled, T0 + 1);
     const processing = await enqueueOne(queue);
     await leaseOne(queue, T0 + 2);
-    await cancelTask(db(), processing, T0 + 3);
+    await store().cancelTask(processing, T0 + 3);
     const before = await snapshot(queue);
 
     for (const id of [completed, dead, cancelled, processing]) {
-      await expectEdgeqError(cancelTask(db(), id, T0 + 10), "invalid_transition");
+      await expectEdgeqError(store().cancelTask(id, T0 + 10), "invalid_transition");
     }
     expect(await snapshot(queue)).toEqual(before);
-    await expectEdgeqError(cancelTask(db(), MISSING_ID, T0), "not_found");
+    await expectEdgeqError(store().cancelTask(MISSING_ID, T0), "not_found");
   });
 });
 
-describe("cancelQueueTasks", () => {
+describeStore("cancelQueueTasks", (kind) => {
+  const { store, enqueueOne, enqueueMany, leaseOne, completedTask, row } = storeFixtures(kind);
+
   it("cancels only the given group's live tasks", async () => {
     const queue = uniqueQueue();
     const other = uniqueQueue();
@@ -90,8 +90,12 @@ describe("cancelQueueTasks", () => {
     const otherA = await enqueueOne(other, { group: "a" });
     const done = await completedTask(queue, { group: "a", priority: 20 });
 
-    const result = await cancelQueueTasks(db(), queue, { group: "a" }, T0 + 5);
-    expect(result).toEqual({ cancelled: 2, cancel_requested: 1 });
+    const result = await store().cancelQueueTasks(queue, { group: "a" }, T0 + 5);
+    expect({ ...result, ids: result.ids.sort() }).toEqual({
+      cancelled: 2,
+      cancel_requested: 1,
+      ids: [a1!, a2!].sort(),
+    });
     expect(await row(a1!)).toMatchObject({ state: "cancelled", finishedAt: T0 + 5 });
     expect(await row(a2!)).toMatchObject({ state: "cancelled", finishedAt: T0 + 5 });
     expect(await row(a3!)).toMatchObject({ state: "processing", cancelRequested: 1 });
@@ -101,19 +105,30 @@ describe("cancelQueueTasks", () => {
     expect(await row(done)).toMatchObject({ state: "completed", finishedAt: T0 + 1 });
 
     // Again: nothing left to cancel in the group (the processing one was already asked).
-    expect(await cancelQueueTasks(db(), queue, { group: "a" }, T0 + 6)).toEqual({ cancelled: 0, cancel_requested: 0 });
+    expect(await store().cancelQueueTasks(queue, { group: "a" }, T0 + 6)).toEqual({
+      cancelled: 0,
+      cancel_requested: 0,
+      ids: [],
+    });
     // Without a group: the rest of the queue.
-    expect(await cancelQueueTasks(db(), queue, {}, T0 + 7)).toEqual({ cancelled: 2, cancel_requested: 0 });
+    const rest = await store().cancelQueueTasks(queue, {}, T0 + 7);
+    expect({ ...rest, ids: rest.ids.sort() }).toEqual({
+      cancelled: 2,
+      cancel_requested: 0,
+      ids: [b1!, none!].sort(),
+    });
     expect(await row(otherA)).toMatchObject({ state: "pending" });
   });
 });
 
-describe("retryTask", () => {
+describeStore("retryTask", (kind) => {
+  const { store, enqueueOne, leaseOne, completedTask, deadTask, row, snapshot } = storeFixtures(kind);
+
   it("revives a dead task: pending now, attempts reset, error history kept", async () => {
     const queue = uniqueQueue();
     const id = await deadTask(queue);
     const errorsBefore = (await row(id)).errors;
-    const revived = await retryTask(db(), id, T0 + 100);
+    const revived = await store().retryTask(id, T0 + 100);
     expect(revived).toMatchObject({ id, state: "pending", attempts: 0, runAt: T0 + 100, finishedAt: null });
     expect(await row(id)).toMatchObject({
       state: "pending",
@@ -129,8 +144,8 @@ describe("retryTask", () => {
   it("revives a cancelled task", async () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue);
-    await cancelTask(db(), id, T0 + 1);
-    expect(await retryTask(db(), id, T0 + 2)).toMatchObject({ state: "pending", cancelRequested: 0, runAt: T0 + 2 });
+    await store().cancelTask(id, T0 + 1);
+    expect(await store().retryTask(id, T0 + 2)).toMatchObject({ state: "pending", cancelRequested: 0, runAt: T0 + 2 });
   });
 
   it("refuses live and completed tasks (invalid_transition) and unknown ids (not_found)", async () => {
@@ -141,10 +156,10 @@ describe("retryTask", () => {
     await leaseOne(queue, T0);
     const before = await snapshot(queue);
     for (const id of [completed, pending, processing]) {
-      await expectEdgeqError(retryTask(db(), id, T0 + 10), "invalid_transition");
+      await expectEdgeqError(store().retryTask(id, T0 + 10), "invalid_transition");
     }
     expect(await snapshot(queue)).toEqual(before);
-    await expectEdgeqError(retryTask(db(), MISSING_ID, T0), "not_found");
+    await expectEdgeqError(store().retryTask(MISSING_ID, T0), "not_found");
   });
 
   it("is dedupe_conflict when a live task holds its dedupe key, and changes nothing", async () => {
@@ -153,16 +168,18 @@ describe("retryTask", () => {
     const live = await enqueueOne(queue, { dedupeKey: "k" }, T0 + 2);
     expect(live).not.toBe(dead);
     const before = await snapshot(queue);
-    await expectEdgeqError(retryTask(db(), dead, T0 + 3), "dedupe_conflict");
+    await expectEdgeqError(store().retryTask(dead, T0 + 3), "dedupe_conflict");
     expect(await snapshot(queue)).toEqual(before);
 
     // Once the holder is gone, the retry goes through.
-    await cancelTask(db(), live, T0 + 4);
-    expect(await retryTask(db(), dead, T0 + 5)).toMatchObject({ state: "pending", dedupeKey: "k" });
+    await store().cancelTask(live, T0 + 4);
+    expect(await store().retryTask(dead, T0 + 5)).toMatchObject({ state: "pending", dedupeKey: "k" });
   });
 });
 
-describe("redriveQueue", () => {
+describeStore("redriveQueue", (kind) => {
+  const { store, enqueueOne, completedTask, deadTask, row } = storeFixtures(kind);
+
   it("moves every dead task of the queue back to pending", async () => {
     const queue = uniqueQueue();
     const dead1 = await deadTask(queue);
@@ -170,7 +187,7 @@ describe("redriveQueue", () => {
     const done = await completedTask(queue, {}, T0 + 20);
     const otherDead = await deadTask(uniqueQueue());
 
-    const { redriven, ids } = await redriveQueue(db(), queue, {}, T0 + 100);
+    const { redriven, ids } = await store().redriveQueue(queue, {}, T0 + 100);
     expect(redriven).toBe(2);
     expect(ids.sort()).toEqual([dead1, dead2].sort());
     for (const id of [dead1, dead2]) {
@@ -178,14 +195,14 @@ describe("redriveQueue", () => {
     }
     expect((await row(done)).state).toBe("completed");
     expect((await row(otherDead)).state).toBe("dead");
-    expect(await redriveQueue(db(), queue, {}, T0 + 200)).toEqual({ redriven: 0, ids: [] });
+    expect(await store().redriveQueue(queue, {}, T0 + 200)).toEqual({ redriven: 0, ids: [] });
   });
 
   it("can be scoped to a group", async () => {
     const queue = uniqueQueue();
     const inGroup = await deadTask(queue, { group: "g" });
     const outside = await deadTask(queue, { group: "h" }, T0 + 10);
-    const { ids } = await redriveQueue(db(), queue, { group: "g" }, T0 + 100);
+    const { ids } = await store().redriveQueue(queue, { group: "g" }, T0 + 100);
     expect(ids).toEqual([inGroup]);
     expect((await row(inGroup)).state).toBe("pending");
     expect((await row(outside)).state).toBe("dead");
@@ -199,7 +216,7 @@ describe("redriveQueue", () => {
     const holder = await enqueueOne(queue, { dedupeKey: "k" }, T0 + 30);
     const blockedBefore = await row(blocked);
 
-    const { redriven, ids } = await redriveQueue(db(), queue, {}, T0 + 100);
+    const { redriven, ids } = await store().redriveQueue(queue, {}, T0 + 100);
     expect(redriven).toBe(2);
     expect(ids.sort()).toEqual([free, plain].sort());
     expect(await row(blocked)).toEqual(blockedBefore);
@@ -211,8 +228,8 @@ describe("redriveQueue", () => {
     const blocked = await deadTask(queue, { dedupeKey: "k" }); // the lowest id: picked first by id order
     const free = await deadTask(queue, {}, T0 + 10);
     await enqueueOne(queue, { dedupeKey: "k" }, T0 + 20);
-    expect(await redriveQueue(db(), queue, { limit: 1 }, T0 + 100)).toEqual({ redriven: 1, ids: [free] });
-    expect(await redriveQueue(db(), queue, { limit: 1 }, T0 + 100)).toEqual({ redriven: 0, ids: [] });
+    expect(await store().redriveQueue(queue, { limit: 1 }, T0 + 100)).toEqual({ redriven: 1, ids: [free] });
+    expect(await store().redriveQueue(queue, { limit: 1 }, T0 + 100)).toEqual({ redriven: 0, ids: [] });
     expect((await row(blocked)).state).toBe("dead");
   });
 
@@ -220,7 +237,7 @@ describe("redriveQueue", () => {
     const queue = uniqueQueue();
     const first = await deadTask(queue, { dedupeKey: "k" });
     const second = await deadTask(queue, { dedupeKey: "k" }, T0 + 10);
-    const { ids } = await redriveQueue(db(), queue, {}, T0 + 100);
+    const { ids } = await store().redriveQueue(queue, {}, T0 + 100);
     expect(ids).toHaveLength(1);
     const states = [(await row(first)).state, (await row(second)).state].sort();
     expect(states).toEqual(["dead", "pending"]);
@@ -229,9 +246,9 @@ describe("redriveQueue", () => {
   it("redrives cancelled tasks when asked for state cancelled, and only those", async () => {
     const queue = uniqueQueue();
     const cancelled = await enqueueOne(queue);
-    await cancelTask(db(), cancelled, T0 + 1);
+    await store().cancelTask(cancelled, T0 + 1);
     const dead = await deadTask(queue, {}, T0 + 10);
-    const { ids } = await redriveQueue(db(), queue, { state: "cancelled" }, T0 + 100);
+    const { ids } = await store().redriveQueue(queue, { state: "cancelled" }, T0 + 100);
     expect(ids).toEqual([cancelled]);
     expect(await row(cancelled)).toMatchObject({ state: "pending", runAt: T0 + 100, finishedAt: null });
     expect((await row(dead)).state).toBe("dead");
@@ -240,7 +257,7 @@ describe("redriveQueue", () => {
   it("honours limit", async () => {
     const queue = uniqueQueue();
     for (let i = 0; i < 3; i++) await deadTask(queue, {}, T0 + i * 10);
-    expect((await redriveQueue(db(), queue, { limit: 2 }, T0 + 100)).redriven).toBe(2);
-    expect((await redriveQueue(db(), queue, { limit: 2 }, T0 + 100)).redriven).toBe(1);
+    expect((await store().redriveQueue(queue, { limit: 2 }, T0 + 100)).redriven).toBe(2);
+    expect((await store().redriveQueue(queue, { limit: 2 }, T0 + 100)).redriven).toBe(1);
   });
 });

@@ -1,41 +1,44 @@
-import { sql } from "drizzle-orm";
 import { decodeTime } from "ulid";
-import { describe, expect, it } from "vitest";
-import type { TaskRow } from "../../src/db/schema";
-import { cancelTask } from "../../src/engine/cancel";
-import { completeTasks } from "../../src/engine/complete";
+import { expect, it } from "vitest";
 import type { ChildTaskSpec } from "../../src/contracts/task";
 import type { NewTask } from "../../src/engine/enqueue";
-import { failTasks } from "../../src/engine/fail";
-import { putQueueConfig } from "../../src/engine/queue-config";
-import { T0, db, row, uniqueQueue, PROCESSORS } from "../helpers";
-import { VT_MS, enqueueOne, lease, leaseOne } from "./fixtures";
+import type { StoredTask } from "../../src/engine/store";
+import { T0, uniqueQueue, PROCESSORS } from "../helpers";
+import { VT_MS, storeFixtures } from "./conformance/fixtures";
+import { describeStore, type StoreKind } from "./conformance/store-kinds";
 
-/** Every task whose payload names `parentId` as its parent, in id order. */
-async function childrenOf(parentId: string): Promise<TaskRow[]> {
-  const ids = await db().all<{ id: string }>(
-    sql`SELECT id FROM tasks WHERE json_extract(payload, '$.parent.id') = ${parentId} ORDER BY id`,
-  );
-  return Promise.all(ids.map((r) => row(r.id)));
-}
+/** The chaining tests' shortcuts over `kind`'s store. */
+function chainFixtures(kind: StoreKind) {
+  const fixtures = storeFixtures(kind);
+  const { enqueueOne, leaseOne, row } = fixtures;
 
-/** Enqueues a parent with `then` at T0 and leases it at T0. */
-async function leasedParent(queue: string, then: ChildTaskSpec[], task: NewTask = {}) {
-  const id = await enqueueOne(queue, { type: "parent", ...task, then });
-  const leased = await leaseOne(queue, T0);
-  expect(leased.id).toBe(id);
-  return leased;
+  /** Every task whose payload names `parentId` as its parent, in id order. */
+  async function childrenOf(parentId: string): Promise<StoredTask[]> {
+    return Promise.all((await kind.childrenOf(parentId)).map((id) => row(id)));
+  }
+
+  /** Enqueues a parent with `then` at T0 and leases it at T0. */
+  async function leasedParent(queue: string, then: ChildTaskSpec[], task: NewTask = {}) {
+    const id = await enqueueOne(queue, { type: "parent", ...task, then });
+    const leased = await leaseOne(queue, T0);
+    expect(leased.id).toBe(id);
+    return leased;
+  }
+
+  return { ...fixtures, childrenOf, leasedParent };
 }
 
 const ULID = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
 
-describe("then: children are enqueued exactly when the parent completes", () => {
+describeStore("then: children are enqueued exactly when the parent completes", (kind) => {
+  const { store, row, childrenOf, leasedParent } = chainFixtures(kind);
+
   it("a completion enqueues every child, in the same batch, and reports them", async () => {
     const queue = uniqueQueue("chain");
     const parent = await leasedParent(queue, [{ type: "a" }, { type: "b" }]);
     expect(await childrenOf(parent.id)).toEqual([]);
 
-    const [outcome] = await completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
+    const [outcome] = await store().completeTasks([{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
 
     expect(outcome).toMatchObject({ ok: true, state: "completed" });
     const children = await childrenOf(parent.id);
@@ -48,18 +51,18 @@ describe("then: children are enqueued exactly when the parent completes", () => 
   const noChildren: Array<[string, (p: { id: string; leaseToken: string }) => Promise<unknown>, string]> = [
     [
       "a retryable failure",
-      (p) => failTasks(db(), [{ id: p.id, leaseToken: p.leaseToken, message: "boom" }], T0 + 10),
+      (p) => store().failTasks([{ id: p.id, leaseToken: p.leaseToken, message: "boom" }], T0 + 10),
       "pending",
     ],
     [
       "a permanent failure (dead)",
-      (p) => failTasks(db(), [{ id: p.id, leaseToken: p.leaseToken, message: "bad", retryable: false }], T0 + 10),
+      (p) => store().failTasks([{ id: p.id, leaseToken: p.leaseToken, message: "bad", retryable: false }], T0 + 10),
       "dead",
     ],
     [
       "a completion with a stale token",
       async (p) => {
-        const [outcome] = await completeTasks(db(), [{ id: p.id, leaseToken: "0".repeat(32) }], T0 + 10);
+        const [outcome] = await store().completeTasks([{ id: p.id, leaseToken: "0".repeat(32) }], T0 + 10);
         expect(outcome).toMatchObject({ ok: false, error: { code: "lease_lost" } });
       },
       "processing",
@@ -67,7 +70,7 @@ describe("then: children are enqueued exactly when the parent completes", () => 
     [
       "a completion after the lease expired",
       async (p) => {
-        const [outcome] = await completeTasks(db(), [{ id: p.id, leaseToken: p.leaseToken }], T0 + VT_MS);
+        const [outcome] = await store().completeTasks([{ id: p.id, leaseToken: p.leaseToken }], T0 + VT_MS);
         expect(outcome).toMatchObject({ ok: false, error: { code: "lease_lost" } });
       },
       "processing",
@@ -75,8 +78,8 @@ describe("then: children are enqueued exactly when the parent completes", () => 
     [
       "a completion after a cancel was requested",
       async (p) => {
-        await cancelTask(db(), p.id, T0 + 5);
-        const [outcome] = await completeTasks(db(), [{ id: p.id, leaseToken: p.leaseToken }], T0 + 10);
+        await store().cancelTask(p.id, T0 + 5);
+        const [outcome] = await store().completeTasks([{ id: p.id, leaseToken: p.leaseToken }], T0 + 10);
         expect(outcome).toMatchObject({ ok: false, error: { code: "task_cancelled" } });
       },
       "cancelled",
@@ -97,44 +100,18 @@ describe("then: children are enqueued exactly when the parent completes", () => 
     const queue = uniqueQueue("chain");
     const parent = await leasedParent(queue, [{ type: "a" }]);
     const item = { id: parent.id, leaseToken: parent.leaseToken, result: 1 };
-    expect((await completeTasks(db(), [item], T0 + 10))[0]).toMatchObject({ ok: true });
+    expect((await store().completeTasks([item], T0 + 10))[0]).toMatchObject({ ok: true });
 
-    const [again] = await completeTasks(db(), [item], T0 + 11);
+    const [again] = await store().completeTasks([item], T0 + 11);
 
     expect(again).toMatchObject({ ok: true, state: "completed", repeated: true, children: [] });
     expect(await childrenOf(parent.id)).toHaveLength(1);
   });
-
-  it("a child that cannot be inserted rolls the whole completion back: the parent is not completed either", async () => {
-    const queue = uniqueQueue("chain");
-    const parent = await leasedParent(queue, [{ type: "fine" }]);
-    // A spec the API would refuse, stored directly: the child insert violates tasks.type NOT NULL.
-    await db().run(
-      sql`UPDATE tasks SET then_tasks = ${JSON.stringify([{ type: "fine" }, { type: null }])} WHERE id = ${parent.id}`,
-    );
-    const before = await row(parent.id);
-
-    await expect(
-      completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken, result: { x: 1 } }], T0 + 10),
-    ).rejects.toThrow(/NOT NULL/i);
-
-    expect(await row(parent.id)).toEqual(before);
-    expect(before).toMatchObject({ state: "processing", result: null, leaseToken: parent.leaseToken });
-    expect(await childrenOf(parent.id)).toEqual([]);
-
-    // The token was not consumed: with a valid spec the same completion now goes through.
-    await db().run(sql`UPDATE tasks SET then_tasks = ${JSON.stringify([{ type: "fine" }])} WHERE id = ${parent.id}`);
-    const [outcome] = await completeTasks(
-      db(),
-      [{ id: parent.id, leaseToken: parent.leaseToken, result: { x: 1 } }],
-      T0 + 11,
-    );
-    expect(outcome).toMatchObject({ ok: true, state: "completed" });
-    expect((await childrenOf(parent.id)).map((c) => c.type)).toEqual(["fine"]);
-  });
 });
 
-describe("then: what a child gets", () => {
+describeStore("then: what a child gets", (kind) => {
+  const { store, enqueueOne, lease, leaseOne, childrenOf, leasedParent } = chainFixtures(kind);
+
   it("its payload gets parent { id, type, result } next to its own fields; no payload gets just the parent", async () => {
     const queue = uniqueQueue("chain");
     const parent = await leasedParent(queue, [
@@ -143,7 +120,7 @@ describe("then: what a child gets", () => {
     ]);
     const result = { tags: ["a", "b"], score: 0.5, nested: { ok: true }, text: 'quote " and \\' };
 
-    await completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken, result }], T0 + 10);
+    await store().completeTasks([{ id: parent.id, leaseToken: parent.leaseToken, result }], T0 + 10);
 
     const children = await childrenOf(parent.id);
     const byType = Object.fromEntries(children.map((c) => [c.type, JSON.parse(c.payload) as unknown]));
@@ -158,7 +135,7 @@ describe("then: what a child gets", () => {
     const queue = uniqueQueue("chain");
     const parent = await leasedParent(queue, [{ type: "a" }]);
 
-    await completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
+    await store().completeTasks([{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
 
     const [child] = await childrenOf(parent.id);
     expect(JSON.parse(child!.payload)).toEqual({ parent: { id: parent.id, type: "parent", result: null } });
@@ -177,7 +154,7 @@ describe("then: what a child gets", () => {
       { group: "g1", priority: 5 },
     );
 
-    await completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
+    await store().completeTasks([{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
 
     const byType = Object.fromEntries((await childrenOf(parent.id)).map((c) => [c.type, c]));
     expect(byType.inherits).toMatchObject({ queue, groupKey: "g1", priority: 5 });
@@ -193,7 +170,7 @@ describe("then: what a child gets", () => {
       { type: "fraction", delay_s: 1.5 },
     ]);
 
-    const [outcome] = await completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
+    const [outcome] = await store().completeTasks([{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
 
     const byType = Object.fromEntries((await childrenOf(parent.id)).map((c) => [c.type, c]));
     expect(byType.now!.runAt).toBe(T0 + 10);
@@ -210,8 +187,8 @@ describe("then: what a child gets", () => {
     const queue = uniqueQueue("chain");
     const configured = uniqueQueue("chain-configured");
     const unconfigured = uniqueQueue("chain-default");
-    await putQueueConfig(db(), queue, { max_attempts: 9 }, T0, PROCESSORS);
-    await putQueueConfig(db(), configured, { max_attempts: 7 }, T0, PROCESSORS);
+    await store().putQueueConfig(queue, { max_attempts: 9 }, T0, PROCESSORS);
+    await store().putQueueConfig(configured, { max_attempts: 7 }, T0, PROCESSORS);
     const parent = await leasedParent(queue, [
       { type: "same-queue" },
       { type: "configured", queue: configured },
@@ -219,7 +196,7 @@ describe("then: what a child gets", () => {
       { type: "explicit", queue: configured, max_attempts: 2 },
     ]);
 
-    await completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
+    await store().completeTasks([{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
 
     const byType = Object.fromEntries((await childrenOf(parent.id)).map((c) => [c.type, c.maxAttempts]));
     expect(byType).toEqual({ "same-queue": 9, configured: 7, unconfigured: 3, explicit: 2 });
@@ -230,7 +207,7 @@ describe("then: what a child gets", () => {
     const grandchildSpec: ChildTaskSpec = { type: "grandchild", payload: { level: 2 } };
     const parent = await leasedParent(queue, [{ type: "child", then: [grandchildSpec] }]);
 
-    await completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
+    await store().completeTasks([{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
     const [child] = await childrenOf(parent.id);
     expect(child).toMatchObject({ type: "child" });
     expect(JSON.parse(child!.thenTasks!)).toEqual([grandchildSpec]);
@@ -239,7 +216,7 @@ describe("then: what a child gets", () => {
 
     const leasedChild = await leaseOne(queue, T0 + 20);
     expect(leasedChild.id).toBe(child!.id);
-    await completeTasks(db(), [{ id: child!.id, leaseToken: leasedChild.leaseToken, result: "child done" }], T0 + 30);
+    await store().completeTasks([{ id: child!.id, leaseToken: leasedChild.leaseToken, result: "child done" }], T0 + 30);
 
     const [grandchild] = await childrenOf(child!.id);
     expect(grandchild).toMatchObject({ type: "grandchild", queue, runAt: T0 + 30, thenTasks: null });
@@ -253,7 +230,7 @@ describe("then: what a child gets", () => {
     const queue = uniqueQueue("chain");
     const parent = await leasedParent(queue, [{ type: "leaf" }]);
 
-    await completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
+    await store().completeTasks([{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
 
     const [child] = await childrenOf(parent.id);
     expect(child!.thenTasks).toBeNull();
@@ -266,8 +243,7 @@ describe("then: what a child gets", () => {
     const leased = await lease(queue, T0);
     const token = (id: string) => leased.find((t) => t.id === id)!.leaseToken!;
 
-    const outcomes = await completeTasks(
-      db(),
+    const outcomes = await store().completeTasks(
       [
         { id: first, leaseToken: token(first), result: "r1" },
         { id: second, leaseToken: token(second), result: "r2" },
@@ -293,22 +269,20 @@ describe("then: what a child gets", () => {
     const queue = uniqueQueue("chain");
     const live = await enqueueOne(queue, { type: "existing", dedupeKey: "live-key", runAt: T0 + 3_600_000 });
     const finishedHolder = await enqueueOne(queue, { type: "old", dedupeKey: "done-key", runAt: T0 + 3_600_000 });
-    await cancelTask(db(), finishedHolder, T0);
+    await store().cancelTask(finishedHolder, T0);
     const parent = await leasedParent(queue, [
       { type: "dup", dedupe_key: "live-key" },
       { type: "fresh", dedupe_key: "done-key" },
     ]);
 
-    const [outcome] = await completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
+    const [outcome] = await store().completeTasks([{ id: parent.id, leaseToken: parent.leaseToken }], T0 + 10);
 
     expect(outcome).toMatchObject({ ok: true, state: "completed" });
     const children = await childrenOf(parent.id);
     expect(children.map((c) => c.type)).toEqual(["fresh"]);
     expect(outcome!.ok && outcome!.children.map((c) => c.id)).toEqual([children[0]!.id]);
-    const holders = await db().all<{ id: string }>(
-      sql`SELECT id FROM tasks WHERE queue = ${queue} AND dedupe_key = 'live-key'`,
-    );
-    expect(holders).toEqual([{ id: live }]);
+    const holders = await store().listTasks(queue, { dedupe_key: "live-key", limit: 100 });
+    expect(holders.tasks.map((t) => t.id)).toEqual([live]);
   });
 
   it("children ids are ULIDs of the completion time, sorting after the parent's id", async () => {
@@ -316,7 +290,7 @@ describe("then: what a child gets", () => {
     const parent = await leasedParent(queue, [{ type: "a" }, { type: "b" }, { type: "c", delay_s: 60 }]);
     const completedAt = T0 + 1234;
 
-    await completeTasks(db(), [{ id: parent.id, leaseToken: parent.leaseToken }], completedAt);
+    await store().completeTasks([{ id: parent.id, leaseToken: parent.leaseToken }], completedAt);
 
     const children = await childrenOf(parent.id);
     expect(children).toHaveLength(3);

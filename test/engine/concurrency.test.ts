@@ -1,17 +1,15 @@
-import { describe, expect, it } from "vitest";
-import { completeTasks } from "../../src/engine/complete";
-import { enqueueTasks } from "../../src/engine/enqueue";
-import { failTasks } from "../../src/engine/fail";
-import { heartbeatTask } from "../../src/engine/heartbeat";
-import { leaseTasks } from "../../src/engine/lease";
-import { listTasks } from "../../src/engine/read";
-import { T0, db, row, uniqueQueue } from "../helpers";
-import { enqueueMany, leaseOne } from "./fixtures";
+import { expect, it } from "vitest";
+import { T0, uniqueQueue } from "../helpers";
+import { storeFixtures } from "./conformance/fixtures";
+import { describeStore } from "./conformance/store-kinds";
 
-// D1 runs one statement at a time per database; these tests fire many engine calls at once (each with its
-// own Db handle, as concurrent requests would) and check that no interleaving breaks an invariant.
+// These tests fire many store calls at once, as concurrent requests would, and check that no interleaving
+// breaks an invariant (D1 runs one statement at a time per database; another store keeps the same promise
+// its own way).
 
-describe("concurrent leasers", () => {
+describeStore("concurrent leasers", (kind) => {
+  const { store, enqueueMany, leaseOne, row } = storeFixtures(kind);
+
   it("25 leasers over 60 tasks take every task exactly once", async () => {
     const queue = uniqueQueue();
     const ids = await enqueueMany(
@@ -20,7 +18,7 @@ describe("concurrent leasers", () => {
     );
     const batches = await Promise.all(
       Array.from({ length: 25 }, (_, w) =>
-        leaseTasks(db(), { queue, max: 4, visibilityTimeoutS: 30, holder: `w${w}` }, T0 + 1),
+        store().leaseTasks({ queue, max: 4, visibilityTimeoutS: 30, holder: `w${w}` }, T0 + 1),
       ),
     );
     const leasedIds = batches.flat().map((t) => t.id);
@@ -34,8 +32,7 @@ describe("concurrent leasers", () => {
     // Each holder's token is the stored one: every task was leased once, by the leaser that got it.
     const outcomes = await Promise.all(
       batches.map((batch) =>
-        completeTasks(
-          db(),
+        store().completeTasks(
           batch.map((t) => ({ id: t.id, leaseToken: t.leaseToken!, result: { by: t.leaseHolder } })),
           T0 + 2,
         ),
@@ -43,7 +40,7 @@ describe("concurrent leasers", () => {
     );
     expect(outcomes.flat()).toHaveLength(60);
     expect(outcomes.flat().every((o) => o.ok && o.state === "completed")).toBe(true);
-    const { tasks } = await listTasks(db(), queue, { limit: 100 });
+    const { tasks } = await store().listTasks(queue, { limit: 100 });
     expect(tasks.every((t) => t.state === "completed" && t.attempts === 1)).toBe(true);
     const holderById = new Map(batches.flat().map((t) => [t.id, t.leaseHolder]));
     expect(tasks.every((t) => JSON.parse(t.result!).by === holderById.get(t.id))).toBe(true);
@@ -56,7 +53,7 @@ describe("concurrent leasers", () => {
     const outcomes = (
       await Promise.all(
         Array.from({ length: 10 }, (_, n) =>
-          completeTasks(db(), [{ id: id!, leaseToken: leased.leaseToken, result: { n } }], T0 + 1),
+          store().completeTasks([{ id: id!, leaseToken: leased.leaseToken, result: { n } }], T0 + 1),
         ),
       )
     ).flat();
@@ -77,9 +74,11 @@ describe("concurrent leasers", () => {
     const [id] = await enqueueMany(queue, [{}]);
     const { leaseToken } = await leaseOne(queue, T0);
     const [completed, failed] = await Promise.all([
-      completeTasks(db(), [{ id: id!, leaseToken }], T0 + 1),
-      failTasks(db(), [{ id: id!, leaseToken, message: "x" }], T0 + 1),
-      heartbeatTask(db(), { id: id!, leaseToken, extendS: 30 }, T0 + 1).catch((e: unknown) => e),
+      store().completeTasks([{ id: id!, leaseToken }], T0 + 1),
+      store().failTasks([{ id: id!, leaseToken, message: "x" }], T0 + 1),
+      store()
+        .heartbeatTask({ id: id!, leaseToken, extendS: 30 }, T0 + 1)
+        .catch((e: unknown) => e),
     ]);
     const acks = [completed![0]!, failed![0]!];
     expect(acks.filter((o) => o.ok)).toHaveLength(1);
@@ -90,17 +89,19 @@ describe("concurrent leasers", () => {
   });
 });
 
-describe("concurrent enqueues", () => {
+describeStore("concurrent enqueues", (kind) => {
+  const { store } = storeFixtures(kind);
+
   it("20 enqueues with one dedupe key create exactly one task", async () => {
     const queue = uniqueQueue();
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, n) => enqueueTasks(db(), queue, [{ dedupeKey: "same", payload: { n } }], T0)),
+      Array.from({ length: 20 }, (_, n) => store().enqueueTasks(queue, [{ dedupeKey: "same", payload: { n } }], T0)),
     );
     const outcomes = results.map((r) => r.tasks[0]!);
     expect(new Set(outcomes.map((o) => o.id)).size).toBe(1);
     expect(outcomes.filter((o) => !o.deduplicated)).toHaveLength(1);
     expect(outcomes.filter((o) => o.deduplicated)).toHaveLength(19);
-    const { tasks } = await listTasks(db(), queue, { limit: 100 });
+    const { tasks } = await store().listTasks(queue, { limit: 100 });
     expect(tasks).toHaveLength(1);
     const creator = outcomes.findIndex((o) => !o.deduplicated);
     expect(JSON.parse(tasks[0]!.payload)).toEqual({ n: creator });
@@ -108,9 +109,9 @@ describe("concurrent enqueues", () => {
 
   it("concurrent enqueues without keys all create distinct tasks", async () => {
     const queue = uniqueQueue();
-    const results = await Promise.all(Array.from({ length: 20 }, () => enqueueTasks(db(), queue, [{}, {}, {}], T0)));
+    const results = await Promise.all(Array.from({ length: 20 }, () => store().enqueueTasks(queue, [{}, {}, {}], T0)));
     const ids = results.flatMap((r) => r.tasks.map((t) => t.id));
     expect(new Set(ids).size).toBe(60);
-    expect((await listTasks(db(), queue, { limit: 100 })).tasks).toHaveLength(60);
+    expect((await store().listTasks(queue, { limit: 100 })).tasks).toHaveLength(60);
   });
 });

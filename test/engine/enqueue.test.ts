@@ -1,28 +1,19 @@
-import { env } from "cloudflare:workers";
-import { sql } from "drizzle-orm";
 import { decodeTime } from "ulid";
-import { describe, expect, it } from "vitest";
-import { cancelTask } from "../../src/engine/cancel";
-import { completeTasks } from "../../src/engine/complete";
-import { enqueueTasks } from "../../src/engine/enqueue";
-import { leaseTasks } from "../../src/engine/lease";
-import { openDb } from "../../src/db/client";
-import { MAX_ENQUEUE_CHUNK_TASKS, MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/contracts/limits";
-import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
-import { T0, db, row, snapshot, uniqueQueue, PROCESSORS } from "../helpers";
-import { completedTask, deadTask, enqueueOne, expectEdgeqError, leaseOne } from "./fixtures";
+import { expect, it } from "vitest";
+import { MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/contracts/limits";
+import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
+import { T0, uniqueQueue, PROCESSORS } from "../helpers";
+import { expectEdgeqError, storeFixtures } from "./conformance/fixtures";
+import { describeStore } from "./conformance/store-kinds";
 
-async function countTasks(queue: string): Promise<number> {
-  const result = await db().get<{ n: number }>(sql`SELECT count(*) AS n FROM tasks WHERE queue = ${queue}`);
-  return result!.n;
-}
+describeStore("enqueueTasks: volume and atomicity", (kind) => {
+  const { store, countTasks, row } = storeFixtures(kind);
 
-describe("enqueueTasks: volume and atomicity", () => {
   it("stores 10,000 tasks from one call, results in input order with unique ascending ids", async () => {
     const queue = uniqueQueue();
     // ~1.5 MB of rows: more than one MAX_ENQUEUE_CHUNK_BYTES statement inside the batch.
     const input = Array.from({ length: MAX_ENQUEUE_TASKS }, (_, i) => ({ payload: { i, pad: "x".repeat(80) } }));
-    const { tasks, earliestRunAt } = await enqueueTasks(db(), queue, input, T0);
+    const { tasks, earliestRunAt } = await store().enqueueTasks(queue, input, T0);
 
     expect(tasks).toHaveLength(10_000);
     expect(await countTasks(queue)).toBe(10_000);
@@ -33,65 +24,10 @@ describe("enqueueTasks: volume and atomicity", () => {
     for (let i = 1; i < ids.length; i++) expect(ids[i]! > ids[i - 1]!).toBe(true);
 
     // Input order: result i is the task with payload i.
-    const stored = await db().all<{ id: string; i: number }>(
-      sql`SELECT id, payload->>'i' AS i FROM tasks WHERE queue = ${queue}`,
-    );
-    const indexById = new Map(stored.map((r) => [r.id, Number(r.i)]));
+    const stored = await store().listTasks(queue, { limit: MAX_ENQUEUE_TASKS });
+    expect(stored.tasks).toHaveLength(10_000);
+    const indexById = new Map(stored.tasks.map((t) => [t.id, (JSON.parse(t.payload) as { i: number }).i]));
     expect(ids.every((id, i) => indexById.get(id) === i)).toBe(true);
-  });
-
-  it("inserts a large call chunk after chunk: its first chunk is leasable before the call ends", async () => {
-    const queue = uniqueQueue();
-    // The D1 binding, holding the enqueue after its first insert (a batch with the chunk's counters, since
-    // every id here is made by the call) until the test lets it go on.
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let firstInsertDone!: () => void;
-    const firstInsert = new Promise<void>((resolve) => (firstInsertDone = resolve));
-    let inserts = 0;
-    const insertStatements = new WeakSet<D1PreparedStatement>();
-    const holding = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop === "prepare") {
-          return (query: string) => {
-            const stmt = target.prepare(query);
-            if (!query.trimStart().startsWith("INSERT INTO tasks")) return stmt;
-            return {
-              bind: (...values: unknown[]) => {
-                const bound = stmt.bind(...values);
-                insertStatements.add(bound);
-                return bound;
-              },
-            };
-          };
-        }
-        if (prop === "batch") {
-          return async (statements: D1PreparedStatement[]) => {
-            const results = await target.batch(statements);
-            if (statements.some((s) => insertStatements.has(s)) && ++inserts === 1) {
-              firstInsertDone();
-              await held;
-            }
-            return results;
-          };
-        }
-        return Reflect.get(target, prop, target) as unknown;
-      },
-    });
-    const input = Array.from({ length: 3 * MAX_ENQUEUE_CHUNK_TASKS }, (_, i) => ({ payload: { i } }));
-    const enqueued = enqueueTasks(openDb(holding), queue, input, T0);
-    await firstInsert;
-
-    // The first chunk is committed on its own: a lease sees exactly its tasks, the rest are not there yet.
-    expect(await countTasks(queue)).toBe(MAX_ENQUEUE_CHUNK_TASKS);
-    const leased = await leaseTasks(db(), { queue, max: 100, visibilityTimeoutS: 30, holder: null }, T0);
-    expect(leased.map((t) => JSON.parse(t.payload).i)).toEqual(Array.from({ length: 100 }, (_, i) => i));
-
-    release();
-    const { tasks } = await enqueued;
-    expect(inserts).toBe(3);
-    expect(tasks).toHaveLength(3 * MAX_ENQUEUE_CHUNK_TASKS);
-    expect(await countTasks(queue)).toBe(3 * MAX_ENQUEUE_CHUNK_TASKS);
   });
 
   it("rejects a call with one oversized payload and inserts nothing", async () => {
@@ -99,14 +35,14 @@ describe("enqueueTasks: volume and atomicity", () => {
     const atLimit = "a".repeat(MAX_PAYLOAD_BYTES - 2); // JSON adds the two quotes: exactly the limit
     const tooBig = "a".repeat(MAX_PAYLOAD_BYTES - 1);
     const error = await expectEdgeqError(
-      enqueueTasks(db(), queue, [{ payload: 1 }, { payload: atLimit }, { payload: tooBig }, { payload: 4 }], T0),
+      store().enqueueTasks(queue, [{ payload: 1 }, { payload: atLimit }, { payload: tooBig }, { payload: 4 }], T0),
       "payload_too_large",
     );
     expect(error.message).toContain("tasks[2]");
     expect(await countTasks(queue)).toBe(0);
 
     // The limit itself is allowed.
-    const { tasks } = await enqueueTasks(db(), queue, [{ payload: atLimit }], T0);
+    const { tasks } = await store().enqueueTasks(queue, [{ payload: atLimit }], T0);
     expect(JSON.parse((await row(tasks[0]!.id)).payload)).toHaveLength(MAX_PAYLOAD_BYTES - 2);
   });
 
@@ -114,7 +50,7 @@ describe("enqueueTasks: volume and atomicity", () => {
     const queue = uniqueQueue();
     // "é" is 2 bytes in UTF-8: half the limit in characters is already over it in bytes.
     await expectEdgeqError(
-      enqueueTasks(db(), queue, [{ payload: "é".repeat(MAX_PAYLOAD_BYTES / 2) }], T0),
+      store().enqueueTasks(queue, [{ payload: "é".repeat(MAX_PAYLOAD_BYTES / 2) }], T0),
       "payload_too_large",
     );
     expect(await countTasks(queue)).toBe(0);
@@ -123,20 +59,22 @@ describe("enqueueTasks: volume and atomicity", () => {
   it("rejects more than MAX_ENQUEUE_TASKS tasks and inserts nothing", async () => {
     const queue = uniqueQueue();
     const input = Array.from({ length: MAX_ENQUEUE_TASKS + 1 }, () => ({}));
-    await expectEdgeqError(enqueueTasks(db(), queue, input, T0), "payload_too_large");
+    await expectEdgeqError(store().enqueueTasks(queue, input, T0), "payload_too_large");
     expect(await countTasks(queue)).toBe(0);
   });
 });
 
-describe("enqueueTasks: client-supplied ids", () => {
+describeStore("enqueueTasks: client-supplied ids", (kind) => {
+  const { store, countTasks, leaseOne, row, snapshot } = storeFixtures(kind);
+
   it("re-enqueueing an existing id is a no-op returning the existing task", async () => {
     const queue = uniqueQueue();
     const id = "01KDVDNA0000000000000CL1NT";
-    const first = await enqueueTasks(db(), queue, [{ id, payload: { v: 1 }, priority: 5 }], T0);
+    const first = await store().enqueueTasks(queue, [{ id, payload: { v: 1 }, priority: 5 }], T0);
     expect(first.tasks).toEqual([{ id, state: "pending", deduplicated: false }]);
     const before = await snapshot(queue);
 
-    const again = await enqueueTasks(db(), queue, [{ id, payload: { v: 2 }, priority: 9 }], T0 + 1000);
+    const again = await store().enqueueTasks(queue, [{ id, payload: { v: 2 }, priority: 9 }], T0 + 1000);
     expect(again.tasks).toEqual([{ id, state: "pending", deduplicated: true }]);
     expect(again.earliestRunAt).toBeNull();
     expect(await snapshot(queue)).toEqual(before);
@@ -146,9 +84,9 @@ describe("enqueueTasks: client-supplied ids", () => {
   it("reports the existing task's current state", async () => {
     const queue = uniqueQueue();
     const id = "01KDVDNA0000000000000CL1N2";
-    await enqueueTasks(db(), queue, [{ id }], T0);
+    await store().enqueueTasks(queue, [{ id }], T0);
     await leaseOne(queue, T0);
-    const again = await enqueueTasks(db(), queue, [{ id }], T0 + 1);
+    const again = await store().enqueueTasks(queue, [{ id }], T0 + 1);
     expect(again.tasks).toEqual([{ id, state: "processing", deduplicated: true }]);
     expect(await countTasks(queue)).toBe(1);
   });
@@ -156,21 +94,20 @@ describe("enqueueTasks: client-supplied ids", () => {
   it("rejects an id whose ULID time is ahead of the clock, inserting nothing", async () => {
     const queue = uniqueQueue();
     const future = "01KDZ0000000000000000CL1NT"; // 2026-01-02T09:18Z, a day after T0
-    await expect(enqueueTasks(db(), queue, [{}, { id: future }], T0)).rejects.toMatchObject({
+    await expect(store().enqueueTasks(queue, [{}, { id: future }], T0)).rejects.toMatchObject({
       code: "invalid_request",
       message: expect.stringMatching(/^tasks\[1\]\.id: its ULID time is in the future/),
     });
     expect(await countTasks(queue)).toBe(0);
     // Within five minutes of skew it is accepted.
-    const soon = await enqueueTasks(db(), queue, [{ id: future }], decodeTime(future) - 4 * 60 * 1000);
+    const soon = await store().enqueueTasks(queue, [{ id: future }], decodeTime(future) - 4 * 60 * 1000);
     expect(soon.tasks[0]).toMatchObject({ id: future, deduplicated: false });
   });
 
   it("inserts a repeated id within one call once", async () => {
     const queue = uniqueQueue();
     const id = "01KDVDNA0000000000000CL1N3";
-    const { tasks } = await enqueueTasks(
-      db(),
+    const { tasks } = await store().enqueueTasks(
       queue,
       [
         { id, payload: "a" },
@@ -186,11 +123,13 @@ describe("enqueueTasks: client-supplied ids", () => {
   });
 });
 
-describe("enqueueTasks: dedupe keys", () => {
+describeStore("enqueueTasks: dedupe keys", (kind) => {
+  const { store, countTasks, enqueueOne, leaseOne, completedTask, deadTask, row } = storeFixtures(kind);
+
   it("returns the live task holding the key instead of creating one", async () => {
     const queue = uniqueQueue();
-    const first = await enqueueTasks(db(), queue, [{ dedupeKey: "k", payload: 1 }], T0);
-    const second = await enqueueTasks(db(), queue, [{ dedupeKey: "k", payload: 2 }], T0 + 1);
+    const first = await store().enqueueTasks(queue, [{ dedupeKey: "k", payload: 1 }], T0);
+    const second = await store().enqueueTasks(queue, [{ dedupeKey: "k", payload: 2 }], T0 + 1);
     expect(second.tasks).toEqual([{ id: first.tasks[0]!.id, state: "pending", deduplicated: true }]);
     expect(second.earliestRunAt).toBeNull();
     expect(await countTasks(queue)).toBe(1);
@@ -199,8 +138,7 @@ describe("enqueueTasks: dedupe keys", () => {
 
   it("dedupes a key repeated inside one call to its first task", async () => {
     const queue = uniqueQueue();
-    const { tasks } = await enqueueTasks(
-      db(),
+    const { tasks } = await store().enqueueTasks(
       queue,
       [{ dedupeKey: "k", payload: 1 }, { dedupeKey: "other" }, { dedupeKey: "k", payload: 3 }],
       T0,
@@ -215,7 +153,7 @@ describe("enqueueTasks: dedupe keys", () => {
     const a = uniqueQueue();
     const b = uniqueQueue();
     const inA = await enqueueOne(a, { dedupeKey: "shared" });
-    const { tasks } = await enqueueTasks(db(), b, [{ dedupeKey: "shared" }], T0);
+    const { tasks } = await store().enqueueTasks(b, [{ dedupeKey: "shared" }], T0);
     expect(tasks[0]).toMatchObject({ state: "pending", deduplicated: false });
     expect(tasks[0]!.id).not.toBe(inA);
     expect(await row(tasks[0]!.id)).toMatchObject({ queue: b, dedupeKey: "shared" });
@@ -225,11 +163,11 @@ describe("enqueueTasks: dedupe keys", () => {
     const queue = uniqueQueue();
     const holder = await enqueueOne(queue, { dedupeKey: "k" });
     const leased = await leaseOne(queue, T0);
-    const whileProcessing = await enqueueTasks(db(), queue, [{ dedupeKey: "k" }], T0 + 1);
+    const whileProcessing = await store().enqueueTasks(queue, [{ dedupeKey: "k" }], T0 + 1);
     expect(whileProcessing.tasks).toEqual([{ id: holder, state: "processing", deduplicated: true }]);
 
-    await completeTasks(db(), [{ id: leased.id, leaseToken: leased.leaseToken }], T0 + 2);
-    const after = await enqueueTasks(db(), queue, [{ dedupeKey: "k" }], T0 + 3);
+    await store().completeTasks([{ id: leased.id, leaseToken: leased.leaseToken }], T0 + 2);
+    const after = await store().enqueueTasks(queue, [{ dedupeKey: "k" }], T0 + 3);
     expect(after.tasks[0]).toMatchObject({ state: "pending", deduplicated: false });
     expect(after.tasks[0]!.id).not.toBe(holder);
     expect(await countTasks(queue)).toBe(2);
@@ -240,10 +178,9 @@ describe("enqueueTasks: dedupe keys", () => {
     const completed = await completedTask(queue, { dedupeKey: "c" });
     const dead = await deadTask(queue, { dedupeKey: "d" });
     const cancelled = await enqueueOne(queue, { dedupeKey: "x" });
-    await cancelTask(db(), cancelled, T0 + 1);
+    await store().cancelTask(cancelled, T0 + 1);
 
-    const { tasks } = await enqueueTasks(
-      db(),
+    const { tasks } = await store().enqueueTasks(
       queue,
       [{ dedupeKey: "c" }, { dedupeKey: "d" }, { dedupeKey: "x" }],
       T0 + 2,
@@ -256,11 +193,12 @@ describe("enqueueTasks: dedupe keys", () => {
   });
 });
 
-describe("enqueueTasks: run time and attempts", () => {
+describeStore("enqueueTasks: run time and attempts", (kind) => {
+  const { store, enqueueOne, row } = storeFixtures(kind);
+
   it("does not lease a delayed task before its runAt", async () => {
     const queue = uniqueQueue();
-    const { tasks, earliestRunAt } = await enqueueTasks(
-      db(),
+    const { tasks, earliestRunAt } = await store().enqueueTasks(
       queue,
       [{ runAt: T0 + 60_000 }, { runAt: T0 + 5_000 }],
       T0,
@@ -269,7 +207,7 @@ describe("enqueueTasks: run time and attempts", () => {
     expect(await row(tasks[0]!.id)).toMatchObject({ runAt: T0 + 60_000, state: "pending" });
     // A one-hour lease, so the first task's lease does not lapse within the test's minute.
     const leaseHour = (now: number) =>
-      leaseTasks(db(), { queue, max: 100, visibilityTimeoutS: 3600, holder: null }, now);
+      store().leaseTasks({ queue, max: 100, visibilityTimeoutS: 3600, holder: null }, now);
     expect(await leaseHour(T0 + 4_999)).toEqual([]);
     expect((await leaseHour(T0 + 5_000)).map((t) => t.id)).toEqual([tasks[1]!.id]);
     expect(await leaseHour(T0 + 59_999)).toEqual([]);
@@ -279,8 +217,8 @@ describe("enqueueTasks: run time and attempts", () => {
   it("takes max_attempts from the queue config unless the task overrides it", async () => {
     const configured = uniqueQueue();
     const unconfigured = uniqueQueue();
-    await putQueueConfig(db(), configured, { max_attempts: 7 }, T0, PROCESSORS);
-    const [byConfig, byTask] = (await enqueueTasks(db(), configured, [{}, { maxAttempts: 2 }], T0)).tasks;
+    await store().putQueueConfig(configured, { max_attempts: 7 }, T0, PROCESSORS);
+    const [byConfig, byTask] = (await store().enqueueTasks(configured, [{}, { maxAttempts: 2 }], T0)).tasks;
     const byDefault = await enqueueOne(unconfigured);
     expect((await row(byConfig!.id)).maxAttempts).toBe(7);
     expect((await row(byTask!.id)).maxAttempts).toBe(2);
@@ -290,7 +228,11 @@ describe("enqueueTasks: run time and attempts", () => {
   it("stores type, priority, group and payload as given, with defaults for the rest", async () => {
     const queue = uniqueQueue();
     const [full, bare] = (
-      await enqueueTasks(db(), queue, [{ type: "render", priority: -3, group: "g1", payload: { a: [1, "b"] } }, {}], T0)
+      await store().enqueueTasks(
+        queue,
+        [{ type: "render", priority: -3, group: "g1", payload: { a: [1, "b"] } }, {}],
+        T0,
+      )
     ).tasks;
     expect(await row(full!.id)).toMatchObject({
       queue,

@@ -1,15 +1,17 @@
-import { describe, expect, it } from "vitest";
-import { failTasks } from "../../src/engine/fail";
+import { expect, it } from "vitest";
 import { MAX_ERROR_MESSAGE_CHARS } from "../../src/contracts/limits";
-import { T0, db, row, uniqueQueue } from "../helpers";
-import { enqueueOne, lease, leaseOne } from "./fixtures";
+import { T0, uniqueQueue } from "../helpers";
+import { storeFixtures } from "./conformance/fixtures";
+import { describeStore } from "./conformance/store-kinds";
 
-describe("failTasks policy", () => {
+describeStore("failTasks policy", (kind) => {
+  const { store, enqueueOne, lease, leaseOne, row } = storeFixtures(kind);
+
   it("retryable:false makes the task dead at once, with a permanent error", async () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue, { maxAttempts: 5 });
     const { leaseToken } = await leaseOne(queue, T0);
-    const [outcome] = await failTasks(db(), [{ id, leaseToken, message: "bad input", retryable: false }], T0 + 10);
+    const [outcome] = await store().failTasks([{ id, leaseToken, message: "bad input", retryable: false }], T0 + 10);
     expect(outcome).toMatchObject({ ok: true, state: "dead" });
     const stored = await row(id);
     expect(stored).toMatchObject({
@@ -27,7 +29,7 @@ describe("failTasks policy", () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue);
     const { leaseToken } = await leaseOne(queue, T0);
-    const [outcome] = await failTasks(db(), [{ id, leaseToken, message: "429", retryAfterS: 2.5 }], T0 + 7);
+    const [outcome] = await store().failTasks([{ id, leaseToken, message: "429", retryAfterS: 2.5 }], T0 + 7);
     expect(outcome).toMatchObject({ ok: true, state: "pending", run_at: T0 + 7 + 2_500 });
     expect(await row(id)).toMatchObject({
       state: "pending",
@@ -43,7 +45,7 @@ describe("failTasks policy", () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue);
     const { leaseToken } = await leaseOne(queue, T0);
-    await failTasks(db(), [{ id, leaseToken, message: "now", retryAfterS: 0 }], T0 + 3);
+    await store().failTasks([{ id, leaseToken, message: "now", retryAfterS: 0 }], T0 + 3);
     expect((await row(id)).runAt).toBe(T0 + 3);
   });
 
@@ -55,8 +57,7 @@ describe("failTasks policy", () => {
     for (let attempt = 1; attempt <= 3; attempt++) {
       const { leaseToken, attempts } = await leaseOne(queue, now);
       expect(attempts).toBe(attempt);
-      const [outcome] = await failTasks(
-        db(),
+      const [outcome] = await store().failTasks(
         [{ id, leaseToken, message: `fail ${attempt}`, retryAfterS: 1 }],
         now + 5,
       );
@@ -74,7 +75,7 @@ describe("failTasks policy", () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue);
     const { leaseToken } = await leaseOne(queue, T0);
-    await failTasks(db(), [{ id, leaseToken, message: "x".repeat(MAX_ERROR_MESSAGE_CHARS + 500) }], T0 + 1);
+    await store().failTasks([{ id, leaseToken, message: "x".repeat(MAX_ERROR_MESSAGE_CHARS + 500) }], T0 + 1);
     const [entry] = JSON.parse((await row(id)).errors) as Array<{ message: string }>;
     expect(entry!.message).toHaveLength(MAX_ERROR_MESSAGE_CHARS);
   });

@@ -1,20 +1,23 @@
-import { describe, expect, it } from "vitest";
-import { completeTasks } from "../../src/engine/complete";
-import { enqueueTasks } from "../../src/engine/enqueue";
-import { failTasks } from "../../src/engine/fail";
-import { leaseTasks } from "../../src/engine/lease";
+import { expect, it } from "vitest";
 import { backoffBoundsMs } from "../../src/engine/retry-policy";
 import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
-import { T0, db, row, uniqueQueue } from "../helpers";
+import { T0, uniqueQueue } from "../helpers";
+import { storeFixtures } from "./conformance/fixtures";
+import { describeStore } from "./conformance/store-kinds";
 
-describe("a task's successful life", () => {
+describeStore("a task's successful life", (kind) => {
+  const { store, row } = storeFixtures(kind);
+
   it("goes pending -> processing -> completed, fenced by its lease token", async () => {
     const queue = uniqueQueue();
-    const { tasks } = await enqueueTasks(db(), queue, [{ payload: { n: 1 } }], T0);
+    const { tasks } = await store().enqueueTasks(queue, [{ payload: { n: 1 } }], T0);
     expect(tasks).toEqual([{ id: expect.any(String), state: "pending", deduplicated: false }]);
     const id = tasks[0]!.id;
 
-    const [leased, ...rest] = await leaseTasks(db(), { queue, max: 10, visibilityTimeoutS: 30, holder: "w1" }, T0 + 1);
+    const [leased, ...rest] = await store().leaseTasks(
+      { queue, max: 10, visibilityTimeoutS: 30, holder: "w1" },
+      T0 + 1,
+    );
     expect(rest).toEqual([]);
     expect(leased).toMatchObject({
       id,
@@ -25,8 +28,7 @@ describe("a task's successful life", () => {
     });
     expect(leased!.leaseToken).toMatch(/^[0-9a-f]{32}$/);
 
-    const [outcome] = await completeTasks(
-      db(),
+    const [outcome] = await store().completeTasks(
       [{ id, leaseToken: leased!.leaseToken!, result: { ok: true } }],
       T0 + 2,
     );
@@ -43,10 +45,10 @@ describe("a task's successful life", () => {
 
   it("retries a failure after a capped, jittered backoff and dies at max attempts", async () => {
     const queue = uniqueQueue();
-    const { tasks } = await enqueueTasks(db(), queue, [{ maxAttempts: 2 }], T0);
+    const { tasks } = await store().enqueueTasks(queue, [{ maxAttempts: 2 }], T0);
     const id = tasks[0]!.id;
-    const [first] = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 30, holder: null }, T0);
-    const [failed] = await failTasks(db(), [{ id, leaseToken: first!.leaseToken!, message: "boom" }], T0 + 10);
+    const [first] = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: null }, T0);
+    const [failed] = await store().failTasks([{ id, leaseToken: first!.leaseToken!, message: "boom" }], T0 + 10);
     expect(failed).toMatchObject({ ok: true, state: "pending" });
     const retried = await row(id);
     const bounds = backoffBoundsMs(1, DEFAULT_QUEUE_CONFIG.backoff_base_s, DEFAULT_QUEUE_CONFIG.backoff_cap_s);
@@ -54,13 +56,12 @@ describe("a task's successful life", () => {
     expect(retried.runAt - (T0 + 10)).toBeLessThanOrEqual(bounds.max);
     expect(JSON.parse(retried.errors)).toEqual([{ attempt: 1, at: T0 + 10, message: "boom", kind: "error" }]);
 
-    expect(await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 30, holder: null }, retried.runAt - 1)).toEqual(
-      [],
-    );
-    const [second] = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 30, holder: null }, retried.runAt);
+    expect(
+      await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: null }, retried.runAt - 1),
+    ).toEqual([]);
+    const [second] = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: null }, retried.runAt);
     expect(second).toMatchObject({ id, attempts: 2 });
-    const [dead] = await failTasks(
-      db(),
+    const [dead] = await store().failTasks(
       [{ id, leaseToken: second!.leaseToken!, message: "boom again" }],
       retried.runAt + 5,
     );

@@ -1,10 +1,10 @@
-import { describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import type { NewTask } from "../../src/engine/enqueue";
-import { cancelTask } from "../../src/engine/cancel";
-import { leaseOrder, leaseTasks, nextRunAt } from "../../src/engine/lease";
-import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
-import { PROCESSORS, T0, db, row, uniqueQueue } from "../helpers";
-import { VT_MS, enqueueMany, enqueueOne, lease } from "./fixtures";
+import { leaseOrder } from "../../src/engine/lease";
+import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
+import { PROCESSORS, T0, uniqueQueue } from "../helpers";
+import { VT_MS, storeFixtures, type StoreFixtures } from "./conformance/fixtures";
+import { describeStore } from "./conformance/store-kinds";
 
 /**
  * A mix where each tie-breaker matters: two priorities share run_at values, two tasks share priority and
@@ -21,15 +21,18 @@ const MIX: Array<NewTask & { label: string }> = [
 ];
 const EXPECTED = ["p9", "p5-early-a", "p5-early-b", "p5-late", "p0-early", "p0-late", "neg"];
 
-async function enqueueMix(queue: string): Promise<Map<string, string>> {
+async function enqueueMix({ enqueueMany }: StoreFixtures, queue: string): Promise<Map<string, string>> {
   const ids = await enqueueMany(queue, MIX); // the engine reads only NewTask's fields
   return new Map(ids.map((id, i) => [id, MIX[i]!.label]));
 }
 
-describe("lease order", () => {
+describeStore("lease order", (kind) => {
+  const fixtures = storeFixtures(kind);
+  const { enqueueMany, lease } = fixtures;
+
   it("is priority DESC, then run_at, then id, one task at a time", async () => {
     const queue = uniqueQueue();
-    const labels = await enqueueMix(queue);
+    const labels = await enqueueMix(fixtures, queue);
     const order: string[] = [];
     for (let i = 0; i < MIX.length; i++) {
       const leased = await lease(queue, T0 + i, 1);
@@ -42,7 +45,7 @@ describe("lease order", () => {
 
   it("returns a batch lease sorted in the same order", async () => {
     const queue = uniqueQueue();
-    const labels = await enqueueMix(queue);
+    const labels = await enqueueMix(fixtures, queue);
     const leased = await lease(queue, T0, 100);
     expect(leased.map((t) => labels.get(t.id))).toEqual(EXPECTED);
     expect([...leased].sort(leaseOrder).map((t) => t.id)).toEqual(leased.map((t) => t.id));
@@ -50,7 +53,7 @@ describe("lease order", () => {
 
   it("takes the best tasks first when max cuts the batch", async () => {
     const queue = uniqueQueue();
-    const labels = await enqueueMix(queue);
+    const labels = await enqueueMix(fixtures, queue);
     const first = await lease(queue, T0, 3);
     expect(first.map((t) => labels.get(t.id))).toEqual(EXPECTED.slice(0, 3));
     const second = await lease(queue, T0, 3);
@@ -71,7 +74,9 @@ describe("lease order", () => {
   });
 });
 
-describe("lease selection", () => {
+describeStore("lease selection", (kind) => {
+  const { store, enqueueOne, enqueueMany, lease, row } = storeFixtures(kind);
+
   it("never leases another queue's tasks", async () => {
     const mine = uniqueQueue();
     const other = uniqueQueue();
@@ -90,7 +95,7 @@ describe("lease selection", () => {
     ]);
     expect((await lease(queue, T0, 100)).map((t) => t.id)).toEqual([due]);
     expect((await row(future!)).state).toBe("pending");
-    expect(await nextRunAt(db(), queue, T0)).toBe(T0 + 1);
+    expect(await store().nextRunAt(queue, T0)).toBe(T0 + 1);
     expect((await lease(queue, T0 + 1, 100)).map((t) => t.id)).toEqual([future]);
   });
 
@@ -131,7 +136,7 @@ describe("lease selection", () => {
     const queue = uniqueQueue();
     const [last, cancelled] = await enqueueMany(queue, [{ maxAttempts: 1 }, {}]);
     await lease(queue, T0, 100);
-    await cancelTask(db(), cancelled!, T0 + 1);
+    await store().cancelTask(cancelled!, T0 + 1);
     expect(await lease(queue, T0 + 24 * 3600_000, 100)).toEqual([]);
     expect(await row(last!)).toMatchObject({ state: "processing", attempts: 1 });
     expect(await row(cancelled!)).toMatchObject({ state: "processing", cancelRequested: 1 });
@@ -156,15 +161,17 @@ describe("lease selection", () => {
   });
 });
 
-describe("lease length", () => {
+describeStore("lease length", (kind) => {
+  const { store, enqueueMany } = storeFixtures(kind);
+
   it("without a visibility timeout, the lease statement uses the queue's configured one, else the default", async () => {
     const configured = uniqueQueue();
     const unconfigured = uniqueQueue();
-    await putQueueConfig(db(), configured, { visibility_timeout_s: 120 }, T0, PROCESSORS);
+    await store().putQueueConfig(configured, { visibility_timeout_s: 120 }, T0, PROCESSORS);
     await enqueueMany(configured, [{}]);
     await enqueueMany(unconfigured, [{}]);
-    const [a] = await leaseTasks(db(), { queue: configured, max: 1, visibilityTimeoutS: null, holder: null }, T0);
-    const [b] = await leaseTasks(db(), { queue: unconfigured, max: 1, visibilityTimeoutS: null, holder: null }, T0);
+    const [a] = await store().leaseTasks({ queue: configured, max: 1, visibilityTimeoutS: null, holder: null }, T0);
+    const [b] = await store().leaseTasks({ queue: unconfigured, max: 1, visibilityTimeoutS: null, holder: null }, T0);
     expect(a!.leaseExpiresAt).toBe(T0 + 120_000);
     expect(b!.leaseExpiresAt).toBe(T0 + DEFAULT_QUEUE_CONFIG.visibility_timeout_s * 1000);
   });

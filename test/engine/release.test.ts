@@ -1,17 +1,18 @@
-import { describe, expect, it } from "vitest";
-import { cancelTask } from "../../src/engine/cancel";
-import { releaseTasks } from "../../src/engine/release";
-import { T0, db, row, snapshot, uniqueQueue } from "../helpers";
-import { VT_MS, enqueueOne, leaseOne } from "./fixtures";
+import { expect, it } from "vitest";
+import { T0, uniqueQueue } from "../helpers";
+import { VT_MS, storeFixtures } from "./conformance/fixtures";
+import { describeStore } from "./conformance/store-kinds";
 
-describe("releaseTasks (a worker hands back what it cannot finish)", () => {
+describeStore("releaseTasks (a worker hands back what it cannot finish)", (kind) => {
+  const { store, enqueueOne, leaseOne, row, snapshot } = storeFixtures(kind);
+
   it("returns the task to pending at once without counting the attempt, and it is leased again", async () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue, { maxAttempts: 1 });
     const leased = await leaseOne(queue, T0);
     expect(leased.attempts).toBe(1);
 
-    const [outcome] = await releaseTasks(db(), [{ id, leaseToken: leased.leaseToken }], T0 + 5);
+    const [outcome] = await store().releaseTasks([{ id, leaseToken: leased.leaseToken }], T0 + 5);
     expect(outcome).toMatchObject({ id, ok: true, state: "pending", run_at: T0 + 5 });
     expect(await row(id)).toMatchObject({
       state: "pending",
@@ -33,8 +34,8 @@ describe("releaseTasks (a worker hands back what it cannot finish)", () => {
     const leased = await leaseOne(queue, T0);
     const before = await snapshot(queue);
 
-    const [wrong] = await releaseTasks(db(), [{ id, leaseToken: "0".repeat(32) }], T0 + 1);
-    const [late] = await releaseTasks(db(), [{ id, leaseToken: leased.leaseToken }], T0 + VT_MS);
+    const [wrong] = await store().releaseTasks([{ id, leaseToken: "0".repeat(32) }], T0 + 1);
+    const [late] = await store().releaseTasks([{ id, leaseToken: leased.leaseToken }], T0 + VT_MS);
     expect(wrong).toMatchObject({ ok: false, error: { code: "lease_lost" } });
     expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
     expect(await snapshot(queue)).toEqual(before);
@@ -44,8 +45,8 @@ describe("releaseTasks (a worker hands back what it cannot finish)", () => {
     const queue = uniqueQueue();
     const id = await enqueueOne(queue);
     const leased = await leaseOne(queue, T0);
-    await cancelTask(db(), id, T0 + 1);
-    const [outcome] = await releaseTasks(db(), [{ id, leaseToken: leased.leaseToken }], T0 + 2);
+    await store().cancelTask(id, T0 + 1);
+    const [outcome] = await store().releaseTasks([{ id, leaseToken: leased.leaseToken }], T0 + 2);
     expect(outcome).toMatchObject({ ok: false, error: { code: "task_cancelled" } });
     expect(await row(id)).toMatchObject({ state: "cancelled", finishedAt: T0 + 2 });
   });

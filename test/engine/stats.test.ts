@@ -1,17 +1,19 @@
-import { describe, expect, it } from "vitest";
-import { cancelTask } from "../../src/engine/cancel";
-import { putQueueConfig } from "../../src/engine/queue-config";
-import { listQueues, listTasks, queueStats } from "../../src/engine/read";
+import { expect, it } from "vitest";
 import { TASK_STATES } from "../../src/contracts/states";
-import { T0, db, uniqueQueue, PROCESSORS } from "../helpers";
-import { completedTask, deadTask, enqueueMany, enqueueOne, leaseOne } from "./fixtures";
+import { T0, uniqueQueue, PROCESSORS } from "../helpers";
+import { storeFixtures, type StoreFixtures } from "./conformance/fixtures";
+import { describeStore } from "./conformance/store-kinds";
 
 /** One task in every state, plus extra pending ones (due and not yet due), in `queue`. */
-async function populate(queue: string, group?: string): Promise<void> {
+async function populate(
+  { store, completedTask, deadTask, enqueueOne, enqueueMany, leaseOne }: StoreFixtures,
+  queue: string,
+  group?: string,
+): Promise<void> {
   await completedTask(queue, { group }, T0);
   await deadTask(queue, { group }, T0 + 10);
   const cancelled = await enqueueOne(queue, { group }, T0 + 20);
-  await cancelTask(db(), cancelled, T0 + 21);
+  await store().cancelTask(cancelled, T0 + 21);
   const processing = await enqueueOne(queue, { group }, T0 + 30);
   expect((await leaseOne(queue, T0 + 30)).id).toBe(processing);
   await enqueueMany(
@@ -25,11 +27,14 @@ async function populate(queue: string, group?: string): Promise<void> {
   );
 }
 
-describe("queueStats", () => {
+describeStore("queueStats", (kind) => {
+  const fixtures = storeFixtures(kind);
+  const { store, enqueueMany, deadTask } = fixtures;
+
   it("counts every state and the due pending work", async () => {
     const queue = uniqueQueue();
-    await populate(queue);
-    const stats = await queueStats(db(), queue, {}, T0 + 1_000);
+    await populate(fixtures, queue);
+    const stats = await store().queueStats(queue, {}, T0 + 1_000);
     expect(Object.keys(stats.counts).sort()).toEqual([...TASK_STATES].sort());
     expect(stats).toEqual({
       queue,
@@ -38,13 +43,13 @@ describe("queueStats", () => {
       oldest_due_at: T0 + 40,
     });
     // Once the delayed task is due, it counts; oldest_due_at stays the oldest.
-    expect(await queueStats(db(), queue, {}, T0 + 60_000)).toMatchObject({ due: 3, oldest_due_at: T0 + 40 });
+    expect(await store().queueStats(queue, {}, T0 + 60_000)).toMatchObject({ due: 3, oldest_due_at: T0 + 40 });
     // Before any is due.
-    expect(await queueStats(db(), queue, {}, T0 + 39)).toMatchObject({ due: 0, oldest_due_at: null });
+    expect(await store().queueStats(queue, {}, T0 + 39)).toMatchObject({ due: 0, oldest_due_at: null });
   });
 
   it("reports all five states as zero for an unknown queue", async () => {
-    const stats = await queueStats(db(), uniqueQueue(), {}, T0);
+    const stats = await store().queueStats(uniqueQueue(), {}, T0);
     expect(stats.counts).toEqual({ pending: 0, processing: 0, completed: 0, dead: 0, cancelled: 0 });
     expect(stats).toMatchObject({ due: 0, oldest_due_at: null });
   });
@@ -57,28 +62,31 @@ describe("queueStats", () => {
       { group: "g", runAt: T0 + 6 },
       { group: "h", runAt: T0 + 1 },
     ]);
-    expect(await queueStats(db(), queue, { group: "g" }, T0 + 100)).toEqual({
+    expect(await store().queueStats(queue, { group: "g" }, T0 + 100)).toEqual({
       queue,
       counts: { pending: 2, processing: 0, completed: 0, dead: 0, cancelled: 0 },
       due: 2,
       oldest_due_at: T0 + 5,
     });
-    expect(await queueStats(db(), queue, { group: "h" }, T0 + 100)).toMatchObject({
+    expect(await store().queueStats(queue, { group: "h" }, T0 + 100)).toMatchObject({
       counts: { pending: 1, dead: 1 },
       due: 1,
       oldest_due_at: T0 + 1,
     });
-    expect((await queueStats(db(), queue, {}, T0 + 100)).counts.pending).toBe(3);
+    expect((await store().queueStats(queue, {}, T0 + 100)).counts.pending).toBe(3);
   });
 });
 
-describe("listQueues", () => {
+describeStore("listQueues", (kind) => {
+  const fixtures = storeFixtures(kind);
+  const { store } = fixtures;
+
   it("includes queues with tasks and configured queues without tasks", async () => {
     const withTasks = uniqueQueue("a");
     const configuredOnly = uniqueQueue("b");
-    await populate(withTasks);
-    await putQueueConfig(db(), configuredOnly, { max_attempts: 4 }, T0, PROCESSORS);
-    const all = await listQueues(db());
+    await populate(fixtures, withTasks);
+    await store().putQueueConfig(configuredOnly, { max_attempts: 4 }, T0, PROCESSORS);
+    const all = await store().listQueues();
     const names = all.map((q) => q.queue);
     expect(names).toEqual([...names].sort((x, y) => x.localeCompare(y)));
     expect(all.find((q) => q.queue === withTasks)?.counts).toEqual({
@@ -98,7 +106,9 @@ describe("listQueues", () => {
   });
 });
 
-describe("listTasks", () => {
+describeStore("listTasks", (kind) => {
+  const { store, enqueueOne, enqueueMany } = storeFixtures(kind);
+
   it("visits every task exactly once, in id order, page by page", async () => {
     const queue = uniqueQueue();
     const ids = await enqueueMany(
@@ -110,7 +120,7 @@ describe("listTasks", () => {
     let cursor: string | undefined;
     let pages = 0;
     for (;;) {
-      const page = await listTasks(db(), queue, { limit: 5, cursor });
+      const page = await store().listTasks(queue, { limit: 5, cursor });
       pages += 1;
       expect(page.tasks.length).toBeLessThanOrEqual(5);
       seen.push(...page.tasks.map((t) => t.id));
@@ -126,8 +136,8 @@ describe("listTasks", () => {
   it("gives no cursor when the last page is exactly full", async () => {
     const queue = uniqueQueue();
     await enqueueMany(queue, [{}, {}, {}, {}]);
-    const first = await listTasks(db(), queue, { limit: 2 });
-    const second = await listTasks(db(), queue, { limit: 2, cursor: first.next_cursor! });
+    const first = await store().listTasks(queue, { limit: 2 });
+    const second = await store().listTasks(queue, { limit: 2, cursor: first.next_cursor! });
     expect(second.tasks).toHaveLength(2);
     expect(second.next_cursor).toBeNull();
   });
@@ -140,21 +150,20 @@ describe("listTasks", () => {
       { group: "h" },
       { type: "render", group: "g" },
     ]);
-    await cancelTask(db(), g2!, T0 + 1);
+    await store().cancelTask(g2!, T0 + 1);
 
-    const pendingG = await listTasks(db(), queue, { state: "pending", group: "g", limit: 10 });
+    const pendingG = await store().listTasks(queue, { state: "pending", group: "g", limit: 10 });
     expect(pendingG.tasks.map((t) => t.id)).toEqual([g1, typed]);
-    expect((await listTasks(db(), queue, { state: "cancelled", limit: 10 })).tasks.map((t) => t.id)).toEqual([g2]);
-    expect((await listTasks(db(), queue, { group: "h", limit: 10 })).tasks.map((t) => t.id)).toEqual([h1]);
-    expect((await listTasks(db(), queue, { type: "render", limit: 10 })).tasks.map((t) => t.id)).toEqual([typed]);
-    expect((await listTasks(db(), queue, { type: "default", group: "g", limit: 10 })).tasks.map((t) => t.id)).toEqual([
-      g1,
-      g2,
-    ]);
+    expect((await store().listTasks(queue, { state: "cancelled", limit: 10 })).tasks.map((t) => t.id)).toEqual([g2]);
+    expect((await store().listTasks(queue, { group: "h", limit: 10 })).tasks.map((t) => t.id)).toEqual([h1]);
+    expect((await store().listTasks(queue, { type: "render", limit: 10 })).tasks.map((t) => t.id)).toEqual([typed]);
+    expect((await store().listTasks(queue, { type: "default", group: "g", limit: 10 })).tasks.map((t) => t.id)).toEqual(
+      [g1, g2],
+    );
 
-    const page1 = await listTasks(db(), queue, { group: "g", limit: 2 });
+    const page1 = await store().listTasks(queue, { group: "g", limit: 2 });
     expect(page1.tasks.map((t) => t.id)).toEqual([g1, g2]);
-    const page2 = await listTasks(db(), queue, { group: "g", limit: 2, cursor: page1.next_cursor! });
+    const page2 = await store().listTasks(queue, { group: "g", limit: 2, cursor: page1.next_cursor! });
     expect(page2).toEqual({ tasks: [expect.objectContaining({ id: typed })], next_cursor: null });
   });
 });

@@ -1,26 +1,25 @@
-import { describe, expect, it } from "vitest";
-import { enqueueTasks } from "../../src/engine/enqueue";
-import { heartbeatTask } from "../../src/engine/heartbeat";
-import { leaseAnswers, leaseTasks } from "../../src/engine/lease";
-import { failTasks } from "../../src/engine/fail";
+import { expect, it } from "vitest";
 import { leasedTaskJson, toLeasedTaskView } from "../../src/engine/task-row";
-import { db, row, uniqueQueue } from "../helpers";
+import { uniqueQueue } from "../helpers";
+import { storeFixtures } from "./conformance/fixtures";
+import { describeStore } from "./conformance/store-kinds";
 
-describe("the lease answer rendered as text", () => {
+describeStore("the lease answer rendered as text", (kind) => {
+  const { store, row } = storeFixtures(kind);
+
   it("is exactly the JSON of the lease views, stored JSON spliced in unparsed", async () => {
     const queue = uniqueQueue("render");
     const now = Date.now();
     const payload = { text: 'héllo \u2028 "quoted" \\ ☃', n: [1, 2.5, null, { deep: true }] };
     const then = [{ type: "next", payload: { a: 1 } }];
-    const [task] = (await enqueueTasks(db(), queue, [{ payload, then, dedupeKey: "k", group: "g" }], now)).tasks;
-    const [first] = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, now);
-    await heartbeatTask(
-      db(),
+    const [task] = (await store().enqueueTasks(queue, [{ payload, then, dedupeKey: "k", group: "g" }], now)).tasks;
+    const [first] = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, now);
+    await store().heartbeatTask(
       { id: task!.id, leaseToken: first!.leaseToken!, extendS: 30, checkpoint: { step: 2 } },
       now,
     );
-    await failTasks(db(), [{ id: task!.id, leaseToken: first!.leaseToken!, message: "boom", retryAfterS: 0 }], now);
-    const leased = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, now + 1);
+    await store().failTasks([{ id: task!.id, leaseToken: first!.leaseToken!, message: "boom", retryAfterS: 0 }], now);
+    const leased = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, now + 1);
     expect(leased).toHaveLength(1);
     const view = JSON.parse(leasedTaskJson(leased[0]!));
     expect(view).toEqual(toLeasedTaskView(leased[0]!));
@@ -29,7 +28,10 @@ describe("the lease answer rendered as text", () => {
   });
 });
 
-describe("the lease answer rendered by SQLite (leaseAnswers)", () => {
+// The D1 store renders it in SQLite, inside the lease statement (leasedViewJsonSql).
+describeStore("the lease answer as the store renders it (leaseAnswers)", (kind) => {
+  const { store, row } = storeFixtures(kind);
+
   it("is the same view toLeasedTaskView renders from the stored row, field for field", async () => {
     const queue = uniqueQueue("sqlview");
     // Times whose milliseconds are awkward for a float (.001, .999, .500, odd ones) and the epoch's first.
@@ -45,16 +47,14 @@ describe("the lease answer rendered by SQLite (leaseAnswers)", () => {
       then: k === 2 ? [{ type: "next", payload: { a: 1 } }] : undefined,
       maxAttempts: 5,
     }));
-    const ids = (await enqueueTasks(db(), queue, input, now - 86_400_003)).tasks.map((t) => t.id);
+    const ids = (await store().enqueueTasks(queue, input, now - 86_400_003)).tasks.map((t) => t.id);
     // The two highest priorities: one gets a history (progress, checkpoint, a failed attempt, an expired
     // lease), the other stays held through the final lease.
-    const [storied, held] = await leaseTasks(
-      db(),
+    const [storied, held] = await store().leaseTasks(
       { queue, max: 2, visibilityTimeoutS: 3600, holder: "w" },
       now - 60_001,
     );
-    await heartbeatTask(
-      db(),
+    await store().heartbeatTask(
       {
         id: storied!.id,
         leaseToken: storied!.leaseToken!,
@@ -65,17 +65,15 @@ describe("the lease answer rendered by SQLite (leaseAnswers)", () => {
       },
       now - 60_001,
     );
-    await failTasks(
-      db(),
+    await store().failTasks(
       [{ id: storied!.id, leaseToken: storied!.leaseToken!, message: 'boom\n"x"', retryAfterS: 0 }],
       now - 59_000,
     );
-    const [again] = await leaseTasks(db(), { queue, max: 1, visibilityTimeoutS: 1, holder: "w" }, now - 58_000);
+    const [again] = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 1, holder: "w" }, now - 58_000);
     expect(again!.id).toBe(storied!.id);
 
     // A provisional lease (claim_by set), with the queue's own visibility timeout and no holder.
-    const leased = await leaseAnswers(
-      db(),
+    const leased = await store().leaseAnswers(
       { queue, max: 100, visibilityTimeoutS: null, holder: null, provisional: true },
       now,
     );

@@ -8,15 +8,16 @@ const DAY = 86_400_000;
 export interface LapsedMix {
   /** Two leases of 10 s (high priority), expired by `t + 120 s`. */
   expiring: StoredTask[];
-  /** A provisional lease (low priority) handed out at `t + 1 s`, unclaimed by `t + 120 s`. */
+  /** A provisional lease (low priority) handed out at `t + 1 s` for an hour, unclaimed by `t + 120 s`: past
+   * its claim window, but still its holder's until another lease takes it over. */
   handed: StoredTask[];
 }
 
 /**
  * A queue whose live tasks span two priorities at time `t`, with a max_run_s of 60: 4 tasks of priority 5,
  * all leased (2 for 10 s, 2 for an hour), 6 of priority 0 (one handed out provisionally), and one delayed
- * three days. At `t + 120 s` the short leases have expired, the provisional one went unclaimed, and every
- * lease has run over 60 s.
+ * three days. At `t + 120 s` the short leases have expired, the provisional one went unclaimed past its
+ * claim window (but has not expired), and every lease has run over 60 s.
  *
  * @example
  * const { expiring, handed } = await lapsedMix(store, queue, t);

@@ -1,0 +1,126 @@
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { openDb } from "../../../src/db/client";
+import { idLowerBound, pruneWindow, PRUNE_WINDOW, retentionCutoffId } from "../../../src/engine/purge";
+import { DEFAULT_QUEUE_CONFIG } from "../../../src/engine/queue-config";
+import { d1TaskStore } from "../../../src/engine/d1-store";
+import { T0, db, uniqueQueue, PROCESSORS } from "../../helpers";
+import { meteredD1 } from "../../support/metered-d1";
+import { storeFixtures } from "../conformance/fixtures";
+import { D1_STORE } from "../conformance/store-kinds";
+
+// D1 store only: purges and the retention prune walk the primary key, whose ULIDs sort by creation time —
+// this store's layout, read window by window (src/engine/purge.ts).
+
+const { store, enqueueOne, completedTask } = storeFixtures(D1_STORE);
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+
+async function exists(id: string): Promise<boolean> {
+  return (await db().get(sql`SELECT 1 AS present FROM tasks WHERE id = ${id}`)) !== undefined;
+}
+
+describe("the id bound of a purge on D1", () => {
+  it("keys the id bound to the time: every id created before `before` sorts below it", async () => {
+    const queue = uniqueQueue();
+    const id = await enqueueOne(queue, {}, T0 + 123);
+    expect(id < idLowerBound(T0 + 124)).toBe(true);
+    expect(id < idLowerBound(T0 + 123)).toBe(false);
+  });
+});
+
+/** A whole walk of the retention prune from the lowest id to the cutoff, as the ticks make it window by window. */
+async function pruneWalk(now: number): Promise<number> {
+  const below = await retentionCutoffId(db(), now);
+  let after = "";
+  let pruned = 0;
+  do {
+    const step = await pruneWindow(db(), now, { after, below });
+    pruned += step.pruned;
+    after = step.next;
+  } while (after !== "");
+  return pruned;
+}
+
+describe("the retention prune's walk", () => {
+  it("honours each queue's retention_s and the default for unconfigured queues", async () => {
+    const short = uniqueQueue();
+    const unconfigured = uniqueQueue();
+    await store().putQueueConfig(short, { retention_s: 3600 }, T0, PROCESSORS);
+    const shortDone = await completedTask(short); // finished T0 + 1
+    const shortLive = await enqueueOne(short, { runAt: T0 + 365 * DAY_MS });
+    const defaultDone = await completedTask(unconfigured); // finished T0 + 1
+    const retentionMs = DEFAULT_QUEUE_CONFIG.retention_s * 1000;
+
+    // Exactly at the retention boundary: kept (finished_at must be strictly older).
+    await pruneWalk(T0 + 1 + HOUR_MS);
+    expect(await exists(shortDone)).toBe(true);
+
+    await pruneWalk(T0 + 2 + HOUR_MS);
+    expect(await exists(shortDone)).toBe(false);
+    expect(await exists(defaultDone)).toBe(true);
+    expect(await exists(shortLive)).toBe(true);
+
+    await pruneWalk(T0 + 1 + retentionMs);
+    expect(await exists(defaultDone)).toBe(true);
+    expect(await pruneWalk(T0 + 2 + retentionMs)).toBeGreaterThanOrEqual(1);
+    expect(await exists(defaultDone)).toBe(false);
+    expect(await exists(shortLive)).toBe(true);
+  });
+
+  it("keeps a queue's tasks longer when its retention is longer than the default", async () => {
+    const long = uniqueQueue();
+    await store().putQueueConfig(long, { retention_s: 30 * 24 * 3600 }, T0, PROCESSORS);
+    const done = await completedTask(long);
+    await pruneWalk(T0 + 10 * DAY_MS);
+    expect(await exists(done)).toBe(true);
+    await pruneWalk(T0 + 31 * DAY_MS);
+    expect(await exists(done)).toBe(false);
+  });
+});
+
+describe("pruneByRetention (a tick's share of the walk)", () => {
+  it("reads a window of live tasks below the cutoff, never all of them, and goes on from there at the next tick", async () => {
+    // A day of this file's own, far below the cutoff of `now`: no other file may create tasks on it (the
+    // window reads ids by time, whatever their queue) — test/cron/tick-interrupted.test.ts uses days 260-460.
+    const t = T0 + 700 * DAY_MS;
+    const now = t + 30 * DAY_MS;
+    const queue = uniqueQueue("prune-walk");
+    // Three windows of live tasks (delayed a year), then a finished task behind them.
+    const live: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const input = Array.from({ length: PRUNE_WINDOW }, () => ({ runAt: t + 365 * DAY_MS }));
+      live.push(...(await store().enqueueTasks(queue, input, t + i)).tasks.map((task) => task.id));
+    }
+    const done = await completedTask(queue, {}, t + 10);
+
+    // One window over the live tasks: it reads PRUNE_WINDOW of them, deletes none, and names where to go on.
+    const meter = meteredD1(env.DB);
+    const below = await retentionCutoffId(db(), now);
+    const first = await pruneWindow(openDb(meter.db), now, { after: idLowerBound(t), below });
+    expect(first).toEqual({ pruned: 0, read: PRUNE_WINDOW, next: live[PRUNE_WINDOW - 1] });
+    expect(meter.usage.rowsRead).toBeLessThanOrEqual(PRUNE_WINDOW + 1);
+
+    // Tick after tick (from wherever other files' ticks left the walk), each reading a bounded number of rows,
+    // until the walk has passed the finished task: it is gone, every live task is kept.
+    let ticks = 0;
+    while (await exists(done)) {
+      expect(++ticks).toBeLessThan(500);
+      meter.reset();
+      const { pruned } = await d1TaskStore(openDb(meter.db)).pruneByRetention(now);
+      // A window reads PRUNE_WINDOW rows to find its end, and when it holds finished tasks, the same rows
+      // again to delete (one more read per finished row, for its queue's retention); another window only
+      // after one that was mostly deleted. Besides, one read of every queue's retention for the cutoff.
+      const queues = (await db().get<{ n: number }>(sql`SELECT count(*) AS n FROM queues`))!.n;
+      expect(meter.usage.largestCallRead).toBeLessThanOrEqual(Math.max(2 * PRUNE_WINDOW, queues) + 10);
+      expect(meter.usage.rowsRead).toBeLessThanOrEqual(
+        3 * PRUNE_WINDOW * (1 + (2 * pruned) / PRUNE_WINDOW) + queues + 10,
+      );
+    }
+    const left = await db().get<{ n: number }>(sql`SELECT count(*) AS n FROM tasks WHERE queue = ${queue}`);
+    expect(left!.n).toBe(live.length);
+    await db().run(sql`DELETE FROM tasks WHERE queue = ${queue}`);
+  });
+});
