@@ -2,7 +2,7 @@ import { WorkerEntrypoint } from "cloudflare:workers";
 import { z } from "zod";
 import { parseWire } from "../contracts/parse";
 import type { Env } from "../env";
-import { parseArguments, JsonText, type AnswerOf, type ApiOperation } from "../operations/api/define";
+import { parseArguments, JsonText, type AnswerOf, type ApiOperation, type RequestOf } from "../operations/api/define";
 import { leaseApi } from "../operations/api/lease-api";
 import { queueApi } from "../operations/api/queue-api";
 import { configureQueueOperation } from "../operations/api/queue-config-api";
@@ -47,47 +47,47 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
   }
 
   /** Enqueues one task, or up to 10,000 as `{ tasks: [...] }` (POST /v1/queues/{queue}/tasks). */
-  enqueue(queue: string, body: unknown) {
+  enqueue(queue: string, body: RequestOf<typeof queueApi.enqueue>) {
     return this.run("enqueue", queueApi.enqueue, { queue }, body);
   }
 
   /** Leases up to `max` tasks, waiting up to `wait_s` (POST /v1/queues/{queue}/lease). */
-  lease(queue: string, body: unknown = {}) {
+  lease(queue: string, body: RequestOf<typeof leaseApi.lease> = {}) {
     return this.run("lease", leaseApi.lease, { queue }, body);
   }
 
   /** Withdraws a long poll by its `waiter_id`: it answers at once, with no tasks (POST /v1/queues/{queue}/lease/withdraw). */
-  withdraw(queue: string, body: unknown) {
+  withdraw(queue: string, body: RequestOf<typeof leaseApi.withdraw>) {
     return this.run("withdraw", leaseApi.withdraw, { queue }, body);
   }
 
   /** Completes, fails and releases leased tasks, each on its own; `lease` leases the next batch too. */
-  ack(queue: string, body: unknown) {
+  ack(queue: string, body: RequestOf<typeof leaseApi.ack>) {
     return this.run("ack", leaseApi.ack, { queue }, body);
   }
 
   /** Extends (and claims) leases (POST /v1/queues/{queue}/extend). */
-  extend(queue: string, body: unknown) {
+  extend(queue: string, body: RequestOf<typeof leaseApi.extend>) {
     return this.run("extend", leaseApi.extend, { queue }, body);
   }
 
   /** Completes one leased task (POST /v1/tasks/{id}/complete). */
-  complete(id: string, body: unknown) {
+  complete(id: string, body: RequestOf<typeof taskApi.complete>) {
     return this.run("complete", taskApi.complete, { id }, body);
   }
 
   /** Fails one leased task: retried with backoff, or dead (POST /v1/tasks/{id}/fail). */
-  fail(id: string, body: unknown) {
+  fail(id: string, body: RequestOf<typeof taskApi.fail>) {
     return this.run("fail", taskApi.fail, { id }, body);
   }
 
   /** Hands one leased task back unfinished, the attempt not counted (POST /v1/tasks/{id}/release). */
-  release(id: string, body: unknown) {
+  release(id: string, body: RequestOf<typeof taskApi.release>) {
     return this.run("release", taskApi.release, { id }, body);
   }
 
   /** Extends a lease and records progress or a checkpoint (POST /v1/tasks/{id}/heartbeat). */
-  heartbeat(id: string, body: unknown) {
+  heartbeat(id: string, body: RequestOf<typeof taskApi.heartbeat>) {
     return this.run("heartbeat", taskApi.heartbeat, { id }, body);
   }
 
@@ -97,7 +97,7 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
   }
 
   /** A page of a queue's tasks in creation order (GET /v1/queues/{queue}/tasks). */
-  list(queue: string, query: unknown = {}) {
+  list(queue: string, query: RequestOf<typeof queueApi.list> = {}) {
     return this.run("list", queueApi.list, { queue }, query);
   }
 
@@ -112,17 +112,17 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
   }
 
   /** Counts per state, due work and lag (GET /v1/queues/{queue}/stats). */
-  stats(queue: string, query: unknown = {}) {
+  stats(queue: string, query: RequestOf<typeof queueApi.stats> = {}) {
     return this.run("stats", queueApi.stats, { queue }, query);
   }
 
   /** Sets some or all of a queue's configuration (PUT /v1/queues/{queue}/config). */
-  configure(queue: string, patch: unknown) {
+  configure(queue: string, patch: RequestOf<ReturnType<typeof configureQueueOperation>>) {
     return this.run("configure", configureQueueOperation(this.deps.processors), { queue }, patch);
   }
 
   /** Creates or replaces a schedule (PUT /v1/schedules/{name}); an active one is armed before this returns. */
-  putSchedule(name: string, body: unknown): Promise<RpcSchedule> {
+  putSchedule(name: string, body: RequestOf<typeof scheduleApi.put>): Promise<RpcSchedule> {
     return this.run("putSchedule", scheduleApi.put, { name }, body);
   }
 

@@ -55,6 +55,8 @@ describe("the Workers RPC binding", () => {
 
   it("refuses bad arguments with the HTTP API's codes and field names, storing nothing", async () => {
     const queue = uniqueQueue("rpc-bad");
+    // Each call below is refused by the compiler too (test/rpc/types.ts); a plain-JS caller reaches the schemas.
+    // @ts-expect-error priority is a number
     expect(await refusal(edgeq().enqueue(queue, { tasks: [{ payload: 1 }, { priority: "high" }] }))).toEqual({
       code: "invalid_request",
       message: expect.stringContaining("tasks[1].priority"),
@@ -94,6 +96,7 @@ describe("the Workers RPC binding", () => {
     expect(await edgeq().get(tasks[0]!.id)).toMatchObject({ state: "pending", attempts: 0 });
 
     expect(await edgeq().withdraw(queue, { waiter_id: "no-such-poll" })).toEqual({ withdrawn: false });
+    // @ts-expect-error waiter_id is required
     expect(await refusal(edgeq().withdraw(queue, {}))).toMatchObject({
       code: "invalid_request",
       message: expect.stringContaining("waiter_id"),
@@ -127,6 +130,7 @@ describe("the Workers RPC binding", () => {
       code: "invalid_request",
       message: expect.stringContaining("cron"),
     });
+    // @ts-expect-error no such field
     expect(await refusal(edgeq().putSchedule(name, { queue: "q", cron: "* * * * *", extra: 1 }))).toMatchObject({
       code: "invalid_request",
     });

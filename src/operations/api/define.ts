@@ -59,6 +59,15 @@ export function queryInput<S extends z.ZodType>(schema: S) {
 /** What `run` receives for an input: the parsed value, or nothing when the operation takes none. */
 export type InputValue<In> = In extends Input<infer S> ? z.output<S> : undefined;
 
+/**
+ * What a caller sends as an operation's input — its schema's input type (fields with defaults optional), as
+ * edgeq/client's request types are (src/client/types.ts): the RPC method's last argument.
+ *
+ * @example
+ * enqueue(queue: string, body: RequestOf<typeof queueApi.enqueue>) { ... }
+ */
+export type RequestOf<O> = O extends { input: Input<infer S> } ? z.input<S> : never;
+
 /** What `run` receives for path parameters (HTTP) / leading arguments (RPC). */
 export type ParamsValue<P> = P extends z.ZodType ? z.output<P> : undefined;
 
