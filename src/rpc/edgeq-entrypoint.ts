@@ -30,8 +30,8 @@ export type EdgeqService = Service<EdgeqEntrypoint>;
  * HTTP route of the same name is built from: it takes the HTTP API's path parameters as its leading
  * arguments and its request body (or query) as its last, validated by the same schemas, mapped to the same
  * operation call and answered with the same body — so limits, fencing, wake-ups, events and error messages
- * are those of the HTTP API (test/rpc/same-answers.test.ts). A refused call throws an Error whose message
- * starts with `edgeq <code>: ` (read it with `rpcErrorOf`).
+ * are those of the HTTP API (test/rpc/same-answers.test.ts). A refused call throws an Error named EdgeqError
+ * whose message starts with `edgeq <code>: ` (`edgeqErrorOf` turns it back into the EdgeqError).
  *
  * @example
  * // the producer's wrangler.toml: [[services]] binding = "EDGEQ", service = "edgeq", entrypoint = "EdgeqRpc"

@@ -12,8 +12,8 @@ export { createEdgeq, type Edgeq, type EdgeqOptions } from "./create-edgeq";
 export type { Env } from "../env";
 export type { Processor, ProcessorContext, ProcessorEnv, CompletedResults } from "../processors/types";
 export { PermanentError, RetryAfterError } from "../processors/errors";
-export { ERRORS, type ErrorCode } from "../contracts/errors";
-export { rpcErrorOf } from "../rpc/rpc-errors";
+export { EdgeqError, ERRORS, type EdgeqErrorCode, type ErrorCode } from "../contracts/errors";
+export { edgeqErrorOf, rpcErrorOf } from "../rpc/rpc-errors";
 export type {
   EdgeqEntrypoint,
   EdgeqService,

@@ -1,4 +1,4 @@
-import { rpcErrorOf, type EdgeqService } from "edgeq";
+import { edgeqErrorOf, type EdgeqService } from "edgeq";
 
 interface Env {
   EDGEQ: EdgeqService;
@@ -25,9 +25,10 @@ export default {
       return Response.json({ error: "not found" }, { status: 404 });
     } catch (error) {
       // A refusal carries edgeq's error code, the same as the HTTP API's.
-      const refused = rpcErrorOf(error);
+      const refused = edgeqErrorOf(error);
       if (!refused) throw error;
-      return Response.json({ error: refused }, { status: refused.code === "not_found" ? 404 : 400 });
+      const { code, message } = refused;
+      return Response.json({ error: { code, message } }, { status: code === "not_found" ? 404 : 400 });
     }
   },
 } satisfies ExportedHandler<Env>;
