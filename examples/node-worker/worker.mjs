@@ -22,5 +22,5 @@ const worker = new Worker(
   },
 );
 worker.on("completed", (task, result) => console.log(`completed ${task.id}`, JSON.stringify(result)));
-worker.on("failed", (task, error) => console.log(`failed ${task.id}: ${error.message}`));
+worker.on("failed", (task, error) => console.log(`failed ${task.id}: ${error}`)); // error: the message
 await worker.run(); // until SIGINT/SIGTERM: running tasks finish, the rest is handed back

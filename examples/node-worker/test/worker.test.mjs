@@ -46,6 +46,8 @@ test("worker.mjs completes the queue's tasks and stops on SIGTERM with nothing l
   const { code } = await exited;
   assert.equal(code, 0, output);
   assert.match(output, /completed /);
+  // The failed event's error is the message (a string): the line names what the schema refused.
+  assert.match(output, new RegExp(`failed ${tasks[3].id}: .*title`));
   const stats = await call("GET", "/v1/queues/slugs/stats");
   assert.equal(stats.counts.processing, 0);
 });
