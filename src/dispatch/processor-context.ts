@@ -2,19 +2,8 @@ import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
 import { collectCompletedResults } from "../engine/completed-results";
 import type { Env } from "../env";
-import type { ProcessorContext, ProcessorEnv } from "../processors/types";
+import type { ProcessorContext } from "../processors/types";
 import { taskArtifacts } from "../storage/artifacts";
-
-/**
- * The only bindings a processor is handed (the ProcessorEnv keys): the bucket and the other shards stay
- * with the dispatcher; a processor reaches its task's artifacts and database through its context.
- *
- * @example
- * processorEnv(env); // { AI, TTS_MODEL, TAG_MODEL, WEBHOOK_SECRET }
- */
-export function processorEnv(env: ProcessorEnv): ProcessorEnv {
-  return { AI: env.AI, TTS_MODEL: env.TTS_MODEL, TAG_MODEL: env.TAG_MODEL, WEBHOOK_SECRET: env.WEBHOOK_SECRET };
-}
 
 /** A fenced heartbeat of the running task, carrying progress and/or a checkpoint. */
 export type Beat = (fields: { progress?: number; progressMessage?: string; checkpoint?: unknown }) => Promise<void>;
@@ -32,7 +21,7 @@ export interface ProcessorContextDeps {
 /**
  * The context a processor runs one leased task with: progress and checkpoints as fenced heartbeats,
  * the task's own artifacts, completed results, its shard's database for the processor's own tables,
- * and the bindings of ProcessorEnv.
+ * and the Worker's whole env.
  *
  * @example
  * const ctx = processorContext(task, { db, env, now, signal: abort.signal, beat });
@@ -45,7 +34,7 @@ export function processorContext(task: TaskRow, deps: ProcessorContextDeps): Pro
     type: task.type,
     group: task.groupKey,
     attempt: task.attempts,
-    env: processorEnv(env),
+    env,
     now,
     signal: deps.signal,
     checkpoint: task.checkpoint == null ? null : JSON.parse(task.checkpoint),

@@ -11,6 +11,7 @@ import type { QueueConfig } from "../engine/queue-config";
 import type { Env } from "../env";
 import { PermanentError, RetryAfterError } from "../processors/errors";
 import type { ProcessorRegistry } from "../processors/registry";
+import type { ProcessorContext } from "../processors/types";
 import { processorContext, type Beat } from "./processor-context";
 
 /** What the coordinator needs to run one leased task. */
@@ -105,7 +106,8 @@ export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRun
   const ctx = processorContext(task, { db, env, now, signal: abort.signal, beat });
 
   try {
-    const result = await raceAbort(processor.run(parsed.data, ctx), abort.signal);
+    // ctx.env is the Worker's env, typed as the processor's author declared it (a claim nothing checks).
+    const result = await raceAbort(processor.run(parsed.data, ctx as ProcessorContext<never>), abort.signal);
     const [outcome] = await completeTasks(db, [{ id: task.id, leaseToken, result }], now());
     if (outcome?.ok) {
       return { id: task.id, outcome: "completed", children: outcome.children, ack: { kind: "complete", outcome } };

@@ -1,4 +1,5 @@
-import type { Processor, ProcessorEngine, ProcessorEnv } from "./types";
+import type { Env } from "../env";
+import type { AnyProcessor, ProcessorEngine } from "./types";
 
 /** What a processor without an `engine` function reports: it runs on nothing but the Worker. */
 const BUILT_IN: ProcessorEngine = { name: "built-in", available: true };
@@ -10,8 +11,9 @@ const BUILT_IN: ProcessorEngine = { name: "built-in", available: true };
  * @example
  * processorEngine(ttsProcessor, env); // { name: "workers-ai", available: false, note: "no AI binding: …" }
  */
-export function processorEngine(processor: Processor, env: ProcessorEnv): ProcessorEngine {
-  return processor.engine?.(env) ?? BUILT_IN;
+export function processorEngine(processor: AnyProcessor, env: Env): ProcessorEngine {
+  // The Worker's env, typed as each processor's author declared it (ProcessorContext: a claim, unchecked).
+  return processor.engine?.(env as never) ?? BUILT_IN;
 }
 
 /**
@@ -24,20 +26,20 @@ export function processorEngine(processor: Processor, env: ProcessorEnv): Proces
  * registry.get("echo"); // echoProcessor
  */
 export class ProcessorRegistry {
-  private readonly byType = new Map<string, Processor>();
+  private readonly byType = new Map<string, AnyProcessor>();
 
-  constructor(processors: readonly Processor[]) {
+  constructor(processors: readonly AnyProcessor[]) {
     for (const processor of processors) {
       if (this.byType.has(processor.type)) throw new Error(`two processors registered for type "${processor.type}"`);
       this.byType.set(processor.type, processor);
     }
   }
 
-  get(type: string): Processor | undefined {
+  get(type: string): AnyProcessor | undefined {
     return this.byType.get(type);
   }
 
-  list(): Processor[] {
+  list(): AnyProcessor[] {
     return [...this.byType.values()];
   }
 
@@ -45,7 +47,7 @@ export class ProcessorRegistry {
    * Why the registered processor `type` cannot run with `env`'s bindings (its engine's note: the binding or
    * secret that is missing), or null when it can — or when no such processor is registered.
    */
-  whyUnavailable(type: string, env: ProcessorEnv): string | null {
+  whyUnavailable(type: string, env: Env): string | null {
     const processor = this.byType.get(type);
     if (!processor) return null;
     const engine = processorEngine(processor, env);

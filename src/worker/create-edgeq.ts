@@ -4,15 +4,16 @@ import { readSettings, type Env } from "../env";
 import { EventHub } from "../events/event-hub";
 import { buildApp } from "../http/app";
 import { ProcessorRegistry } from "../processors/registry";
-import type { Processor } from "../processors/types";
+import type { AnyProcessor } from "../processors/types";
 import { EdgeqEntrypoint } from "../rpc/edgeq-entrypoint";
 import { Scheduler } from "../schedules/scheduler";
 import { processorListProblem } from "./processor-check";
 
 /** What a Worker builds edgeq with. */
 export interface EdgeqOptions {
-  /** The processors its push queues run (none: pull workers only). */
-  processors?: readonly Processor[];
+  /** The processors its push queues run (none: pull workers only); each may type the Worker's env as its
+   * own (`Processor<Payload, Env>`). */
+  processors?: readonly AnyProcessor[];
 }
 
 /** What createEdgeq builds: a Worker's handlers and the classes its module exports. */

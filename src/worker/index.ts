@@ -10,7 +10,7 @@
  */
 export { createEdgeq, type Edgeq, type EdgeqOptions } from "./create-edgeq";
 export type { Env } from "../env";
-export type { Processor, ProcessorContext, ProcessorEnv, CompletedResults } from "../processors/types";
+export type { AnyProcessor, Processor, ProcessorContext, ProcessorEnv, CompletedResults } from "../processors/types";
 export { PermanentError, RetryAfterError } from "../processors/errors";
 export { EdgeqError, ERRORS, type EdgeqErrorCode, type ErrorCode } from "../contracts/errors";
 export { edgeqErrorOf, rpcErrorOf } from "../rpc/rpc-errors";

@@ -3,14 +3,14 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { runTask } from "../../src/dispatch/run-task";
 import { EdgeqError } from "../../src/contracts/errors";
-import type { ProcessorContext } from "../../src/processors/types";
+import { z } from "zod";
+import type { Env } from "../../src/env";
+import { ProcessorRegistry } from "../../src/processors/registry";
+import type { Processor, ProcessorContext } from "../../src/processors/types";
 import { headArtifact, listArtifacts } from "../../src/storage/artifacts";
 import { enqueueOne, leaseOne } from "../engine/fixtures";
-import { T0, uniqueQueue } from "../helpers";
+import { row, T0, uniqueQueue } from "../helpers";
 import { Clock, runDeps, testProcessor } from "./support";
-
-/** The bindings a processor may read (ProcessorEnv); the rest stay with the dispatcher. */
-const PROCESSOR_BINDINGS = ["AI", "TAG_MODEL", "TTS_MODEL", "WEBHOOK_SECRET"];
 
 /** Runs one task of type `probe` through runTask and returns the context its processor was given. */
 async function contextOfOneRun(
@@ -29,9 +29,9 @@ async function contextOfOneRun(
   return { ctx: seen, taskId, outcome };
 }
 
-describe("a processor reaches storage only through its context", () => {
-  it("gets its task's database (for its own tables) and, of the bindings, only ProcessorEnv's", async () => {
-    const { ctx } = await contextOfOneRun();
+describe("a processor's context", () => {
+  it("carries the Worker's whole env, its task's id and its task's database (for its own tables)", async () => {
+    const { ctx, taskId } = await contextOfOneRun();
     expect(Object.keys(ctx).sort()).toEqual(
       [
         "artifacts",
@@ -50,11 +50,37 @@ describe("a processor reaches storage only through its context", () => {
         "type",
       ].sort(),
     );
-    expect(Object.keys(ctx.env).sort()).toEqual(PROCESSOR_BINDINGS);
-    for (const binding of ["DB", "ARTIFACTS", "COORDINATOR", "EDGEQ_TOKEN"])
-      expect(ctx.env).not.toHaveProperty(binding);
+    // Every binding, edgeq's and the Worker's own (DB_1 and TEST_MIGRATIONS are not in edgeq's Env type).
+    expect(Object.keys(ctx.env).sort()).toEqual(Object.keys(env).sort());
+    for (const binding of ["DB", "DB_1", "ARTIFACTS", "COORDINATOR", "TEST_MIGRATIONS"] as const)
+      expect(ctx.env[binding as keyof typeof ctx.env]).toBe(env[binding]);
+    // The id the enqueue answered (and GET /v1/tasks/{id} takes).
+    expect(ctx.taskId).toBe(taskId);
     // The database is the one the task lives in (this test's queue is on the home shard).
     expect(ctx.db).toBe(env.DB);
+  });
+
+  it("is typed with the Worker's env its processor declares (Processor<Payload, Env>)", async () => {
+    /** A Worker's own env type: edgeq's bindings and one of its own. */
+    interface WorkerEnv extends Env {
+      TEST_MIGRATIONS: Array<{ name: string }>;
+    }
+    const queue = uniqueQueue("ctx-env");
+    await enqueueOne(queue, { type: "own-env", payload: { first: true } }, T0);
+    const task = await leaseOne(queue, T0);
+    const ownEnv: Processor<{ first: boolean }, WorkerEnv> = {
+      type: "own-env",
+      payload: z.object({ first: z.boolean() }),
+      engine: (workerEnv) => ({ name: "own", available: workerEnv.TEST_MIGRATIONS.length > 0 }),
+      async run(payload, ctx) {
+        return { migration: ctx.env.TEST_MIGRATIONS[payload.first ? 0 : 1]!.name };
+      },
+    };
+    const registry = new ProcessorRegistry([ownEnv]);
+    expect(registry.whyUnavailable("own-env", env)).toBeNull();
+    const { outcome } = await runTask(runDeps([ownEnv], new Clock(T0 + 1)), task);
+    expect(outcome).toBe("completed");
+    expect(JSON.parse((await row(task.id)).result!)).toEqual({ migration: env.TEST_MIGRATIONS[0]!.name });
   });
 
   it("stores artifacts under its own task, where the artifact routes' storage module finds them", async () => {

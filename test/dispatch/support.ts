@@ -6,7 +6,7 @@ import { RateLimiter } from "../../src/dispatch/rate-limiter";
 import type { RunTaskDeps } from "../../src/dispatch/run-task";
 import { DEFAULT_QUEUE_CONFIG, type QueueConfig } from "../../src/engine/queue-config";
 import { ProcessorRegistry } from "../../src/processors/registry";
-import type { Processor, ProcessorContext } from "../../src/processors/types";
+import type { AnyProcessor, Processor, ProcessorContext } from "../../src/processors/types";
 import { T0, db } from "../helpers";
 
 /**
@@ -100,7 +100,7 @@ export function queueConfig(patch: Partial<QueueConfig> = {}): QueueConfig {
 
 /** Deps for runTask whose effects owner only records the changes reported to it, in order (`changes`). */
 export function runDeps(
-  processors: Processor[],
+  processors: AnyProcessor[],
   clock: Clock,
   config: QueueConfig = queueConfig(),
 ): RunTaskDeps & { changes: Change[] } {

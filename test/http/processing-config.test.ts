@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_QUEUE_CONFIG as ENGINE_DEFAULTS } from "../../src/engine/queue-config";
 import { buildApp } from "../../src/http/app";
+import { processorEngine } from "../../src/processors/registry";
 import { REFERENCE_REGISTRY, TEST_APP_DEPS } from "../helpers";
 import { uniqueQueue } from "../helpers";
 import { call, expectError, read, request, type ErrorBody } from "./api";
@@ -30,7 +31,7 @@ describe("GET /v1/processors", () => {
     expect(registered.length).toBeGreaterThan(0);
     expect(res.body.processors.map((p) => p.type)).toEqual(registered.map((p) => p.type));
     for (const processor of registered) {
-      const engine = processor.engine!(env);
+      const engine = processorEngine(processor, env);
       const expected: ProcessorInfo = { type: processor.type, engine: engine.name, available: engine.available };
       if (engine.note !== undefined) expected.note = engine.note;
       expect(res.body.processors.find((p) => p.type === processor.type)).toEqual(expected);

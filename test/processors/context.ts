@@ -1,7 +1,6 @@
 import { env } from "cloudflare:workers";
 import { openDb } from "../../src/db/client";
 import { collectCompletedResults } from "../../src/engine/completed-results";
-import { processorEnv } from "../../src/dispatch/processor-context";
 import type { Env } from "../../src/env";
 import type { ProcessorContext } from "../../src/processors/types";
 import { taskArtifacts } from "../../src/storage/artifacts";
@@ -9,7 +8,7 @@ import { T0 } from "../helpers";
 
 /**
  * A ProcessorContext for calling a processor's `run` directly in a test: the production artifacts and
- * completed-results reads (src/dispatch/processor-context.ts) on real R2 and D1, the same narrowed bindings, a
+ * completed-results reads (src/dispatch/processor-context.ts) on real R2 and D1, the Worker's bindings, a
  * fixed clock, and progress and checkpoint calls recorded in arrays instead of written as heartbeats.
  */
 
@@ -59,7 +58,7 @@ export function testContext(options: TestContextOptions = {}): TestContext {
     type: options.type ?? "default",
     group: options.group ?? null,
     attempt: options.attempt ?? 1,
-    env: processorEnv(bindings),
+    env: bindings,
     now,
     signal: abort.signal,
     async progress(percent, message) {

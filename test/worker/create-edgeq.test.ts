@@ -20,6 +20,14 @@ describe("createEdgeq", () => {
     expect(typeof edgeq.fetch).toBe("function");
     expect(typeof edgeq.scheduled).toBe("function");
     for (const cls of [edgeq.Coordinator, edgeq.EventHub, edgeq.Scheduler]) expect(typeof cls).toBe("function");
+    // Processors typed with different envs go side by side (the list is typed AnyProcessor): one of edgeq's
+    // and one whose env type shares nothing with edgeq's Env.
+    const ownEnv: Processor<{ key: string }, { UPLOADS: R2Bucket }> = {
+      type: "upload",
+      payload: z.object({ key: z.string() }),
+      run: async ({ key }, ctx) => (await ctx.env.UPLOADS.head(key))?.size ?? null,
+    };
+    expect(createEdgeq({ processors: [echoProcessor, ownEnv] }).processors.types()).toEqual(["echo", "upload"]);
     // No processors at all is a Worker of pull queues only.
     expect(createEdgeq().processors.types()).toEqual([]);
   });
