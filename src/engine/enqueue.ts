@@ -1,37 +1,30 @@
-import { sql } from "drizzle-orm";
-import { decodeTime, monotonicFactory } from "ulid";
-import type { ChildTaskSpec } from "../contracts/task";
+import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { giveWay } from "../db/give-way";
 import { countersSpec, countersUpsertSql, recordCounters } from "./counters";
 import { EdgeqError } from "../contracts/errors";
-import { overBytes, storedJsonError, utf8Bytes } from "../contracts/json-value";
+import { MAX_ENQUEUE_TASKS } from "../contracts/limits";
 import {
-  MAX_ENQUEUE_CHUNK_BYTES,
-  MAX_ENQUEUE_CHUNK_TASKS,
-  MAX_ENQUEUE_TASKS,
-  MAX_PAYLOAD_BYTES,
-} from "../contracts/limits";
-import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
+  chunkRows,
+  insertRows,
+  insertSql,
+  tasksField,
+  type InsertRow,
+  type NewTask,
+  type TaskField,
+} from "./enqueue-rows";
 import { idInOtherQueue, noIdOfOtherQueue, refuseIdsOfOtherQueues } from "./ids-of-other-queues";
+import {
+  processingFromRows,
+  processingGuardSql,
+  ProcessingChanged,
+  sameProcessing,
+  storedProcessingSql,
+  type QueueProcessing,
+} from "./queue-processing";
 import type { TaskState } from "../contracts/states";
 
-/** One task to enqueue, already validated and with its run time resolved by the caller. */
-export interface NewTask {
-  id?: string;
-  type?: string;
-  payload?: unknown;
-  priority?: number;
-  /** Absolute time (ms) before which the task is not leased; defaults to `now`. */
-  runAt?: number;
-  maxAttempts?: number;
-  dedupeKey?: string;
-  group?: string;
-  /** Tasks to enqueue when this one completes (see ChildTaskSpec in src/contracts/task.ts). */
-  then?: ChildTaskSpec[];
-  /** The slot of the partition the task joins when its id does not carry it (the `slot` column). */
-  slot?: number;
-}
+export { tasksField, oneTaskField, type NewTask, type TaskField } from "./enqueue-rows";
 
 export interface EnqueueOutcome {
   id: string;
@@ -46,36 +39,18 @@ export interface EnqueueResult {
   earliestRunAt: number | null;
 }
 
-interface InsertRow {
-  i: number;
-  id: string;
-  type: string;
-  run_at: number;
-  dedupe_key: string | null;
-  /** Whether the id is the client's (it may be another task's: src/engine/ids-of-other-queues.ts). */
-  clientId: boolean;
-  /** The row as the insert statement reads it (`json_each`): serialised once, payload included. */
-  json: string;
-  /** `json`'s size in UTF-8 bytes, for chunking. */
-  bytes: number;
+/** What an enqueue call may be told besides its tasks. */
+export interface EnqueueOptions {
+  /** How the caller's request names task i's fields in a refusal (default `tasks[i].…`). */
+  field?: TaskField;
+  /**
+   * The queue processing its tasks were checked for (src/operations/enqueue-checks.ts): the first insert
+   * stores nothing unless the queue still runs its tasks so, and then `ProcessingChanged` is thrown with
+   * the stored processing. Chunks after the first are inserted as checked: a config written while a bulk
+   * call runs is checked by the next call (and by the processor at run time, as ever).
+   */
+  checkedFor?: QueueProcessing;
 }
-
-/** How far ahead of our clock a client's ULID may be: five minutes covers real clock skew. Later ids would
- * sort after tasks created after them and escape retention pruning until their time came. */
-const MAX_CLIENT_ID_SKEW_MS = 5 * 60 * 1000;
-
-/** The time encoded in a client's ULID; a malformed id is the client's mistake, not a 500. */
-function ulidTime(id: string, index: number): number {
-  try {
-    return decodeTime(id);
-  } catch {
-    throw new EdgeqError("invalid_request", `tasks[${index}].id: not a ULID (26 Crockford base32 characters)`);
-  }
-}
-
-/** A character that may not be one byte of UTF-8. JSON escapes control characters, so serialised text without
- * one is printable ASCII: as many bytes as characters. */
-const NON_ASCII = /[^\x20-\x7e]/;
 
 /** Existing ids or dedupe keys can free up between our insert and our read-back; retry that few times. */
 const MAX_ENQUEUE_ROUNDS = 3;
@@ -103,63 +78,28 @@ const MAX_ENQUEUE_ROUNDS = 3;
  * Round trips: a task without `maxAttempts` takes its queue's in the insert itself, and when every id is
  * one this call made, each chunk's `enqueued` counters go in the chunk's own batch — so the usual enqueue is
  * one D1 call (it was three: the queue's config, the insert, the counters), which is most of what an
- * enqueue's answer waits for.
+ * enqueue's answer waits for. A call told what processing its tasks were checked for (`checkedFor`) keeps
+ * that: the guard is in the insert and the stored processing is read in the same batch.
  *
  * @example
  * const { tasks } = await enqueueTasks(db, "emails", [{ payload: { to: "a@example.com" } }], Date.now());
  */
-export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now: number): Promise<EnqueueResult> {
+export async function enqueueTasks(
+  db: Db,
+  queue: string,
+  input: NewTask[],
+  now: number,
+  options: EnqueueOptions = {},
+): Promise<EnqueueResult> {
   if (input.length === 0) return { tasks: [], earliestRunAt: null };
+  const field = options.field ?? tasksField;
   if (input.length > MAX_ENQUEUE_TASKS) {
     throw new EdgeqError(
       "payload_too_large",
       `at most ${MAX_ENQUEUE_TASKS} tasks per enqueue call (got ${input.length})`,
     );
   }
-  const nextId = monotonicFactory();
-  const rows: InsertRow[] = input.map((task, i) => {
-    const payload = task.payload ?? null;
-    // Serialised once: checked, sized and inserted as this very text.
-    const payloadJson = JSON.stringify(payload);
-    // The HTTP schema refuses these first, naming the field; checked here too for every other caller.
-    const payloadError = storedJsonError(payload, `tasks[${i}].payload`, "", payloadJson);
-    if (payloadError) throw payloadError;
-    const then = task.then && task.then.length > 0 ? task.then : null;
-    const thenJson = task.then ? JSON.stringify(task.then) : null;
-    const thenError = task.then ? storedJsonError(task.then, `tasks[${i}].then`, "", thenJson!) : null;
-    if (thenError) throw thenError;
-    const together = thenJson === null ? null : overBytes(payloadJson + thenJson, MAX_PAYLOAD_BYTES);
-    if (together !== null) {
-      throw new EdgeqError(
-        "payload_too_large",
-        `tasks[${i}]: payload and then together are ${together} bytes of JSON; the limit is ${MAX_PAYLOAD_BYTES} bytes`,
-      );
-    }
-    if (task.id !== undefined && ulidTime(task.id, i) > now + MAX_CLIENT_ID_SKEW_MS) {
-      throw new EdgeqError(
-        "invalid_request",
-        `tasks[${i}].id: its ULID time is in the future; ids must be made at enqueue time (purges walk ids in time order)`,
-      );
-    }
-    const fields = {
-      id: task.id ?? nextId(now),
-      type: task.type ?? "default",
-      priority: task.priority ?? 0,
-      run_at: task.runAt ?? now,
-      // null: the queue's own, read by the insert (see insertRows).
-      max_attempts: task.maxAttempts ?? null,
-      dedupe_key: task.dedupeKey ?? null,
-      group_key: task.group ?? null,
-      // Omitted from the JSON when the id carries the slot (JSON.stringify drops undefined).
-      slot: task.slot,
-    };
-    const head = JSON.stringify(fields);
-    const json = `${head.slice(0, -1)},"payload":${payloadJson}${then ? `,"then":${thenJson}` : ""}}`;
-    const { id, type, run_at, dedupe_key } = fields;
-    // Sized without encoding when ASCII (encoding every row was 4 % of a bulk enqueue's CPU here).
-    const bytes = NON_ASCII.test(json) ? utf8Bytes(json) : json.length;
-    return { i, id, type, run_at, dedupe_key, clientId: task.id !== undefined, json, bytes };
-  });
+  const rows = insertRows(input, now, field);
 
   const outcomes = new Array<EnqueueOutcome | undefined>(rows.length);
   let earliestRunAt: number | null = null;
@@ -173,11 +113,14 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
       db,
       queue,
       rows.filter((row) => row.clientId),
+      field,
     );
   }
   let remaining = rows;
   for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
-    const inserted = await insertRows(db, queue, remaining, now, countInBatch);
+    // The first statement of the first round carries the caller's check (see EnqueueOptions.checkedFor).
+    const checkedFor = round === 0 ? options.checkedFor : undefined;
+    const inserted = await insertChunks(db, queue, remaining, now, countInBatch, checkedFor);
     for (const row of remaining) {
       if (!inserted.has(row.id)) continue;
       outcomes[row.i] = { id: row.id, state: "pending", deduplicated: false };
@@ -190,7 +133,7 @@ export async function enqueueTasks(db: Db, queue: string, input: NewTask[], now:
     const existing = await findExisting(db, queue, remaining);
     for (const row of remaining) {
       const found = existing.get(row.i);
-      if (found && found.queue !== queue) throw idInOtherQueue(row.i, found.id, found.queue);
+      if (found && found.queue !== queue) throw idInOtherQueue(row.i, found.id, found.queue, field);
       if (found) outcomes[row.i] = { id: found.id, state: found.state, deduplicated: true };
     }
     remaining = remaining.filter((row) => outcomes[row.i] === undefined);
@@ -216,42 +159,44 @@ const ENQUEUED_COUNTS = countersSpec([["enqueued", "count(*)"]]);
 /**
  * Inserts rows chunk after chunk, each chunk one statement (see `enqueueTasks`); returns the ids inserted.
  * With `countInBatch`, each chunk's counters run in the insert's batch over the rows it created (the chunk's
- * ids that exist now). Between chunks it gives way (src/db/give-way.ts), so that leases sent meanwhile run
- * theirs in between.
+ * ids that exist now). With `checkedFor`, the first chunk's insert holds only while the queue's processing
+ * is still that one, and its batch reads the stored one: when it differs, nothing was inserted and
+ * `ProcessingChanged` says what it is now. Between chunks it gives way (src/db/give-way.ts), so that leases
+ * sent meanwhile run theirs in between.
  */
-async function insertRows(
+async function insertChunks(
   db: Db,
   queue: string,
   rows: InsertRow[],
   now: number,
   countInBatch: boolean,
+  checkedFor: QueueProcessing | undefined,
 ): Promise<Set<string>> {
   const inserted = new Set<string>();
   for (const [n, chunk] of chunkRows(rows).entries()) {
     if (n > 0) await giveWay();
-    const json = `[${chunk.map((r) => r.json).join(",")}]`;
-    const insert = sql`INSERT INTO tasks
-        (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
-         slot, created_at, updated_at)
-      SELECT j.value->>'id', ${queue}, j.value->>'type', 'pending', j.value->>'priority', j.value->'payload',
-        coalesce(j.value->>'max_attempts', (SELECT max_attempts FROM queues WHERE name = ${queue}),
-          ${DEFAULT_QUEUE_CONFIG.max_attempts}),
-        j.value->>'run_at', j.value->>'dedupe_key', j.value->>'group_key',
-        CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, j.value->>'slot', ${now}, ${now}
-      FROM json_each(${json}) AS j
-      WHERE ${countInBatch ? sql`true` : noIdOfOtherQueue(queue, clientIdsOf(chunk))}
-      ON CONFLICT DO NOTHING
-      RETURNING id`;
+    const check = n === 0 ? checkedFor : undefined;
+    const ids = countInBatch ? sql`true` : noIdOfOtherQueue(queue, clientIdsOf(chunk));
+    const insert = insertSql(queue, chunk, now, check ? sql`${ids} AND ${processingGuardSql(queue, check)}` : ids);
+    const statements: SQL[] = [insert];
     // The ids alone (the rows' JSON is up to MAX_ENQUEUE_CHUNK_BYTES: bound twice, a batch of a full chunk
     // was more than local D1 takes in one request).
-    const ids = JSON.stringify(chunk.map((r) => r.id));
-    const created = sql`SELECT t.queue, t.type FROM json_each(${ids}) AS j CROSS JOIN tasks t ON t.id = j.value`;
-    const [returned = []] = countInBatch
-      ? await batchAll<{ id: string }>(db, [insert, countersUpsertSql(now, created, ENQUEUED_COUNTS)])
-      : [await db.all<{ id: string }>(insert)];
-    for (const r of returned) inserted.add(r.id);
+    if (countInBatch) statements.push(countersUpsertSql(now, createdSql(chunk), ENQUEUED_COUNTS));
+    if (check) statements.push(storedProcessingSql(queue));
+    const results = statements.length === 1 ? [await db.all(insert)] : await batchAll(db, statements);
+    if (check) {
+      const stored = processingFromRows(results.at(-1) as Array<{ mode: string | null; processor: string | null }>);
+      if (!sameProcessing(stored, check)) throw new ProcessingChanged(stored);
+    }
+    for (const r of (results[0] ?? []) as Array<{ id: string }>) inserted.add(r.id);
   }
   return inserted;
+}
+
+/** The tasks of a chunk that exist, for its counters: the chunk's ids (this call's own: see countInBatch). */
+function createdSql(chunk: InsertRow[]): SQL {
+  const ids = JSON.stringify(chunk.map((r) => r.id));
+  return sql`SELECT t.queue, t.type FROM json_each(${ids}) AS j CROSS JOIN tasks t ON t.id = j.value`;
 }
 
 /** The client ids of a chunk, as the JSON array its insert's guard reads. */
@@ -281,23 +226,4 @@ async function findExisting(db: Db, queue: string, rows: InsertRow[]): Promise<M
   for (const r of byKey) found.set(Number(r.i), r);
   for (const r of byId) found.set(Number(r.i), r); // the id wins over the key
   return found;
-}
-
-/** Splits rows into JSON arrays of at most MAX_ENQUEUE_CHUNK_TASKS rows and MAX_ENQUEUE_CHUNK_BYTES each. */
-function chunkRows(rows: InsertRow[]): InsertRow[][] {
-  const chunks: InsertRow[][] = [];
-  let current: InsertRow[] = [];
-  let size = 2;
-  for (const row of rows) {
-    const rowSize = row.bytes + 1;
-    if (current.length > 0 && (size + rowSize > MAX_ENQUEUE_CHUNK_BYTES || current.length >= MAX_ENQUEUE_CHUNK_TASKS)) {
-      chunks.push(current);
-      current = [];
-      size = 2;
-    }
-    current.push(row);
-    size += rowSize;
-  }
-  if (current.length > 0) chunks.push(current);
-  return chunks;
 }

@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { EdgeqError } from "../contracts/errors";
+import { tasksField, type TaskField } from "./enqueue-rows";
 
 /**
  * Task ids are unique across queues (the primary key of `tasks`), and a client may supply its own. An
@@ -16,17 +17,17 @@ export interface ClientId {
 }
 
 /**
- * The refusal, naming the field, the id and the queue it belongs to (null: one another enqueue is taking it
- * for right now, not known here).
+ * The refusal, naming the field (as `field` names task `i`'s), the id and the queue it belongs to (null: one
+ * another enqueue is taking it for right now, not known here).
  *
  * @example
  * throw idInOtherQueue(2, "01J…", "emails");
  */
-export function idInOtherQueue(i: number, id: string, queue: string | null): EdgeqError {
+export function idInOtherQueue(i: number, id: string, queue: string | null, field: TaskField = tasksField): EdgeqError {
   const owner = queue === null ? "another queue" : `queue ${queue}`;
   return new EdgeqError(
     "id_in_other_queue",
-    `tasks[${i}].id: ${id} belongs to ${owner}; task ids are unique across queues, so nothing was enqueued`,
+    `${field(i, "id")}: ${id} belongs to ${owner}; task ids are unique across queues, so nothing was enqueued`,
   );
 }
 
@@ -51,11 +52,16 @@ export function noIdOfOtherQueue(queue: string, ids: string): SQL {
  * @example
  * await refuseIdsOfOtherQueues(db, "emails", [{ i: 0, id: "01J…" }]);
  */
-export async function refuseIdsOfOtherQueues(db: Db, queue: string, ids: ClientId[]): Promise<void> {
+export async function refuseIdsOfOtherQueues(
+  db: Db,
+  queue: string,
+  ids: ClientId[],
+  field: TaskField = tasksField,
+): Promise<void> {
   if (ids.length === 0) return;
   const found = await db.all<{ i: number; id: string; queue: string }>(sql`SELECT k.value->>'i' AS i, t.id, t.queue
     FROM json_each(${JSON.stringify(ids)}) AS k JOIN tasks t ON t.id = k.value->>'id'
     WHERE t.queue <> ${queue}`);
   const first = found.sort((a, b) => Number(a.i) - Number(b.i))[0];
-  if (first) throw idInOtherQueue(Number(first.i), first.id, first.queue);
+  if (first) throw idInOtherQueue(Number(first.i), first.id, first.queue, field);
 }

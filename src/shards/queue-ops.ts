@@ -1,7 +1,14 @@
 import type { TaskRow } from "../db/schema";
 import type { Env } from "../env";
 import { cancelQueueTasks } from "../engine/cancel";
-import { enqueueTasks, type EnqueueOutcome, type EnqueueResult, type NewTask } from "../engine/enqueue";
+import {
+  enqueueTasks,
+  tasksField,
+  type EnqueueOptions,
+  type EnqueueOutcome,
+  type EnqueueResult,
+  type NewTask,
+} from "../engine/enqueue";
 import { leaseTasks, nextRunAt, type LeaseOrdered, type LeaseRequest } from "../engine/lease";
 import { purgeTasks } from "../engine/purge";
 import { listTasks, queueStats, type ListFilter, type QueueStats } from "../engine/read";
@@ -26,13 +33,19 @@ const slotId = slotIdFactory();
  * (task_addresses, one row on the home database). An id recorded before sends the task to that id's
  * partition, where the engine finds it and answers `deduplicated` as on one database; an id of another
  * queue refuses the call before anything is inserted (src/shards/client-id-addresses.ts).
+ *
+ * `options` go to each shard's call, its tasks' fields named by their place in `input`; `checkedFor` guards
+ * each shard's first insert (so a route of one shard stores nothing unchecked; over several, a shard that
+ * passed keeps its tasks: callers read the processing first there, `enqueueChecked`).
  */
 export async function enqueueToQueue(
   env: Env,
   route: QueueRoute,
   input: NewTask[],
   now: number,
+  options: EnqueueOptions = {},
 ): Promise<EnqueueResult & { parts: number[] }> {
+  const field = options.field ?? tasksField;
   const parts = input.map((task) => pickPart(route, task));
   const ids = input.map((task, i) => task.id ?? slotId(parts[i]!.slot, now));
   if (shardNames(env).length > 1) await placeClientIds(env, route, input, ids, parts, now);
@@ -54,6 +67,7 @@ export async function enqueueToQueue(
         route.queue,
         items.map((item) => item.task),
         now,
+        { ...options, field: (k, name) => field(items[k]!.i, name) },
       );
       result.tasks.forEach((outcome, k) => (outcomes[items[k]!.i] = outcome));
       if (result.earliestRunAt !== null) earliestRunAt = Math.min(earliestRunAt ?? Infinity, result.earliestRunAt);

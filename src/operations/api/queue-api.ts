@@ -13,6 +13,7 @@ import {
   TaskListQuery,
   TaskListResponse,
 } from "../../contracts/api";
+import { oneTaskField, tasksField } from "../../engine/enqueue";
 import { toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import { listAllQueues } from "../../shards/cross-shard";
@@ -33,7 +34,8 @@ function enqueueMeant(value: unknown) {
 const StatsQuery = z.object({ group: z.string().min(1).max(128).optional() });
 
 export const queueApi = {
-  /** Enqueues one task, or up to 10,000 as `{ tasks: [...] }`; `delay_s` and `run_at` against the call's clock. */
+  /** Enqueues one task, or up to 10,000 as `{ tasks: [...] }`; `delay_s` and `run_at` against the call's clock;
+   * a push queue's tasks checked against the processors that will run them. */
   enqueue: defineOperation({
     params: QueueParams,
     input: jsonInput(EnqueueBody, enqueueMeant),
@@ -59,6 +61,8 @@ export const queueApi = {
           group: task.group,
           then: task.then,
         })),
+        // A refusal names the field as the body does: `tasks[i].payload`, or `payload` for one task.
+        { field: "tasks" in body ? tasksField : oneTaskField },
       );
       return { tasks: result.tasks };
     },
