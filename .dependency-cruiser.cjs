@@ -40,7 +40,19 @@ const ALLOWED = {
   // One call per operation a client asks for, shared by every entry point.
   operations: ["contracts", "db", "effects", "engine", "env.ts", "health", "processors", "schedules", "shards"],
   // What a Worker builds edgeq with: createEdgeq wires the app, the tick and the Durable Object classes.
-  worker: ["contracts", "coordinator", "cron", "env.ts", "events", "http", "processors", "rpc", "schedules"],
+  // Its `prepareEnqueue` is an operation (src/operations/batch-enqueue.ts) bound to the Worker's processors.
+  worker: [
+    "contracts",
+    "coordinator",
+    "cron",
+    "env.ts",
+    "events",
+    "http",
+    "operations",
+    "processors",
+    "rpc",
+    "schedules",
+  ],
   // The Workers RPC binding: each method one operation of src/operations/api/, as the HTTP routes are.
   rpc: ["contracts", "env.ts", "operations", "processors"],
   // The typed HTTP client (edgeq/client): fetch only, types from the wire's schemas.

@@ -4,6 +4,7 @@ import type { ChildTaskSpec } from "../contracts/task";
 import { EdgeqError } from "../contracts/errors";
 import { overBytes, storedJsonError, utf8Bytes } from "../contracts/json-value";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_CHUNK_TASKS, MAX_PAYLOAD_BYTES } from "../contracts/limits";
+import { countersSpec, countersUpsertSql } from "./counters";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 
 /** One task to enqueue, already validated and with its run time resolved by the caller. */
@@ -142,6 +143,21 @@ export function insertSql(queue: string, chunk: InsertRow[], now: number, guard:
     WHERE ${guard}
     ON CONFLICT DO NOTHING
     RETURNING id`;
+}
+
+/** What an enqueue counts, over the tasks a chunk created. */
+const ENQUEUED_COUNTS = countersSpec([["enqueued", "count(*)"]]);
+
+/**
+ * The `enqueued` counters of a chunk, over its rows that exist once its insert ran (in the same batch): for
+ * rows whose ids the call made itself, exactly the ones it created. The ids alone are bound (the rows' JSON
+ * is up to MAX_ENQUEUE_CHUNK_BYTES: bound twice, a batch of a full chunk was more than local D1 takes in
+ * one request).
+ */
+export function countEnqueuedSql(chunk: InsertRow[], now: number): SQL {
+  const ids = JSON.stringify(chunk.map((r) => r.id));
+  const created = sql`SELECT t.queue, t.type FROM json_each(${ids}) AS j CROSS JOIN tasks t ON t.id = j.value`;
+  return countersUpsertSql(now, created, ENQUEUED_COUNTS);
 }
 
 /** Splits rows into JSON arrays of at most MAX_ENQUEUE_CHUNK_TASKS rows and MAX_ENQUEUE_CHUNK_BYTES each. */

@@ -1,11 +1,12 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { giveWay } from "../db/give-way";
-import { countersSpec, countersUpsertSql, recordCounters } from "./counters";
+import { recordCounters } from "./counters";
 import { EdgeqError } from "../contracts/errors";
 import { MAX_ENQUEUE_TASKS } from "../contracts/limits";
 import {
   chunkRows,
+  countEnqueuedSql,
   insertRows,
   insertSql,
   tasksField,
@@ -153,9 +154,6 @@ export async function enqueueTasks(
   return { tasks: outcomes as EnqueueOutcome[], earliestRunAt };
 }
 
-/** What an enqueue counts, over the tasks a chunk created. */
-const ENQUEUED_COUNTS = countersSpec([["enqueued", "count(*)"]]);
-
 /**
  * Inserts rows chunk after chunk, each chunk one statement (see `enqueueTasks`); returns the ids inserted.
  * With `countInBatch`, each chunk's counters run in the insert's batch over the rows it created (the chunk's
@@ -179,9 +177,7 @@ async function insertChunks(
     const ids = countInBatch ? sql`true` : noIdOfOtherQueue(queue, clientIdsOf(chunk));
     const insert = insertSql(queue, chunk, now, check ? sql`${ids} AND ${processingGuardSql(queue, check)}` : ids);
     const statements: SQL[] = [insert];
-    // The ids alone (the rows' JSON is up to MAX_ENQUEUE_CHUNK_BYTES: bound twice, a batch of a full chunk
-    // was more than local D1 takes in one request).
-    if (countInBatch) statements.push(countersUpsertSql(now, createdSql(chunk), ENQUEUED_COUNTS));
+    if (countInBatch) statements.push(countEnqueuedSql(chunk, now));
     if (check) statements.push(storedProcessingSql(queue));
     const results = statements.length === 1 ? [await db.all(insert)] : await batchAll(db, statements);
     if (check) {
@@ -191,12 +187,6 @@ async function insertChunks(
     for (const r of (results[0] ?? []) as Array<{ id: string }>) inserted.add(r.id);
   }
   return inserted;
-}
-
-/** The tasks of a chunk that exist, for its counters: the chunk's ids (this call's own: see countInBatch). */
-function createdSql(chunk: InsertRow[]): SQL {
-  const ids = JSON.stringify(chunk.map((r) => r.id));
-  return sql`SELECT t.queue, t.type FROM json_each(${ids}) AS j CROSS JOIN tasks t ON t.id = j.value`;
 }
 
 /** The client ids of a chunk, as the JSON array its insert's guard reads. */

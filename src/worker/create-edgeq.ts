@@ -3,6 +3,7 @@ import { runTick } from "../cron/tick";
 import { readSettings, type Env } from "../env";
 import { EventHub } from "../events/event-hub";
 import { buildApp } from "../http/app";
+import { prepareEnqueue, type EnqueueInput, type PreparedEnqueue } from "../operations/batch-enqueue";
 import { ProcessorRegistry } from "../processors/registry";
 import type { AnyProcessor } from "../processors/types";
 import { EdgeqEntrypoint } from "../rpc/edgeq-entrypoint";
@@ -32,6 +33,17 @@ export interface Edgeq {
   Scheduler: typeof Scheduler;
   /** The Workers RPC entrypoint other Workers bind (docs/rpc.md). */
   EdgeqRpc: new (ctx: ExecutionContext, env: Env) => EdgeqEntrypoint;
+  /**
+   * Prepares an enqueue to go into a D1 `batch()` of your own, with your writes: both commit or neither
+   * (docs/processors.md, "Enqueue in your own batch"). `d1` is the binding your batch runs on, where the
+   * queue must live; `body` is an enqueue's body. Put `statements` in the batch, then call `committed()`.
+   *
+   * @example
+   * const enqueue = await edgeq.prepareEnqueue(env, env.DB, "receipts", { type: "receipt", payload: { order: 7 } });
+   * await env.DB.batch([env.DB.prepare("INSERT INTO orders (id) VALUES (?)").bind(7), ...enqueue.statements]);
+   * ctx.waitUntil(enqueue.committed());
+   */
+  prepareEnqueue(env: Env, d1: D1Database, queue: string, body: EnqueueInput): Promise<PreparedEnqueue>;
 }
 
 /**
@@ -90,5 +102,6 @@ export function createEdgeq(options: EdgeqOptions = {}): Edgeq {
     EventHub,
     Scheduler,
     EdgeqRpc,
+    prepareEnqueue: (env, d1, queue, body) => prepareEnqueue({ env, processors }, d1, queue, body),
   };
 }

@@ -10,6 +10,7 @@
  */
 export { createEdgeq, type Edgeq, type EdgeqOptions } from "./create-edgeq";
 export type { Env } from "../env";
+export type { EnqueueInput, PreparedEnqueue } from "../operations/batch-enqueue";
 export type { AnyProcessor, Processor, ProcessorContext, ProcessorEnv, CompletedResults } from "../processors/types";
 export { PermanentError, RetryAfterError } from "../processors/errors";
 export { EdgeqError, ERRORS, type EdgeqErrorCode, type ErrorCode } from "../contracts/errors";

@@ -13,7 +13,7 @@ import {
   TaskListQuery,
   TaskListResponse,
 } from "../../contracts/api";
-import { oneTaskField, tasksField } from "../../engine/enqueue";
+import { oneTaskField, tasksField, type NewTask, type TaskField } from "../../engine/enqueue";
 import { toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import { listAllQueues } from "../../shards/cross-shard";
@@ -31,6 +31,38 @@ function enqueueMeant(value: unknown) {
   return isBatch ? EnqueueBatchBody : NewTaskSchema;
 }
 
+/**
+ * The tasks an enqueue body asks for, as the operation takes them: `delay_s` and `run_at` resolved against
+ * the call's clock `now`.
+ *
+ * @example
+ * newTasksOf({ payload: { to: "a@example.com" }, delay_s: 60 }, now); // [{ payload, runAt: now + 60_000, … }]
+ */
+export function newTasksOf(body: z.output<typeof EnqueueBody>, now: number): NewTask[] {
+  const tasks = "tasks" in body ? body.tasks : [body];
+  return tasks.map((task) => ({
+    id: task.id,
+    type: task.type,
+    payload: task.payload,
+    priority: task.priority,
+    runAt:
+      task.run_at !== undefined
+        ? Date.parse(task.run_at)
+        : task.delay_s !== undefined
+          ? now + Math.round(task.delay_s * 1000)
+          : now,
+    maxAttempts: task.max_attempts,
+    dedupeKey: task.dedupe_key,
+    group: task.group,
+    then: task.then,
+  }));
+}
+
+/** How an enqueue body names its tasks' fields: `tasks[i].…` for a batch, the field alone for one task. */
+export function fieldsOf(body: z.output<typeof EnqueueBody>): TaskField {
+  return "tasks" in body ? tasksField : oneTaskField;
+}
+
 const StatsQuery = z.object({ group: z.string().min(1).max(128).optional() });
 
 export const queueApi = {
@@ -41,29 +73,10 @@ export const queueApi = {
     input: jsonInput(EnqueueBody, enqueueMeant),
     answer: EnqueueResponse,
     run: async (op, { queue }, body) => {
-      const tasks = "tasks" in body ? body.tasks : [body];
-      const result = await enqueue(
-        op,
-        queue,
-        tasks.map((task) => ({
-          id: task.id,
-          type: task.type,
-          payload: task.payload,
-          priority: task.priority,
-          runAt:
-            task.run_at !== undefined
-              ? Date.parse(task.run_at)
-              : task.delay_s !== undefined
-                ? op.now + Math.round(task.delay_s * 1000)
-                : op.now,
-          maxAttempts: task.max_attempts,
-          dedupeKey: task.dedupe_key,
-          group: task.group,
-          then: task.then,
-        })),
+      const result = await enqueue(op, queue, newTasksOf(body, op.now), {
         // A refusal names the field as the body does: `tasks[i].payload`, or `payload` for one task.
-        { field: "tasks" in body ? tasksField : oneTaskField },
-      );
+        field: fieldsOf(body),
+      });
       return { tasks: result.tasks };
     },
   }),
