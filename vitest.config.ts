@@ -1,6 +1,7 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { userMigrationStages } from "./test/support/user-migrations.js";
 
 // Two projects:
 // - "worker": tests inside workerd against real local D1, R2 and Durable Objects, configured from
@@ -8,7 +9,11 @@ import { defineConfig } from "vitest/config";
 // - "cli": the `edgeq` command in Node against a real `wrangler dev` server that test/cli/server.ts
 //   starts on a free port (and stops after).
 export default defineConfig(async () => {
-  const migrations = await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url)));
+  const edgeqMigrations = fileURLToPath(new URL("./migrations", import.meta.url));
+  const migrations = await readD1Migrations(edgeqMigrations);
+  // A Worker's own migrations folder beside edgeq's, before and after an upgrade of edgeq, and an empty
+  // database to apply it to (test/worker/user-migrations.test.ts).
+  const userMigrations = await userMigrationStages(edgeqMigrations);
   return {
     test: {
       // Four files at a time. Vitest's default on 2 cores is one, which ran everything end to end (about
@@ -22,7 +27,13 @@ export default defineConfig(async () => {
             cloudflareTest({
               wrangler: { configPath: "./wrangler.toml", environment: "local" },
               miniflare: {
-                bindings: { TEST_MIGRATIONS: migrations, EDGEQ_TOKEN: "test-token", ENVIRONMENT: "test" },
+                bindings: {
+                  TEST_MIGRATIONS: migrations,
+                  USER_MIGRATIONS: userMigrations,
+                  EDGEQ_TOKEN: "test-token",
+                  ENVIRONMENT: "test",
+                },
+                d1Databases: ["USER_DB"],
               },
             }),
           ],

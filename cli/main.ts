@@ -31,6 +31,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   "config set": () => import("./commands/config").then((m) => m.configSet),
   worker: () => import("./commands/worker").then((m) => m.worker),
   "worker stop": () => import("./commands/worker-stop").then((m) => m.workerStop),
+  "migrations sync": () => import("./commands/migrations").then((m) => m.migrationsSync),
 };
 
 /** First words of the commands ("dlq" of "dlq list"). */

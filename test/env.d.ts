@@ -10,6 +10,10 @@ declare global {
       TEST_MIGRATIONS: D1Migration[];
       /** The second local shard (wrangler.toml [env.local]). */
       DB_1: D1Database;
+      /** A Worker's own migrations folder before and after an upgrade of edgeq (test/support/user-migrations.ts). */
+      USER_MIGRATIONS: { before: D1Migration[]; after: D1Migration[] };
+      /** An empty database (vitest.config.ts), not a shard: the Worker's own folder is applied to it. */
+      USER_DB: D1Database;
     }
   }
 }

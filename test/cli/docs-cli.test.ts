@@ -34,6 +34,7 @@ it("docs/cli.md shows each command's --help as the CLI prints it", async () => {
     "dlq redrive",
     "config get",
     "config set",
+    "migrations sync",
     "worker",
     "worker stop",
   ]);
