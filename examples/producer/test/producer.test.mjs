@@ -31,15 +31,12 @@ test("a task enqueued through the binding is run by the other Worker's processor
   assert.deepEqual(done.result, { words: 6, reading_s: 2 });
 });
 
-test("a payload its processor refuses is dead, the field named; a refusal crosses the binding with its code", async () => {
+test("a payload its processor refuses is refused at enqueue, the field named; a refusal crosses the binding with its code", async () => {
   const { status, body } = await call("POST", "/transcripts", { text: 42 });
-  // The queue accepts any JSON payload; text-stats refuses it when it runs: dead, the field named.
-  assert.equal(status, 202);
-  const dead = await until(async () => {
-    const { body: task } = await call("GET", `/transcripts/${body.id}`);
-    return task.state === "dead" ? task : undefined;
-  });
-  assert.match(dead.errors[0].message, /^invalid payload: text: /);
+  // The push queue checks the payload against text-stats, which will run it: refused, nothing enqueued.
+  assert.equal(status, 400);
+  assert.equal(body.error.code, "invalid_request");
+  assert.match(body.error.message, /^payload\.text: /);
   const missing = await call("GET", "/transcripts/01ARZ3NDEKTSV4RRFFQ69G5FAV");
   assert.equal(missing.status, 404);
   assert.equal(missing.body.error.code, "not_found");

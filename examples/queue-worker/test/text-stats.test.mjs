@@ -44,13 +44,15 @@ test("runs text-stats in push mode and stores its result and progress", async ()
   assert.equal(task.progress, 100);
 });
 
-test("a payload its schema refuses is dead at once, the field named", async () => {
-  const { body } = await call("POST", "/v1/queues/transcripts/tasks", { type: "text-stats", payload: { text: "" } });
-  const task = await settled(body.tasks[0].id);
-  assert.equal(task.state, "dead");
-  assert.equal(task.errors.length, 1);
-  assert.equal(task.errors[0].kind, "permanent");
-  assert.match(task.errors[0].message, /^invalid payload: text: /);
+test("a payload its schema refuses is refused at enqueue, the field named", async () => {
+  const { status, body } = await call("POST", "/v1/queues/transcripts/tasks", {
+    type: "text-stats",
+    payload: { text: "" },
+  });
+  // A push queue checks each task against the processor that will run it.
+  assert.equal(status, 400);
+  assert.equal(body.error.code, "invalid_request");
+  assert.match(body.error.message, /^payload\.text: .*processor "text-stats"/);
 });
 
 test("without the token the API refuses", async () => {
