@@ -104,9 +104,18 @@ export const tasks = sqliteTable(
       .where(sql`${t.dedupeKey} IS NOT NULL AND ${t.finishedAt} IS NULL`),
     // No index for purge: ULID ids are time-ordered, so purge walks the primary key up to the
     // retention cutoff instead of paying an index entry on every task (src/engine/purge.ts).
-    check("tasks_state", sql`${t.state} IN ('pending', 'processing', 'completed', 'dead', 'cancelled')`),
+    // `waiting` (on dependencies) is live; `expired` (not started by its deadline) is final. Both are in the
+    // constraint since migration 0013 (a CHECK changes only by rebuilding the table), before the code that
+    // makes them: src/contracts/states.ts lists the states the engine hands out.
+    check(
+      "tasks_state",
+      sql`${t.state} IN ('pending', 'waiting', 'processing', 'completed', 'dead', 'cancelled', 'expired')`,
+    ),
     // The live index relies on this equivalence.
-    check("tasks_finished_iff_final", sql`(${t.state} IN ('pending', 'processing')) = (${t.finishedAt} IS NULL)`),
+    check(
+      "tasks_finished_iff_final",
+      sql`(${t.state} IN ('pending', 'waiting', 'processing')) = (${t.finishedAt} IS NULL)`,
+    ),
     check("tasks_progress", sql`${t.progress} IS NULL OR ${t.progress} BETWEEN 0 AND 100`),
   ],
 );
