@@ -10,7 +10,7 @@ import { scheduleApi } from "../operations/api/schedule-api";
 import { taskApi } from "../operations/api/task-api";
 import { operationContext } from "../operations/context";
 import type { ProcessorRegistry } from "../processors/registry";
-import { rpcCall } from "./rpc-errors";
+import { rpcCall, type RpcOutcome } from "./rpc-outcome";
 import type { OverRpc, RpcSchedule } from "./rpc-types";
 
 export type { JsonValue, RpcLeasedTask, RpcSchedule, RpcTask } from "./rpc-types";
@@ -30,12 +30,13 @@ export type EdgeqService = Service<EdgeqEntrypoint>;
  * HTTP route of the same name is built from: it takes the HTTP API's path parameters as its leading
  * arguments and its request body (or query) as its last, validated by the same schemas, mapped to the same
  * operation call and answered with the same body — so limits, fencing, wake-ups, events and error messages
- * are those of the HTTP API (test/rpc/same-answers.test.ts). A refused call throws an Error named EdgeqError
- * whose message starts with `edgeq <code>: ` (`edgeqErrorOf` turns it back into the EdgeqError).
+ * are those of the HTTP API (test/rpc/same-answers.test.ts). Each resolves to an RpcOutcome: `{ ok: true,
+ * value }` with the HTTP API's answer, or `{ ok: false, error: { code, message, status } }` with its refusal
+ * (src/rpc/rpc-outcome.ts says why not a throw); `edgeqRpc(env.EDGEQ)` (`edgeq/rpc`) unwraps them.
  *
  * @example
  * // the producer's wrangler.toml: [[services]] binding = "EDGEQ", service = "edgeq", entrypoint = "EdgeqRpc"
- * const { tasks } = await env.EDGEQ.enqueue("renders", { payload: { text: "hello" } });
+ * const { tasks } = await edgeqRpc(env.EDGEQ).enqueue("renders", { payload: { text: "hello" } });
  */
 export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
   constructor(
@@ -122,17 +123,17 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
   }
 
   /** Creates or replaces a schedule (PUT /v1/schedules/{name}); an active one is armed before this returns. */
-  putSchedule(name: string, body: RequestOf<typeof scheduleApi.put>): Promise<RpcSchedule> {
+  putSchedule(name: string, body: RequestOf<typeof scheduleApi.put>): Promise<RpcOutcome<RpcSchedule>> {
     return this.run("putSchedule", scheduleApi.put, { name }, body);
   }
 
   /** A schedule with its next 5 fire times and its last run (GET /v1/schedules/{name}). */
-  getSchedule(name: string): Promise<RpcSchedule> {
+  getSchedule(name: string): Promise<RpcOutcome<RpcSchedule>> {
     return this.run("getSchedule", scheduleApi.get, { name });
   }
 
   /** Every schedule, by name (GET /v1/schedules). */
-  listSchedules(): Promise<{ schedules: RpcSchedule[] }> {
+  listSchedules(): Promise<RpcOutcome<{ schedules: RpcSchedule[] }>> {
     return this.run("listSchedules", scheduleApi.all, {});
   }
 
@@ -142,7 +143,7 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
   }
 
   /** Pauses a schedule, or resumes it from its first slot after now (POST /v1/schedules/{name}/pause|resume). */
-  pauseSchedule(name: string, paused = true): Promise<RpcSchedule> {
+  pauseSchedule(name: string, paused = true): Promise<RpcOutcome<RpcSchedule>> {
     // Its name is checked before `paused`, then again as the operation's argument (as every method's is).
     const pick = () => {
       parseWire(scheduleApi.pause.params, { name }, "param");
@@ -159,14 +160,14 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
   /**
    * One call of an operation (or of the one `operation()` picks): its arguments parsed by the operation's
    * schemas (HTTP's error for a refusal), the operation run, its answer returned as HTTP sends it (JSON
-   * text parsed).
+   * text parsed) — or the refusal, as an RpcOutcome.
    */
   private run<O extends ApiOperation>(
     name: string,
     operation: O | (() => O),
     params: Record<string, unknown>,
     input?: unknown,
-  ): Promise<OverRpc<AnswerOf<O>>> {
+  ): Promise<RpcOutcome<OverRpc<AnswerOf<O>>>> {
     return rpcCall(name, async () => {
       const called = typeof operation === "function" ? operation() : operation;
       const parsed = parseArguments(called, params, input);

@@ -14,7 +14,8 @@ export type { EnqueueInput, PreparedEnqueue } from "../operations/batch-enqueue"
 export type { AnyProcessor, Processor, ProcessorContext, ProcessorEnv, CompletedResults } from "../processors/types";
 export { PermanentError, RetryAfterError } from "../processors/errors";
 export { EdgeqError, ERRORS, type EdgeqErrorCode, type ErrorCode } from "../contracts/errors";
-export { edgeqErrorOf, rpcErrorOf } from "../rpc/rpc-errors";
+export { edgeqRpc, valueOf, type EdgeqRpc } from "../rpc/edgeq-rpc";
+export type { RpcOutcome, RpcRefusal } from "../rpc/rpc-outcome";
 export type {
   EdgeqEntrypoint,
   EdgeqService,

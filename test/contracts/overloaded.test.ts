@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { EdgeqError } from "../../src/contracts/errors";
 import { rateLimitedIfOverloaded } from "../../src/contracts/overloaded";
 import { onError } from "../../src/http/error-handler";
-import { rpcCall, rpcErrorOf } from "../../src/rpc/rpc-errors";
+import { rpcCall } from "../../src/rpc/rpc-outcome";
 
 /** What D1 throws when it sheds load (the message of a D1_ERROR as the binding reports it). */
 const overloaded = () => new Error("D1_ERROR: D1 DB is overloaded. Requests queued for too long.");
@@ -34,11 +34,10 @@ describe("D1 overloaded", () => {
     });
   });
 
-  it("is thrown over RPC as `edgeq rate_limited: …`", async () => {
-    const refused = await rpcCall("get", () => Promise.reject(overloaded())).catch((error: unknown) => error);
-    expect(rpcErrorOf(refused)).toEqual({
-      code: "rate_limited",
-      message: "the database is overloaded; retry after a second",
+  it("is answered over RPC as the refusal rate_limited (429)", async () => {
+    expect(await rpcCall("get", () => Promise.reject(overloaded()))).toEqual({
+      ok: false,
+      error: { code: "rate_limited", message: "the database is overloaded; retry after a second", status: 429 },
     });
   });
 });

@@ -3,6 +3,8 @@ import { expect } from "vitest";
 import { SCHEDULER_OBJECT } from "../../src/protocols/durable-objects";
 import type { EdgeqEntrypoint } from "../../src/rpc/edgeq-entrypoint";
 import { EdgeqRpc } from "../../src/index";
+import { valueOf } from "../../src/rpc/edgeq-rpc";
+import type { RpcOutcome } from "../../src/rpc/rpc-outcome";
 import type { Env } from "../../src/env";
 import { call } from "../sqs/signed-request";
 import { countingEnv, type ObjectCall } from "../support/counting-env";
@@ -56,10 +58,10 @@ export async function overHttp(request: Request | Promise<Request>) {
 }
 
 /** One call of the Workers RPC entrypoint (the class the Worker exports) with a recording env. */
-export async function overRpc<T>(run: (rpc: EdgeqEntrypoint) => Promise<T>) {
+export async function overRpc<T>(run: (rpc: EdgeqEntrypoint) => Promise<RpcOutcome<T>>) {
   const counted = countingEnv();
   const ctx = createExecutionContext();
-  const body = await run(new EdgeqRpc(ctx, counted.env));
+  const body = valueOf(await run(new EdgeqRpc(ctx, counted.env)));
   await waitOnExecutionContext(ctx);
   return { calls: counted.calls, body };
 }

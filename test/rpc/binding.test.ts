@@ -1,21 +1,23 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { rpcErrorOf } from "../../src/rpc/rpc-errors";
+import { EdgeqError } from "../../src/contracts/errors";
+import { edgeqRpc } from "../../src/rpc/edgeq-rpc";
+import type { EdgeqService } from "../../src/rpc/edgeq-entrypoint";
 import { getTask } from "../http/api";
 import { uniqueQueue } from "../helpers";
 import { coordinator, untilWaiting } from "../support/coordinator";
 
-/** The Worker's own EdgeqRpc entrypoint through its loopback binding: a real RPC call, no HTTP. */
-const edgeq = () => exports.EdgeqRpc;
+/** The Worker's own EdgeqRpc entrypoint through its loopback binding (a real RPC call, no HTTP), as a
+ * caller wraps it. */
+const edgeq = () => edgeqRpc(exports.EdgeqRpc as unknown as EdgeqService);
 
 /** The code and message of a refused call. */
 async function refusal(call: Promise<unknown>) {
   try {
     await call;
   } catch (error) {
-    const coded = rpcErrorOf(error);
-    if (coded === null) throw error;
-    return coded;
+    if (!(error instanceof EdgeqError)) throw error;
+    return { code: error.code, message: error.message };
   }
   throw new Error("the call was not refused");
 }

@@ -1,5 +1,5 @@
 import { exports } from "cloudflare:workers";
-import { rpcErrorOf } from "../../src/rpc/rpc-errors";
+import type { RpcOutcome } from "../../src/rpc/rpc-outcome";
 import { uniqueQueue } from "../helpers";
 import { call, deadTask, enqueueOne, leaseOne } from "../http/api";
 
@@ -61,13 +61,10 @@ export async function overHttp(surface: Surface, params: Record<string, string>,
 
 /** Calls the operation through the RPC binding. */
 export async function overRpc(surface: Surface, params: Record<string, string>, input: unknown): Promise<Outcome> {
-  try {
-    return { ok: true, answer: await surface.rpc(binding(), params, input) };
-  } catch (error) {
-    const coded = rpcErrorOf(error);
-    if (coded === null) throw error;
-    return { ok: false, error: coded };
-  }
+  // The binding's own answer, unwrapped by hand: a refusal arrives as a value (RpcOutcome), never thrown.
+  const outcome = (await surface.rpc(binding(), params, input)) as RpcOutcome<unknown>;
+  if (outcome.ok) return { ok: true, answer: outcome.value };
+  return { ok: false, error: { code: outcome.error.code, message: outcome.error.message } };
 }
 
 /** Lease tokens and ids this test did not name (new tasks, children) are numbered in order of appearance. */

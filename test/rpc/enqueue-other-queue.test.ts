@@ -1,11 +1,13 @@
 import { exports } from "cloudflare:workers";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { rpcErrorOf } from "../../src/rpc/rpc-errors";
+import { EdgeqError } from "../../src/contracts/errors";
+import { edgeqRpc } from "../../src/rpc/edgeq-rpc";
+import type { EdgeqService } from "../../src/rpc/edgeq-entrypoint";
 import { snapshot, uniqueQueue } from "../helpers";
 
 /** The Worker's own EdgeqRpc entrypoint through its loopback binding: a real RPC call, no HTTP. */
-const edgeq = () => exports.EdgeqRpc;
+const edgeq = () => edgeqRpc(exports.EdgeqRpc as unknown as EdgeqService);
 
 describe("the Workers RPC binding's enqueue", () => {
   it("refuses an id of another queue with the HTTP API's code and message; nothing is enqueued", async () => {
@@ -18,7 +20,7 @@ describe("the Workers RPC binding's enqueue", () => {
       .enqueue(b, { tasks: [{ id: fresh }, { id }] })
       .then(
         () => null,
-        (error: unknown) => rpcErrorOf(error),
+        (error: unknown) => (error instanceof EdgeqError ? { code: error.code, message: error.message } : error),
       );
     expect(refused).toEqual({
       code: "id_in_other_queue",

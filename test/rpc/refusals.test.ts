@@ -1,54 +1,46 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { EdgeqError } from "../../src/contracts/errors";
-import { edgeqErrorOf } from "../../src/rpc/rpc-errors";
+import { edgeqRpc } from "../../src/rpc/edgeq-rpc";
+import type { EdgeqService } from "../../src/rpc/edgeq-entrypoint";
 import { uniqueQueue } from "../helpers";
 
 /** The Worker's own EdgeqRpc entrypoint through its loopback binding: a real RPC call. */
-const edgeq = () => exports.EdgeqRpc;
-
-/** What the caller caught from a refused call. */
-async function caught(call: Promise<unknown>): Promise<unknown> {
-  try {
-    await call;
-  } catch (error) {
-    return error;
-  }
-  throw new Error("the call was not refused");
-}
+const binding = () => exports.EdgeqRpc as unknown as EdgeqService;
 
 describe("a refusal across the RPC binding", () => {
-  it("arrives as an Error named EdgeqError carrying its code and status", async () => {
-    const error = (await caught(edgeq().get("01ARZ3NDEKTSV4RRFFQ69G5FAV"))) as Error & Record<string, unknown>;
-    // What workerd hands the caller: a plain Error (never the thrower's class), its name and own
-    // properties kept — more than Cloudflare's docs promise, so edgeqErrorOf also reads the message.
-    expect(error).toBeInstanceOf(Error);
-    expect(error).not.toBeInstanceOf(EdgeqError);
-    expect(error.name).toBe("EdgeqError");
-    expect(error.code).toBe("not_found");
-    expect(error.status).toBe(404);
-    expect(error.message).toBe("edgeq not_found: task 01ARZ3NDEKTSV4RRFFQ69G5FAV not found");
+  it("resolves as a value with its code, message and status: nothing is thrown in the edgeq Worker", async () => {
+    // A rejected RPC call is what workerd logs as the callee's "Uncaught" error; this one resolves.
+    const outcome = await binding().get("01ARZ3NDEKTSV4RRFFQ69G5FAV");
+    expect(outcome).toEqual({
+      ok: false,
+      error: { code: "not_found", message: "task 01ARZ3NDEKTSV4RRFFQ69G5FAV not found", status: 404 },
+    });
   });
 
-  it("is turned back into the one EdgeqError class by edgeqErrorOf", async () => {
+  it("answers { ok: true, value } with the HTTP API's answer when it is not refused", async () => {
+    const queue = uniqueQueue("rpc-outcome");
+    const outcome = await binding().enqueue(queue, { payload: 1 });
+    expect(outcome).toMatchObject({ ok: true, value: { tasks: [{ deduplicated: false, state: "pending" }] } });
+  });
+
+  it("is thrown as the one EdgeqError class by edgeqRpc, in the caller", async () => {
     const queue = uniqueQueue("rpc-refusal");
-    const refused = edgeqErrorOf(
+    const refused = await edgeqRpc(binding())
       // @ts-expect-error priority is a number (a plain-JS caller reaches the schema)
-      await caught(edgeq().enqueue(queue, { payload: 1, priority: "high" })),
-    );
+      .enqueue(queue, { payload: 1, priority: "high" })
+      .then(
+        () => null,
+        (error: unknown) => error,
+      );
     expect(refused).toBeInstanceOf(EdgeqError);
     expect(refused).toMatchObject({ code: "invalid_request", status: 400, transient: false });
-    expect(refused?.message).toMatch(/^priority: /);
+    expect((refused as EdgeqError).message).toMatch(/^priority: /);
+    expect(await edgeqRpc(binding()).list(queue)).toMatchObject({ tasks: [] });
   });
 
-  it("reads the code from the message when no property crossed", () => {
-    const bare = new Error("edgeq lease_lost: task t: the lease token is not current");
-    expect(edgeqErrorOf(bare)).toMatchObject({
-      code: "lease_lost",
-      status: 409,
-      message: "task t: the lease token is not current",
-    });
-    expect(edgeqErrorOf(new Error("Network connection lost."))).toBeNull();
-    expect(edgeqErrorOf("edgeq not_found: x")).toBeNull();
+  it("edgeqRpc is not a thenable: awaiting it calls nothing", async () => {
+    const wrapped = edgeqRpc(binding());
+    expect(await wrapped).toBe(wrapped);
   });
 });

@@ -15,7 +15,7 @@ import type {
   ListQuery,
   ReleaseInput,
 } from "../../src/client/types";
-import type { EdgeqService } from "../../src/worker/index";
+import { edgeqRpc, type EdgeqService } from "../../src/worker/index";
 
 /** Compiles only when `A` and `B` are each assignable to the other. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -69,4 +69,17 @@ export async function wrongCalls(edgeq: EdgeqService) {
   await edgeq.putSchedule("nightly", { queue: "sales" });
   // @ts-expect-error the body is required
   await edgeq.enqueue("sales");
+}
+
+/** The caller's wrapper (edgeqRpc) keeps the request types and answers the value itself. */
+export async function wrappedCalls(binding: EdgeqService) {
+  const edgeq = edgeqRpc(binding);
+  const { tasks } = await edgeq.enqueue("sales", { payload: { total: 3 } });
+  const id: string = tasks[0]!.id;
+  await edgeq.complete(id, { lease_token: "t" });
+  // @ts-expect-error priority is a number
+  await edgeq.enqueue("sales", { payload: {}, priority: "high" });
+  const task = await edgeq.get(id);
+  // @ts-expect-error an answer is the value, not an outcome
+  return task.ok;
 }

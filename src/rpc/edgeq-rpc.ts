@@ -1,0 +1,54 @@
+import { EdgeqError } from "../contracts/errors";
+import type { EdgeqEntrypoint, EdgeqService } from "./edgeq-entrypoint";
+import type { RpcOutcome } from "./rpc-outcome";
+
+/** The binding's methods: every public method of the entrypoint, each answering an RpcOutcome. */
+type Methods = {
+  [
+    K in keyof EdgeqEntrypoint as EdgeqEntrypoint[K] extends (...args: never[]) => Promise<RpcOutcome<unknown>>
+      ? K
+      : never
+  ]: EdgeqEntrypoint[K];
+};
+
+/**
+ * The edgeq binding as a caller uses it: each method takes the binding's arguments and resolves to the
+ * answer itself, and a refusal throws the one EdgeqError class (`code`, `status`, the HTTP API's message,
+ * `instanceof EdgeqError`).
+ */
+export type EdgeqRpc = {
+  [K in keyof Methods]: Methods[K] extends (...args: infer A) => Promise<RpcOutcome<infer T>>
+    ? (...args: A) => Promise<T>
+    : never;
+};
+
+/**
+ * Wraps a service binding to edgeq's entrypoint (`EdgeqRpc`): the binding answers refusals as values
+ * (RpcOutcome, so that a client's mistake is never logged as the edgeq Worker's crash); this turns them back
+ * into a thrown EdgeqError here, in the caller, where `try`/`catch` and a `code` to switch on belong.
+ *
+ * @example
+ * const edgeq = edgeqRpc(env.EDGEQ);
+ * try {
+ *   await edgeq.complete(id, { lease_token });
+ * } catch (error) {
+ *   if (error instanceof EdgeqError && error.code === "lease_lost") return; // another holder has it now
+ *   throw error;
+ * }
+ */
+export function edgeqRpc(binding: EdgeqService): EdgeqRpc {
+  const methods = binding as unknown as Record<string, (...args: unknown[]) => Promise<RpcOutcome<unknown>>>;
+  return new Proxy({} as EdgeqRpc, {
+    get(_target, name) {
+      // Not a method: `then` (so that awaiting the wrapper does not call the binding) and symbols.
+      if (typeof name !== "string" || name === "then") return undefined;
+      return async (...args: unknown[]) => valueOf(await methods[name]!(...args));
+    },
+  });
+}
+
+/** An outcome's value, or its refusal thrown as the EdgeqError it was. */
+export function valueOf<T>(outcome: RpcOutcome<T>): T {
+  if (outcome.ok) return outcome.value;
+  throw new EdgeqError(outcome.error.code, outcome.error.message, { status: outcome.error.status });
+}
