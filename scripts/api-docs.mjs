@@ -107,7 +107,7 @@ export function renderApiReference(doc) {
         out.push(`Body: ${Object.keys(body).join(", ")}`, "");
       }
       // Success statuses with their description; errors by status and code (the codes are explained once,
-      // in the README's error table).
+      // in docs/errors.md).
       const statuses = Object.entries(op.responses ?? {}).map(([status, r]) => {
         const codes = [...(r.description ?? "").matchAll(/`([a-z_]+)`:/g)].map((m) => m[1]);
         return codes.length > 0 ? `${status} ${codes.join(", ")}` : `${status} ${r.description ?? ""}`.trim();

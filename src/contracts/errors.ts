@@ -14,7 +14,7 @@ interface ErrorRow {
  * The one error model. Every failure a caller can act on is an `EdgeqError` with a code from `ERRORS`, the
  * one table of codes: an error's HTTP status (EdgeqError below, answered by src/http/error-handler.ts) and
  * the OpenAPI error responses (src/http/route-helpers.ts) come from it, and test/http/error-table.test.ts fails when
- * the README's error table says anything else. Descriptions are written for API users (Markdown, no `|`).
+ * docs/errors.md's table says anything else. Descriptions are written for API users (Markdown, no `|`).
  *
  * @example
  * throw new EdgeqError("lease_lost", `task ${id}: the lease token is stale or the lease expired`);
@@ -168,7 +168,7 @@ export function isTransientCode(code: string): boolean {
 }
 
 /**
- * What a refusal or failure is about: one of the API's error codes (ERRORS, the README's error table), or
+ * What a refusal or failure is about: one of the API's error codes (ERRORS, docs/errors.md's table), or
  * one the client adds for what never reached an answer (CLIENT_ERRORS).
  */
 export type EdgeqErrorCode = ErrorCode | ClientErrorCode;

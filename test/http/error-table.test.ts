@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import readme from "../../README.md?raw";
+import errorsDoc from "../../docs/errors.md?raw";
 import { EdgeqError, ERRORS } from "../../src/contracts/errors";
 import { onError } from "../../src/http/error-handler";
 import { call } from "./api";
@@ -9,7 +9,7 @@ import { call } from "./api";
 function tableUnder(markdown: string, heading: string): string[][] {
   const lines = markdown.split("\n");
   const start = lines.indexOf(heading);
-  expect(start, `${heading} in the README`).toBeGreaterThanOrEqual(0);
+  expect(start, `${heading} in docs/errors.md`).toBeGreaterThanOrEqual(0);
   const rows: string[][] = [];
   for (const line of lines.slice(start + 1)) {
     if (line.startsWith("## ")) break;
@@ -33,8 +33,8 @@ interface Operation {
 }
 
 describe("one table of error codes", () => {
-  it("the README's error table is the table in src/contracts/errors.ts, row for row", () => {
-    const rows = tableUnder(readme, "## Errors");
+  it("docs/errors.md's table is the table in src/contracts/errors.ts, row for row", () => {
+    const rows = tableUnder(errorsDoc, "## Errors");
     expect(rows).toEqual(
       ERRORS.map((e) => [`\`${e.code}\``, String(e.status), e.transient ? "yes" : "no", e.description]),
     );

@@ -1,20 +1,20 @@
 /// <reference types="vite/client" />
 import { describe, expect, it } from "vitest";
-import readme from "../../README.md?raw";
+import architecture from "../../docs/architecture.md?raw";
 
 /** Every module of src/, by path (the keys are all that is read). */
 const SOURCES = import.meta.glob("../../src/**/*.ts");
 
-/** The README's Layout block: the lines of its first code fence after "## Layout". */
+/** docs/architecture.md's source layout: the lines of its first code fence after "## Source layout". */
 function layoutBlock(): string {
-  const section = readme.split("\n## Layout\n")[1];
-  if (section === undefined) throw new Error("README.md has no ## Layout section");
+  const section = architecture.split("\n## Source layout\n")[1];
+  if (section === undefined) throw new Error("docs/architecture.md has no ## Source layout section");
   const fence = section.split("```")[1];
-  if (fence === undefined) throw new Error("README.md's Layout section has no code block");
+  if (fence === undefined) throw new Error("docs/architecture.md's Source layout section has no code block");
   return fence;
 }
 
-describe("README's layout", () => {
+describe("docs/architecture.md's source layout", () => {
   it("names every folder and top-level file of src/, and nothing that is gone", () => {
     const entries = new Set(
       Object.keys(SOURCES).map((path) => {
