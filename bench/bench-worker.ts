@@ -27,7 +27,19 @@ import {
 import { leaseOnce, probeTick } from "./tick-ops";
 import { timePackCalls } from "./packs-call-time";
 
-export { Coordinator, EventHub, Scheduler } from "../src/index";
+import {
+  Coordinator as WorkerCoordinator,
+  EventHub as WorkerEventHub,
+  Scheduler as WorkerScheduler,
+} from "../src/index";
+import { metered } from "./bill-meter";
+import { runBill, type BillRequest } from "./bill-ops";
+
+// The Worker's own Durable Object classes, under the names wrangler.toml binds, with what they do metered for
+// the bill (bench/bill-meter.ts): same code, a counter beside each storage call.
+export const Coordinator = metered(WorkerCoordinator);
+export const EventHub = metered(WorkerEventHub);
+export const Scheduler = metered(WorkerScheduler);
 
 interface BenchEnv {
   DB: D1Database;
@@ -36,6 +48,7 @@ interface BenchEnv {
 
 export type BenchRequest =
   | { op: "migrate"; statements: string[]; shard?: number }
+  | ({ op: "bill" } & BillRequest)
   | { op: "cost"; system: SystemName; scenario: Scenario; batch: number; tasks: number; queue: string }
   | { op: "enqueue"; system: SystemName; queue: string; count: number; chunk?: number }
   | { op: "burn"; system: SystemName; queue: string; batch: number; maxTasks: number; carry?: boolean }
@@ -60,6 +73,8 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
       for (const s of req.statements) await db.prepare(s).run();
       return { ok: true };
     }
+    case "bill":
+      return runBill(env as unknown as Env, req);
     case "cost":
       return runCostScenario(env.DB, req.system, req.scenario, req.batch, req.tasks, req.queue);
     case "enqueue":

@@ -27,12 +27,15 @@ import { runHttpProfileSection } from "./section-http-profile";
 import { runRpcSection } from "./section-rpc";
 import { runPacksSection } from "./section-packs";
 import { runSqsSection } from "./section-sqs";
+import { runBillSection } from "./section-bill";
 import { startWorkerdBench } from "./workerd-host";
 
 const quick = process.argv.includes("--quick");
 /** The sections, by the name `--only` takes. */
 const SECTIONS = [
   "cost",
+  // The whole bill alone (section 1b); `cost` runs it too.
+  "bill",
   "burn",
   "http",
   "http-profile",
@@ -108,17 +111,13 @@ const plan: Plan = quick
 // A partial run says so in its report: the command that reproduces it.
 if (only) plan.command = `${plan.command}${quick ? "" : " --"} --only ${only.join(",")}`;
 
-const resultsFile = join(
-  root,
-  "node_modules",
-  ".cache",
-  "edgeq-bench",
-  `results-${plan.mode}${only ? `-only-${only.join("-")}` : ""}.json`,
-);
+// The bundle's own folder (node_modules/.cache/edgeq-bench under `npm run bench`): results and partial reports.
+const cacheDir = join(fileURLToPath(import.meta.url), "..");
+const resultsFile = join(cacheDir, `results-${plan.mode}${only ? `-only-${only.join("-")}` : ""}.json`);
 /** Writes the chart and the report (formatted by the repo's Prettier config, so `npm run check` stays clean). */
 // A quick run is a smoke run: its report goes next to its results, never over the quotable docs/benchmarks.md.
 // So is a partial run (--only): the report covers one run of every section.
-const reportDir = quick || only ? join(root, "node_modules", ".cache", "edgeq-bench") : join(root, "docs");
+const reportDir = quick || only ? cacheDir : join(root, "docs");
 const writeReport = async (r: BenchResults) => {
   writeFileSync(join(reportDir, "benchmarks-throughput.svg"), renderChart(r));
   const file = join(reportDir, "benchmarks.md");
@@ -194,6 +193,12 @@ if (engine) {
   } finally {
     await engine.dispose();
   }
+}
+
+if (wanted("cost") || wanted("bill")) {
+  const bill = await section("1b. the whole bill", () => runBillSection(root, { tasks: plan.costTasks, log }));
+  results.bill = bill;
+  results.durations.bill = bill.seconds;
 }
 
 if (wanted("http")) {

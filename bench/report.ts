@@ -13,6 +13,8 @@ import { rpcReportSection, type RpcSection } from "./section-rpc";
 import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./section-scale";
 import { packsHeadline, packsReportSection, type PacksSection } from "./section-packs";
 import { sqsReportSection, type SqsSection } from "./section-sqs";
+import { billReportSection } from "./report-bill";
+import type { BillSection } from "./section-bill";
 import { fmt, fmtSpread, percentile, spread, type Spread } from "./stats";
 
 export interface Plan {
@@ -56,6 +58,7 @@ export interface BenchResults {
   load: { start: number[]; end?: number[] };
   durations: Record<string, number>;
   cost?: Outcome<CostRow[]>;
+  bill?: Outcome<BillSection>;
   burn?: Outcome<BurnRow[]>;
   http?: Outcome<HttpSection>;
   httpProfile?: Outcome<HttpProfileSection>;
@@ -585,6 +588,7 @@ function notes(r: BenchResults, out: string[]) {
   const skipped = (
     [
       ["1. cost", r.cost],
+      ["1b. the whole bill", r.bill],
       ["2. burn-down", r.burn],
       ["3. HTTP", r.http],
       ["3b. HTTP profile", r.httpProfile],
@@ -677,6 +681,7 @@ export function renderReport(r: BenchResults): string {
     "",
   ];
   costSection(r, out);
+  billReportSection(r.bill, r.plan.command, out);
   burnSection(r, out);
   httpSection(r, out);
   httpProfileReportSection(r.httpProfile, r.httpProfile?.value?.before ?? null, out);

@@ -1,0 +1,188 @@
+/**
+ * The whole bill of a task, measured inside the bench worker: the Worker itself (src/index.ts) is called
+ * the way a client calls it over HTTPS — enqueue, lease, heartbeats, ack — with its D1 binding metered
+ * (test/support/metered-d1.ts), every request to a Durable Object counted at the stub, and what the objects
+ * did counted where they run (bench/bill-meter.ts). Every figure the bill prices is counted here; none is
+ * assumed.
+ */
+import worker from "../src/index";
+import type { Env } from "../src/env";
+import { openDb } from "../src/db/client";
+import { pruneByRetention } from "../src/engine/purge";
+import { DEFAULT_QUEUE_CONFIG } from "../src/engine/queue-config";
+import { meteredD1 } from "../test/support/metered-d1";
+import { objectUsage, resetObjectUsage, type ObjectUsage } from "./bill-meter";
+
+/** The bearer token the bill's calls present (the Worker refuses to serve without one). */
+const TOKEN = "bench-bill-token";
+
+/** One workload of the bill: `tasks` tasks in calls of `batch`, each beaten `heartbeats` times while held. */
+export interface BillRequest {
+  queue: string;
+  batch: number;
+  tasks: number;
+  heartbeats: number;
+  /** "each": one heartbeat call per task (POST /v1/tasks/{id}/heartbeat); "batch": one extend call per
+   * worker per beat (POST /v1/queues/{q}/extend), as the Node SDK sends them. */
+  beat: "each" | "batch";
+  /** The queue's config, set first (PUT /v1/queues/{q}/config), e.g. { retention_s: 0 }. */
+  config?: Record<string, unknown>;
+}
+
+/** What the workload cost, summed over every task (the Node side divides). */
+export interface BillCounts {
+  tasks: number;
+  workerRequests: number;
+  /** Requests to Durable Objects by "BINDING.method", as the Worker made them. */
+  objectCalls: Record<string, number>;
+  objects: ObjectUsage;
+  d1: { rowsWritten: number; rowsRead: number; statements: number };
+  /** The retention prune that deletes these tasks once their queue's retention passed (the cron tick's). */
+  prune: { rowsWritten: number; rowsRead: number; pruned: number };
+  /** Bytes the database grew by while holding these tasks finished (D1's meta.size_after). */
+  bytesKept: number;
+  retentionS: number;
+}
+
+/** `namespace` with every request to its objects counted in `calls`. */
+function counting<N extends DurableObjectNamespace<Rpc.DurableObjectBranded>>(
+  binding: string,
+  namespace: N,
+  calls: Record<string, number>,
+): N {
+  return new Proxy(namespace, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop) as unknown;
+      if (prop !== "get" && prop !== "getByName") {
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      }
+      return (...args: unknown[]) => {
+        const stub = (value as (...a: unknown[]) => object).apply(target, args);
+        return new Proxy(stub, {
+          get(s, method) {
+            const m = Reflect.get(s, method) as unknown;
+            if (typeof method !== "string" || typeof m !== "function") return m;
+            return (...a: unknown[]) => {
+              const key = `${binding}.${method}`;
+              calls[key] = (calls[key] ?? 0) + 1;
+              return (s as Record<string, (...x: unknown[]) => unknown>)[method]!(...a);
+            };
+          },
+        });
+      };
+    },
+  });
+}
+
+async function sizeOf(db: D1Database): Promise<number> {
+  const r = await db.prepare("SELECT 1").run();
+  return (r.meta as { size_after?: number }).size_after ?? 0;
+}
+
+/**
+ * Runs the workload through the Worker and returns every count the bill prices.
+ *
+ * @example
+ * const counts = await runBill(env, { queue: "bill-1", batch: 1, tasks: 100, heartbeats: 0, beat: "each" });
+ */
+export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
+  const meter = meteredD1(env.DB);
+  const objectCalls: Record<string, number> = {};
+  const billEnv: Env = {
+    ...env,
+    DB: meter.db,
+    ENVIRONMENT: "production",
+    EDGEQ_TOKEN: TOKEN,
+    COORDINATOR: counting("COORDINATOR", env.COORDINATOR, objectCalls),
+    EVENT_HUB: counting("EVENT_HUB", env.EVENT_HUB, objectCalls),
+    SCHEDULER: counting("SCHEDULER", env.SCHEDULER, objectCalls),
+  };
+  let workerRequests = 0;
+  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const pending: Array<Promise<unknown>> = [];
+    const ctx = {
+      waitUntil: (p: Promise<unknown>) => void pending.push(p),
+      passThroughOnException: () => undefined,
+      props: {},
+    } as unknown as ExecutionContext;
+    const res = await worker.fetch(
+      new Request(`https://edgeq.bench${path}`, {
+        method,
+        headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+      billEnv,
+      ctx,
+    );
+    workerRequests += 1;
+    // The call's waitUntil work (wake-ups, events) is part of its bill: wait for all of it.
+    while (pending.length > 0) await Promise.allSettled(pending.splice(0));
+    const text = await res.text();
+    if (res.status >= 300) throw new Error(`bill: ${method} ${path}: ${res.status} ${text}`);
+    return JSON.parse(text) as T;
+  };
+
+  const q = encodeURIComponent(req.queue);
+  let retentionS = DEFAULT_QUEUE_CONFIG.retention_s;
+  if (req.config) {
+    await call("PUT", `/v1/queues/${q}/config`, req.config);
+    retentionS = (req.config.retention_s as number | undefined) ?? retentionS;
+  }
+  // Only the workload is billed: the config call and its effects are reset away.
+  workerRequests = 0;
+  for (const k of Object.keys(objectCalls)) delete objectCalls[k];
+  meter.reset();
+  resetObjectUsage();
+  const sizeBefore = await sizeOf(env.DB);
+
+  for (let done = 0; done < req.tasks; done += req.batch) {
+    const tasks = Array.from({ length: req.batch }, (_, i) => ({ payload: { i: done + i } }));
+    await call("POST", `/v1/queues/${q}/tasks`, { tasks });
+    const { tasks: held } = await call<{ tasks: Array<{ id: string; lease_token: string }> }>(
+      "POST",
+      `/v1/queues/${q}/lease`,
+      { max: req.batch },
+    );
+    if (held.length !== req.batch) throw new Error(`bill: leased ${held.length} of ${req.batch}`);
+    for (let beat = 0; beat < req.heartbeats; beat++) {
+      if (req.beat === "batch") {
+        await call("POST", `/v1/queues/${q}/extend`, {
+          leases: held.map((t) => ({ id: t.id, lease_token: t.lease_token })),
+        });
+      } else {
+        for (const t of held) await call("POST", `/v1/tasks/${t.id}/heartbeat`, { lease_token: t.lease_token });
+      }
+    }
+    const acked = await call<{ results: Array<{ ok: boolean }> }>("POST", `/v1/queues/${q}/ack`, {
+      complete: held.map((t) => ({ id: t.id, lease_token: t.lease_token })),
+    });
+    if (!acked.results.every((r) => r.ok)) throw new Error(`bill: an ack was refused`);
+  }
+  const d1 = {
+    rowsWritten: meter.usage.rowsWritten,
+    rowsRead: meter.usage.rowsRead,
+    statements: meter.usage.statements,
+  };
+  const objects = objectUsage();
+  const bytesKept = (await sizeOf(env.DB)) - sizeBefore;
+
+  // The cron tick's retention prune, once the retention passed: its rows are these tasks' too.
+  const pruneMeter = meteredD1(env.DB);
+  const later = Date.now() + retentionS * 1000 + 120_000;
+  let pruned = 0;
+  for (let round = 0; round < 100; round++) {
+    const step = await pruneByRetention(openDb(pruneMeter.db), later);
+    pruned += step.pruned;
+    if (step.pruned === 0) break;
+  }
+  return {
+    tasks: req.tasks,
+    workerRequests,
+    objectCalls,
+    objects,
+    d1,
+    prune: { rowsWritten: pruneMeter.usage.rowsWritten, rowsRead: pruneMeter.usage.rowsRead, pruned },
+    bytesKept,
+    retentionS,
+  };
+}

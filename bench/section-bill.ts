@@ -1,0 +1,153 @@
+/**
+ * Section 1b: the whole bill of a successful task — Worker requests, Durable Object requests and their
+ * storage rows, D1 rows written and read (the retention prune's included), storage — measured by driving the
+ * Worker itself inside workerd (bench/bill-ops.ts) on a fresh database, and priced with the published prices
+ * of bench/prices.ts; beside Cloudflare Queues, SQS and QStash for the same workload, from their own billing
+ * rules.
+ */
+import type { BillCounts, BillRequest } from "./bill-ops";
+import { PRICES } from "./prices";
+import { startWorkerdBench } from "./workerd-host";
+
+/** A 2-minute task beating every 20 s: 6 heartbeats while held. */
+export const HEARTBEAT_TASK = { runS: 120, everyS: 20, beats: 6 };
+
+export interface BillRow {
+  workload: string;
+  batch: number;
+  heartbeats: number;
+  beat: BillRequest["beat"];
+  retentionS: number;
+  /** Per task. */
+  workerRequests: number;
+  objectRequests: number;
+  objectRowsWritten: number;
+  objectRowsRead: number;
+  d1RowsWritten: number;
+  d1RowsRead: number;
+  /** Bytes a finished task occupies while its queue keeps it. */
+  bytesKept: number;
+  objectCalls: Record<string, number>;
+  /** $ per million tasks, by item, and all in. */
+  dollars: { workers: number; objects: number; d1Written: number; d1Read: number; storage: number; total: number };
+}
+
+export interface BillSection {
+  rows: BillRow[];
+  /** The same workloads on the managed queues: $ per million tasks. */
+  others: Array<{ batch: number; heartbeats: number; queues: number; sqs: number; qstash: number | null }>;
+}
+
+const per = (n: number, tasks: number) => n / tasks;
+
+/** $ per million tasks of one measured workload. */
+export function priceBill(
+  c: BillCounts,
+): BillRow["dollars"] & {
+  perTask: Omit<BillRow, "workload" | "batch" | "heartbeats" | "beat" | "dollars" | "objectCalls" | "retentionS">;
+} {
+  const t = c.tasks;
+  const objectRequests = Object.values(c.objectCalls).reduce((a, b) => a + b, 0) + c.objects.alarms;
+  const perTask = {
+    workerRequests: per(c.workerRequests, t),
+    objectRequests: per(objectRequests, t),
+    objectRowsWritten: per(c.objects.storageRowsWritten, t),
+    objectRowsRead: per(c.objects.storageRowsRead, t),
+    d1RowsWritten: per(c.d1.rowsWritten + c.objects.d1RowsWritten + c.prune.rowsWritten, t),
+    d1RowsRead: per(c.d1.rowsRead + c.objects.d1RowsRead + c.prune.rowsRead, t),
+    bytesKept: Math.max(0, per(c.bytesKept, t)),
+  };
+  // A million tasks kept for retention_s: bytes × 10^6 / 10^9 GB, for retention_s / 30 days of a month.
+  const storage = ((perTask.bytesKept * 1e6) / 1e9) * (c.retentionS / (30 * 86_400)) * PRICES.d1GbMonth;
+  const workers = perTask.workerRequests * PRICES.workerRequestPerM;
+  const objects =
+    perTask.objectRequests * PRICES.objectRequestPerM +
+    perTask.objectRowsWritten * PRICES.objectRowWrittenPerM +
+    perTask.objectRowsRead * PRICES.objectRowReadPerM;
+  const d1Written = perTask.d1RowsWritten * PRICES.d1RowWrittenPerM;
+  const d1Read = perTask.d1RowsRead * PRICES.d1RowReadPerM;
+  return {
+    workers,
+    objects,
+    d1Written,
+    d1Read,
+    storage,
+    total: workers + objects + d1Written + d1Read + storage,
+    perTask,
+  };
+}
+
+/**
+ * The managed queues for the same workload, from their billing rules: Cloudflare Queues 3 operations per
+ * message whatever the batch (write, read, delete) and no lease extension to pay for (a pull consumer sets
+ * its visibility timeout, ≤ 12 h, when it pulls); SQS one request per ≤ 10 messages for send, receive and
+ * delete, and a ChangeMessageVisibility(Batch) per ≤ 10 messages per beat; QStash one message per delivery,
+ * pushed (no lease to extend).
+ */
+export function managedQueues(batch: number, heartbeats: number) {
+  const sqsPerCall = 1 / Math.min(batch, 10);
+  return {
+    batch,
+    heartbeats,
+    queues: 3 * PRICES.queuesOpPerM,
+    sqs: (3 + heartbeats) * sqsPerCall * PRICES.sqsRequestPerM,
+    qstash: heartbeats > 0 ? null : PRICES.qstashMessagePerM,
+  };
+}
+
+export async function runBillSection(
+  root: string,
+  opts: { tasks: number; log: (line: string) => void },
+): Promise<BillSection> {
+  const bench = await startWorkerdBench(root);
+  try {
+    const workloads: Array<Omit<BillRequest, "queue" | "tasks"> & { workload: string }> = [
+      ...[1, 10, 100].map((batch) => ({ workload: "successful", batch, heartbeats: 0, beat: "each" as const })),
+      ...[1, 10, 100].map((batch) => ({
+        workload: `2-minute task, a heartbeat per ${HEARTBEAT_TASK.everyS} s (POST /v1/tasks/{id}/heartbeat)`,
+        batch,
+        heartbeats: HEARTBEAT_TASK.beats,
+        beat: "each" as const,
+      })),
+      ...[1, 10, 100].map((batch) => ({
+        workload: `2-minute task, a beat per ${HEARTBEAT_TASK.everyS} s for the worker's batch (POST /v1/queues/{q}/extend)`,
+        batch,
+        heartbeats: HEARTBEAT_TASK.beats,
+        beat: "batch" as const,
+      })),
+    ];
+    const rows: BillRow[] = [];
+    for (const w of workloads) {
+      const tasks = Math.max(opts.tasks, w.batch * 3);
+      const counts = await bench.call<BillCounts>({
+        op: "bill",
+        queue: `bill-${rows.length}-${w.batch}`,
+        tasks,
+        batch: w.batch,
+        heartbeats: w.heartbeats,
+        beat: w.beat,
+        ...(w.config ? { config: w.config } : {}),
+      });
+      if (counts.objects.constructed === 0) throw new Error("bill: no Durable Object reported in (meter not shared)");
+      const { perTask, ...dollars } = priceBill(counts);
+      rows.push({
+        workload: w.workload,
+        batch: w.batch,
+        heartbeats: w.heartbeats,
+        beat: w.beat,
+        retentionS: counts.retentionS,
+        ...perTask,
+        objectCalls: Object.fromEntries(Object.entries(counts.objectCalls).map(([k, v]) => [k, v / tasks])),
+        dollars,
+      });
+      opts.log(`bill: ${w.workload}, batch ${w.batch}: $${dollars.total.toFixed(2)} per million tasks`);
+    }
+    const others = [1, 10, 100].flatMap((batch) => [
+      managedQueues(batch, 0),
+      managedQueues(batch, HEARTBEAT_TASK.beats),
+    ]);
+    return { rows, others };
+  } finally {
+    await bench.dispose();
+  }
+}
