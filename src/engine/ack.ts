@@ -49,6 +49,9 @@ export interface AckScope {
  */
 export interface AckStatements {
   update: SQL;
+  /** A second fenced UPDATE run just before `update` in the same batch, over other tasks of the items
+   * (keptLeaseSql's `cancel`): its RETURNING rows are changed rows too. */
+  alsoUpdate?: SQL;
   after?: SQL;
   /** A counters upsert (`countersUpsertSql`) run first in the same batch, over the rows the fenced
    * update is about to change — the same fence on the same snapshot (nothing runs between a batch's
@@ -92,16 +95,39 @@ export function leaseFenceSql(id: SQL, token: SQL, now: number, scope: AckScope 
 }
 
 /**
- * The SET clause of a holder write that keeps the lease (heartbeat, extend): the lease runs to `expiresAt`
- * and is claimed — or, when a cancel was requested, the task ends cancelled and the lease is over.
+ * The SET clause of a holder write that keeps the lease (heartbeat, extend) of a task no cancel was asked
+ * for (`keptLeaseSql`'s `keep`): the lease runs to `expiresAt` and is claimed. Only the lease's own columns:
+ * naming `finished_at` in a SET — even to the NULL it holds — makes SQLite rewrite the task's entry in the
+ * live index (finished_at is that partial index's WHERE column), a second billed row on every heartbeat.
  */
 export function keepLeaseSetSql(expiresAt: SQL, now: number): SQL {
-  return sql`state = CASE WHEN tasks.cancel_requested = 1 THEN 'cancelled' ELSE tasks.state END,
-    finished_at = CASE WHEN tasks.cancel_requested = 1 THEN ${now} ELSE NULL END,
-    lease_token = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE tasks.lease_token END,
-    lease_expires_at = CASE WHEN tasks.cancel_requested = 1 THEN NULL ELSE ${expiresAt} END,
-    claim_by = NULL,
-    updated_at = ${now}`;
+  return sql`lease_expires_at = ${expiresAt}, claim_by = NULL, updated_at = ${now}`;
+}
+
+/** The SET clause that ends, cancelled, a task whose cancel was requested when its holder keeps the lease. */
+export function cancelOnKeepSetSql(now: number): SQL {
+  return sql`state = 'cancelled', finished_at = ${now}, lease_token = NULL, lease_expires_at = NULL,
+    claim_by = NULL, updated_at = ${now}`;
+}
+
+/**
+ * A holder write that keeps leases, as two fenced UPDATEs for one D1 batch (one transaction; a task is
+ * matched by exactly one of them): `cancel` ends the tasks whose cancel was requested, `keep` extends the
+ * others with `set` (keepLeaseSetSql and whatever else the write records). Two statements so that the
+ * common one, `keep`, never names finished_at: one row written per task kept, not two.
+ */
+export function keptLeaseSql(
+  target: { from?: SQL; where: SQL; returning: SQL },
+  set: SQL,
+  now: number,
+): { cancel: SQL; keep: SQL } {
+  const from = target.from ?? sql``;
+  return {
+    cancel: sql`UPDATE tasks SET ${cancelOnKeepSetSql(now)} ${from}
+      WHERE ${target.where} AND tasks.cancel_requested = 1 RETURNING ${target.returning}`,
+    keep: sql`UPDATE tasks SET ${set} ${from}
+      WHERE ${target.where} AND tasks.cancel_requested = 0 RETURNING ${target.returning}`,
+  };
 }
 
 /**
@@ -163,13 +189,14 @@ export async function applyFencedUpdate(
   // rendered only by the acks that have one (a completion).
   const fences = () => JSON.stringify(unique.map((i) => ({ id: i.id, lease_token: i.leaseToken })));
   const statements = run(json, fences);
-  const counted = statements.countBefore ? 1 : 0;
+  const counted = (statements.countBefore ? 1 : 0) + (statements.alsoUpdate ? 1 : 0);
   const results = await batchAll<unknown>(db, [
     ...(statements.countBefore ? [statements.countBefore] : []),
+    ...(statements.alsoUpdate ? [statements.alsoUpdate] : []),
     statements.update,
     ...(statements.after ? [statements.after] : []),
   ]);
-  const changed = results[counted] ?? [];
+  const changed = [...(statements.alsoUpdate ? (results[counted - 1] ?? []) : []), ...(results[counted] ?? [])];
   const after = statements.after ? (results[counted + 1] ?? []) : [];
   if (statements.count) await countChanged(db, changed as UpdatedRow[], after, statements.count);
   const byId = new Map((changed as UpdatedRow[]).map((r) => [r.id, r]));

@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import {
   applyFencedUpdate,
   keepLeaseSetSql,
+  keptLeaseSql,
   leaseFenceSql,
   ownLeaseExpirySql,
   type AckOutcome,
@@ -38,14 +39,18 @@ export async function extendLeases(
       leaseToken: i.leaseToken,
       expires_at: i.visibilityTimeoutS === undefined ? null : now + i.visibilityTimeoutS * 1000,
     })),
-    (json) => ({
-      update: sql`UPDATE tasks SET
-        ${keepLeaseSetSql(sql`coalesce(j.value->>'expires_at', ${ownLeaseExpirySql(now)})`, now)}
-      FROM json_each(${json}) AS j
-      WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
-      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.lease_expires_at, tasks.type, tasks.started_at`,
-      count: { now, attempt: false },
-    }),
+    (json) => {
+      const { cancel, keep } = keptLeaseSql(
+        {
+          from: sql`FROM json_each(${json}) AS j`,
+          where: leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope),
+          returning: sql`tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.lease_expires_at, tasks.type, tasks.started_at`,
+        },
+        keepLeaseSetSql(sql`coalesce(j.value->>'expires_at', ${ownLeaseExpirySql(now)})`, now),
+        now,
+      );
+      return { alsoUpdate: cancel, update: keep, count: { now, attempt: false } };
+    },
     scope,
   );
 }

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { fenceMissError, keepLeaseSetSql, leaseFenceSql, ownLeaseExpirySql } from "./ack";
+import { batchAll } from "../db/client";
+import { fenceMissError, keepLeaseSetSql, keptLeaseSql, leaseFenceSql, ownLeaseExpirySql } from "./ack";
 import { recordCounters } from "./counters";
 import { TaskCancelledError } from "../contracts/errors";
 import { storedJsonError } from "../contracts/json-value";
@@ -33,13 +34,17 @@ export async function heartbeatTask(db: Db, request: HeartbeatRequest, now: numb
     if (error) throw error;
   }
   const expiresAt = request.extendS === undefined ? ownLeaseExpirySql(now) : sql`${now + request.extendS * 1000}`;
-  const raw = await db.get<Record<string, unknown>>(sql`UPDATE tasks SET
-      ${keepLeaseSetSql(expiresAt, now)},
+  const { cancel, keep } = keptLeaseSql(
+    { where: leaseFenceSql(sql`${request.id}`, sql`${request.leaseToken}`, now), returning: sql`*` },
+    sql`${keepLeaseSetSql(expiresAt, now)},
       progress = coalesce(${request.progress ?? null}, progress),
       progress_message = coalesce(${request.progressMessage ?? null}, progress_message),
-      checkpoint = coalesce(${request.checkpoint === undefined ? null : JSON.stringify(request.checkpoint)}, checkpoint)
-    WHERE ${leaseFenceSql(sql`${request.id}`, sql`${request.leaseToken}`, now)}
-    RETURNING *`);
+      checkpoint = coalesce(${request.checkpoint === undefined ? null : JSON.stringify(request.checkpoint)}, checkpoint)`,
+    now,
+  );
+  // One batch: the task is either cancelled (a cancel was requested) or kept, never both.
+  const [cancelled = [], kept = []] = await batchAll<Record<string, unknown>>(db, [cancel, keep]);
+  const raw = cancelled[0] ?? kept[0];
   if (!raw) throw await fenceMissError(db, request.id);
   const row = rowFromRaw(raw);
   if (row.state === "cancelled") {

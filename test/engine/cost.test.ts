@@ -68,6 +68,28 @@ describeStore("rows written per task", (kind) => {
     expect(kind.costs.takeOver(n)).toBe(kind.costs.life(n).lease);
   });
 
+  it("a heartbeat writes what the store promises, and an extend of a worker's 100 leases no more per task (D1: the task row, 1)", async () => {
+    const { store, rowsWritten, reset } = kind.measure();
+    const queue = uniqueQueue();
+    const n = 100;
+    await store.enqueueTasks(
+      queue,
+      Array.from({ length: n }, (_, i) => ({ payload: { i } })),
+      T0,
+    );
+    const leased = await store.leaseTasks({ queue, max: n, visibilityTimeoutS: 60, holder: "w" }, T0 + 1);
+    reset();
+    await store.heartbeatTask({ id: leased[0]!.id, leaseToken: leased[0]!.leaseToken!, progress: 10 }, T0 + 20_000);
+    expect(rowsWritten()).toBe(kind.costs.heartbeat);
+    reset();
+    const outcomes = await store.extendLeases(
+      leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+      T0 + 40_000,
+    );
+    expect(outcomes.every((o) => o.ok)).toBe(true);
+    expect(rowsWritten()).toBe(kind.costs.extend(n));
+  });
+
   it("reads rows in proportion to the ack when completing, not to the table", async () => {
     // 2,000 other tasks in the table: a complete that scanned it (e.g. for its ack nonce) would read them all.
     await kind.store().enqueueTasks(

@@ -31,6 +31,9 @@ export interface CostPromise {
   perTaskAtBatch100: number;
   /** Rows written by a lease of `n` tasks that takes over `n` lapsed leases. */
   takeOver(n: number): number;
+  /** Rows written by one heartbeat of one task, and by one extend of `n` leases (a worker's batch beat). */
+  heartbeat: number;
+  extend(n: number): number;
   /** Rows written by one enqueue of `n` tasks that each carry a dedupe key. */
   keyedEnqueue(n: number): number;
   /** Fewer rows than this read by a complete of 10 beside 2,000 other tasks (reads follow the ack, not the
@@ -87,6 +90,9 @@ export const D1_STORE: StoreKind = {
     life: (n) => ({ enqueue: 2 * n + 1, lease: n + 1, complete: n + 1 }),
     perTaskAtBatch100: 4.03,
     takeOver: (n) => n + 1,
+    // The task row only: a kept lease never names finished_at (the live index's WHERE column).
+    heartbeat: 1,
+    extend: (n) => n,
     keyedEnqueue: (n) => 3 * n + 1,
     completeOfTenReadsBelow: 200,
   },
