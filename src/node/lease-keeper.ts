@@ -1,10 +1,7 @@
 import { EdgeqError } from "../contracts/errors";
+import type { LeaseBeats } from "./lease-beats";
 import type { WorkerApi } from "./worker-api";
 import type { HeartbeatUpdate, LeasedTask, Log, StopReason } from "./types";
-
-/** Heart-beats per lease period: three chances for a beat to land before the lease runs out, so one slow
- * or failed request does not lose the task. */
-const BEATS_PER_LEASE = 3;
 
 /** The API's codes that mean "stop working on this task" (and why), or null for any other failure. */
 export function stopReasonOf(error: unknown): StopReason | null {
@@ -15,45 +12,47 @@ export function stopReasonOf(error: unknown): StopReason | null {
 }
 
 /**
- * Keeps one task's lease alive while it runs: a heartbeat every visibility/3 seconds extending the lease
- * by the visibility timeout. A heartbeat answered `task_cancelled` or `lease_lost` calls `onStop` (the task
- * must stop and must not be acked); other failures are logged and the next beat tries again.
+ * Keeps one task's lease alive while it runs: its worker's periodic beat ({@link LeaseBeats}: every
+ * visibility/3 seconds, one extend call for all the worker's tasks) extends it by the visibility timeout. A
+ * beat answered `task_cancelled` or `lease_lost` calls `onStop` (the task must stop and must not be acked);
+ * other failures are logged and the next beat tries again. A heartbeat with an update is the task's own call.
  *
  * @example
- * const keeper = new LeaseKeeper(api, task, 60, (reason) => controller.abort(reason), log);
+ * const keeper = new LeaseKeeper(api, beats, task, 60, (reason) => controller.abort(reason), log);
  * keeper.start();
  * await keeper.beat({ progress: 50, checkpoint: { done: 1 } });
  * keeper.stop();
  */
 export class LeaseKeeper {
-  private timer: ReturnType<typeof setInterval> | undefined;
-  private beating = false;
+  private release: (() => void) | undefined;
   private stopped = false;
   private warned = false;
 
   constructor(
     private readonly api: WorkerApi,
+    private readonly beats: LeaseBeats,
     private readonly task: LeasedTask,
     private readonly visibilityS: number,
     private readonly onStop: (reason: StopReason) => void,
     private readonly log: Log,
   ) {}
 
-  /** Starts the periodic heartbeats. */
+  /** Joins the worker's periodic beats. */
   start(): void {
-    const intervalMs = (this.visibilityS * 1000) / BEATS_PER_LEASE;
-    this.timer = setInterval(() => {
-      // One periodic beat at a time: a slow server should not pile requests up.
-      if (this.beating) return;
-      this.beating = true;
-      this.beat({})
-        .catch((error: unknown) => {
-          if (stopReasonOf(error) || this.stopped) return;
-          if (!this.warned) this.log(`${this.task.id} heartbeat failed (will retry): ${(error as Error).message}`);
-          this.warned = true;
-        })
-        .finally(() => (this.beating = false));
-    }, intervalMs);
+    this.release = this.beats.keep(this.task, (error) => {
+      if (this.stopped) return;
+      if (error === null) {
+        this.warned = false;
+        return;
+      }
+      const reason = stopReasonOf(error);
+      if (reason) {
+        this.onStop(reason);
+        return;
+      }
+      if (!this.warned) this.log(`${this.task.id} heartbeat failed (will retry): ${error.message}`);
+      this.warned = true;
+    });
   }
 
   /**
@@ -75,6 +74,6 @@ export class LeaseKeeper {
   /** Stops heart-beating (the task finished or was stopped). */
   stop(): void {
     this.stopped = true;
-    clearInterval(this.timer);
+    this.release?.();
   }
 }

@@ -1,4 +1,5 @@
 import { AckBatcher } from "./ack-batcher";
+import { LeaseBeats } from "./lease-beats";
 import { isTransient, type LeaseRequest, type WorkerApi } from "./worker-api";
 import { releaseUnrun, RunningTask } from "./running-task";
 import type { LeasedTask, Reporter, RunTask, RunTimeout } from "./types";
@@ -72,6 +73,7 @@ const newWaiterId = () => `w-${crypto.randomUUID()}`;
 export class WorkerRunner {
   private readonly inflight = new Map<string, RunningTask>();
   private readonly acks: AckBatcher;
+  private readonly beats: LeaseBeats;
   /** Aborted on the first stop: ends retry sleeps. */
   private readonly stopped = new AbortController();
   /** The long poll in flight, if any: its name on the server, and aborting it abandons the request. */
@@ -98,6 +100,7 @@ export class WorkerRunner {
     private readonly reporter: Reporter,
   ) {
     this.acks = new AckBatcher(api, options.visibilityS);
+    this.beats = new LeaseBeats(api, options.visibilityS);
     this.log = reporter.log;
   }
 
@@ -226,6 +229,7 @@ export class WorkerRunner {
     const running = new RunningTask(task, {
       api: this.api,
       acks: this.acks,
+      beats: this.beats,
       run: this.runTask,
       visibilityS: this.options.visibilityS,
       timeout: this.options.timeout,

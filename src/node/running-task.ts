@@ -1,6 +1,7 @@
 import { MAX_DELAY_S, MAX_ERROR_MESSAGE_CHARS } from "../contracts/limits";
 import type { AckBatcher } from "./ack-batcher";
 import type { AckItem, AckResult, WorkerApi } from "./worker-api";
+import type { LeaseBeats } from "./lease-beats";
 import { LeaseKeeper, stopReasonOf } from "./lease-keeper";
 import {
   TaskStopped,
@@ -18,6 +19,8 @@ import {
 export interface RunDeps {
   api: WorkerApi;
   acks: AckBatcher;
+  /** The worker's periodic heartbeats, one extend call for all its tasks. */
+  beats: LeaseBeats;
   run: RunTask;
   visibilityS: number;
   /** Per-task run-time limit, or null for none. */
@@ -175,7 +178,14 @@ export class RunningTask {
     const log = reporter.log;
     const started = Date.now();
     const signal = this.controller.signal;
-    const keeper = new LeaseKeeper(this.deps.api, task, this.deps.visibilityS, (r) => this.stop(r), log);
+    const keeper = new LeaseKeeper(
+      this.deps.api,
+      this.deps.beats,
+      task,
+      this.deps.visibilityS,
+      (r) => this.stop(r),
+      log,
+    );
     keeper.start();
     const { timeout } = this.deps;
     const timer = timeout === null ? undefined : setTimeout(() => this.stop("timeout"), timeout.seconds * 1000);

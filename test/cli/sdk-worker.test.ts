@@ -19,6 +19,50 @@ afterEach(async () => {
 });
 
 describe("Worker", () => {
+  it("keeps every running task's lease with one extend call per beat, not one heartbeat per task", async () => {
+    const queue = uniqueQueue("sdk-beats");
+    const ids = await enqueue(
+      queue,
+      Array.from({ length: 4 }, (_, i) => ({ payload: { i } })),
+    );
+    const calls: string[] = [];
+    const client = new EdgeqClient({
+      url: inject("edgeqUrl"),
+      token: inject("edgeqToken"),
+      fetch: (input, init) => {
+        const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
+        if (path.endsWith("/heartbeat") || path.endsWith("/extend")) calls.push(path);
+        return fetch(input, init);
+      },
+    });
+    const running = deferred();
+    let started = 0;
+    const finish = deferred();
+    // A 3 s lease: a beat every second; the four tasks run for about two seconds.
+    const worker = track(
+      sdkWorker(
+        queue,
+        async () => {
+          if (++started === ids.length) running.resolve();
+          await finish.promise;
+          return null;
+        },
+        { client, concurrency: 4, visibilityS: 3 },
+      ),
+    );
+    const run = worker.run();
+    await running.promise;
+    await new Promise((resolve) => setTimeout(resolve, 2_300));
+    finish.resolve();
+    await worker.close();
+    await run;
+    expect(calls.length).toBeGreaterThanOrEqual(1);
+    // One call per beat for the four tasks: never a per-task heartbeat.
+    expect(calls.every((p) => p.endsWith(`/v1/queues/${queue}/extend`))).toBe(true);
+    expect(calls.length).toBeLessThanOrEqual(3);
+    for (const id of ids) expect(await getTask(id)).toMatchObject({ state: "completed" });
+  });
+
   it("runs a task to its result, recording progress on the way", async () => {
     const queue = uniqueQueue("sdk-progress");
     const [id] = await enqueue(queue, [{ type: "render", payload: { n: 2 } }]);
