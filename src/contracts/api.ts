@@ -17,12 +17,14 @@ import {
   QUEUE_NAME_RULE,
 } from "./limits";
 import { FINAL_STATES } from "./states";
+import { FlowConfigSchema } from "./flow";
 import {
   Priority,
   QueueName,
   ShortText,
   STORED_JSON,
   storedJson,
+  TaskKey,
   TaskStateSchema as State,
   TaskType,
   Text,
@@ -84,6 +86,9 @@ export const NewTaskSchema = z
     max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     dedupe_key: ShortText(256).optional(),
     group: ShortText(128).optional(),
+    key: TaskKey.optional().openapi({
+      description: "flow control's key: a tenant, an account (docs/flow-control.md); SQS's MessageGroupId",
+    }),
     then: z
       .array(ChildTaskSpecSchema)
       .max(MAX_CHILDREN)
@@ -366,6 +371,10 @@ export const QueueConfigSchema = z
       .openapi({ description: "push mode: at most count task starts per second or minute; null for none" }),
     max_run_s: z.number().int().min(1).max(MAX_RUN_S_LIMIT).nullable().openapi({
       description: "longest a task should run, in seconds (`edgeq worker --exec` kills it past this); null for none",
+    }),
+    flow: FlowConfigSchema.nullable().openapi({
+      description:
+        "flow control by key: per-key concurrency, rate, FIFO, fair shares (docs/flow-control.md); null for none",
     }),
     partitions: z.number().int().min(1).max(MAX_PARTITIONS).openapi({
       description:

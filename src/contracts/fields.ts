@@ -48,3 +48,16 @@ export const storedJson = <T extends z.ZodType>(schema: T) =>
 
 /** What a stored JSON value may be, for the document. */
 export const STORED_JSON = `any JSON, at most ${MAX_PAYLOAD_BYTES} bytes serialised and ${MAX_JSON_DEPTH} levels deep`;
+
+/** Longest task key: SQS's MessageGroupId allows 128 characters, and a key is one. */
+export const MAX_TASK_KEY_CHARS = 128;
+
+/**
+ * A task's key for flow control (a tenant, an API account: docs/flow-control.md): 1-128 printable ASCII
+ * characters without spaces — what SQS allows in a MessageGroupId, so every group maps to a key unchanged.
+ */
+export const TaskKey = z
+  .string()
+  .min(1)
+  .max(MAX_TASK_KEY_CHARS)
+  .regex(/^[\x21-\x7e]+$/, "a key is printable ASCII without spaces (as an SQS MessageGroupId)");

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { MAX_ATTEMPTS_LIMIT, MAX_DELAY_S } from "./limits";
-import { Priority, QueueName, ShortText, storedJson, TaskStateSchema, TaskType } from "./fields";
+import { Priority, QueueName, ShortText, storedJson, TaskKey, TaskStateSchema, TaskType } from "./fields";
 
 /**
  * The task as the API shows it, and the `then` children it carries, defined once: the HTTP layer
@@ -28,6 +28,9 @@ export const ChildTaskSpecSchema = z
     max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     dedupe_key: ShortText(256).optional(),
     group: ShortText(128).optional().openapi({ description: "default: the parent's" }),
+    key: TaskKey.optional().openapi({
+      description: "flow control's key (docs/flow-control.md); default: the parent's",
+    }),
     then: z.array(z.unknown()).max(MAX_CHILDREN).optional().openapi({ description: "children of this child" }),
   })
   .openapi("ChildTask");
@@ -99,6 +102,7 @@ export const TaskSchema = z
     cancel_requested: z.boolean(),
     dedupe_key: z.string().nullable(),
     group: z.string().nullable(),
+    key: z.string().nullable().openapi({ description: "the task's key for flow control (docs/flow-control.md)" }),
     progress: z.number().int().nullable(),
     progress_message: z.string().nullable(),
     created_at: z.string(),

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { check, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { bucketColumn, HISTOGRAM_BOUNDS_S, HISTOGRAMS } from "./histogram-buckets";
 
 /**
@@ -91,6 +91,9 @@ export const tasks = sqliteTable(
      * (src/shards/task-slot.ts). What a partition's move selects by on a database that holds other
      * partitions of the queue too — in the row itself, so it costs no row written and no lookup. */
     slot: integer("slot"),
+    /** The task's key for flow control (a tenant, an API account: docs/flow-control.md), the API's `key`;
+     * null for an unkeyed task, which the `tasks_keyed` index leaves out (it costs what it did before). */
+    flowKey: text("flow_key"),
   },
   (t) => [
     // Lease order and reap scan. `finished_at IS NULL` (not `state IN (...)`) so that a lease, which
@@ -102,6 +105,12 @@ export const tasks = sqliteTable(
     uniqueIndex("tasks_live_dedupe")
       .on(t.queue, t.dedupeKey)
       .where(sql`${t.dedupeKey} IS NOT NULL AND ${t.finishedAt} IS NULL`),
+    // A keyed live task's place among its key's (flow control, src/engine/flow-lease.ts): the fresh ones
+    // (started_at null) in lease order, then the started ones (in flight or awaiting a retry), whose count is
+    // the key's running tasks. One entry at enqueue, rewritten once at the first lease; none for unkeyed tasks.
+    index("tasks_keyed")
+      .on(t.queue, t.flowKey, t.startedAt, sql`${t.priority} DESC`, t.runAt, t.id)
+      .where(sql`${t.flowKey} IS NOT NULL AND ${t.finishedAt} IS NULL`),
     // No index for purge: ULID ids are time-ordered, so purge walks the primary key up to the
     // retention cutoff instead of paying an index entry on every task (src/engine/purge.ts).
     // `waiting` (on dependencies) is live; `expired` (not started by its deadline) is final. Both are in the
@@ -152,7 +161,41 @@ export const queues = sqliteTable("queues", {
   /** SQS endpoint only: the queue's tags (TagQueue, CreateQueue's tags) as a JSON object of key -> value;
    * null for none. Tags mean nothing to SQS and nothing to edgeq: they are stored and listed back. */
   sqsTags: text("sqs_tags"),
+  /** Flow control (docs/flow-control.md): the queue's per-key limits, queue-wide rate and fair shares as JSON
+   * (src/contracts/flow.ts); null: none, and its leases are today's statement. */
+  flow: text("flow"),
 });
+
+/**
+ * The state of each key of a flow-controlled queue (src/engine/flow-lease.ts), in one place: the queue's
+ * database, read and written in the lease's own batch, so limits hold across isolates. The row with key ''
+ * is the queue's own: its pause, its queue-wide rate's tokens and the round-robin cursor. A key's row is
+ * made at its first enqueue and removed by a lease that finds it idle (no live task, tokens full, not paused).
+ * WITHOUT ROWID (added to the migration by hand): the primary key is the table.
+ */
+export const flowKeys = sqliteTable(
+  "flow_keys",
+  {
+    queue: text("queue").notNull(),
+    /** The task key; '' for the queue itself. */
+    key: text("key").notNull(),
+    /** 1: nothing of the key (of the queue, for '') is handed out; enqueues are accepted. */
+    paused: integer("paused").notNull().default(0),
+    /** Tokens of the rate's bucket at `refilled_at` (null: a full bucket). */
+    tokens: real("tokens"),
+    refilledAt: integer("refilled_at"),
+    /** '' row only: the last key a lease served or passed, where the next lease's round starts. */
+    cursor: text("cursor"),
+    /** '' row only: where the last lease's round started (the second statement of its batch reads it). */
+    windowFrom: text("window_from"),
+    /** What the lease `lease_nonce` granted: a rate-limited key's tasks, or ('' row) the lease's total —
+     * written by the first statement of the lease's batch, read by the second, which leases exactly that. */
+    granted: integer("granted"),
+    leaseNonce: text("lease_nonce"),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queue, t.key] })],
+);
 
 /** The counter columns of `task_counters`, one per transition counted. */
 export const COUNTERS = ["enqueued", "leased", "completed", "failed", "dead", "cancelled"] as const;

@@ -6,6 +6,7 @@ import { foldOldCounters, recentCounts, sumCounters } from "./counters";
 import { enqueueTasks } from "./enqueue";
 import { extendLeases } from "./extend";
 import { failTasks } from "./fail";
+import { readQueueFlow, setFlowPaused } from "./flow-control";
 import { heartbeatTask } from "./heartbeat";
 import { lapseUnclaimed } from "./lapse";
 import { leaseAnswers, leaseTasks, nextRunAt } from "./lease";
@@ -116,5 +117,8 @@ function openStore(db: Db): TaskStore {
     reapExpiredLeases: (now, limit) => reapExpiredLeases(db, now, limit),
     pruneByRetention: (now) => pruneByRetention(db, now),
     foldOldCounters: (now) => foldOldCounters(db, now),
+    // Flow control by key.
+    setFlowPaused: (queue, key, paused, now) => setFlowPaused(db, queue, key, paused, now),
+    readQueueFlow: (queue, limit, now) => readQueueFlow(db, queue, limit, now),
   };
 }

@@ -18,6 +18,8 @@ export interface NewTask {
   maxAttempts?: number;
   dedupeKey?: string;
   group?: string;
+  /** The task's key for flow control (docs/flow-control.md). */
+  key?: string;
   /** Tasks to enqueue when this one completes (see ChildTaskSpec in src/contracts/task.ts). */
   then?: ChildTaskSpec[];
   /** The slot of the partition the task joins when its id does not carry it (the `slot` column). */
@@ -103,6 +105,8 @@ export function insertRows(input: NewTask[], now: number, field: TaskField = tas
       max_attempts: task.maxAttempts ?? null,
       dedupe_key: task.dedupeKey ?? null,
       group_key: task.group ?? null,
+      // Omitted when unkeyed, so an unkeyed row's JSON is as before.
+      flow_key: task.key,
       // Omitted from the JSON when the id carries the slot (JSON.stringify drops undefined).
       slot: task.slot,
     };
@@ -133,12 +137,13 @@ export function insertSql(queue: string, chunk: InsertRow[], now: number, guard:
   const json = `[${chunk.map((r) => r.json).join(",")}]`;
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
-       slot, created_at, updated_at)
+       slot, flow_key, created_at, updated_at)
     SELECT j.value->>'id', ${queue}, j.value->>'type', 'pending', j.value->>'priority', j.value->'payload',
       coalesce(j.value->>'max_attempts', (SELECT max_attempts FROM queues WHERE name = ${queue}),
         ${DEFAULT_QUEUE_CONFIG.max_attempts}),
       j.value->>'run_at', j.value->>'dedupe_key', j.value->>'group_key',
-      CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, j.value->>'slot', ${now}, ${now}
+      CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, j.value->>'slot', j.value->>'flow_key',
+      ${now}, ${now}
     FROM json_each(${json}) AS j
     WHERE ${guard}
     ON CONFLICT DO NOTHING

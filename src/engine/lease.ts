@@ -1,8 +1,9 @@
 import { sql, type SQL } from "drizzle-orm";
-import type { Db } from "../db/client";
+import { batchAll, type Db } from "../db/client";
 import { recordCounters, type CounterEvent } from "./counters";
 import { EdgeqError } from "../contracts/errors";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "../contracts/limits";
+import { flowLeaseSql } from "./flow-lease";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
 import type { StoredTask } from "./stored-task";
@@ -44,7 +45,7 @@ export interface LeaseRequest {
  * const leased = await leaseTasks(db, { queue: "emails", max: 10, visibilityTimeoutS: 30, holder: "w1" }, Date.now());
  */
 export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Promise<StoredTask[]> {
-  const raw = await db.all<Record<string, unknown>>(leaseSql(request, now, sql`*`));
+  const raw = await leaseRows<Record<string, unknown>>(db, request, now, sql`*`);
   // RETURNING order is unspecified in SQLite: restore the lease order.
   const leased = raw.map(rowFromRaw).sort(leaseOrder);
   await countLeases(db, request.queue, leased, now);
@@ -80,13 +81,12 @@ export interface LeasedAnswer {
  * const body = `{"tasks":[${answers.map((t) => t.view).join(",")}]}`;
  */
 export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): Promise<LeasedAnswer[]> {
-  const rows = await db.all<LeasedAnswerRow>(
-    leaseSql(
-      request,
-      now,
-      sql`id, lease_token, type, priority, run_at, created_at, started_at, lease_took_over_expired,
+  const rows = await leaseRows<LeasedAnswerRow>(
+    db,
+    request,
+    now,
+    sql`id, lease_token, type, priority, run_at, created_at, started_at, lease_took_over_expired,
         ${leasedViewJsonSql} AS view`,
-    ),
   );
   const leased = rows
     .map((r) => ({
@@ -117,12 +117,38 @@ interface LeasedAnswerRow {
   view: string;
 }
 
-/** The lease statement (see leaseTasks), returning `returning` for each task it leased. */
-function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
+/**
+ * The lease's statements (see leaseTasks), returning `returning` for each task leased: today's statement,
+ * which leases only on a queue without flow control (its pick reads whether the queue's row has a flow
+ * config: one more row read, no row written), then flow control's two (src/engine/flow-lease.ts), which
+ * lease only on a queue with it. One batch: one round trip, and whichever applies sees the config as it is.
+ */
+async function leaseRows<T>(db: Db, request: LeaseRequest, now: number, returning: SQL): Promise<T[]> {
   if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
     // SQLite reads LIMIT -1 as "no limit": never let a bad max through to SQL.
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
+  const [plain, , flow] = await batchAll<T>(db, [
+    leaseSql(request, now, returning),
+    ...flowLeaseSql(request, now, (picked) => leaseUpdateSql(request, now, picked, returning)),
+  ]);
+  return [...plain!, ...flow!];
+}
+
+/** Today's lease statement, on a queue without flow control. */
+function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
+  return sql`WITH picked AS (
+      SELECT id FROM tasks
+      WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}
+        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${request.queue} AND flow IS NOT NULL)
+      ORDER BY priority DESC, run_at, id
+      LIMIT ${request.max}
+    )
+    ${leaseUpdateSql(request, now, sql`SELECT id FROM picked`, returning)}`;
+}
+
+/** The UPDATE that leases the tasks `picked` selects (their ids), re-checking each is leasable. */
+function leaseUpdateSql(request: LeaseRequest, now: number, picked: SQL, returning: SQL): SQL {
   const vtS =
     request.visibilityTimeoutS !== null
       ? sql`${request.visibilityTimeoutS}`
@@ -133,13 +159,7 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
   // A leasable task still processing and not an unclaimed provisional lease: an expired lease taken over,
   // whose attempt this statement ends as "lease expired" (src/engine/redelivery.ts).
   const takesOverExpired = sql`(tasks.state = 'processing' AND NOT ${unclaimedSql(now)})`;
-  return sql`WITH picked AS (
-      SELECT id FROM tasks
-      WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}
-      ORDER BY priority DESC, run_at, id
-      LIMIT ${request.max}
-    )
-    UPDATE tasks SET
+  return sql`UPDATE tasks SET
       state = 'processing',
       attempts = CASE WHEN ${unclaimedSql(now)} THEN attempts ELSE attempts + 1 END,
       errors = CASE WHEN ${takesOverExpired}
@@ -154,7 +174,7 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
       claim_by = ${claimBy},
       started_at = coalesce(started_at, ${now}),
       updated_at = ${now}
-    WHERE id IN (SELECT id FROM picked) AND finished_at IS NULL AND ${leasableSql(now)}
+    WHERE id IN (${picked}) AND finished_at IS NULL AND ${leasableSql(now)}
     RETURNING ${returning}`;
 }
 

@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { queues, type QueueRow } from "../db/schema";
 import { EdgeqError } from "../contracts/errors";
 import type { StoredQueue } from "./stored-task";
+import type { FlowConfig } from "../contracts/flow";
 
 /** A push queue's rate limit: at most `count` task starts per `per`. */
 export interface RateLimit {
@@ -22,6 +23,8 @@ export interface QueueConfig {
   concurrency: number;
   rate_limit: RateLimit | null;
   max_run_s: number | null;
+  /** Flow control by key (docs/flow-control.md); null: none. */
+  flow: FlowConfig | null;
 }
 
 /**
@@ -48,6 +51,7 @@ export const DEFAULT_QUEUE_CONFIG: QueueConfig = {
   concurrency: 4,
   rate_limit: null,
   max_run_s: null,
+  flow: null,
 };
 
 const WINDOW_S = { second: 1, minute: 60 } as const;
@@ -69,6 +73,7 @@ function fromRow(row: QueueRow | undefined): QueueConfig {
     concurrency: row?.concurrency ?? d.concurrency,
     rate_limit: rateLimit,
     max_run_s: row?.maxRunS ?? d.max_run_s,
+    flow: row?.flow ? (JSON.parse(row.flow) as FlowConfig) : d.flow,
   };
 }
 
@@ -152,6 +157,11 @@ export async function storeQueueConfig(db: Db, queue: string, next: QueueConfig,
     rateLimitCount: next.rate_limit?.count ?? null,
     rateLimitWindowS: next.rate_limit ? WINDOW_S[next.rate_limit.per] : null,
     maxRunS: next.max_run_s,
+    // A queue with a paused key (or paused itself) keeps a flow config, if only {}: its leases must be flow
+    // control's (src/engine/flow-control.ts).
+    flow: next.flow
+      ? JSON.stringify(next.flow)
+      : sql`(SELECT '{}' FROM flow_keys WHERE queue = ${queue} AND paused = 1 LIMIT 1)`,
     updatedAt: now,
   };
   // One upsert: read-modify-write of a whole config row; concurrent PUTs of one queue resolve last-write-wins.

@@ -1,6 +1,7 @@
 import type { CounterReads, TaskReads } from "./store-reads";
 import type { Presence, QueueRecords, Transit } from "./store-shards";
 import type { Upkeep } from "./store-upkeep";
+import type { FlowControl } from "./store-flow";
 import type { HandOutWrites, HolderWrites, OperatorWrites, TaskWrites } from "./store-writes";
 
 /**
@@ -33,10 +34,13 @@ export interface TaskStore
     QueueRecords,
     Presence,
     Transit,
-    Upkeep {}
+    Upkeep,
+    FlowControl {}
 
 export type { TaskWrites, HolderWrites, HandOutWrites, OperatorWrites, QueueCancelled } from "./store-writes";
 export type { TaskReads, CounterReads } from "./store-reads";
 export type { QueueRecords, Presence, Transit } from "./store-shards";
 export type { Upkeep } from "./store-upkeep";
+export type { FlowControl } from "./store-flow";
+export type { FlowKeyState, QueueFlowState } from "./flow-control";
 export type { StoredQueue, StoredTask } from "./stored-task";

@@ -53,6 +53,8 @@ export interface StoredTask {
   dedupeKey: string | null;
   /** A library, tenant or batch: list, stats, cancel and redrive can be scoped to it. */
   groupKey: string | null;
+  /** The task's key for flow control (docs/flow-control.md); the API's `key`. */
+  flowKey: string | null;
   /** 0-100, reported by the holder. */
   progress: number | null;
   progressMessage: string | null;
@@ -93,4 +95,6 @@ export interface StoredQueue {
   sqsReceiveWaitS: number | null;
   /** JSON text: an object of tag -> value, or null. */
   sqsTags: string | null;
+  /** JSON text: the queue's flow config (src/contracts/flow.ts), or null: no flow control. */
+  flow: string | null;
 }

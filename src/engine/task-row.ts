@@ -56,6 +56,7 @@ function plainFields(row: TaskRow): Omit<TaskView, StoredJsonFields> {
     cancel_requested: row.cancelRequested === 1,
     dedupe_key: row.dedupeKey,
     group: row.groupKey,
+    key: row.flowKey,
     progress: row.progress,
     progress_message: row.progressMessage,
     created_at: toIso(row.createdAt),
@@ -111,7 +112,7 @@ export const leasedViewJsonSql = sql.raw(`(rtrim(json_object(
     'attempts', attempts, 'max_attempts', max_attempts, 'run_at', ${isoSql("run_at")},
     'lease_holder', lease_holder, 'lease_expires_at', ${isoSql("lease_expires_at")}, 'claim_by', ${isoSql("claim_by")},
     'cancel_requested', json(CASE WHEN cancel_requested = 1 THEN 'true' ELSE 'false' END),
-    'dedupe_key', dedupe_key, 'group', group_key, 'progress', progress, 'progress_message', progress_message,
+    'dedupe_key', dedupe_key, 'group', group_key, 'key', flow_key, 'progress', progress, 'progress_message', progress_message,
     'created_at', ${isoSql("created_at")}, 'updated_at', ${isoSql("updated_at")},
     'started_at', ${isoSql("started_at")}, 'finished_at', ${isoSql("finished_at")},
     'lease_token', lease_token), '}')

@@ -1,0 +1,187 @@
+import { sql, type SQL } from "drizzle-orm";
+import { leasableSql } from "./redelivery";
+
+/**
+ * Flow control's lease (docs/flow-control.md): on a queue whose row has a flow config, leases are made by
+ * two statements of the lease's batch instead of today's one (src/engine/lease.ts runs all three; each
+ * applies only to its kind of queue).
+ *
+ * Keys first, then each key's tasks, so a lease reads in proportion to the keys it looks at, never the
+ * backlog: the keys of the queue's live keyed tasks are walked from the round-robin cursor (a seek per key
+ * in the `tasks_keyed` index: the set of keys is the tasks' own, nothing to keep), at most keyWindow(max)
+ * of them. For each, its state (flow_keys: pause, tokens) and its limits (the queue's config: the key's
+ * override, else the default) give how many it may start now:
+ * - paused (the key or the queue): none;
+ * - concurrency: the limit less its running tasks — counted from the tasks themselves (processing under a
+ *   lease that has not expired and is not an unclaimed provisional one), so a count cannot leak, and a
+ *   lapsed lease frees its slot the moment its holder's writes are refused;
+ * - ordered: one, and none while any started task of the key is not leasable (running, or awaiting its
+ *   retry): FIFO per key, retries included (a started task goes first);
+ * - rate: the whole tokens of the key's bucket (refilled for the time since it was last written).
+ * Each key offers that many of its leasable tasks (fresh ones by the index, in lease order; started ones:
+ * retries due, lapsed leases), at most perKeyCap of them, and the lease takes the best of all offers up to
+ * `max` and the queue's own tokens: by priority, then (fair) the round — a key's n-th task is in round
+ * ⌊(n−1)/weight⌋ — and the key's place after the cursor, else by run_at and id. Unkeyed tasks of the queue
+ * are offered as one more key without limits, from the first UNKEYED_FRONT(max) live tasks in lease order.
+ *
+ * Two statements, one batch: the first (grant) computes the pick and writes what it took — each
+ * rate-limited key's tokens and grant, and the queue's row (its tokens, the cursor, the lease's total) —
+ * under a nonce; the second (lease) computes the same pick again, with each rate-limited key offering
+ * exactly its grant, and leases it. Between them only flow_keys changed, so the second picks what the first
+ * counted. Rows written beyond the tasks: one per rate-limited key served, one for the queue's row.
+ */
+
+/** Most keys one lease looks at: twice its max, so a lease of one-task-per-key rounds fills even when half
+ * the keys it meets are at their limits, at most 200 (a seek, a count and a few reads each: ~1 ms of D1 for
+ * 200 keys here), at least 16 (a lease of one still passes over keys at their limits). */
+export function keyWindow(max: number): number {
+  return Math.min(200, Math.max(16, 2 * max));
+}
+
+/** How deep into the queue's live tasks (in lease order) a flow lease looks for unkeyed ones: four times its
+ * max, so the walk stays bounded however many keyed tasks lead the queue (unkeyed tasks have no index of
+ * their own: one would cost every plain task a row). */
+export function unkeyedFront(max: number): number {
+  return 4 * max;
+}
+
+/** What the flow lease needs of a lease request (src/engine/lease.ts's LeaseRequest). */
+export interface FlowLeaseRequest {
+  queue: string;
+  max: number;
+}
+
+/** The key of the queue's own row in flow_keys. */
+export const QUEUE_ROW_KEY = "";
+
+/**
+ * The flow lease's two statements (see the module comment). `update(picked)` is the UPDATE that leases the
+ * ids `picked` selects (lease.ts's, shared with today's lease).
+ */
+export function flowLeaseSql(request: FlowLeaseRequest, now: number, update: (picked: SQL) => SQL): [SQL, SQL] {
+  const nonce = crypto.randomUUID();
+  const grant = sql`WITH RECURSIVE ${pickCtes(request, now, nonce, "grant")},
+    taken AS (SELECT key, count(*) AS n FROM picked WHERE key IS NOT NULL GROUP BY key),
+    total AS (SELECT count(*) AS n, (SELECT key FROM picked WHERE key IS NOT NULL ORDER BY pos DESC LIMIT 1) AS last_served,
+      (SELECT k FROM keys ORDER BY pos DESC LIMIT 1) AS last_seen FROM picked)
+    INSERT INTO flow_keys (queue, key, tokens, refilled_at, cursor, window_from, granted, lease_nonce, updated_at)
+    SELECT * FROM (
+      SELECT ${request.queue}, a.k, a.ktok - t.n, ${now}, NULL, NULL, t.n, ${nonce}, ${now}
+        FROM allow a JOIN taken t ON t.key = a.k WHERE a.rc IS NOT NULL
+      UNION ALL
+      SELECT ${request.queue}, ${QUEUE_ROW_KEY}, CASE WHEN q.qtok IS NULL THEN NULL ELSE q.qtok - total.n END, ${now},
+        CASE WHEN total.n >= cap.n THEN coalesce(total.last_served, q.cur) ELSE coalesce(total.last_seen, q.cur) END,
+        q.cur, total.n, ${nonce}, ${now}
+        FROM qt q, total, cap
+        WHERE total.n > 0 OR q.cur IS NOT coalesce(total.last_seen, q.cur)
+    ) WHERE true
+    ON CONFLICT (queue, key) DO UPDATE SET tokens = excluded.tokens, refilled_at = excluded.refilled_at,
+      cursor = CASE WHEN excluded.key = ${QUEUE_ROW_KEY} THEN excluded.cursor ELSE flow_keys.cursor END,
+      window_from = excluded.window_from, granted = excluded.granted, lease_nonce = excluded.lease_nonce,
+      updated_at = excluded.updated_at`;
+  const lease = sql`WITH RECURSIVE ${pickCtes(request, now, nonce, "lease")}
+    ${update(sql`SELECT id FROM picked`)}`;
+  return [grant, lease];
+}
+
+/** A field of a key's limits: its override's when the override names it (null included), else the default's. */
+function limitSql(path: string, json: (expr: string, path: string) => string = (e, p) => `${e} ->> '${p}'`): string {
+  return `CASE WHEN json_type(o, '${path}') IS NOT NULL THEN ${json("o", path)} ELSE ${json("def", path)} END`;
+}
+
+/**
+ * The pick, as CTEs ending in `picked` (id, key, pos): computed from the stored state in `grant` mode, and
+ * from what the grant wrote under `nonce` in `lease` mode (the same window, each rate-limited key's grant,
+ * the total).
+ */
+function pickCtes(request: FlowLeaseRequest, now: number, nonce: string, mode: "grant" | "lease"): SQL {
+  const q = request.queue;
+  // Inlined, not bound: D1 binds a JS number as a REAL, and integer arithmetic (a LIMIT's) must stay integer.
+  // request.max is checked to be an integer of 1..MAX_BATCH before any statement is built (lease.ts).
+  const max = sql.raw(String(Math.trunc(request.max)));
+  const leasing = mode === "lease";
+  const nextKey = (after: SQL) =>
+    sql`(SELECT min(flow_key) FROM tasks WHERE queue = ${q} AND flow_key > ${after} AND flow_key IS NOT NULL
+      AND finished_at IS NULL)`;
+  // A started task of the key holding a slot: processing under a lease its holder can still write under.
+  // (Unaliased: leasableSql names `tasks`.)
+  const running = sql`(tasks.state = 'processing' AND tasks.lease_expires_at > ${now}
+    AND NOT (tasks.claim_by IS NOT NULL AND tasks.claim_by <= ${now}))`;
+  const keyRange = sql`tasks.queue = ${q} AND tasks.flow_key = a.k AND tasks.flow_key IS NOT NULL
+    AND tasks.finished_at IS NULL`;
+  return sql`cfg AS (SELECT flow AS f FROM queues WHERE name = ${q} AND flow IS NOT NULL),
+    qrow AS (SELECT * FROM flow_keys WHERE queue = ${q} AND key = ${QUEUE_ROW_KEY}),
+    qs AS (SELECT f, f -> '$.default' AS def, coalesce(f ->> '$.fair', 0) AS fair,
+        coalesce((SELECT paused FROM qrow), 0) AS paused,
+        f ->> '$.rate.count' AS rc, CASE f ->> '$.rate.per' WHEN 'minute' THEN 60000.0 ELSE 1000.0 END AS rp,
+        coalesce(f ->> '$.rate.burst', f ->> '$.rate.count') AS rb,
+        ${leasing ? sql`(SELECT window_from FROM qrow WHERE lease_nonce = ${nonce})` : sql`coalesce((SELECT cursor FROM qrow), '')`} AS cur
+      FROM cfg),
+    qt AS (SELECT *, CASE WHEN rc IS NULL THEN NULL ELSE min(rb, coalesce((SELECT tokens FROM qrow), rb)
+        + (${now} - coalesce((SELECT refilled_at FROM qrow), ${now})) * rc / rp) END AS qtok FROM qs),
+    cap AS (SELECT ${
+      leasing
+        ? sql`coalesce((SELECT granted FROM qrow WHERE lease_nonce = ${nonce}), 0)`
+        : sql`CASE WHEN paused = 1 THEN 0 WHEN qtok IS NULL THEN ${max} ELSE min(${max}, CAST(qtok AS INTEGER)) END`
+    } AS n FROM qt),
+    win(k, lap, n) AS (
+      SELECT cur, 0, 0 FROM qs WHERE cur IS NOT NULL AND (SELECT n FROM cap) > 0
+      UNION ALL
+      SELECT CASE WHEN ${nextKey(sql`win.k`)} IS NOT NULL THEN ${nextKey(sql`win.k`)}
+          WHEN win.lap = 0 THEN ${nextKey(sql`''`)} END,
+        CASE WHEN ${nextKey(sql`win.k`)} IS NOT NULL THEN win.lap ELSE 1 END, win.n + 1
+      FROM win, qs WHERE win.k IS NOT NULL AND win.n < ${sql.raw(String(keyWindow(request.max)))} AND NOT (win.lap = 1 AND win.k >= qs.cur)
+    ),
+    keys AS (SELECT w.k, w.n AS pos, coalesce(fk.paused, 0) AS kpaused, fk.tokens AS ktokens,
+        fk.refilled_at AS krefilled, fk.granted AS kgranted, fk.lease_nonce AS knonce, ov.value AS o, qs.def
+      FROM win w CROSS JOIN qs LEFT JOIN flow_keys fk ON fk.queue = ${q} AND fk.key = w.k
+        LEFT JOIN json_each(qs.f, '$.keys') ov ON ov.key = w.k
+      WHERE w.n > 0 AND w.k IS NOT NULL AND NOT (w.lap = 1 AND w.k > qs.cur)),
+    lim AS (SELECT k, pos, kpaused, ktokens, krefilled, kgranted, knonce,
+        ${sql.raw(limitSql("$.concurrency"))} AS conc,
+        ${sql.raw(limitSql("$.rate", (e, p) => `${e} -> '${p}'`))} AS rate,
+        coalesce(${sql.raw(limitSql("$.ordered"))}, 0) AS ordered,
+        coalesce(${sql.raw(limitSql("$.weight"))}, 1) AS weight
+      FROM keys),
+    kst AS (SELECT *, rate ->> '$.count' AS rc, CASE rate ->> '$.per' WHEN 'minute' THEN 60000.0 ELSE 1000.0 END AS rp,
+        coalesce(rate ->> '$.burst', rate ->> '$.count') AS rb FROM lim),
+    allow AS (SELECT *, ${
+      leasing
+        ? sql`CASE WHEN rc IS NOT NULL THEN (CASE WHEN knonce = ${nonce} THEN kgranted ELSE 0 END) ELSE base END`
+        : sql`CASE WHEN rc IS NOT NULL THEN min(base, CAST(ktok AS INTEGER)) ELSE base END`
+    } AS allow FROM (
+      SELECT a.*, CASE WHEN a.rc IS NULL THEN NULL ELSE min(a.rb, coalesce(a.ktokens, a.rb)
+          + (${now} - coalesce(a.krefilled, ${now})) * a.rc / a.rp) END AS ktok,
+        CASE
+          WHEN a.kpaused = 1 THEN 0
+          WHEN a.ordered = 1 THEN CASE WHEN EXISTS (SELECT 1 FROM tasks WHERE ${keyRange} AND tasks.started_at IS NOT NULL
+              AND coalesce(${leasableSql(now)}, 0) = 0) THEN 0 ELSE 1 END
+          WHEN a.conc IS NULL THEN ${max}
+          ELSE max(0, a.conc - (SELECT count(*) FROM tasks WHERE ${keyRange} AND tasks.started_at IS NOT NULL AND ${running}))
+        END AS base
+      FROM kst a)),
+    lcap AS (SELECT max(1, (${max} + count(*) - 1) / max(count(*), 1)) * max(coalesce(max(weight), 1), 1) AS l
+      FROM allow WHERE allow > 0),
+    cand AS (SELECT id, key, priority, run_at, pos, weight, allow,
+        row_number() OVER (PARTITION BY key ORDER BY first, priority DESC, run_at, id) AS rn
+      FROM (SELECT t.id, t.flow_key AS key, t.priority, t.run_at, a.pos, a.weight, a.allow,
+          CASE WHEN a.ordered = 1 AND t.started_at IS NOT NULL THEN 0 ELSE 1 END AS first
+        FROM allow a JOIN tasks t ON t.id IN (
+          SELECT id FROM (SELECT id FROM tasks WHERE ${keyRange} AND tasks.started_at IS NULL
+            AND tasks.state = 'pending' AND tasks.run_at <= ${now}
+            ORDER BY priority DESC, run_at, id LIMIT (SELECT l FROM lcap))
+          UNION ALL
+          SELECT id FROM (SELECT id FROM tasks WHERE ${keyRange} AND tasks.started_at IS NOT NULL AND ${leasableSql(now)}
+            ORDER BY priority DESC, run_at, id LIMIT (SELECT l FROM lcap)))
+        WHERE a.allow > 0)),
+    ucand AS (SELECT id, NULL AS key, priority, run_at, 0 AS pos, 1 AS weight, ${max} AS allow,
+        row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn
+      FROM (SELECT id, priority, run_at, flow_key, run_at <= ${now} AND ${leasableSql(now)} AS ok FROM tasks
+        WHERE queue = ${q} AND finished_at IS NULL AND (SELECT n FROM cap) > 0
+        ORDER BY priority DESC, run_at, id LIMIT ${sql.raw(String(unkeyedFront(request.max)))})
+      WHERE flow_key IS NULL AND ok),
+    picked AS (SELECT c.id, c.key, c.pos FROM (SELECT * FROM cand WHERE rn <= allow UNION ALL SELECT * FROM ucand) c, qs
+      ORDER BY c.priority DESC, CASE WHEN qs.fair THEN (c.rn - 1) / c.weight ELSE 0 END,
+        CASE WHEN qs.fair THEN c.pos ELSE 0 END, c.run_at, c.id
+      LIMIT coalesce((SELECT n FROM cap), 0))`;
+}
