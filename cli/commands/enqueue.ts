@@ -72,6 +72,7 @@ export const enqueue: Command = {
     "run-at": { type: "string", value: "ISO", description: "due at this time (ISO 8601 with a zone)" },
     "dedupe-key": { type: "string", value: "K", description: "skip the task while a live task holds this key" },
     group: { type: "string", value: "G", description: "the tasks' group (cancel and redrive by group)" },
+    key: { type: "string", value: "K", description: "the tasks' flow-control key (a tenant, an account)" },
     "max-attempts": {
       type: "string",
       value: "N",
@@ -125,6 +126,7 @@ function taskDefaults(ctx: CommandContext): Partial<NewTask> {
     run_at: runAt,
     dedupe_key: stringFlag(ctx, "dedupe-key"),
     group: stringFlag(ctx, "group"),
+    key: stringFlag(ctx, "key"),
     max_attempts: intFlag(ctx, enqueue, "max-attempts", { min: 1, max: MAX_ATTEMPTS_LIMIT }),
   };
   return Object.fromEntries(Object.entries(defaults).filter(([, v]) => v !== undefined));

@@ -302,6 +302,15 @@ export const OutcomeResponse = z.object({
   }),
 });
 
+/** Pause or resume a queue, or one key of it (flow control, docs/flow-control.md). */
+export const PauseBody = z
+  .strictObject({
+    paused: z.boolean().openapi({ description: "true pauses, false resumes" }),
+    key: TaskKey.optional().openapi({ description: "one key of the queue; omitted: the whole queue" }),
+  })
+  .openapi("PauseBody");
+export const PauseResponse = z.object({ queue: z.string(), key: z.string().nullable(), paused: z.boolean() });
+
 /** Bulk cancel must say what it cancels: one group, or `all: true` — an empty body cancels nothing. */
 export const CancelQueueBody = z
   .strictObject({ group: ShortText(128).optional(), all: z.literal(true).optional() })

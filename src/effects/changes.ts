@@ -29,7 +29,7 @@ export type Change =
   /** Dead or cancelled tasks were put back to pending, due at `runAt`. */
   | { kind: "redriven"; queue: string; ids: string[]; runAt: number }
   /** A queue's config was written (`mode` as it now is): a push queue's coordinators run its backlog. */
-  | { kind: "configured"; queue: string; mode: QueueConfig["mode"] }
+  | { kind: "configured"; queue: string; mode: QueueConfig["mode"]; wake?: boolean }
   /** A schedule was created, changed or resumed, or the cron tick fired schedules (re-arming what an eviction
    * lost): a slot is due at `nextRunAt`, and the schedules' alarm (the Scheduler) must fire by then. */
   | { kind: "schedule-set"; nextRunAt: number }

@@ -56,7 +56,8 @@ export async function follow(env: Env, change: Change, clock: () => number = Dat
       );
     case "configured":
       // Every partition: a queue switched to push runs the backlog now, not at the next enqueue or tick.
-      if (change.mode === "push") return wakeCoordinator(env, change.queue, clock());
+      // A resumed queue or key (flow control): its long polls and push dispatch get the backlog now too.
+      if (change.mode === "push" || change.wake) return wakeCoordinator(env, change.queue, clock());
       return;
     case "schedule-set":
       return armScheduler(env, change.nextRunAt);

@@ -1,7 +1,7 @@
 import type { RedriveScope } from "../engine/redrive";
 import { cancelQueueOf, redriveQueueOf } from "../shards/queue-ops";
 import { putQueueConfigOf, type QueueSettings } from "../shards/queue-config-ops";
-import { queueRoute } from "../shards/queue-route";
+import { queueRoute, routeShards } from "../shards/queue-route";
 import type { OperationContext } from "./context";
 
 /**
@@ -16,6 +16,24 @@ export async function cancelQueue(op: OperationContext, queue: string, scope: { 
   const result = await cancelQueueOf(await queueRoute(op.env, queue, op.now), scope, op.now, ids);
   op.effects.after({ kind: "cancelled", queue, ids });
   return result;
+}
+
+/**
+ * Pauses or resumes a whole queue (`key` omitted) or one key of it, on every database holding a partition
+ * of the queue: nothing of it is handed out while paused; enqueues are accepted, running tasks finish.
+ * Reported as a config change that wakes the queue's coordinators (a resumed queue's long polls and push
+ * dispatch get its backlog now).
+ *
+ * @example
+ * await pauseFlow(op, "emails", { key: "acme", paused: true });
+ */
+export async function pauseFlow(op: OperationContext, queue: string, request: { key?: string; paused: boolean }) {
+  const route = await queueRoute(op.env, queue, op.now);
+  await Promise.all(
+    routeShards(route).map((s) => s.store.setFlowPaused(queue, request.key ?? null, request.paused, op.now)),
+  );
+  op.effects.after({ kind: "configured", queue, mode: "pull", wake: true });
+  return { queue, key: request.key ?? null, paused: request.paused };
 }
 
 /**

@@ -117,6 +117,11 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
     return this.run("stats", queueApi.stats, { queue }, query);
   }
 
+  /** Pauses or resumes a queue, or one key of it (POST /v1/queues/{queue}/pause). */
+  pause(queue: string, body: RequestOf<typeof queueApi.pause>) {
+    return this.run("pause", queueApi.pause, { queue }, body);
+  }
+
   /** Sets some or all of a queue's configuration (PUT /v1/queues/{queue}/config). */
   configure(queue: string, patch: RequestOf<ReturnType<typeof configureQueueOperation>>) {
     return this.run("configure", configureQueueOperation(this.deps.processors), { queue }, patch);

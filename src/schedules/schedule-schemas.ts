@@ -17,6 +17,7 @@ export const ScheduledTaskSchema = z
     payload: task.payload,
     priority: task.priority,
     group: task.group,
+    key: task.key,
     max_attempts: task.max_attempts,
     dedupe_key: task.dedupe_key,
   })

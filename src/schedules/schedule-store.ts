@@ -12,6 +12,7 @@ export interface ScheduledTask {
   payload?: unknown;
   priority?: number;
   group?: string;
+  key?: string;
   max_attempts?: number;
   dedupe_key?: string;
 }
@@ -24,6 +25,7 @@ export function scheduledTaskInput(task: ScheduledTask, id: string, runAt?: numb
     payload: task.payload,
     priority: task.priority,
     group: task.group,
+    key: task.key,
     maxAttempts: task.max_attempts,
     dedupeKey: task.dedupe_key,
     runAt,

@@ -85,13 +85,15 @@ export function routeShards(route: QueueRoute): Shard[] {
 let roundRobin = Math.floor(Math.random() * 1_000_000);
 
 /**
- * The part a new task joins: by its dedupe key, else its group (so a dedupe key is unique queue-wide and a
- * group's tasks keep their order on one partition), else round robin.
+ * The part a new task joins: by its flow-control key (so a key's tasks, and its state in flow_keys, live on
+ * one partition's database and its limits hold there: docs/flow-control.md), else its dedupe key, else its
+ * group (so a dedupe key is unique queue-wide and a group's tasks keep their order on one partition), else
+ * round robin. A keyed task's dedupe key is unique within its key's partition only.
  */
-export function pickPart(route: QueueRoute, task: { dedupeKey?: string; group?: string }): PartRoute {
+export function pickPart(route: QueueRoute, task: { key?: string; dedupeKey?: string; group?: string }): PartRoute {
   const n = route.parts.length;
   if (n === 1) return route.parts[0]!;
-  const key = task.dedupeKey ?? task.group;
+  const key = task.key ?? task.dedupeKey ?? task.group;
   const index = key !== undefined ? fnv1a(key) % n : roundRobin++ % n;
   return route.parts[index]!;
 }

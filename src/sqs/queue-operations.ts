@@ -74,7 +74,10 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
       );
     }
   } else {
-    const config = { ...SQS_CREATED_CONFIG, ...patch.config };
+    // A FIFO queue's message groups are ordered keys (docs/flow-control.md): per group, the next message is
+    // not received until the one before it is deleted or its visibility ends, as SQS FIFO promises.
+    const fifo = isFifo(name) ? { flow: { default: { ordered: true } } } : {};
+    const config = { ...SQS_CREATED_CONFIG, ...fifo, ...patch.config };
     await saveSqsQueue(db, name, { ...patch, config }, ctx.now, ctx.op.processors.types());
     await copyConfigToShards(ctx.env, await ctx.route(name), ctx.now);
     if (request.tags !== undefined) await addTags(ctx, name, request.tags, "tags");

@@ -65,6 +65,8 @@ async function taskOf(queue: SqsQueue, message: MessageInput, now: number): Prom
     payload,
     runAt: now + delayS * 1000,
     group: message.MessageGroupId,
+    // A message group is a flow-control key: an SQS FIFO queue's config makes keys ordered (issue 30).
+    key: message.MessageGroupId,
     dedupeKey: fifo ? (message.MessageDeduplicationId ?? (await sha256Hex(message.MessageBody))) : undefined,
   };
 }

@@ -77,6 +77,14 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
     }),
   )
   .openapi(
+    ...operationRoute(queueApi.pause, {
+      method: "post",
+      path: "/v1/queues/{queue}/pause",
+      tags: ["queues"],
+      summary: "Pause or resume the queue, or one key of it (flow control): nothing handed out while paused",
+    }),
+  )
+  .openapi(
     ...operationRoute(queueApi.redrive, {
       method: "post",
       path: "/v1/queues/{queue}/redrive",

@@ -1,6 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import {
   CancelQueueBody,
+  PauseBody,
+  PauseResponse,
   EnqueueBatchBody,
   EnqueueBody,
   EnqueueResponse,
@@ -20,7 +22,7 @@ import { listAllQueues } from "../../shards/cross-shard";
 import { listTasksOf, purgeQueueOf, queueStatsOf } from "../../shards/queue-ops";
 import { queueRoute, readRoute } from "../../shards/queue-route";
 import { enqueue } from "../enqueue";
-import { cancelQueue, redrive } from "../queue";
+import { cancelQueue, pauseFlow, redrive } from "../queue";
 import { defineOperation, jsonInput, queryInput } from "./define";
 
 /** The API's operations on a queue's tasks (`/v1/queues/{queue}/…`; RPC `enqueue(queue, body)`, …). */
@@ -54,6 +56,7 @@ export function newTasksOf(body: z.output<typeof EnqueueBody>, now: number): New
     maxAttempts: task.max_attempts,
     dedupeKey: task.dedupe_key,
     group: task.group,
+    key: task.key,
     then: task.then,
   }));
 }
@@ -117,6 +120,14 @@ export const queueApi = {
     input: jsonInput(CancelQueueBody),
     answer: z.object({ cancelled: z.number().int(), cancel_requested: z.number().int() }),
     run: (op, { queue }, { group }) => cancelQueue(op, queue, { group }),
+  }),
+
+  /** Pauses or resumes the queue, or one key of it (flow control). */
+  pause: defineOperation({
+    params: QueueParams,
+    input: jsonInput(PauseBody),
+    answer: PauseResponse,
+    run: (op, { queue }, body) => pauseFlow(op, queue, body),
   }),
 
   /** Moves dead (or cancelled) tasks back to pending with attempts reset. */
