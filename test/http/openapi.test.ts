@@ -43,6 +43,7 @@ const OPERATIONS: Record<string, number> = {
   "post /v1/queues/{queue}/ack": 200,
   "post /v1/queues/{queue}/extend": 200,
   "post /v1/queues/{queue}/cancel": 200,
+  "post /v1/queues/{queue}/pause": 200,
   "post /v1/queues/{queue}/redrive": 200,
   "post /v1/queues/{queue}/purge": 200,
   "get /v1/queues": 200,
@@ -218,7 +219,19 @@ describe("the OpenAPI document", () => {
     const newTask = resolve(doc, { $ref: "#/components/schemas/NewTask" });
     expect(newTask.additionalProperties).toBe(false);
     expect(Object.keys(newTask.properties!).sort()).toEqual(
-      ["id", "type", "payload", "priority", "delay_s", "run_at", "max_attempts", "dedupe_key", "group", "then"].sort(),
+      [
+        "id",
+        "type",
+        "payload",
+        "priority",
+        "delay_s",
+        "run_at",
+        "max_attempts",
+        "dedupe_key",
+        "group",
+        "key",
+        "then",
+      ].sort(),
     );
     // Enqueue: one task, or a batch whose documented size limit is the engine's.
     const enqueue = resolve(doc, { $ref: "#/components/schemas/EnqueueBody" });
