@@ -7,7 +7,8 @@ import { minuteOf } from "../../src/engine/counters";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { leaseTasks } from "../../src/engine/lease";
 import { putQueueConfig } from "../../src/engine/queue-config";
-import { db, PROCESSORS, row, T0, uniqueQueue } from "../helpers";
+import { db, PROCESSORS, row, uniqueQueue } from "../helpers";
+import { clockRange } from "../support/clock-range";
 import { failingD1 } from "../support/failing-d1";
 import { withDatabases } from "../support/metered-env";
 
@@ -72,16 +73,17 @@ async function expectTicked(s: Scenario) {
 
 describe("cron tick: interrupted half way", () => {
   it("is safe to run again after stopping at any D1 call: nothing reaped twice, nothing lost", async () => {
-    // This file's ticks work in days of their own (see test/cron/tick.test.ts), one per interruption point:
-    // days 260 to 460 (another file's tasks on one of them would be swept here, or ours in its walk).
-    const reference = await scenario(T0 + 260 * DAY);
+    // A day of this file's clock range per interruption point: another file's tasks in one would be swept
+    // here, or ours in its walk.
+    const clock = clockRange("cron/tick-interrupted");
+    const reference = await scenario(clock.day(0));
     await runTick(env, reference.now);
     await expectTicked(reference);
 
     let stoppedAt: number | undefined;
     for (let failAt = 1; ; failAt++) {
       expect(failAt).toBeLessThan(200); // a tick makes a few dozen D1 calls
-      const s = await scenario(T0 + (261 + failAt) * DAY);
+      const s = await scenario(clock.day(failAt));
       const calls = { n: 0 };
       const broken = withDatabases(env, (d1) => failingD1(d1, failAt, calls));
       const outcome = await runTick(broken, s.now).then(

@@ -5,18 +5,16 @@ import { LIVE_FRONT_CHUNK } from "../../src/contracts/limits";
 import { runTick } from "../../src/cron/tick";
 import { PRUNE_WINDOW } from "../../src/engine/purge";
 import { DEFAULT_THRESHOLDS } from "../../src/health/thresholds";
-import { db, T0, uniqueQueue } from "../helpers";
+import { db, uniqueQueue } from "../helpers";
+import { clockRange } from "../support/clock-range";
 import { meteredD1 } from "../support/metered-d1";
 import { withDatabases } from "../support/metered-env";
 import { seedPending } from "../support/seed-tasks";
 
 const DAY = 86_400_000;
 
-/**
- * The tick reads the whole database, so this file works in days of its own (test/cron/tick.test.ts uses the
- * first weeks after T0), before today's clock (the tests that lease at Date.now()).
- */
-const NOW = T0 + 240 * DAY;
+/** The tick reads the whole database, so this file works in a clock range of its own. */
+const NOW = clockRange("cron/tick-reads").day(1);
 
 /** Databases the tick walks (DB, DB_1, …). */
 const shards = Object.keys(env).filter((name) => /^DB(_[1-9][0-9]*)?$/.test(name)).length;

@@ -11,19 +11,21 @@ import { leaseTasks } from "../../src/engine/lease";
 import { DEFAULT_QUEUE_CONFIG, putQueueConfig } from "../../src/engine/queue-config";
 import { backoffBoundsMs } from "../../src/engine/retry-policy";
 import worker from "../../src/index";
-import { T0, db, row, snapshot, uniqueQueue, PROCESSORS } from "../helpers";
+import { db, row, snapshot, uniqueQueue, PROCESSORS } from "../helpers";
+import { clockRange } from "../support/clock-range";
 import { untilWaiting } from "../support/coordinator";
 
-const DAY = 86_400_000;
+const clock = clockRange("cron/tick");
 
 /**
  * Every tick reaps and prunes the whole database, not one queue. To make a test's counts exact, each test
- * works in its own day after T0 and first runs a tick at the end of that day: whatever other tests left
- * that a tick in this window could touch is handled then, before this test creates its tasks.
+ * works in its own day of this file's clock range and first runs a tick at the end of that day: whatever
+ * this file's earlier tests left that a tick in this window could touch is handled then, before this test
+ * creates its tasks.
  */
 async function isolatedWindow(day: number): Promise<number> {
-  const start = T0 + day * DAY;
-  await runTick(env, start + DAY);
+  const start = clock.day(day);
+  await runTick(env, clock.day(day + 1));
   return start;
 }
 

@@ -9,6 +9,7 @@ import { call, enqueueOne, leaseOne, request } from "../http/api";
 import { dropSchedule } from "../schedules/support";
 import { queueOn, shard } from "../shards/support";
 import { call as sqsCall, sqsRequest } from "../sqs/signed-request";
+import { clockRange } from "../support/clock-range";
 import { coordinator } from "../support/coordinator";
 import { countingEnv } from "../support/counting-env";
 import { until } from "../support/until";
@@ -46,10 +47,10 @@ async function placed(queue: string): Promise<void> {
 }
 
 /**
- * The time window this file fires schedule slots in: before any other file's schedule (they are created at
- * T0 or later), so firing its slots fires only this file's.
+ * The time window this file fires schedule slots in: its own clock range, before any other file's schedule
+ * (they are created at T0 or later, or in ranges of their own), so firing its slots fires only this file's.
  */
-const SLOT_WINDOW = Date.parse("2001-01-01T00:00:00Z");
+const SLOT_WINDOW = clockRange("effects/every-entry-point").start;
 
 describe("every entry point hands its changes to the one effects owner", () => {
   it("enqueue — HTTP, RPC, SQS, a schedule's trigger (HTTP, RPC) and a slot it fires: the partition woken, `enqueued` published", async () => {

@@ -4,6 +4,7 @@ import { bucketIndex, HISTOGRAM_BOUNDS_S } from "../../src/db/histogram-buckets"
 import { minuteOf } from "../../src/engine/counters";
 import { PROCESSORS, T0, uniqueQueue } from "../helpers";
 import { describeStore } from "./conformance/store-kinds";
+import { clockRange } from "../support/clock-range";
 
 // Every state change adds what it changed to the per-minute counters, once (src/engine/counters.ts): what
 // /metrics, health and the charts read instead of tasks.
@@ -115,8 +116,8 @@ describeStore("task counters", (kind) => {
 
   it("fold minutes past COUNTER_MINUTES_KEPT_S into the totals row without changing any total", async () => {
     const queue = uniqueQueue();
-    // A month before T0: a fold here reaches only rows this test wrote (the tests share one D1).
-    const base = T0 - 30 * 86_400_000;
+    // This file's clock range (the tests share one D1; a fold takes the oldest minutes of every queue).
+    const base = clockRange("engine/counters").day(1);
     for (let m = 0; m < 3; m++) await store().enqueueTasks(queue, [{}, {}], base + m * 60_000);
     const before = await sums(queue);
     expect(before).toMatchObject({ enqueued: 6 });

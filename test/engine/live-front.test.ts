@@ -1,14 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { frontsAfterReap, type QueueFront } from "../../src/engine/live-front";
-import { T0, uniqueQueue } from "../helpers";
+import { uniqueQueue } from "../helpers";
+import { clockRange } from "../support/clock-range";
 import { lapsedMix } from "./conformance/lapsed-mix";
 import { describeStore } from "./conformance/store-kinds";
 
-const DAY = 86_400_000;
+/** The front is read over every queue, and the reap below takes every lapsed lease: a clock range of its own. */
+const clock = clockRange("engine/live-front");
 
 describeStore("the live front the tick reads", (kind) => {
   it("finds every lapsed lease, in every priority, and the figures health reads", async () => {
-    const t = T0 + 200 * DAY;
+    const t = clock.day(0);
     const queue = uniqueQueue("front");
     const { expiring } = await lapsedMix(kind.store(), queue, t);
 

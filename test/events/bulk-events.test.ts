@@ -6,11 +6,11 @@ import { enqueueTasks } from "../../src/engine/enqueue";
 import { leaseTasks } from "../../src/engine/lease";
 import type { StreamMessage, TaskEvent } from "../../src/contracts/events";
 import { Clock, drainDeps, queueConfig, testProcessor } from "../dispatch/support";
+import { clockRange } from "../support/clock-range";
 import { call, enqueueOne } from "../http/api";
 import { T0, db, uniqueQueue } from "../helpers";
 import { openStream } from "./socket";
 
-const DAY = 86_400_000;
 const summary = (events: StreamMessage[]) =>
   events.map((e) => [e.event, (e as TaskEvent).task_id]).sort((a, b) => String(a).localeCompare(String(b)));
 
@@ -39,9 +39,11 @@ describe("events of queue-wide actions, the cron reaper and push drains", () => 
   });
 
   it("the cron reaper publishes a lapsed lease as failed with its retry time, an exhausted one as dead", async () => {
-    // A window of its own (as test/cron/tick.test.ts): a tick reaps every queue's lapsed leases up to `now`.
-    const start = T0 + 60 * DAY;
-    await runTick(env, start + DAY);
+    // This file's clock range: a tick reaps every queue's lapsed leases up to `now`. The first tick there
+    // reaps what this file's earlier tests left (as test/cron/tick.test.ts does).
+    const clock = clockRange("events/bulk-events");
+    const start = clock.day(0);
+    await runTick(env, clock.day(1));
     const queue = uniqueQueue("reap-ev");
     const { tasks } = await enqueueTasks(db(), queue, [{ payload: 1 }, { payload: 2, maxAttempts: 1 }], start);
     const [retried, buried] = tasks.map((t) => t.id);

@@ -11,6 +11,7 @@ import { putSchedule } from "../../src/schedules/schedule-service";
 import { deleteSchedule } from "../../src/schedules/schedule-store";
 import { db, PROCESSORS, T0, uniqueQueue } from "../helpers";
 import { storeRefusedSchedule } from "../schedules/support";
+import { clockRange } from "../support/clock-range";
 
 async function health(queue: string, now: number) {
   const [h] = await evaluateHealth(db(), now, { queue });
@@ -105,8 +106,8 @@ describe("health checks", () => {
   it("warns of a schedule into the queue whose task was refused, until a firing succeeds", async () => {
     const queue = uniqueQueue("health");
     const name = uniqueQueue("sched");
-    // Two months before T0: these passes fire no other test's schedules.
-    const base = T0 - 60 * 86_400_000;
+    // This file's clock range: these passes fire no other test's schedules.
+    const base = clockRange("health/checks").day(1);
     await storeRefusedSchedule(name, queue, "@every 60s", base + 60_000, base);
     await fireDueSchedules(db(), base + 60_000);
     const h = await health(queue, base + 61_000);

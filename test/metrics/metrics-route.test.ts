@@ -4,9 +4,10 @@ import { HISTOGRAM_BOUNDS_S } from "../../src/db/histogram-buckets";
 import { fireDueSchedules } from "../../src/schedules/fire-schedules";
 import { putSchedule } from "../../src/schedules/schedule-service";
 import { deleteSchedule } from "../../src/schedules/schedule-store";
-import { db, T0, uniqueQueue } from "../helpers";
+import { db, uniqueQueue } from "../helpers";
 import { call, complete, enqueue, expectError, fail, lease } from "../http/api";
 import { storeRefusedSchedule } from "../schedules/support";
+import { clockRange } from "../support/clock-range";
 
 interface Sample {
   value?: string;
@@ -124,8 +125,8 @@ describe("GET /metrics", () => {
     const ok = uniqueQueue("sched");
     const failing = uniqueQueue("sched");
     const queue = uniqueQueue("metrics");
-    // Two months before T0: the passes here fire no other test's schedules.
-    const base = T0 - 60 * 86_400_000;
+    // This file's clock range: the passes here fire no other test's schedules.
+    const base = clockRange("metrics/metrics-route").day(1);
     await putSchedule(db(), ok, { queue, cron: "@every 60s" }, base);
     await storeRefusedSchedule(failing, queue, "@every 60s", base + 60_000, base);
     await fireDueSchedules(db(), base + 60_000);

@@ -10,6 +10,7 @@ import type { Scheduler } from "../../src/schedules/scheduler";
 import { slotTaskId } from "../../src/schedules/slot-id";
 import { db, uniqueQueue } from "../helpers";
 import { dropSchedule, tasksOf } from "./support";
+import { clockRange } from "../support/clock-range";
 import { inObject } from "../support/coordinator";
 
 const stub = () => env.SCHEDULER.get(env.SCHEDULER.idFromName(SCHEDULER_OBJECT));
@@ -23,8 +24,8 @@ async function setClock(at: number): Promise<void> {
 
 describe("schedules and the Scheduler's alarm", () => {
   it("fires each slot once across a lost alarm (an eviction), re-armed by the cron tick: no gap, no double", async () => {
-    // Far ahead of every other test's schedules, so passes here fire only this one.
-    const base = Date.parse("2030-01-01T00:00:00Z");
+    // This file's clock range, ahead of every other test's schedules, so passes here fire only this one.
+    const base = clockRange("schedules/eviction").start;
     const name = uniqueQueue("sched");
     const queue = uniqueQueue();
     await putSchedule(db(), name, { queue, cron: "*/10 * * * * *", overlap: "allow" }, base);

@@ -2,8 +2,9 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { COUNTER_MINUTES_KEPT_S } from "../../../src/contracts/limits";
 import { minuteOf } from "../../../src/engine/counters";
-import { db, T0, uniqueQueue } from "../../helpers";
+import { db, uniqueQueue } from "../../helpers";
 import { D1_STORE } from "../conformance/store-kinds";
+import { clockRange } from "../../support/clock-range";
 
 // D1 store only: where folded minutes go — one `task_counters` row per (queue, type) at minute 0 (the
 // totals every read adds). That folding keeps every total is a property of every store:
@@ -20,8 +21,8 @@ async function sums(queue: string, type = "default") {
 describe("task counters on D1", () => {
   it("folds minutes past COUNTER_MINUTES_KEPT_S into the (queue, type, minute 0) row", async () => {
     const queue = uniqueQueue();
-    // Five weeks before T0, apart from test/engine/counters.test.ts's month (the tests share one D1).
-    const base = T0 - 35 * 86_400_000;
+    // This file's clock range (the tests share one D1; a fold takes the oldest minutes of every queue).
+    const base = clockRange("engine/d1/counters-fold").day(1);
     for (let m = 0; m < 3; m++) await store().enqueueTasks(queue, [{}, {}], base + m * 60_000);
     const before = await sums(queue);
     expect(before).toMatchObject({ enqueued: 6 });

@@ -5,7 +5,8 @@ import { openDb } from "../../../src/db/client";
 import { LIVE_FRONT_MIN_PENDING } from "../../../src/contracts/limits";
 import { d1TaskStore } from "../../../src/engine/d1-store";
 import { listLiveSegments, type QueueFront } from "../../../src/engine/live-front";
-import { db, T0, uniqueQueue } from "../../helpers";
+import { db, uniqueQueue } from "../../helpers";
+import { clockRange } from "../../support/clock-range";
 import { meteredD1 } from "../../support/metered-d1";
 import { seedPending } from "../../support/seed-tasks";
 import { lapsedMix } from "../conformance/lapsed-mix";
@@ -16,7 +17,8 @@ import { D1_STORE } from "../conformance/store-kinds";
 // look-out of LIVE_FRONT_MIN_PENDING due tasks per segment (src/engine/live-front.ts). What it finds is a
 // property of every store: test/engine/live-front.test.ts.
 
-const DAY = 86_400_000;
+/** The front is read over every queue, and reaps take every lapsed lease: a clock range of its own. */
+const clock = clockRange("engine/d1/live-front");
 const { store } = storeFixtures(D1_STORE);
 
 async function frontOf(queue: string, now: number, dueCount = 0): Promise<QueueFront | undefined> {
@@ -29,7 +31,7 @@ async function drop(queue: string): Promise<void> {
 
 describe("the live index's front on D1", () => {
   it("is read one (queue, priority) segment of the index at a time", async () => {
-    const t = T0 + 200 * DAY;
+    const t = clock.day(0);
     const queue = uniqueQueue("front");
     await lapsedMix(store(), queue, t);
     const segments = (await listLiveSegments(db())).filter((s) => s.queue === queue);
@@ -41,7 +43,7 @@ describe("the live index's front on D1", () => {
   });
 
   it("counts due tasks up to what is asked, reading about as many index entries", async () => {
-    const now = T0 + 201 * DAY;
+    const now = clock.day(1);
     const queue = uniqueQueue("front-count");
     await seedPending(db(), queue, 3 * LIVE_FRONT_MIN_PENDING, { runAt: now - 60_000, createdAt: now - 60_000 });
     // Files share the database: count this queue's statements only (the walk binds the queue it reads).
@@ -67,7 +69,7 @@ describe("the live index's front on D1", () => {
   });
 
   it("finds a lapsed lease behind due tasks put ahead of it once fewer than the look-out are ahead", async () => {
-    const t = T0 + 202 * DAY;
+    const t = clock.day(2);
     const queue = uniqueQueue("front-behind");
     const [task] = (await store().enqueueTasks(queue, [{}], t)).tasks;
     await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, t);

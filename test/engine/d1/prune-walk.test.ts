@@ -5,7 +5,8 @@ import { openDb } from "../../../src/db/client";
 import { idLowerBound, pruneWindow, PRUNE_WINDOW, retentionCutoffId } from "../../../src/engine/purge";
 import { DEFAULT_QUEUE_CONFIG } from "../../../src/engine/queue-config";
 import { d1TaskStore } from "../../../src/engine/d1-store";
-import { T0, db, uniqueQueue, PROCESSORS } from "../../helpers";
+import { db, uniqueQueue, PROCESSORS } from "../../helpers";
+import { clockRange } from "../../support/clock-range";
 import { meteredD1 } from "../../support/metered-d1";
 import { storeFixtures } from "../conformance/fixtures";
 import { D1_STORE } from "../conformance/store-kinds";
@@ -17,6 +18,9 @@ const { store, enqueueOne, completedTask } = storeFixtures(D1_STORE);
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
+/** A walk prunes every queue's tasks below its cutoff: this file works in a clock range of its own. */
+const clock = clockRange("engine/d1/prune-walk");
+const T0 = clock.day(0);
 
 async function exists(id: string): Promise<boolean> {
   return (await db().get(sql`SELECT 1 AS present FROM tasks WHERE id = ${id}`)) !== undefined;
@@ -49,9 +53,9 @@ describe("the retention prune's walk", () => {
     const short = uniqueQueue();
     const unconfigured = uniqueQueue();
     await store().putQueueConfig(short, { retention_s: 3600 }, T0, PROCESSORS);
-    const shortDone = await completedTask(short); // finished T0 + 1
-    const shortLive = await enqueueOne(short, { runAt: T0 + 365 * DAY_MS });
-    const defaultDone = await completedTask(unconfigured); // finished T0 + 1
+    const shortDone = await completedTask(short, {}, T0); // finished T0 + 1
+    const shortLive = await enqueueOne(short, { runAt: T0 + 365 * DAY_MS }, T0);
+    const defaultDone = await completedTask(unconfigured, {}, T0); // finished T0 + 1
     const retentionMs = DEFAULT_QUEUE_CONFIG.retention_s * 1000;
 
     // Exactly at the retention boundary: kept (finished_at must be strictly older).
@@ -73,7 +77,7 @@ describe("the retention prune's walk", () => {
   it("keeps a queue's tasks longer when its retention is longer than the default", async () => {
     const long = uniqueQueue();
     await store().putQueueConfig(long, { retention_s: 30 * 24 * 3600 }, T0, PROCESSORS);
-    const done = await completedTask(long);
+    const done = await completedTask(long, {}, T0);
     await pruneWalk(T0 + 10 * DAY_MS);
     expect(await exists(done)).toBe(true);
     await pruneWalk(T0 + 31 * DAY_MS);
@@ -83,9 +87,9 @@ describe("the retention prune's walk", () => {
 
 describe("pruneByRetention (a tick's share of the walk)", () => {
   it("reads a window of live tasks below the cutoff, never all of them, and goes on from there at the next tick", async () => {
-    // A day of this file's own, far below the cutoff of `now`: no other file may create tasks on it (the
-    // window reads ids by time, whatever their queue) — test/cron/tick-interrupted.test.ts uses days 260-460.
-    const t = T0 + 700 * DAY_MS;
+    // Days no other test of this file uses, far below the cutoff of `now` (the window reads ids by time,
+    // whatever their queue).
+    const t = clock.day(400);
     const now = t + 30 * DAY_MS;
     const queue = uniqueQueue("prune-walk");
     // Three windows of live tasks (delayed a year), then a finished task behind them.
