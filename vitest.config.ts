@@ -3,11 +3,13 @@ import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 import { userMigrationStages } from "./test/support/user-migrations.js";
 
-// Two projects:
+// Four projects; `npm test` runs the first three (`--project '!examples'`), `npm run examples` the last:
 // - "worker": tests inside workerd against real local D1, R2 and Durable Objects, configured from
 //   wrangler.toml [env.local]; test/setup.ts applies the same migration files wrangler applies.
 // - "cli": the `edgeq` command in Node against a real `wrangler dev` server that test/cli/server.ts
 //   starts on a free port (and stops after).
+// - "browser": the dashboard and the API reference in a real Chromium.
+// - "examples": the package as a user installs it, from the packed tarball (about ten minutes).
 export default defineConfig(async () => {
   const edgeqMigrations = fileURLToPath(new URL("./migrations", import.meta.url));
   const migrations = await readD1Migrations(edgeqMigrations);
@@ -91,8 +93,9 @@ export default defineConfig(async () => {
         {
           test: {
             name: "examples",
-            // The examples installed from the packed tarball (scripts/run-examples.mjs), last and alone:
-            // `npm pack` rebuilds dist/ (which the cli tests run) and each example starts its own wrangler dev.
+            // The examples installed from the packed tarball (scripts/run-examples.mjs): `npm run examples`, not
+            // `npm test`. Last and alone when both are asked for: `npm pack` rebuilds dist/ (which the cli tests
+            // run) and each example starts its own wrangler dev.
             include: ["test/examples/**/*.test.ts"],
             environment: "node",
             // Packing (~25 s), three installs (~12 s each from npm's cache) and three wrangler dev runs; then

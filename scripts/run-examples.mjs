@@ -1,4 +1,4 @@
-// `npm run examples` (and test/examples/examples.test.ts): what a user of the package gets, tried as one.
+// What a user of the package gets, tried as one: run by `npm run examples` (test/examples/examples.test.ts).
 // Copies examples/ to a scratch folder outside the repository (so nothing resolves through the repository's
 // own node_modules), packs edgeq there (`npm pack`, whose prepack builds it) as edgeq.tgz, installs each
 // example from that tarball in its own folder, and runs its `npm test`; then creates a project with
