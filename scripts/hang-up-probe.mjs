@@ -1,6 +1,6 @@
 // `node scripts/hang-up-probe.mjs [--url http://127.0.0.1:8787 --token …] [--trials 5]`: what a running
 // edgeq server (by default one it starts itself: `wrangler dev --env local`, as `npm start` serves) makes of
-// long polls whose clients hang up (issue 21, item 2). Prints one JSON report:
+// long polls whose clients hang up (docs/api.md, "What request.signal gives, where"). Prints one JSON report:
 //   reported    — a poll whose client closed its socket: was it withdrawn (request.signal fired in the
 //                 Worker), i.e. does a task enqueued afterwards stay pending instead of being leased to it?
 //   hungUp      — two polls (wait_s 20) hung up after a second, a live client leasing with wait_s 2 in a

@@ -1,5 +1,5 @@
-// Long-poll latency probe against a running server (`npm start`, or any edgeq): what issue 21's long-poll
-// A/B measured. First 200 single-task enqueues alone, 25 ms apart (an enqueue's own latency); then 4
+// Long-poll latency probe against a running server (`npm start`, or any edgeq): the long-poll
+// A/B docs/api.md reports ("Long polls", Latency). First 200 single-task enqueues alone, 25 ms apart (an enqueue's own latency); then 4
 // pollers park in long polls (`wait_s: 2`) while 200 single-task enqueues arrive 25 ms apart, and each
 // task's enqueue-to-lease latency is taken from the time the producer sent it. Prints p50 / p90 / p99.
 //

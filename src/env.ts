@@ -54,7 +54,7 @@ let lastRead: { environment: string | undefined; token: string | undefined; sett
  *
  * Every request reads them (auth), so the last result is kept by the raw values it came from: parsing
  * cost about a millisecond of CPU per request (a CPU profile of the long-poll probe under `wrangler dev`,
- * issue 21). A new secret is a new raw value and is parsed again; the result is frozen, being shared.
+ * docs/api.md, "Long polls"). A new secret is a new raw value and is parsed again; the result is frozen, being shared.
  */
 export function readSettings(env: Env): Settings {
   if (lastRead && lastRead.environment === env.ENVIRONMENT && lastRead.token === env.EDGEQ_TOKEN) {

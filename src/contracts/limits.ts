@@ -112,7 +112,7 @@ export const CONTESTED_CLAIM_S = 1;
  * take-back is a D1 statement and usually finds every lease claimed. Why 250 ms: one statement covers the
  * hand-outs of a quarter second (ten at 40 tasks/s) instead of one per task, and a gone client's task is
  * taken back 1.25 s after its hand-out at the latest — inside the 2 s a live client waits at most with two
- * hung-up polls parked (issue 21). */
+ * hung-up polls parked (test/http/hung-up-polls.test.ts; docs/api.md, "Long polls"). */
 export const CONTESTED_CHECK_MS = 250;
 
 /** Task priorities run from -MAX_PRIORITY to MAX_PRIORITY (higher runs first). A million levels is more
@@ -225,7 +225,7 @@ export const EVENT_COUNTS_INTERVAL_MS = 1_000;
  * (src/events/event-hub.ts: until every isolate's skip has run out, so nothing after "hello" is skipped).
  * Why 1 s: with nobody listening an isolate then sends a queue at most one publish a second instead of
  * one per call (three Durable Object requests per task at batch 1, each on the long poll's critical path
- * under `wrangler dev`, issue 21); a dashboard opening a quiet queue waits about a second for its stream. */
+ * under `wrangler dev`: docs/api.md, "Long polls"); a dashboard opening a quiet queue waits about a second for its stream. */
 export const EVENT_QUIET_MS = 1_000;
 
 /** What a first listener waits beyond EVENT_QUIET_MS. Why 100 ms: an isolate reads its clock after I/O,

@@ -30,7 +30,7 @@ import { SiblingPolls } from "./sibling-polls";
 import { handBackLeased, lapseHandOuts, revokeUndelivered, type LapsedHandOuts } from "./take-back";
 import { WaitLine, type Waiter } from "./wait-line";
 
-/** What the Worker's entry builds a coordinator with (src/index.ts): its processors, for push dispatch. */
+/** What createEdgeq builds a coordinator with (src/worker/create-edgeq.ts): its processors, for push dispatch. */
 export interface CoordinatorDeps {
   processors: ProcessorRegistry;
 }
@@ -65,8 +65,8 @@ const PART_KEY = "part";
  * as a direct lease, so a coordinator that is evicted or restarted loses only its waiters, who then
  * get an error and poll again.
  *
- * The class is built by the Worker's entry with its processors (`class Coordinator extends
- * QueueCoordinator`, src/index.ts); the binding's class name stays `Coordinator`, so a deployed system's
+ * The class is built by createEdgeq with the Worker's processors (`class Coordinator extends
+ * QueueCoordinator`, src/worker/create-edgeq.ts); the binding's class name stays `Coordinator`, so a deployed system's
  * objects keep their storage and alarms across upgrades.
  */
 export class QueueCoordinator extends DurableObject<Env> implements QueueCoordinatorRpc {

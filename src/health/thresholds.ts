@@ -33,8 +33,8 @@ export type Thresholds = Record<Check, Levels> & {
  * Defaults for a queue without its own thresholds (and no `*` defaults stored):
  * - due_depth 1,000 / 5,000 due tasks: a backlog workers should clear within seconds at edgeq's rates. The
  *   minute's cron tick counts each queue's due tasks up to its largest level, one index entry each: 5,000
- *   keeps a tick at 1,000,000 pending under 10,000 rows read with the tick's own reads (issue 21; the
- *   growth section of `npm run bench`). A higher level costs that many reads a minute, per queue with
+ *   keeps a tick at 1,000,000 pending under 10,000 rows read with the tick's own reads (the growth section
+ *   of `npm run bench`, docs/benchmarks.md section 5). A higher level costs that many reads a minute, per queue with
  *   such a backlog; `oldest_due_age_s` watches a backlog of any size for the price of one read.
  * - oldest_due_age_s 5 min / 30 min: a due task waiting this long means workers are missing or stuck.
  * - lease_expired 1 / 25: any task past its lease means a worker died or stopped heart-beating.

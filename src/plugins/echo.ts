@@ -3,7 +3,7 @@ import type { Processor } from "../processors/types";
 
 /**
  * `echo`: returns its payload's text, after recording 50 % progress. The smallest working processor, and
- * the example of one: register yours beside it where the Worker is built (src/index.ts).
+ * the example of one: pass yours beside it to createEdgeq, as this repository's src/index.ts does.
  */
 export const echoProcessor: Processor<{ text: string }> = {
   type: "echo",
