@@ -24,14 +24,21 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
+    // Every TypeScript file, each type-checked against its own tsconfig (the blocks below). An unawaited
+    // promise is lost work: in the Worker, work nobody waits for (await it or hand it to waitUntil); in a
+    // worker, a lost ack or a crash nobody sees; in a page, an error nobody sees (await it or hand it to
+    // PageLife.run); in the CLI and the bench, a step that ends after the process.
+    files: ["src/**/*.ts", "test/**/*.ts", "cli/**/*.ts", "bench/**/*.ts"],
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
+    },
+  },
+  {
     files: ["src/**/*.ts", "test/**/*.ts"],
     ignores: ["src/dashboard/client/**", "src/node/**"],
     languageOptions: { parserOptions: { project: "./tsconfig.json", tsconfigRootDir: import.meta.dirname } },
     rules: {
-      // An unawaited promise in a Worker is lost work: every promise is awaited or handed to waitUntil.
-      "@typescript-eslint/no-floating-promises": "error",
-      "@typescript-eslint/no-misused-promises": "error",
-      "@typescript-eslint/no-non-null-assertion": "off",
       // The Worker serves the dashboard's bundled text (client-bundle.generated.ts), never its browser code.
       "no-restricted-imports": [
         "error",
@@ -52,12 +59,6 @@ export default tseslint.config(
     languageOptions: {
       parserOptions: { project: "./tsconfig.build-node.json", tsconfigRootDir: import.meta.dirname },
     },
-    rules: {
-      // An unawaited promise in a worker is a lost ack or a crash nobody sees.
-      "@typescript-eslint/no-floating-promises": "error",
-      "@typescript-eslint/no-misused-promises": "error",
-      "@typescript-eslint/no-non-null-assertion": "off",
-    },
   },
   {
     // The dashboard's browser code, type-checked against the DOM (tsconfig.dashboard.json) and bundled by
@@ -67,9 +68,6 @@ export default tseslint.config(
       parserOptions: { project: "./tsconfig.dashboard.json", tsconfigRootDir: import.meta.dirname },
     },
     rules: {
-      // An unawaited promise in a page is an error nobody sees: each is awaited or handed to PageLife.run.
-      "@typescript-eslint/no-floating-promises": "error",
-      "@typescript-eslint/no-misused-promises": "error",
       // What it takes from the rest of src/ reaches the browser: types only, besides two modules of plain
       // constants that import nothing.
       "@typescript-eslint/no-restricted-imports": [
@@ -112,21 +110,11 @@ export default tseslint.config(
     // The `edgeq` CLI and its tests: Node code, type-checked against tsconfig.cli.json.
     files: ["cli/**/*.ts", "test/cli/**/*.ts"],
     languageOptions: { parserOptions: { project: "./tsconfig.cli.json", tsconfigRootDir: import.meta.dirname } },
-    rules: {
-      "@typescript-eslint/no-floating-promises": "error",
-      "@typescript-eslint/no-misused-promises": "error",
-      "@typescript-eslint/no-non-null-assertion": "off",
-    },
   },
   {
     // The benchmark (npm run bench): Node code plus the bench worker that runs inside workerd.
     files: ["bench/**/*.ts"],
     languageOptions: { parserOptions: { project: "./tsconfig.bench.json", tsconfigRootDir: import.meta.dirname } },
-    rules: {
-      "@typescript-eslint/no-floating-promises": "error",
-      "@typescript-eslint/no-misused-promises": "error",
-      "@typescript-eslint/no-non-null-assertion": "off",
-    },
   },
   {
     files: [
