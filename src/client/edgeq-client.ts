@@ -1,5 +1,6 @@
 import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../contracts/limits";
 import { EdgeqError } from "../contracts/errors";
+import { EnqueueLinger, type LingerOptions } from "../contracts/enqueue-linger";
 import type {
   AckAnswer,
   AckInput,
@@ -46,6 +47,11 @@ export interface EdgeqClientOptions {
   fetch?: typeof fetch;
   /** Per-request time limit in ms, long polls excepted (they get their wait plus 15 s). Default 30 s. */
   timeoutMs?: number;
+  /**
+   * Coalesced enqueues: single-task enqueues to one queue within `lingerMs` (default 5) go in one call of
+   * up to `maxBatch` (default 100) tasks; `{ lingerMs: 0 }` sends each alone (docs/sdk.md).
+   */
+  linger?: LingerOptions;
 }
 
 /** Per call: an abort signal of the caller's. */
@@ -82,6 +88,7 @@ export class EdgeqClient {
   private readonly token: string;
   private readonly fetcher: typeof fetch;
   private readonly timeoutMs: number;
+  private readonly linger: EnqueueLinger<SingleTask, EnqueueAnswer["tasks"][number], AbortSignal | undefined>;
 
   constructor(options: EdgeqClientOptions) {
     this.url = options.url.replace(/\/+$/, "");
@@ -90,11 +97,21 @@ export class EdgeqClient {
     const f = options.fetch ?? globalThis.fetch;
     this.fetcher = (input, init) => f(input, init);
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.linger = new EnqueueLinger(
+      (queue, tasks, signal) =>
+        this.call("POST", `/v1/queues/${q(queue)}/tasks`, tasks.length === 1 ? tasks[0] : { tasks }, { signal }),
+      options.linger,
+    );
   }
 
-  /** Enqueues one task, or a batch as `{ tasks: [...] }`. */
+  /**
+   * Enqueues one task, or a batch as `{ tasks: [...] }`. One task waits up to the linger (5 ms) for others to
+   * the same queue with the same `signal` and goes in their call; its answer and its refusal are its own.
+   */
   async enqueue(queue: string, body: EnqueueInput, opts?: CallOptions): Promise<EnqueueAnswer> {
-    return this.call("POST", `/v1/queues/${q(queue)}/tasks`, body, opts);
+    const path = `/v1/queues/${q(queue)}/tasks`;
+    if (isBatch(body)) return this.call("POST", path, body, opts);
+    return this.linger.enqueue(queue, body, opts?.signal);
   }
 
   /** Leases up to `max` due tasks, waiting up to `wait_s` seconds (a long poll) when none is due. */
@@ -256,6 +273,14 @@ async function read<T>(response: Response, what: string): Promise<T> {
   }
   const message = typeof error.message === "string" ? error.message : `HTTP ${response.status}`;
   throw new EdgeqError(error.code as EdgeqError["code"], message, { status: response.status });
+}
+
+/** One task of an enqueue body (what coalesces). */
+type SingleTask = Exclude<EnqueueInput, { tasks: unknown }>;
+
+/** Whether an enqueue body is a batch (`{ tasks: [...] }`): sent as it is, never coalesced. */
+function isBatch(body: EnqueueInput): body is Extract<EnqueueInput, { tasks: unknown }> {
+  return typeof body === "object" && body !== null && "tasks" in body;
 }
 
 /** A query string of the defined values, or "" when there are none. */
