@@ -31,7 +31,7 @@ export type EdgeqRpc = {
  * Single-task `enqueue`s to one queue within `options.lingerMs` (default 5 ms) go in one binding call of up
  * to `options.maxBatch` (default 100) tasks, each caller answered with its own task or its own refusal;
  * `{ lingerMs: 0 }` sends each alone (docs/rpc.md, "Coalesced enqueues"). Coalescing spans the calls made
- * through one wrapper: make it once and share it.
+ * through one wrapper (within one request: tested; shared across requests: untested, docs/rpc.md).
  *
  * @example
  * const edgeq = edgeqRpc(env.EDGEQ);
