@@ -3,6 +3,7 @@ import {
   MAX_ATTEMPTS_LIMIT,
   MAX_BATCH,
   MAX_DELAY_S,
+  MAX_DEPENDENCIES,
   MAX_ENQUEUE_TASKS,
   MAX_VISIBILITY_TIMEOUT_S,
   MAX_WAIT_S,
@@ -18,6 +19,7 @@ import {
 } from "./limits";
 import { FINAL_STATES } from "./states";
 import { FlowConfigSchema } from "./flow";
+import { DEPENDENCY_FAILURE_POLICIES } from "./dependencies";
 import {
   Priority,
   QueueName,
@@ -94,11 +96,27 @@ export const NewTaskSchema = z
       .max(MAX_CHILDREN)
       .optional()
       .openapi({ description: "tasks to enqueue atomically when this one completes" }),
+    depends_on: z
+      .array(TaskId)
+      .min(1)
+      .max(MAX_DEPENDENCIES)
+      .optional()
+      .openapi({
+        description: `ids of existing tasks (any queue on this task's database, any state until pruned) it waits for: it stays waiting until every one has finished, then becomes pending; at most ${MAX_DEPENDENCIES} (docs/dependencies.md)`,
+      }),
+    on_dependency_failure: z.enum(DEPENDENCY_FAILURE_POLICIES).optional().openapi({
+      description:
+        "when a dependency ends dead, cancelled or expired: fail (default: it ends dead), cancel (it ends cancelled) or continue (it runs once all have finished)",
+    }),
   })
   .superRefine((t, ctx) => {
     t.then?.forEach((child, i) => {
       if (child.then) checkThen(child.then, ["then", i, "then"], 2, ctx);
     });
+  })
+  .refine((t) => t.on_dependency_failure === undefined || t.depends_on !== undefined, {
+    message: "on_dependency_failure needs depends_on",
+    path: ["on_dependency_failure"],
   })
   .refine((t) => t.delay_s === undefined || t.run_at === undefined, {
     message: "give delay_s or run_at, not both",

@@ -284,3 +284,27 @@ export const MAX_SLOT_WALK = 10_000;
  * since the epoch and refuses later dates with "This API doesn't support dates after 2189" (the int64 bound
  * itself falls in 2262; the year its message names is kept). A schedule cannot wait for a slot past it. */
 export const LATEST_ALARM_AT = Date.UTC(2189, 0, 1);
+
+/** Most dependencies one task may have (`depends_on`). The ids are bound as one JSON array read with
+ * `json_each` (D1's 100 bound parameters do not limit them), so the bound is what one enqueue should write:
+ * each dependency is one edge row (a billed row) written in the dependent's insert. 10,000 is
+ * MAX_ENQUEUE_TASKS, so a join can wait for every task one enqueue call made, and 10,000 ULIDs are 290 KB of
+ * JSON: inside MAX_ENQUEUE_CHUNK_BYTES, one statement. */
+export const MAX_DEPENDENCIES = 10_000;
+
+/** Most children of a fan-out with its join in one call (`join`: the children, the join and its edges are
+ * one D1 batch, all or nothing). One enqueue chunk (MAX_ENQUEUE_CHUNK_TASKS): the longest a lease waits
+ * behind an enqueue's statement stays what it is for any enqueue (src/engine/enqueue.ts). A larger fan-in is
+ * the children enqueued in calls of their own, then the join with `depends_on` (up to MAX_DEPENDENCIES). */
+export const MAX_FAN_OUT = MAX_ENQUEUE_CHUNK_TASKS;
+
+/** Largest result of a dependency shown inline to its dependent (GET /v1/tasks/{id}/dependencies, a push
+ * processor's `ctx.dependencies()`), in bytes of JSON; a larger one is given as `result_bytes` only, read with
+ * GET /v1/tasks/{id} (a result is at most MAX_PAYLOAD_BYTES). Why 16 KiB: a page of MAX_DEPENDENCY_PAGE
+ * results inline is then at most 1.6 MiB, what a lease of 100 small tasks weighs, and a join's summaries
+ * (counts, ids, artifact keys) fit well inside it. */
+export const MAX_INLINE_DEPENDENCY_RESULT_BYTES = 16 * 1024;
+
+/** Dependencies listed per page (GET /v1/tasks/{id}/dependencies): MAX_BATCH, the size of every other page
+ * of tasks the API hands out at once. */
+export const MAX_DEPENDENCY_PAGE = 100;

@@ -7,12 +7,20 @@
  *      │                   │ fail permanent / attempts exhausted  ──▶ dead
  *      │                   │ ack or heartbeat after a cancel request ──▶ cancelled
  *      └── redrive/retry ── dead | cancelled          pending ──cancel──▶ cancelled
+ *      │
+ *   waiting ──every dependency finished (completed; or failed under `continue`)──▶ pending
+ *   (enqueued   ──a dependency dead / cancelled / expired, policy `fail`──▶ dead
+ *    with       ──the same, policy `cancel`──▶ cancelled
+ *    depends_on) ──cancel──▶ cancelled
+ *
+ * A waiting task is live (no finished_at) but never leasable: its run_at is WAITING_RUN_AT until the batch
+ * that finishes its last dependency releases it (src/engine/dependencies.ts, docs/dependencies.md).
  *
  * An expired (or unclaimed) lease is taken over by the next lease directly, processing ──▶ processing,
  * once due (src/engine/redelivery.ts); the cron reaper moves whatever nobody took.
  */
-export const TASK_STATES = ["pending", "processing", "completed", "dead", "cancelled"] as const;
+export const TASK_STATES = ["pending", "waiting", "processing", "completed", "dead", "cancelled"] as const;
 export type TaskState = (typeof TASK_STATES)[number];
 
-/** Final until redriven (`finished_at` set); pending and processing are live (`finished_at IS NULL`). */
+/** Final until redriven (`finished_at` set); pending, waiting and processing are live (`finished_at IS NULL`). */
 export const FINAL_STATES = ["completed", "dead", "cancelled"] as const satisfies readonly TaskState[];

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { DEPENDENCY_FAILURE_POLICIES } from "./dependencies";
 import { MAX_ATTEMPTS_LIMIT, MAX_DELAY_S } from "./limits";
 import { Priority, QueueName, ShortText, storedJson, TaskKey, TaskStateSchema, TaskType } from "./fields";
 
@@ -71,12 +72,13 @@ const ErrorEntry = z.object({
   attempt: z.number().int(),
   at: z.string(),
   message: z.string(),
-  kind: z.enum(["error", "permanent", "lease_expired"]),
+  kind: z.enum(["error", "permanent", "lease_expired", "dependency"]),
 });
 
 /**
  * One entry of a task's error history. `kind` — error: retryable failure; permanent: non-retryable
- * failure; lease_expired: the holder went silent.
+ * failure; lease_expired: the holder went silent; dependency: a dependency ended without completing
+ * (docs/dependencies.md).
  */
 export type TaskErrorEntry = z.infer<typeof ErrorEntry>;
 
@@ -109,6 +111,13 @@ export const TaskSchema = z
     updated_at: z.string(),
     started_at: z.string().nullable(),
     finished_at: z.string().nullable(),
+    waiting_on: z.number().int().nullable().openapi({
+      description:
+        "dependencies not finished yet (the task is waiting while above 0); null for a task enqueued without depends_on",
+    }),
+    on_dependency_failure: z.enum(DEPENDENCY_FAILURE_POLICIES).nullable().openapi({
+      description: "what a dependency ending dead, cancelled or expired does to it; null without dependencies",
+    }),
     checkpoint: z.unknown().openapi({ description: "what the holder saved for a retry to resume from" }),
     then: z.array(ChildTaskSpecSchema).nullable().openapi({ description: "tasks enqueued when it completes" }),
   })

@@ -94,6 +94,18 @@ export const tasks = sqliteTable(
     /** The task's key for flow control (a tenant, an API account: docs/flow-control.md), the API's `key`;
      * null for an unkeyed task, which the `tasks_keyed` index leaves out (it costs what it did before). */
     flowKey: text("flow_key"),
+    /** JSON array of the ids this task depends on (`depends_on` at enqueue), or null: what its dependencies'
+     * listing reads (src/engine/dependencies.ts). */
+    dependsOn: text("depends_on"),
+    /** How many of its dependencies have not finished yet; the task is `waiting` while it is above 0 (and
+     * its run_at WAITING_RUN_AT, past every lease's range). Null for a task without dependencies. */
+    waitingOn: integer("waiting_on"),
+    /** What a dependency ending dead, cancelled or expired does to this task: `fail` (it ends dead),
+     * `cancel` (it ends cancelled) or `continue` (it runs anyway); null without dependencies. */
+    onDependencyFailure: text("on_dependency_failure"),
+    /** The run time the task asked for (run_at / delay_s), taken when it is released (at the latest of it and
+     * the release); null without dependencies. */
+    readyAt: integer("ready_at"),
   },
   (t) => [
     // Lease order and reap scan. `finished_at IS NULL` (not `state IN (...)`) so that a lease, which
@@ -396,3 +408,23 @@ export const sweepCursors = sqliteTable("sweep_cursors", {
   /** The last key the sweep read; "" to start again from the beginning. */
   position: text("position").notNull(),
 });
+
+/**
+ * Dependencies between tasks of one database (src/engine/dependencies.ts): one row per (dependency,
+ * dependent), written in the dependent's enqueue statement. `outcome` is null until the dependency finishes;
+ * the statement batch that finishes it sets the outcome (its final state) and, in the same batch, counts it
+ * off the dependent (`waiting_on`) — only edges still without an outcome are counted, so no edge is counted
+ * twice, whoever finishes the dependency and however often. WITHOUT ROWID and no secondary index: an edge
+ * costs one row written at enqueue and one when settled; a dependent's own dependencies are listed from its
+ * `depends_on` column, a dependency's dependents by this key's prefix.
+ */
+export const taskEdges = sqliteTable(
+  "task_edges",
+  {
+    dependency: text("dependency").notNull(),
+    dependent: text("dependent").notNull(),
+    /** The dependency's final state once it finished (completed, dead, cancelled, expired), else null. */
+    outcome: text("outcome"),
+  },
+  (t) => [primaryKey({ columns: [t.dependency, t.dependent] })],
+);

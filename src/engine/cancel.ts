@@ -6,11 +6,14 @@ import { EdgeqError, NotFoundError } from "../contracts/errors";
 import type { StoredTask } from "./stored-task";
 import { storedTask } from "./task-row";
 
-/** The SET clause of a cancel: pending -> cancelled at once; processing -> cancel requested. */
+/** The SET clause of a cancel: pending or waiting (on dependencies) -> cancelled at once, a waiting task's
+ * run_at back to the one it asked for; processing -> cancel requested. */
 function cancelSet(now: number) {
+  const atOnce = sql`${tasks.state} IN ('pending', 'waiting')`;
   return {
-    state: sql`CASE WHEN ${tasks.state} = 'pending' THEN 'cancelled' ELSE ${tasks.state} END`,
-    finishedAt: sql`CASE WHEN ${tasks.state} = 'pending' THEN ${now} ELSE ${tasks.finishedAt} END`,
+    state: sql`CASE WHEN ${atOnce} THEN 'cancelled' ELSE ${tasks.state} END`,
+    finishedAt: sql`CASE WHEN ${atOnce} THEN ${now} ELSE ${tasks.finishedAt} END`,
+    runAt: sql`CASE WHEN ${tasks.state} = 'waiting' THEN coalesce(${tasks.readyAt}, ${tasks.runAt}) ELSE ${tasks.runAt} END`,
     cancelRequested: sql`CASE WHEN ${tasks.state} = 'processing' THEN 1 ELSE ${tasks.cancelRequested} END`,
     updatedAt: now,
   };
@@ -41,7 +44,7 @@ export async function cancelTask(db: Db, id: string, now: number): Promise<Store
     "invalid_transition",
     existing.cancelRequested === 1 && existing.state === "processing"
       ? `task ${id}: a cancel was already requested`
-      : `task ${id} is ${existing.state}; only pending or processing tasks can be cancelled`,
+      : `task ${id} is ${existing.state}; only pending, waiting or processing tasks can be cancelled`,
   );
 }
 
@@ -68,7 +71,7 @@ export async function cancelQueueTasks(
         eq(tasks.queue, queue),
         isNull(tasks.finishedAt),
         eq(tasks.cancelRequested, 0),
-        inArray(tasks.state, ["pending", "processing"]),
+        inArray(tasks.state, ["pending", "waiting", "processing"]),
         scope.group === undefined ? undefined : eq(tasks.groupKey, scope.group),
       ),
     )

@@ -6,6 +6,7 @@ import { overBytes, storedJsonError, utf8Bytes } from "../contracts/json-value";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_CHUNK_TASKS, MAX_PAYLOAD_BYTES } from "../contracts/limits";
 import { countersSpec, countersUpsertSql } from "./counters";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
+import type { DependencyFailurePolicy } from "../contracts/dependencies";
 
 /** One task to enqueue, already validated and with its run time resolved by the caller. */
 export interface NewTask {
@@ -24,6 +25,10 @@ export interface NewTask {
   then?: ChildTaskSpec[];
   /** The slot of the partition the task joins when its id does not carry it (the `slot` column). */
   slot?: number;
+  /** Ids of tasks on the same database this one waits for (src/engine/dependencies.ts). */
+  dependsOn?: string[];
+  /** What a dependency ending dead, cancelled or expired does to it (default `fail`). */
+  onDependencyFailure?: DependencyFailurePolicy;
 }
 
 /**
@@ -51,6 +56,8 @@ export interface InsertRow {
   json: string;
   /** `json`'s size in UTF-8 bytes, for chunking. */
   bytes: number;
+  /** The ids it depends on, each once, or null (src/engine/dependencies.ts). */
+  dependsOn: string[] | null;
 }
 
 /** How far ahead of our clock a client's ULID may be: five minutes covers real clock skew. Later ids would
@@ -96,6 +103,7 @@ export function insertRows(input: NewTask[], now: number, field: TaskField = tas
         `${field(i, "id")}: its ULID time is in the future; ids must be made at enqueue time (purges walk ids in time order)`,
       );
     }
+    const dependsOn = task.dependsOn && task.dependsOn.length > 0 ? [...new Set(task.dependsOn)] : null;
     const fields = {
       id: task.id ?? nextId(now),
       type: task.type ?? "default",
@@ -109,13 +117,16 @@ export function insertRows(input: NewTask[], now: number, field: TaskField = tas
       flow_key: task.key,
       // Omitted from the JSON when the id carries the slot (JSON.stringify drops undefined).
       slot: task.slot,
+      // Each id once (a repeat would be counted twice and released never); omitted without dependencies.
+      depends_on: dependsOn ?? undefined,
+      on_dependency_failure: dependsOn ? (task.onDependencyFailure ?? "fail") : undefined,
     };
     const head = JSON.stringify(fields);
     const json = `${head.slice(0, -1)},"payload":${payloadJson}${then ? `,"then":${thenJson}` : ""}}`;
     const { id, type, run_at, dedupe_key } = fields;
     // Sized without encoding when ASCII (encoding every row was 4 % of a bulk enqueue's CPU here).
     const bytes = NON_ASCII.test(json) ? utf8Bytes(json) : json.length;
-    return { i, id, type, run_at, dedupe_key, clientId: task.id !== undefined, json, bytes };
+    return { i, id, type, run_at, dedupe_key, clientId: task.id !== undefined, json, bytes, dependsOn };
   });
 }
 
@@ -129,25 +140,48 @@ function ulidTime(id: string, field: string): number {
 }
 
 /**
+ * How an insert reads its rows: where from (`j`, with a `value` column per row), each row's state and run_at,
+ * and columns beyond the plain task's. Plain rows by default; a chunk with dependencies inserts its rows in
+ * the shape of src/engine/dependencies.ts (waiting, counted, or ended by a failed dependency).
+ */
+export interface InsertShape {
+  source: (json: string) => SQL;
+  state: SQL;
+  runAt: SQL;
+  /** Extra columns, each preceded by a comma, and their values in the same order. */
+  columns: SQL;
+  values: SQL;
+}
+
+/** A plain task's shape: pending, due at its run_at. */
+const PLAIN_SHAPE: InsertShape = {
+  source: (json) => sql`json_each(${json})`,
+  state: sql`'pending'`,
+  runAt: sql`j.value->>'run_at'`,
+  columns: sql``,
+  values: sql``,
+};
+
+/**
  * The statement inserting one chunk of rows (one JSON array read with `json_each`: D1 allows only 100 bound
  * parameters per statement), where `guard` holds; a row whose id or live dedupe key exists is skipped
  * (`ON CONFLICT DO NOTHING`). Returns the ids it inserted. A task without `max_attempts` takes its queue's.
  */
-export function insertSql(queue: string, chunk: InsertRow[], now: number, guard: SQL): SQL {
+export function insertSql(queue: string, chunk: InsertRow[], now: number, guard: SQL, shape = PLAIN_SHAPE): SQL {
   const json = `[${chunk.map((r) => r.json).join(",")}]`;
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
-       slot, flow_key, created_at, updated_at)
-    SELECT j.value->>'id', ${queue}, j.value->>'type', 'pending', j.value->>'priority', j.value->'payload',
+       slot, flow_key, created_at, updated_at${shape.columns})
+    SELECT j.value->>'id', ${queue}, j.value->>'type', ${shape.state}, j.value->>'priority', j.value->'payload',
       coalesce(j.value->>'max_attempts', (SELECT max_attempts FROM queues WHERE name = ${queue}),
         ${DEFAULT_QUEUE_CONFIG.max_attempts}),
-      j.value->>'run_at', j.value->>'dedupe_key', j.value->>'group_key',
+      ${shape.runAt}, j.value->>'dedupe_key', j.value->>'group_key',
       CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, j.value->>'slot', j.value->>'flow_key',
-      ${now}, ${now}
-    FROM json_each(${json}) AS j
+      ${now}, ${now}${shape.values}
+    FROM ${shape.source(json)} AS j
     WHERE ${guard}
     ON CONFLICT DO NOTHING
-    RETURNING id`;
+    RETURNING id, state`;
 }
 
 /** What an enqueue counts, over the tasks a chunk created. */

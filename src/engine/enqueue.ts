@@ -24,6 +24,7 @@ import {
   type QueueProcessing,
 } from "./queue-processing";
 import type { TaskState } from "../contracts/states";
+import { edgesSql, hasDependencies, refuseUnknownDependencies, waitingShape } from "./dependencies";
 
 export { tasksField, oneTaskField, type NewTask, type TaskField } from "./enqueue-rows";
 
@@ -101,6 +102,7 @@ export async function enqueueTasks(
     );
   }
   const rows = insertRows(input, now, field);
+  if (hasDependencies(rows)) await refuseUnknownDependencies(db, rows, field);
 
   const outcomes = new Array<EnqueueOutcome | undefined>(rows.length);
   let earliestRunAt: number | null = null;
@@ -123,8 +125,9 @@ export async function enqueueTasks(
     const checkedFor = round === 0 ? options.checkedFor : undefined;
     const inserted = await insertChunks(db, queue, remaining, now, countInBatch, checkedFor);
     for (const row of remaining) {
-      if (!inserted.has(row.id)) continue;
-      outcomes[row.i] = { id: row.id, state: "pending", deduplicated: false };
+      const state = inserted.get(row.id);
+      if (state === undefined) continue;
+      outcomes[row.i] = { id: row.id, state, deduplicated: false };
       inserted.delete(row.id); // a repeated id within one call: only its first occurrence was inserted
       created.push(row);
       earliestRunAt = earliestRunAt == null ? row.run_at : Math.min(earliestRunAt, row.run_at);
@@ -169,14 +172,17 @@ async function insertChunks(
   now: number,
   countInBatch: boolean,
   checkedFor: QueueProcessing | undefined,
-): Promise<Set<string>> {
-  const inserted = new Set<string>();
+): Promise<Map<string, TaskState>> {
+  const inserted = new Map<string, TaskState>();
   for (const [n, chunk] of chunkRows(rows).entries()) {
     if (n > 0) await giveWay();
     const check = n === 0 ? checkedFor : undefined;
     const ids = countInBatch ? sql`true` : noIdOfOtherQueue(queue, clientIdsOf(chunk));
-    const insert = insertSql(queue, chunk, now, check ? sql`${ids} AND ${processingGuardSql(queue, check)}` : ids);
-    const statements: SQL[] = [insert];
+    // A chunk with dependencies inserts in their shape and writes its edges next (src/engine/dependencies.ts).
+    const waits = hasDependencies(chunk);
+    const guard = check ? sql`${ids} AND ${processingGuardSql(queue, check)}` : ids;
+    const insert = insertSql(queue, chunk, now, guard, waits ? waitingShape(now) : undefined);
+    const statements: SQL[] = waits ? [insert, edgesSql(chunk, now)] : [insert];
     if (countInBatch) statements.push(countEnqueuedSql(chunk, now));
     if (check) statements.push(storedProcessingSql(queue));
     const results = statements.length === 1 ? [await db.all(insert)] : await batchAll(db, statements);
@@ -184,7 +190,7 @@ async function insertChunks(
       const stored = processingFromRows(results.at(-1) as Array<{ mode: string | null; processor: string | null }>);
       if (!sameProcessing(stored, check)) throw new ProcessingChanged(stored);
     }
-    for (const r of (results[0] ?? []) as Array<{ id: string }>) inserted.add(r.id);
+    for (const r of (results[0] ?? []) as Array<{ id: string; state: TaskState }>) inserted.set(r.id, r.state);
   }
   return inserted;
 }

@@ -71,6 +71,14 @@ export interface StoredTask {
   /** The slot of the queue partition the task belongs to when its id does not carry it, else null
    * (src/shards/task-slot.ts). */
   slot: number | null;
+  /** JSON text: the ids this task depends on, or null (src/engine/dependencies.ts). */
+  dependsOn: string | null;
+  /** Dependencies not finished yet (the task is waiting while above 0), or null without dependencies. */
+  waitingOn: number | null;
+  /** What a dependency ending dead, cancelled or expired does: fail, cancel or continue; null without any. */
+  onDependencyFailure: string | null;
+  /** The run time asked for at enqueue, taken on release; null without dependencies. */
+  readyAt: number | null;
 }
 
 /**

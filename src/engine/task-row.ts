@@ -49,7 +49,8 @@ function plainFields(row: TaskRow): Omit<TaskView, StoredJsonFields> {
     errors: errors.map((e) => ({ ...e, at: toIso(e.at) })),
     attempts: row.attempts,
     max_attempts: row.maxAttempts,
-    run_at: toIso(row.runAt),
+    // A waiting task's run_at is WAITING_RUN_AT (src/engine/dependencies.ts): shown as the time it asked for.
+    run_at: toIso(row.state === "waiting" ? (row.readyAt ?? row.runAt) : row.runAt),
     lease_holder: row.leaseHolder,
     lease_expires_at: toIso(row.leaseExpiresAt),
     claim_by: toIso(row.claimBy),
@@ -63,6 +64,8 @@ function plainFields(row: TaskRow): Omit<TaskView, StoredJsonFields> {
     updated_at: toIso(row.updatedAt),
     started_at: toIso(row.startedAt),
     finished_at: toIso(row.finishedAt),
+    waiting_on: row.waitingOn,
+    on_dependency_failure: row.onDependencyFailure as TaskView["on_dependency_failure"],
   };
 }
 
@@ -115,6 +118,7 @@ export const leasedViewJsonSql = sql.raw(`(rtrim(json_object(
     'dedupe_key', dedupe_key, 'group', group_key, 'key', flow_key, 'progress', progress, 'progress_message', progress_message,
     'created_at', ${isoSql("created_at")}, 'updated_at', ${isoSql("updated_at")},
     'started_at', ${isoSql("started_at")}, 'finished_at', ${isoSql("finished_at")},
+    'waiting_on', waiting_on, 'on_dependency_failure', on_dependency_failure,
     'lease_token', lease_token), '}')
   || ',"payload":' || coalesce(payload, 'null') || ',"result":' || coalesce(result, 'null')
   || ',"checkpoint":' || coalesce(checkpoint, 'null') || ',"then":' || coalesce(then_tasks, 'null') || '}')`);

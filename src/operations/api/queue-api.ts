@@ -58,6 +58,8 @@ export function newTasksOf(body: z.output<typeof EnqueueBody>, now: number): New
     group: task.group,
     key: task.key,
     then: task.then,
+    dependsOn: task.depends_on,
+    onDependencyFailure: task.on_dependency_failure,
   }));
 }
 

@@ -1,0 +1,120 @@
+import { sql, type SQL } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { EdgeqError } from "../contracts/errors";
+import { MAX_DEPENDENCIES } from "../contracts/limits";
+import type { InsertRow, InsertShape, TaskField } from "./enqueue-rows";
+
+/**
+ * Dependencies between tasks of one database: a task enqueued with `depends_on` is `waiting` until every
+ * dependency has finished, then `pending` (or, when one ended dead, cancelled or expired, what its
+ * `on_dependency_failure` says: src/contracts/dependencies.ts).
+ *
+ * How it is kept:
+ * - The dependent's enqueue statement counts its unfinished dependencies into `waiting_on` (a dependency
+ *   already finished counts at once — its outcome too: a failed one ends the dependent under `fail` and
+ *   `cancel`), and the next statement of the same batch writes one `task_edges` row per dependency, with the
+ *   outcome of those already finished. Dependencies must exist when the dependent is enqueued, so no cycle
+ *   can be built.
+ * - A dependency finishing is settled by the trigger `tasks_settle_dependents` (migrations/0016), inside the
+ *   very statement that finishes it — a completion, a failure, the reaper, a cancel, an expiry or a bulk
+ *   action alike — so a dependent is never left waiting on a finished task, and no edge is counted twice
+ *   (only edges without an outcome are counted, by the statement that gives them one). A completion costs
+ *   its dependents one decrement each, never a read of their other dependencies: a join over 10,000
+ *   children costs each child's completion one row of the join and one edge.
+ * - A waiting task's run_at is WAITING_RUN_AT, past every lease's range of the live index (`run_at <= now`)
+ *   and past the cron tick's walk of its due part, so waiting tasks cost leases nothing; the run time it
+ *   asked for is kept in `ready_at` and taken on release.
+ */
+
+/** The run_at of a waiting task: 8.64e15 ms, the last instant a JavaScript Date can show (year 275760), so
+ * it sorts after every real run time in the live index — where every lease and the tick stop reading. */
+export const WAITING_RUN_AT = 8_640_000_000_000_000;
+
+/** A failed dependency's state: what makes `fail` and `cancel` end their dependents. */
+const FAILED_STATES = sql`('dead', 'cancelled', 'expired')`;
+
+/**
+ * The insert shape of a chunk with dependencies (enqueue-rows.ts's `insertSql`): each row's dependencies are
+ * read once, by primary key — how many are unfinished (`live`) and the first one that failed — and a row
+ * without dependencies is inserted as a plain task. Read by the insert itself, so a dependency finishing
+ * just before it counts at once and one finishing after it finds the edge the same batch writes.
+ */
+export function waitingShape(now: number): InsertShape {
+  const deps = sql`json_each(r.value->'depends_on') AS d JOIN tasks t ON t.id = d.value`;
+  const policy = sql`j.value->>'on_dependency_failure'`;
+  const hasDeps = sql`j.value->>'depends_on' IS NOT NULL`;
+  const ends = sql`(${hasDeps} AND j.failed_by IS NOT NULL AND ${policy} IN ('fail', 'cancel'))`;
+  const waits = sql`(${hasDeps} AND NOT ${ends} AND j.live > 0)`;
+  return {
+    source: (json) => sql`(SELECT r.value,
+        (SELECT count(*) FROM ${deps} WHERE t.finished_at IS NULL) AS live,
+        (SELECT t.id || ' ended ' || t.state FROM ${deps} WHERE t.state IN ${FAILED_STATES} LIMIT 1) AS failed_by
+      FROM json_each(${json}) AS r)`,
+    state: sql`CASE WHEN ${ends} THEN (CASE WHEN ${policy} = 'cancel' THEN 'cancelled' ELSE 'dead' END)
+      WHEN ${waits} THEN 'waiting' ELSE 'pending' END`,
+    runAt: sql`CASE WHEN ${waits} THEN ${WAITING_RUN_AT} ELSE j.value->>'run_at' END`,
+    columns: sql`, depends_on, waiting_on, on_dependency_failure, ready_at, finished_at, errors`,
+    values: sql`, CASE WHEN ${hasDeps} THEN j.value->'depends_on' END,
+      CASE WHEN ${ends} THEN 0 WHEN ${hasDeps} THEN j.live END,
+      ${policy},
+      CASE WHEN ${hasDeps} THEN j.value->>'run_at' END,
+      CASE WHEN ${ends} THEN ${now} END,
+      CASE WHEN ${ends} THEN json_array(json_object('attempt', 0, 'at', ${now},
+        'message', 'dependency ' || j.failed_by, 'kind', 'dependency')) ELSE '[]' END`,
+  };
+}
+
+/**
+ * The edges of a chunk's dependents, run after its insert in the same batch: one row per (dependency,
+ * dependent) for each row the insert created (created now, with dependencies: a row deduplicated onto an
+ * older task writes none), with the outcome of a dependency that already finished (it was counted by the
+ * insert) and `pruned` for one gone since the call's check (it finished before: not counted).
+ */
+export function edgesSql(chunk: InsertRow[], now: number): SQL {
+  const ids = JSON.stringify(chunk.filter((r) => r.dependsOn !== null).map((r) => r.id));
+  return sql`INSERT INTO task_edges (dependency, dependent, outcome)
+    SELECT d.value, t.id, CASE WHEN dep.id IS NULL THEN 'pruned' WHEN dep.finished_at IS NOT NULL THEN dep.state END
+    FROM json_each(${ids}) AS j JOIN tasks t ON t.id = j.value AND t.created_at = ${now} AND t.depends_on IS NOT NULL
+      JOIN json_each(t.depends_on) AS d LEFT JOIN tasks dep ON dep.id = d.value
+    WHERE true
+    ON CONFLICT DO NOTHING`;
+}
+
+/** Whether any of the rows has dependencies. */
+export function hasDependencies(rows: InsertRow[]): boolean {
+  return rows.some((r) => r.dependsOn !== null);
+}
+
+/**
+ * Refuses, before anything is stored, rows whose dependencies are too many (MAX_DEPENDENCIES) or not tasks
+ * of this database: unknown, pruned (finished and deleted by retention), made by this very call (a
+ * dependency must exist before its dependent: no cycle can be built), or living on another shard — a 400
+ * naming the first such id's field (`tasks[i].depends_on[k]`). One read of every id, by primary key.
+ */
+export async function refuseUnknownDependencies(db: Db, rows: InsertRow[], field: TaskField): Promise<void> {
+  const wanted: Array<{ i: number; k: number; id: string }> = [];
+  for (const row of rows) {
+    const ids = row.dependsOn ?? [];
+    if (ids.length > MAX_DEPENDENCIES) {
+      throw new EdgeqError(
+        "invalid_request",
+        `${field(row.i, "depends_on")}: at most ${MAX_DEPENDENCIES} dependencies (got ${ids.length})`,
+      );
+    }
+    ids.forEach((id, k) => wanted.push({ i: row.i, k, id }));
+  }
+  if (wanted.length === 0) return;
+  const ids = JSON.stringify([...new Set(wanted.map((w) => w.id))]);
+  const found = new Set(
+    (await db.all<{ id: string }>(sql`SELECT t.id FROM json_each(${ids}) AS d JOIN tasks t ON t.id = d.value`)).map(
+      (r) => r.id,
+    ),
+  );
+  const missing = wanted.find((w) => !found.has(w.id));
+  if (missing) {
+    throw new EdgeqError(
+      "invalid_request",
+      `${field(missing.i, `depends_on[${missing.k}]`)}: no task ${missing.id} to depend on here (unknown, pruned, made by this call, or on another shard)`,
+    );
+  }
+}
