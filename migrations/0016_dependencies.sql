@@ -5,6 +5,7 @@ ALTER TABLE `tasks` ADD `depends_on` text;--> statement-breakpoint
 ALTER TABLE `tasks` ADD `waiting_on` integer;--> statement-breakpoint
 ALTER TABLE `tasks` ADD `on_dependency_failure` text;--> statement-breakpoint
 ALTER TABLE `tasks` ADD `ready_at` integer;--> statement-breakpoint
+ALTER TABLE `tasks` ADD `ready_priority` integer;--> statement-breakpoint
 CREATE TABLE `task_edges` (
 	`dependency` text NOT NULL,
 	`dependent` text NOT NULL,
@@ -36,6 +37,8 @@ BEGIN
     `state` = CASE WHEN `tasks`.`waiting_on` - c.n <= 0 THEN 'pending' ELSE 'waiting' END,
     `run_at` = CASE WHEN `tasks`.`waiting_on` - c.n <= 0
       THEN max(coalesce(`tasks`.`ready_at`, 0), NEW.`finished_at`) ELSE `tasks`.`run_at` END,
+    `priority` = CASE WHEN `tasks`.`waiting_on` - c.n <= 0
+      THEN coalesce(`tasks`.`ready_priority`, `tasks`.`priority`) ELSE `tasks`.`priority` END,
     `updated_at` = NEW.`finished_at`
   FROM (
     WITH RECURSIVE s(id) AS (
@@ -57,6 +60,7 @@ BEGIN
     `finished_at` = NEW.`finished_at`,
     `updated_at` = NEW.`finished_at`,
     `run_at` = coalesce(`ready_at`, `run_at`),
+    `priority` = coalesce(`ready_priority`, `priority`),
     `waiting_on` = 0,
     `errors` = json_insert(`errors`, '$[#]', json_object('attempt', `attempts`, 'at', NEW.`finished_at`,
       'message', 'dependency ' || NEW.`id` || ' ended ' || NEW.`state`, 'kind', 'dependency'))

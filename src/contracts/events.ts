@@ -15,6 +15,8 @@ export const TASK_EVENT_KINDS = [
   "released",
   /** Sent back to pending from dead or cancelled (redrive, retry). */
   "redriven",
+  /** Released from waiting: every dependency finished (pending now, due at its run_at). */
+  "ready",
 ] as const;
 export type TaskEventKind = (typeof TASK_EVENT_KINDS)[number];
 

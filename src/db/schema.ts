@@ -106,6 +106,9 @@ export const tasks = sqliteTable(
     /** The run time the task asked for (run_at / delay_s), taken when it is released (at the latest of it and
      * the release); null without dependencies. */
     readyAt: integer("ready_at"),
+    /** The priority the task asked for, taken when it is released; while waiting its priority is
+     * WAITING_PRIORITY, below every lease's range. Null without dependencies. */
+    readyPriority: integer("ready_priority"),
   },
   (t) => [
     // Lease order and reap scan. `finished_at IS NULL` (not `state IN (...)`) so that a lease, which

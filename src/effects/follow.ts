@@ -116,6 +116,11 @@ async function followLapsed(env: Env, queue: string, part: number): Promise<void
   if (others.length > 0) await wakeWaitersAt(env, queue, others);
 }
 
+/** The event of a dependent its dependency's failure ended. */
+function dependentEndKind(state: string): TaskEventKind {
+  return state === "cancelled" ? "cancelled" : "dead";
+}
+
 /** The event an ack's outcome publishes. */
 function ackEventKind(kind: AckKind, outcome: Extract<AckOutcome, { ok: true }>): TaskEventKind {
   if (kind === "complete") return "completed";
@@ -168,6 +173,16 @@ async function followAcks(
     if (kind === undefined || outcome.repeated) continue;
     add(outcome.queue, { kind: ackEventKind(kind, outcome), id: outcome.id });
     for (const child of outcome.children) add(child.queue, { kind: "enqueued", id: child.id });
+    // Dependents this task's finishing settled (src/engine/dependencies.ts): a released one is due now.
+    for (const dependent of outcome.dependents ?? []) {
+      if (dependent.state === "pending") {
+        note(dependent.queue, await partOfTask(env, dependent.queue, dependent.id), dependent.run_at);
+      }
+      add(dependent.queue, {
+        kind: dependent.state === "pending" ? "ready" : dependentEndKind(dependent.state),
+        id: dependent.id,
+      });
+    }
   }
   const foreign = new Set(
     outcomes.flatMap((o) => (o.ok ? o.children.filter((c) => c.queue !== o.queue).map((c) => c.queue) : [])),

@@ -14,6 +14,9 @@ export type AckOutcome =
       state: TaskState;
       run_at: number;
       children: ChildTask[];
+      /** Tasks waiting on this one that its finishing settled (src/engine/dependencies.ts): released
+       * (pending) or ended by its failure; only for completions and failures, empty on a repeat. */
+      dependents?: SettledDependent[];
       /** The same ack with the same token had already been applied (its answer was lost): nothing changed
        * now; `state` is the task's state today and `children` is empty (they were reported the first time). */
       repeated: boolean;
@@ -37,6 +40,14 @@ export interface ChildTask {
   run_at: number;
 }
 
+/** A dependent an ack's task settled: released (pending, due at `run_at`), or ended (dead, cancelled). */
+export interface SettledDependent {
+  id: string;
+  queue: string;
+  state: TaskState;
+  run_at: number;
+}
+
 /** Options every ack takes. */
 export interface AckScope {
   /** Only tasks of this queue (the ack route's URL); others are not_found. */
@@ -53,6 +64,8 @@ export interface AckStatements {
    * (keptLeaseSql's `cancel`): its RETURNING rows are changed rows too. */
   alsoUpdate?: SQL;
   after?: SQL;
+  /** A read, last in the batch, of the dependents the update settled (`settledDependentsSql`). */
+  dependents?: SQL;
   /** A counters upsert (`countersUpsertSql`) run first in the same batch, over the rows the fenced
    * update is about to change — the same fence on the same snapshot (nothing runs between a batch's
    * statements), so it counts exactly what the update does, and counting costs no D1 call of its own. */
@@ -195,9 +208,21 @@ export async function applyFencedUpdate(
     ...(statements.alsoUpdate ? [statements.alsoUpdate] : []),
     statements.update,
     ...(statements.after ? [statements.after] : []),
+    ...(statements.dependents ? [statements.dependents] : []),
   ]);
   const changed = [...(statements.alsoUpdate ? (results[counted - 1] ?? []) : []), ...(results[counted] ?? [])];
   const after = statements.after ? (results[counted + 1] ?? []) : [];
+  const dependentsOf = new Map<string, SettledDependent[]>();
+  if (statements.dependents) {
+    const seen = new Set<string>();
+    for (const d of (results.at(-1) ?? []) as Array<SettledDependent & { by_id: string }>) {
+      if (seen.has(d.id)) continue; // released by several items of this ack: reported once
+      seen.add(d.id);
+      const list = dependentsOf.get(d.by_id) ?? [];
+      list.push({ id: d.id, queue: d.queue, state: d.state, run_at: d.run_at });
+      dependentsOf.set(d.by_id, list);
+    }
+  }
   if (statements.count) await countChanged(db, changed as UpdatedRow[], after, statements.count);
   const byId = new Map((changed as UpdatedRow[]).map((r) => [r.id, r]));
   const childrenOf = new Map<string, ChildTask[]>();
@@ -261,6 +286,7 @@ export async function applyFencedUpdate(
       state: row.state,
       run_at: row.run_at,
       children: childrenOf.get(item.id) ?? [],
+      ...(statements.dependents ? { dependents: repeated ? [] : (dependentsOf.get(item.id) ?? []) } : {}),
       repeated,
       lease_expires_at: row.lease_expires_at ?? null,
     };

@@ -14,6 +14,7 @@ function cancelSet(now: number) {
     state: sql`CASE WHEN ${atOnce} THEN 'cancelled' ELSE ${tasks.state} END`,
     finishedAt: sql`CASE WHEN ${atOnce} THEN ${now} ELSE ${tasks.finishedAt} END`,
     runAt: sql`CASE WHEN ${tasks.state} = 'waiting' THEN coalesce(${tasks.readyAt}, ${tasks.runAt}) ELSE ${tasks.runAt} END`,
+    priority: sql`CASE WHEN ${tasks.state} = 'waiting' THEN coalesce(${tasks.readyPriority}, ${tasks.priority}) ELSE ${tasks.priority} END`,
     cancelRequested: sql`CASE WHEN ${tasks.state} = 'processing' THEN 1 ELSE ${tasks.cancelRequested} END`,
     updatedAt: now,
   };

@@ -5,6 +5,7 @@ import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type A
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { storedJsonError } from "../contracts/json-value";
 import { countersSpec, countersUpsertSql } from "./counters";
+import { settledDependentsSql } from "./dependencies";
 
 export interface CompleteItem extends FencedItem {
   /** Any JSON value; stored as the task's result. */
@@ -117,6 +118,7 @@ export async function completeTasks(
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
             after: enqueueChildrenSql(ackNonce, fences, now),
+            dependents: settledDependentsSql(fences, now),
             countBefore: countCompletionSql(fences, now, scope),
             count: { now, attempt: false, outcomes: false, children: true },
           };

@@ -3,7 +3,9 @@ import { cancelQueueTasks, cancelTask } from "./cancel";
 import { completeTasks } from "./complete";
 import { collectCompletedResults } from "./completed-results";
 import { foldOldCounters, recentCounts, sumCounters } from "./counters";
+import { listDependencies, listDependents } from "./dependency-reads";
 import { enqueueTasks } from "./enqueue";
+import { enqueueFanOut } from "./fan-out";
 import { extendLeases } from "./extend";
 import { failTasks } from "./fail";
 import { readQueueFlow, setFlowPaused } from "./flow-control";
@@ -120,5 +122,9 @@ function openStore(db: Db): TaskStore {
     // Flow control by key.
     setFlowPaused: (queue, key, paused, now) => setFlowPaused(db, queue, key, paused, now),
     readQueueFlow: (queue, limit, now) => readQueueFlow(db, queue, limit, now),
+    // Dependencies.
+    enqueueFanOut: (queue, children, join, now, field) => enqueueFanOut(db, queue, children, join, now, field),
+    listDependencies: (id, page) => listDependencies(db, id, page),
+    listDependents: (id, page) => listDependents(db, id, page),
   };
 }

@@ -147,6 +147,7 @@ function ulidTime(id: string, field: string): number {
 export interface InsertShape {
   source: (json: string) => SQL;
   state: SQL;
+  priority: SQL;
   runAt: SQL;
   /** Extra columns, each preceded by a comma, and their values in the same order. */
   columns: SQL;
@@ -157,6 +158,7 @@ export interface InsertShape {
 const PLAIN_SHAPE: InsertShape = {
   source: (json) => sql`json_each(${json})`,
   state: sql`'pending'`,
+  priority: sql`j.value->>'priority'`,
   runAt: sql`j.value->>'run_at'`,
   columns: sql``,
   values: sql``,
@@ -172,7 +174,7 @@ export function insertSql(queue: string, chunk: InsertRow[], now: number, guard:
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
        slot, flow_key, created_at, updated_at${shape.columns})
-    SELECT j.value->>'id', ${queue}, j.value->>'type', ${shape.state}, j.value->>'priority', j.value->'payload',
+    SELECT j.value->>'id', ${queue}, j.value->>'type', ${shape.state}, ${shape.priority}, j.value->'payload',
       coalesce(j.value->>'max_attempts', (SELECT max_attempts FROM queues WHERE name = ${queue}),
         ${DEFAULT_QUEUE_CONFIG.max_attempts}),
       ${shape.runAt}, j.value->>'dedupe_key', j.value->>'group_key',

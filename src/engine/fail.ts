@@ -5,6 +5,7 @@ import { EdgeqError } from "../contracts/errors";
 import { jsonValueProblem } from "../contracts/json-value";
 import { MAX_ERROR_MESSAGE_CHARS } from "../contracts/limits";
 import { failureSetSql } from "./retry-policy";
+import { settledDependentsSql } from "./dependencies";
 
 export interface FailItem extends FencedItem {
   message: string;
@@ -39,7 +40,7 @@ export async function failTasks(db: Db, items: FailItem[], now: number, scope: A
           permanent: i.retryable === false ? 1 : 0,
           retry_after_ms: i.retryAfterS == null ? null : Math.round(i.retryAfterS * 1000),
         })),
-        (json) => ({
+        (json, fences) => ({
           update: sql`UPDATE tasks SET ${failureSetSql({
             permanent: sql`(j.value->>'permanent') = 1`,
             from: sql`${now}`,
@@ -54,6 +55,7 @@ export async function failTasks(db: Db, items: FailItem[], now: number, scope: A
           WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
           RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.type, tasks.started_at`,
           count: { now, attempt: true },
+          dependents: settledDependentsSql(fences(), now),
         }),
         scope,
         "fail",

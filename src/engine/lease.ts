@@ -2,7 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { recordCounters, type CounterEvent } from "./counters";
 import { EdgeqError } from "../contracts/errors";
-import { CLAIM_WINDOW_S, MAX_BATCH } from "../contracts/limits";
+import { CLAIM_WINDOW_S, MAX_BATCH, MAX_PRIORITY } from "../contracts/limits";
 import { flowLeaseSql } from "./flow-lease";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
@@ -137,9 +137,11 @@ async function leaseRows<T>(db: Db, request: LeaseRequest, now: number, returnin
 
 /** Today's lease statement, on a queue without flow control. */
 function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
+  // priority >= -MAX_PRIORITY: the pick stops before waiting tasks (src/engine/dependencies.ts, WAITING_PRIORITY).
   return sql`WITH picked AS (
       SELECT id FROM tasks
-      WHERE queue = ${request.queue} AND finished_at IS NULL AND run_at <= ${now} AND ${leasableSql(now)}
+      WHERE queue = ${request.queue} AND finished_at IS NULL AND priority >= ${-MAX_PRIORITY} AND run_at <= ${now}
+        AND ${leasableSql(now)}
         AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${request.queue} AND flow IS NOT NULL)
       ORDER BY priority DESC, run_at, id
       LIMIT ${request.max}

@@ -1,3 +1,4 @@
+import type { Dependencies } from "./store-dependencies";
 import type { CounterReads, TaskReads } from "./store-reads";
 import type { Presence, QueueRecords, Transit } from "./store-shards";
 import type { Upkeep } from "./store-upkeep";
@@ -35,7 +36,8 @@ export interface TaskStore
     Presence,
     Transit,
     Upkeep,
-    FlowControl {}
+    FlowControl,
+    Dependencies {}
 
 export type { TaskWrites, HolderWrites, HandOutWrites, OperatorWrites, QueueCancelled } from "./store-writes";
 export type { TaskReads, CounterReads } from "./store-reads";
@@ -43,4 +45,5 @@ export type { QueueRecords, Presence, Transit } from "./store-shards";
 export type { Upkeep } from "./store-upkeep";
 export type { FlowControl } from "./store-flow";
 export type { FlowKeyState, QueueFlowState } from "./flow-control";
+export type { Dependencies } from "./store-dependencies";
 export type { StoredQueue, StoredTask } from "./stored-task";

@@ -79,6 +79,8 @@ export interface StoredTask {
   onDependencyFailure: string | null;
   /** The run time asked for at enqueue, taken on release; null without dependencies. */
   readyAt: number | null;
+  /** The priority asked for at enqueue, taken on release; null without dependencies. */
+  readyPriority: number | null;
 }
 
 /**

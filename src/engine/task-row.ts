@@ -45,7 +45,7 @@ function plainFields(row: TaskRow): Omit<TaskView, StoredJsonFields> {
     queue: row.queue,
     type: row.type,
     state: row.state as TaskState,
-    priority: row.priority,
+    priority: row.state === "waiting" ? (row.readyPriority ?? row.priority) : row.priority,
     errors: errors.map((e) => ({ ...e, at: toIso(e.at) })),
     attempts: row.attempts,
     max_attempts: row.maxAttempts,

@@ -1,0 +1,98 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { NotFoundError } from "../contracts/errors";
+import { MAX_INLINE_DEPENDENCY_RESULT_BYTES } from "../contracts/limits";
+import type { TaskState } from "../contracts/states";
+
+/** One dependency of a task as its dependent reads it. */
+export interface DependencyEntry {
+  id: string;
+  /** Null when the dependency was pruned since (retention): it had finished. */
+  queue: string | null;
+  type: string | null;
+  /** Its state now, or null when pruned. */
+  state: TaskState | null;
+  /** Its result as JSON text when it completed with one of at most MAX_INLINE_DEPENDENCY_RESULT_BYTES;
+   * null otherwise (see `resultBytes`). */
+  result: string | null;
+  /** The size of its stored result in bytes of JSON, or null without one: a result too large to be given
+   * inline is read with GET /v1/tasks/{id}. */
+  resultBytes: number | null;
+}
+
+/** One dependent of a task: a task that waits, or waited, for it. */
+export interface DependentEntry {
+  id: string;
+  queue: string;
+  type: string;
+  state: TaskState;
+  /** What this task's finishing was counted as for it (its final state), or null while unfinished. */
+  outcome: string | null;
+}
+
+/** A page of entries in id order, and where the next one starts. */
+export interface DependencyPage<T> {
+  entries: T[];
+  nextCursor: string | null;
+}
+
+/**
+ * A page of a task's dependencies in id order, after `cursor`, each with its state and (bounded) result:
+ * what a join reads of its children. Read from the dependent's own `depends_on` and each dependency by
+ * primary key. Throws `not_found` for an unknown task.
+ *
+ * @example
+ * const { entries, nextCursor } = await listDependencies(db, joinId, { limit: 100 });
+ */
+export async function listDependencies(
+  db: Db,
+  id: string,
+  page: { cursor?: string; limit: number },
+): Promise<DependencyPage<DependencyEntry>> {
+  const task = await db.get<{ depends_on: string | null }>(sql`SELECT depends_on FROM tasks WHERE id = ${id}`);
+  if (!task) throw new NotFoundError(`task ${id}`);
+  const rows = await db.all<{
+    id: string;
+    queue: string | null;
+    type: string | null;
+    state: TaskState | null;
+    result: string | null;
+    result_bytes: number | null;
+  }>(sql`SELECT d.value AS id, t.queue, t.type, t.state,
+      CASE WHEN length(CAST(t.result AS BLOB)) <= ${MAX_INLINE_DEPENDENCY_RESULT_BYTES} THEN t.result END AS result,
+      length(CAST(t.result AS BLOB)) AS result_bytes
+    FROM json_each(${task.depends_on ?? "[]"}) AS d LEFT JOIN tasks t ON t.id = d.value
+    WHERE d.value > ${page.cursor ?? ""}
+    ORDER BY d.value LIMIT ${page.limit + 1}`);
+  const entries = rows.slice(0, page.limit).map((r) => ({
+    id: r.id,
+    queue: r.queue,
+    type: r.type,
+    state: r.state,
+    result: r.result,
+    resultBytes: r.result_bytes,
+  }));
+  return { entries, nextCursor: rows.length > page.limit ? entries.at(-1)!.id : null };
+}
+
+/**
+ * A page of a task's dependents (the tasks that wait or waited for it, on this database) in id order, after
+ * `cursor`: a prefix of task_edges' primary key. Throws `not_found` for an unknown task.
+ *
+ * @example
+ * const { entries } = await listDependents(db, childId, { limit: 100 });
+ */
+export async function listDependents(
+  db: Db,
+  id: string,
+  page: { cursor?: string; limit: number },
+): Promise<DependencyPage<DependentEntry>> {
+  const task = await db.get<{ id: string }>(sql`SELECT id FROM tasks WHERE id = ${id}`);
+  if (!task) throw new NotFoundError(`task ${id}`);
+  const rows = await db.all<DependentEntry>(sql`SELECT t.id, t.queue, t.type, t.state, e.outcome
+    FROM task_edges e JOIN tasks t ON t.id = e.dependent
+    WHERE e.dependency = ${id} AND e.dependent > ${page.cursor ?? ""}
+    ORDER BY e.dependent LIMIT ${page.limit + 1}`);
+  const entries = rows.slice(0, page.limit);
+  return { entries, nextCursor: rows.length > page.limit ? entries.at(-1)!.id : null };
+}
