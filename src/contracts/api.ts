@@ -4,6 +4,8 @@ import {
   MAX_BATCH,
   MAX_DELAY_S,
   MAX_DEPENDENCIES,
+  MAX_DEPENDENCY_PAGE,
+  MAX_FAN_OUT,
   MAX_ENQUEUE_TASKS,
   MAX_VISIBILITY_TIMEOUT_S,
   MAX_WAIT_S,
@@ -132,13 +134,19 @@ export const NewTaskSchema = z
 /** A batch. Its size is documented here but enforced by the engine: over the limit is a 413, not a 400. */
 export const EnqueueBatchBody = z.strictObject({
   tasks: z.array(NewTaskSchema).min(1).openapi({ maxItems: MAX_ENQUEUE_TASKS }),
+  join: NewTaskSchema.optional().openapi({
+    description: `a task that waits for every one of \`tasks\` (a fan-in), enqueued with them in one atomic call: then at most ${MAX_FAN_OUT} tasks, and neither they nor the join take an id or a dedupe_key (docs/dependencies.md)`,
+  }),
 });
 
 export const EnqueueBody = z.union([EnqueueBatchBody, NewTaskSchema]).openapi("EnqueueBody");
 
+const EnqueueOutcomeSchema = z.object({ id: z.string(), state: State, deduplicated: z.boolean() });
+
 export const EnqueueResponse = z
   .object({
-    tasks: z.array(z.object({ id: z.string(), state: State, deduplicated: z.boolean() })),
+    tasks: z.array(EnqueueOutcomeSchema),
+    join: EnqueueOutcomeSchema.optional().openapi({ description: "the join, when the call had one" }),
   })
   .openapi("EnqueueResponse");
 
@@ -437,3 +445,48 @@ export const TicketResponse = z.object({
 export const ThroughputResponse = z.object({
   minutes: z.array(z.object({ minute: z.string(), enqueued: z.number(), completed: z.number(), failed: z.number() })),
 });
+
+export const DependencyPageQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_DEPENDENCY_PAGE).default(MAX_DEPENDENCY_PAGE),
+  cursor: TaskId.optional(),
+});
+
+export const DependenciesResponse = z
+  .object({
+    dependencies: z.array(
+      z.object({
+        id: z.string(),
+        queue: z.string().nullable().openapi({ description: "null once the dependency was pruned (it had finished)" }),
+        type: z.string().nullable(),
+        state: State.nullable(),
+        result: z.unknown().openapi({
+          description:
+            "its result when it completed with one of at most 16 KiB of JSON; otherwise null (see result_bytes)",
+        }),
+        result_bytes: z.number().int().nullable().openapi({
+          description:
+            "the stored result's size in bytes of JSON; a result over 16 KiB is read with GET /v1/tasks/{id}",
+        }),
+      }),
+    ),
+    next_cursor: z.string().nullable(),
+  })
+  .openapi("Dependencies");
+
+export const DependentsResponse = z
+  .object({
+    dependents: z.array(
+      z.object({
+        id: z.string(),
+        queue: z.string(),
+        type: z.string(),
+        state: State,
+        outcome: z
+          .string()
+          .nullable()
+          .openapi({ description: "what the task's finishing counted as for it; null while unfinished" }),
+      }),
+    ),
+    next_cursor: z.string().nullable(),
+  })
+  .openapi("Dependents");

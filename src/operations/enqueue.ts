@@ -2,6 +2,8 @@ import { enqueuedChange } from "../effects/changes";
 import type { EnqueueResult, NewTask, TaskField } from "../engine/enqueue";
 import { enqueueToQueue } from "../shards/queue-ops";
 import { queueRoute } from "../shards/queue-route";
+import { fanOutOnQueue } from "../shards/fan-out";
+import type { FanOutResult } from "../engine/fan-out";
 import type { OperationContext } from "./context";
 import { enqueueChecked } from "./enqueue-checks";
 
@@ -26,4 +28,31 @@ export async function enqueue(
     : await enqueueToQueue(op.env, route, tasks, op.now);
   op.effects.after(enqueuedChange(queue, result));
   return { tasks: result.tasks, earliestRunAt: result.earliestRunAt };
+}
+
+/**
+ * Enqueues children and their join in one atomic call (src/engine/fan-out.ts) on one partition of the queue,
+ * and reports every task it made as an enqueue (the join is published as enqueued while it waits; its
+ * release publishes `ready`).
+ *
+ * @example
+ * const { tasks, join } = await enqueueFanOut(op, "chapters", chapters, { type: "stitch" }, tasksField);
+ */
+export async function enqueueFanOut(
+  op: OperationContext,
+  queue: string,
+  children: NewTask[],
+  join: NewTask,
+  field: TaskField,
+): Promise<FanOutResult> {
+  const route = await queueRoute(op.env, queue, op.now);
+  const result = await fanOutOnQueue(route, children, join, op.now, field);
+  op.effects.after(
+    enqueuedChange(queue, {
+      tasks: [...result.tasks, result.join],
+      earliestRunAt: result.earliestRunAt,
+      parts: [result.part],
+    }),
+  );
+  return result;
 }

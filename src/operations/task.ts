@@ -55,3 +55,24 @@ export async function retry(op: OperationContext, id: string): Promise<TaskRow> 
   op.effects.after({ kind: "redriven", queue: row.queue, ids: [row.id], runAt: op.now });
   return row;
 }
+
+/**
+ * A page of a task's dependencies with their states and bounded results (src/engine/dependency-reads.ts),
+ * read on the task's shard: what a join reads of its children.
+ *
+ * @example
+ * const { entries } = await readDependencies(op, joinId, { limit: 100 });
+ */
+export function readDependencies(op: OperationContext, id: string, page: { cursor?: string; limit: number }) {
+  return onTaskShard(op.env, id, (shard) => shard.store.listDependencies(id, page));
+}
+
+/**
+ * A page of the tasks that depend on a task, on its shard.
+ *
+ * @example
+ * const { entries } = await readDependents(op, childId, { limit: 100 });
+ */
+export function readDependents(op: OperationContext, id: string, page: { cursor?: string; limit: number }) {
+  return onTaskShard(op.env, id, (shard) => shard.store.listDependents(id, page));
+}

@@ -92,6 +92,16 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
     return this.run("heartbeat", taskApi.heartbeat, { id }, body);
   }
 
+  /** A page of a task's dependencies with their results (GET /v1/tasks/{id}/dependencies). */
+  dependencies(id: string, query: RequestOf<typeof taskApi.dependencies> = {}) {
+    return this.run("dependencies", taskApi.dependencies, { id }, query);
+  }
+
+  /** A page of the tasks that depend on a task (GET /v1/tasks/{id}/dependents). */
+  dependents(id: string, query: RequestOf<typeof taskApi.dependents> = {}) {
+    return this.run("dependents", taskApi.dependents, { id }, query);
+  }
+
   /** A task by id (GET /v1/tasks/{id}). */
   get(id: string) {
     return this.run("get", taskApi.get, { id });

@@ -70,6 +70,8 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
   const q = `/v1/queues/${queue}`;
   const routes: RouteCall[] = [
     { operation: "get /v1/tasks/{id}", method: "GET", path: `/v1/tasks/${pending}` },
+    { operation: "get /v1/tasks/{id}/dependencies", method: "GET", path: `/v1/tasks/${pending}/dependencies` },
+    { operation: "get /v1/tasks/{id}/dependents", method: "GET", path: `/v1/tasks/${pending}/dependents` },
     { operation: "get /v1/queues/{queue}/tasks", method: "GET", path: `${q}/tasks` },
     { operation: "get /v1/queues", method: "GET", path: "/v1/queues" },
     { operation: "get /v1/queues/{queue}/stats", method: "GET", path: `${q}/stats` },

@@ -58,6 +58,8 @@ const OPERATIONS: Record<string, number> = {
   "post /v1/tasks/{id}/retry": 200,
   "post /v1/tasks/{id}/release": 200,
   "get /v1/tasks/{id}/artifacts": 200,
+  "get /v1/tasks/{id}/dependencies": 200,
+  "get /v1/tasks/{id}/dependents": 200,
   "get /v1/tasks/{id}/artifacts/{name}": 200,
   "put /v1/tasks/{id}/artifacts/{name}": 201,
   "get /v1/processors": 200,
@@ -231,6 +233,8 @@ describe("the OpenAPI document", () => {
         "group",
         "key",
         "then",
+        "depends_on",
+        "on_dependency_failure",
       ].sort(),
     );
     // Enqueue: one task, or a batch whose documented size limit is the engine's.

@@ -7,6 +7,22 @@ import { validationHook } from "../validation";
 /** Routes addressed by task id: each the HTTP face of one operation of src/operations/api/task-api.ts. */
 export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(
+    ...operationRoute(taskApi.dependencies, {
+      method: "get",
+      path: "/v1/tasks/{id}/dependencies",
+      tags: ["tasks"],
+      summary: "A page of a task's dependencies, each with its state and result (inline up to 16 KiB)",
+    }),
+  )
+  .openapi(
+    ...operationRoute(taskApi.dependents, {
+      method: "get",
+      path: "/v1/tasks/{id}/dependents",
+      tags: ["tasks"],
+      summary: "A page of the tasks that depend on a task",
+    }),
+  )
+  .openapi(
     ...operationRoute(taskApi.get, {
       method: "get",
       path: "/v1/tasks/{id}",

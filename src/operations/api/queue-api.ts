@@ -21,7 +21,9 @@ import { toIso } from "../../engine/time";
 import { listAllQueues } from "../../shards/cross-shard";
 import { listTasksOf, purgeQueueOf, queueStatsOf } from "../../shards/queue-ops";
 import { queueRoute, readRoute } from "../../shards/queue-route";
-import { enqueue } from "../enqueue";
+import { enqueue, enqueueFanOut } from "../enqueue";
+import type { OperationContext } from "../context";
+import { EdgeqError } from "../../contracts/errors";
 import { cancelQueue, pauseFlow, redrive } from "../queue";
 import { defineOperation, jsonInput, queryInput } from "./define";
 
@@ -68,6 +70,19 @@ export function fieldsOf(body: z.output<typeof EnqueueBody>): TaskField {
   return "tasks" in body ? tasksField : oneTaskField;
 }
 
+/**
+ * A fan-out with its join (`{ tasks, join }`): one atomic call (src/engine/fan-out.ts). Ids of the caller's are
+ * refused here, naming the field: a task the call did not make could stand in for a child or the join.
+ */
+async function fanOutAnswer(op: OperationContext, queue: string, body: z.output<typeof EnqueueBatchBody>) {
+  const named = body.tasks.findIndex((t) => t.id !== undefined);
+  if (named >= 0) throw new EdgeqError("invalid_request", `tasks[${named}].id: a fan-out's tasks take no id`);
+  if (body.join!.id !== undefined) throw new EdgeqError("invalid_request", "join.id: a fan-out's join takes no id");
+  const [join] = newTasksOf(body.join!, op.now);
+  const result = await enqueueFanOut(op, queue, newTasksOf(body, op.now), join!, tasksField);
+  return { tasks: result.tasks, join: result.join };
+}
+
 const StatsQuery = z.object({ group: z.string().min(1).max(128).optional() });
 
 export const queueApi = {
@@ -78,6 +93,7 @@ export const queueApi = {
     input: jsonInput(EnqueueBody, enqueueMeant),
     answer: EnqueueResponse,
     run: async (op, { queue }, body) => {
+      if ("tasks" in body && body.join !== undefined) return fanOutAnswer(op, queue, body);
       const result = await enqueue(op, queue, newTasksOf(body, op.now), {
         // A refusal names the field as the body does: `tasks[i].payload`, or `payload` for one task.
         field: fieldsOf(body),

@@ -1,12 +1,22 @@
 import { z } from "@hono/zod-openapi";
-import { CompleteBody, FailBody, HeartbeatBody, OutcomeResponse, ReleaseBody, TaskParams } from "../../contracts/api";
+import {
+  CompleteBody,
+  DependenciesResponse,
+  DependencyPageQuery,
+  DependentsResponse,
+  FailBody,
+  HeartbeatBody,
+  OutcomeResponse,
+  ReleaseBody,
+  TaskParams,
+} from "../../contracts/api";
 import { TaskSchema } from "../../contracts/task";
 import type { AckOutcome } from "../../engine/ack";
 import { toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import { ackTask } from "../ack";
-import { cancel, heartbeat, readTask, retry } from "../task";
-import { defineOperation, jsonInput } from "./define";
+import { cancel, heartbeat, readDependencies, readDependents, readTask, retry } from "../task";
+import { defineOperation, jsonInput, queryInput } from "./define";
 
 /** The API's operations on one task, by id (`/v1/tasks/{id}/…`; RPC `get(id)`, `fail(id, body)`, …). */
 
@@ -33,6 +43,38 @@ const HeartbeatResponse = z.object({
 });
 
 export const taskApi = {
+  /** A page of a task's dependencies, each with its state and result (inline up to 16 KiB). */
+  dependencies: defineOperation({
+    params: TaskParams,
+    input: queryInput(DependencyPageQuery),
+    answer: DependenciesResponse,
+    run: async (op, { id }, page) => {
+      const { entries, nextCursor } = await readDependencies(op, id, page);
+      return {
+        dependencies: entries.map((e) => ({
+          id: e.id,
+          queue: e.queue,
+          type: e.type,
+          state: e.state,
+          result: e.result === null ? null : (JSON.parse(e.result) as unknown),
+          result_bytes: e.resultBytes,
+        })),
+        next_cursor: nextCursor,
+      };
+    },
+  }),
+
+  /** A page of the tasks that depend on a task. */
+  dependents: defineOperation({
+    params: TaskParams,
+    input: queryInput(DependencyPageQuery),
+    answer: DependentsResponse,
+    run: async (op, { id }, page) => {
+      const { entries, nextCursor } = await readDependents(op, id, page);
+      return { dependents: entries, next_cursor: nextCursor };
+    },
+  }),
+
   /** A task with its payload, result, error history and progress. */
   get: defineOperation({
     params: TaskParams,
