@@ -131,6 +131,8 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
       body: { state: "cancelled" },
     },
     { operation: "post /v1/queues/{queue}/purge", method: "POST", path: `${q}/purge`, body: { before: future } },
+    // Resumes (paused: false): a pause here would hold the leases of the routes after it.
+    { operation: "post /v1/queues/{queue}/pause", method: "POST", path: `${q}/pause`, body: { paused: false } },
     { operation: "get /v1/tasks/{id}/artifacts", method: "GET", path: `/v1/tasks/${l4!.id}/artifacts` },
     {
       operation: "get /v1/tasks/{id}/artifacts/{name}",
