@@ -184,7 +184,7 @@ describe("SQS messages through @aws-sdk/client-sqs", () => {
     expect(badId.name).toBe("InvalidBatchEntryId");
   });
 
-  it("FIFO subset: MessageGroupId is the task group, MessageDeduplicationId the dedupe key", async () => {
+  it("FIFO subset: MessageGroupId is the task's key (and group), one message of a group in flight at a time; MessageDeduplicationId the dedupe key", async () => {
     const name = `${uniqueQueue("sqs-fifo")}.fifo`;
     const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: name, Attributes: { FifoQueue: "true" } }));
     const first = await sqs.send(
@@ -204,9 +204,15 @@ describe("SQS messages through @aws-sdk/client-sqs", () => {
     const { Messages } = await sqs.send(
       new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ["MessageGroupId"] }),
     );
-    // Send order is kept (ids are time-ordered).
-    expect(Messages!.map((m) => m.Body)).toEqual(["a", "same body"]);
+    // Send order is kept, one message of a group at a time (the queue's flow is `ordered` per key): the
+    // group's next message is handed out once the one in flight is deleted.
+    expect(Messages!.map((m) => m.Body)).toEqual(["a"]);
     expect(Messages![0]!.Attributes).toEqual({ MessageGroupId: "g1" });
-    expect((await getTask(first.MessageId!)) as unknown).toMatchObject({ group: "g1", dedupe_key: "d1" });
+    expect((await getTask(first.MessageId!)) as unknown).toMatchObject({ key: "g1", group: "g1", dedupe_key: "d1" });
+    const blocked = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+    expect(blocked.Messages ?? []).toEqual([]);
+    await sqs.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: Messages![0]!.ReceiptHandle! }));
+    const next = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+    expect(next.Messages!.map((m) => m.Body)).toEqual(["same body"]);
   });
 });
