@@ -22,8 +22,10 @@ import type {
   ReleaseInput,
   Task,
   TaskPage,
+  WaitAnswer,
   WithdrawAnswer,
 } from "./types";
+import { MAX_TASK_WAIT_S } from "../contracts/limits";
 
 /** A request gives up after this long by default: a hung request must not hold a caller (or a stopping
  * worker) forever, and a heartbeat answered later than a lease lasts is useless anyway. */
@@ -167,6 +169,42 @@ export class EdgeqClient {
   /** A page of the queue's tasks in creation order; pass `next_cursor` back as `cursor` for the next. */
   async list(queue: string, query: ListQuery = {}, opts?: CallOptions): Promise<TaskPage> {
     return this.call("GET", `/v1/queues/${q(queue)}/tasks${search(query)}`, undefined, opts);
+  }
+
+  /**
+   * Waits up to `timeoutS` seconds (at most MAX_TASK_WAIT_S, 20; default 20) for a task to finish, and
+   * answers it as it is then with `finished` — false when the wait ran out first (wait again). The server
+   * answers as soon as the task completes, dies or is cancelled.
+   */
+  wait(id: string, opts: CallOptions & { timeoutS?: number } = {}): Promise<WaitAnswer> {
+    const timeoutS = opts.timeoutS ?? MAX_TASK_WAIT_S;
+    return this.call("GET", `/v1/tasks/${q(id)}/wait${search({ timeout_s: timeoutS })}`, undefined, {
+      signal: opts.signal,
+      timeoutMs: timeoutS * 1000 + LEASE_GRACE_MS,
+    });
+  }
+
+  /**
+   * Enqueues one task and waits for it to finish, waiting again (each wait up to 20 s) until it does or
+   * `timeoutS` (default: no limit) has passed: the task as it is then, with `finished`.
+   *
+   * @example
+   * const { finished, task } = await edgeq.enqueueAndWait("renders", { payload: { text } }, { timeoutS: 120 });
+   * if (finished && task.state === "completed") use(task.result);
+   */
+  async enqueueAndWait(
+    queue: string,
+    task: Exclude<EnqueueInput, { tasks: unknown }>,
+    opts: CallOptions & { timeoutS?: number } = {},
+  ): Promise<WaitAnswer> {
+    const { tasks } = await this.enqueue(queue, task, opts);
+    const id = tasks[0]!.id;
+    const deadline = opts.timeoutS === undefined ? Infinity : Date.now() + opts.timeoutS * 1000;
+    for (;;) {
+      const leftS = Math.max(0, Math.min(MAX_TASK_WAIT_S, (deadline - Date.now()) / 1000));
+      const answer = await this.wait(id, { signal: opts.signal, timeoutS: Math.round(leftS * 1000) / 1000 });
+      if (answer.finished || Date.now() >= deadline) return answer;
+    }
   }
 
   /** Cancels a pending task, or asks the holder of a processing one to stop. */

@@ -20,6 +20,7 @@ import type {
   TaskListResponse,
   TaskSchema,
 } from "../contracts/api";
+import type { WaitResponse } from "../contracts/wait";
 
 /**
  * The client's request and answer types, taken from the zod schemas that validate the wire on the server
@@ -64,6 +65,9 @@ export interface HeartbeatAnswer {
 export interface WithdrawAnswer {
   withdrawn: boolean;
 }
+
+/** What a wait answers: the task as it is now, and whether it is finished (false: the wait ran out first). */
+export type WaitAnswer = z.infer<typeof WaitResponse>;
 
 export type ListQuery = z.input<typeof TaskListQuery>;
 export type TaskPage = z.infer<typeof TaskListResponse>;

@@ -29,6 +29,35 @@ export const MAX_BATCH = 100;
  * idle HTTP requests past 30 s. */
 export const MAX_WAIT_S = 20;
 
+/** Longest wait for a task's result (`GET /v1/tasks/{id}/wait?timeout_s=`), in seconds, and the default.
+ * Why 20 s, as MAX_WAIT_S: clients and proxies commonly drop idle HTTP requests past 30 s, and a caller whose
+ * task is not finished repeats the wait (the answer says so); a longer wait would save a request a minute at
+ * most, while the coordinator holds each waiter in memory for its whole length. */
+export const MAX_TASK_WAIT_S = 20;
+
+/**
+ * How long an isolate told "nobody waits for this queue's tasks" skips telling the queue's coordinator about
+ * finished tasks (src/effects/task-waiters.ts), while waits for the queue's tasks were seen lately
+ * (TASK_WAIT_WARM_MS). Why 50 ms: a wait that joins during a skip is answered at the latest when the skip runs
+ * out (the coordinator reads the task once then), and `wait` promises an answer within 100 ms of the state
+ * change; a busy queue nobody waits on costs one coordinator request per 50 ms per isolate, not one per ack.
+ */
+export const TASK_WAIT_QUIET_MS = 50;
+
+/** The skip for a queue whose coordinator saw no wait for TASK_WAIT_WARM_MS: EVENT_QUIET_MS (1 s), what an
+ * event stream nobody listens to costs — a queue nobody waits on pays no more for `wait` existing than that;
+ * the first wait after a long quiet may be answered up to this late (later ones within TASK_WAIT_QUIET_MS). */
+export const TASK_WAIT_COLD_QUIET_MS = 1_000;
+
+/** How long after its last wait a queue's finished tasks keep the short skip (TASK_WAIT_QUIET_MS). Why 10
+ * minutes: a caller that waits does so again within minutes (a Workflow's next step, a request handler's next
+ * request); past that the queue goes back to the events' one-second spells. */
+export const TASK_WAIT_WARM_MS = 10 * 60_000;
+
+/** What a wait joining during a skip waits beyond its end before reading the task once: an isolate reads its
+ * clock after I/O, so its skip may outlast the window by the CPU time it ran since — milliseconds. */
+export const TASK_WAIT_QUIET_MARGIN_MS = 20;
+
 /** Visibility timeout bounds, in seconds: at least 1 s; at most 12 h, as SQS and Cloudflare Queues. */
 export const MIN_VISIBILITY_TIMEOUT_S = 1;
 export const MAX_VISIBILITY_TIMEOUT_S = 12 * 60 * 60;

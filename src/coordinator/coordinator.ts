@@ -11,23 +11,31 @@ import type { Shard } from "../shards/shard-set";
 import type { ProcessorRegistry } from "../processors/registry";
 import type { Env } from "../env";
 import {
+  coordinatorAwaitTaskSchema,
   coordinatorForgetSchema,
   coordinatorLeaseSchema,
   coordinatorNotifySchema,
+  coordinatorTasksFinishedSchema,
   coordinatorWakeWaitersSchema,
   coordinatorWatchSchema,
+  type CoordinatorAwaitTask,
   type CoordinatorForget,
   type CoordinatorLease,
   type CoordinatorLeaseInput,
   type CoordinatorNotify,
+  type CoordinatorTasksFinished,
   type CoordinatorWakeWaiters,
   type CoordinatorWatch,
   type QueueCoordinatorRpc,
+  type TaskWaitersAnswer,
 } from "../protocols/durable-objects";
+import { FINAL_STATES } from "../contracts/states";
+import { onTaskShard } from "../shards/task-locator";
 import type { FencedItem } from "../engine/ack";
 import { HandOuts } from "./hand-outs";
 import { SiblingPolls } from "./sibling-polls";
 import { handBackLeased, lapseHandOuts, revokeUndelivered, type LapsedHandOuts } from "./take-back";
+import { TaskWaiters } from "./task-waiters";
 import { WaitLine, type Waiter } from "./wait-line";
 
 /** What createEdgeq builds a coordinator with (src/worker/create-edgeq.ts): its processors, for push dispatch. */
@@ -83,6 +91,9 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   /** The time every decision here is made at. Tests replace it (`runInDurableObject`) to move the clock:
    * fake timers reach neither D1 nor alarms. */
   now: () => number = () => Date.now();
+  /** Waits for this queue's tasks to finish (GET /v1/tasks/{id}/wait; held by partition 0's object), on
+   * this object's clock (a test moving it ahead leaves no skip to run out: only reports answer a wait). */
+  private readonly taskWaiters = new TaskWaiters(() => this.now());
   /** Where every change made here is reported (the effects owner, src/effects/), kept alive past the call
    * that made it (`waitUntil`); its clock is this object's (tests move it). */
   private readonly effects: Effects;
@@ -234,6 +245,39 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   /** How many long-poll requests are waiting (for tests and stats). */
   async waiting(): Promise<number> {
     return this.line.size;
+  }
+
+  /**
+   * Waits up to `timeoutMs` for task `id` of this queue to finish: true once it has (the effects owner's
+   * `tasksFinished`, or the task found finished when it reads it: task-waiters.ts), false when the wait ran
+   * out or was withdrawn (`withdrawTaskWait`). Nothing is stored: an evicted object's waits fail, and their
+   * callers read the task and answer it as it is.
+   */
+  async awaitTask(input: CoordinatorAwaitTask): Promise<boolean> {
+    const request = coordinatorAwaitTaskSchema.parse(input);
+    const isFinished = async () => {
+      const task = await onTaskShard(this.env, request.id, (shard) => shard.store.getTask(request.id));
+      return (FINAL_STATES as readonly string[]).includes(task.state);
+    };
+    return this.taskWaiters.wait(request, isFinished);
+  }
+
+  /** Tasks of this queue finished (from the effects owner): their waits are answered. The answer says
+   * whether anyone waits here, and for how long the sender may skip telling (src/effects/task-waiters.ts). */
+  async tasksFinished(input: CoordinatorTasksFinished): Promise<TaskWaitersAnswer> {
+    const { ids } = coordinatorTasksFinishedSchema.parse(input);
+    return this.taskWaiters.told(ids);
+  }
+
+  /** Withdraws a wait for a task (its client went away): answered "not finished" now. Whether it was held. */
+  async withdrawTaskWait(input: CoordinatorForget): Promise<boolean> {
+    const { waiterId } = coordinatorForgetSchema.parse(input);
+    return this.taskWaiters.withdraw(waiterId);
+  }
+
+  /** How many waits for tasks are held (for tests). */
+  async waitingForTasks(): Promise<number> {
+    return this.taskWaiters.size;
   }
 
   /**

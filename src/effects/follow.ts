@@ -6,6 +6,7 @@ import { runMove } from "../shards/move";
 import { relayQueueHome } from "../shards/relay";
 import { homeShard } from "../shards/shard-set";
 import type { Change } from "./changes";
+import { tellTaskWaiters } from "./task-waiters";
 import { partOfTask, publishRows, wakeCoordinator, wakeWaitersAt } from "./wake";
 import { SCHEDULER_OBJECT } from "../protocols/durable-objects";
 import { existingPlacements } from "../shards/directory";
@@ -27,6 +28,12 @@ export const MOVE_REQUEST_BUDGET_MS = 20_000;
  * await follow(env, { kind: "enqueued", queue: "emails", ids, earliestRunAt: Date.now(), parts: [0] });
  */
 export async function follow(env: Env, change: Change, clock: () => number = Date.now): Promise<void> {
+  // A change that finished tasks also answers the waits for them (task-waiters.ts), beside its own effects.
+  await Promise.all([followChange(env, change, clock), tellTaskWaiters(env, change)]);
+}
+
+/** What follows `change` besides the waits for the tasks it finished. */
+async function followChange(env: Env, change: Change, clock: () => number): Promise<void> {
   switch (change.kind) {
     case "enqueued":
       if (change.earliestRunAt === null) return;

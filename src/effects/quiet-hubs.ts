@@ -1,6 +1,10 @@
 import { EVENT_QUIET_MS } from "../contracts/limits";
 import type { HubAnswer } from "../protocols/durable-objects";
 
+/** An answer that says whether anyone listens, and may say how long a sender may skip when nobody does (a
+ * coordinator's answer about waits for tasks: src/effects/task-waiters.ts); without it, the window given. */
+type QuietAnswer = HubAnswer & { quietMs?: number };
+
 /**
  * Per isolate: the queues whose event hub answered a publish with "nobody listens", and until when this
  * isolate skips publishing their events. The skip runs EVENT_QUIET_MS from when the answered publish was
@@ -33,17 +37,17 @@ export class QuietHubs {
   }
 
   /** Records the hub's answer to a publish sent at `sentAt`. */
-  answered(queue: string, sentAt: number, answer: HubAnswer): void {
+  answered(queue: string, sentAt: number, answer: QuietAnswer): void {
     if (answer.listening) {
       this.until.delete(queue);
       return;
     }
     this.forgetExpired();
-    this.until.set(queue, sentAt + this.windowMs);
+    this.until.set(queue, sentAt + (answer.quietMs ?? this.windowMs));
   }
 
   /** Sends one publish through `send` unless `queue` is skipped, and records its answer. */
-  async publish(queue: string, send: () => Promise<HubAnswer>): Promise<void> {
+  async publish(queue: string, send: () => Promise<QuietAnswer>): Promise<void> {
     if (this.skips(queue)) return;
     const sentAt = this.now();
     this.answered(queue, sentAt, await send());

@@ -71,7 +71,7 @@ export async function ackTask(
 
 /**
  * Extends (and claims) leases on one queue; nothing follows an extension (no event: a lease that goes
- * on is not news, and nobody waits for it).
+ * on is not news), except for a task it found with a cancel request: that one ends cancelled, reported so.
  *
  * @example
  * const outcomes = await extendTaskLeases(op, "emails", [{ id, leaseToken, visibilityTimeoutS: 60 }]);
@@ -82,7 +82,11 @@ export async function extendTaskLeases(
   items: ExtendItem[],
 ): Promise<AckOutcome[]> {
   const route = await queueRoute(op.env, queue, op.now);
-  return ackOnRoute(route, items, (db, group) => extendLeases(db, group, op.now, { queue }));
+  const outcomes = await ackOnRoute(route, items, (db, group) => extendLeases(db, group, op.now, { queue }));
+  // `task_cancelled`: this extension found the cancel request and ended the task cancelled — a change.
+  const cancelled = outcomes.filter((o) => !o.ok && o.error.code === "task_cancelled").map((o) => o.id);
+  if (cancelled.length > 0) op.effects.after({ kind: "cancelled", queue, ids: cancelled });
+  return outcomes;
 }
 
 /**

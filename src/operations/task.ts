@@ -1,3 +1,4 @@
+import { EdgeqError } from "../contracts/errors";
 import type { TaskRow } from "../db/schema";
 import { cancelTask } from "../engine/cancel";
 import { heartbeatTask, type HeartbeatRequest } from "../engine/heartbeat";
@@ -25,7 +26,16 @@ export function readTask(op: OperationContext, id: string): Promise<TaskRow> {
  * const row = await heartbeat(op, { id, leaseToken, progress: 40, progressMessage: "3/7" });
  */
 export async function heartbeat(op: OperationContext, request: HeartbeatRequest): Promise<TaskRow> {
-  const row = await onTaskShard(op.env, request.id, (shard) => heartbeatTask(shard.db, request, op.now));
+  const row = await onTaskShard(op.env, request.id, (shard) => heartbeatTask(shard.db, request, op.now)).catch(
+    async (error: unknown) => {
+      // `task_cancelled`: this heartbeat found the cancel request and ended the task cancelled — a change.
+      if (error instanceof EdgeqError && error.code === "task_cancelled") {
+        const { queue } = await readTask(op, request.id);
+        op.effects.after({ kind: "cancelled", queue, ids: [request.id] });
+      }
+      throw error;
+    },
+  );
   if (request.progress !== undefined || request.progressMessage !== undefined) {
     op.effects.after({ kind: "progress", queue: row.queue, id: row.id });
   }

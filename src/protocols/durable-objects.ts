@@ -2,6 +2,7 @@ import { z } from "zod";
 import {
   MAX_BATCH,
   MAX_PARTITIONS,
+  MAX_TASK_WAIT_S,
   MAX_VISIBILITY_TIMEOUT_S,
   MAX_WAIT_S,
   MAX_WAITER_ID_CHARS,
@@ -66,6 +67,30 @@ export const coordinatorNotifySchema = z.object({
 });
 export type CoordinatorNotify = z.input<typeof coordinatorNotifySchema>;
 
+/** Waits up to `timeoutMs` for task `id` (of this coordinator's queue) to finish (GET /v1/tasks/{id}/wait);
+ * `waiterId` names the wait so its caller can withdraw it when its client goes away. */
+export const coordinatorAwaitTaskSchema = z.object({
+  id: z.string().min(1),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(0)
+    .max(MAX_TASK_WAIT_S * 1000),
+  waiterId: z.string().min(1).max(MAX_WAITER_ID_CHARS),
+});
+export type CoordinatorAwaitTask = z.infer<typeof coordinatorAwaitTaskSchema>;
+
+/** Tasks of this coordinator's queue finished (completed, dead, cancelled): answer the waits for them. */
+export const coordinatorTasksFinishedSchema = z.object({ ids: z.array(z.string().min(1)) });
+export type CoordinatorTasksFinished = z.infer<typeof coordinatorTasksFinishedSchema>;
+
+/** What a coordinator answers a `tasksFinished`: whether anyone waits for this queue's tasks, and, when
+ * nobody does, for how long (ms) the sender may skip telling it (src/effects/task-waiters.ts). */
+export interface TaskWaitersAnswer {
+  listening: boolean;
+  quietMs?: number;
+}
+
 /** The schedules' Scheduler: the time (ms) its alarm must fire by. */
 export const schedulerArmSchema = z.object({ at: z.number().int().nonnegative() });
 export type SchedulerArm = z.infer<typeof schedulerArmSchema>;
@@ -104,6 +129,10 @@ export interface QueueCoordinatorRpc extends Rpc.DurableObjectBranded {
   watch(input: CoordinatorWatch): Promise<void>;
   wakeWaiters(input: CoordinatorWakeWaiters): Promise<void>;
   waiting(): Promise<number>;
+  awaitTask(input: CoordinatorAwaitTask): Promise<boolean>;
+  tasksFinished(input: CoordinatorTasksFinished): Promise<TaskWaitersAnswer>;
+  withdrawTaskWait(input: CoordinatorForget): Promise<boolean>;
+  waitingForTasks(): Promise<number>;
 }
 
 /** EVENT_HUB — one per queue: its event stream (WebSockets, seq, resume buffer, counts). */

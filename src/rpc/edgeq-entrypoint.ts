@@ -122,6 +122,11 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
     return this.run("retry", taskApi.retry, { id });
   }
 
+  /** Waits up to `timeout_s` for a task to finish: `{ finished, task }` (GET /v1/tasks/{id}/wait). */
+  wait(id: string, query: RequestOf<typeof taskApi.wait> = {}) {
+    return this.run("wait", taskApi.wait, { id }, query);
+  }
+
   /** Counts per state, due work and lag (GET /v1/queues/{queue}/stats). */
   stats(queue: string, query: RequestOf<typeof queueApi.stats> = {}) {
     return this.run("stats", queueApi.stats, { queue }, query);

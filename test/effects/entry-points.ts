@@ -39,6 +39,10 @@ export function effectsOf(calls: ObjectCall[], roles: Record<string, string>, id
   const woken: string[] = [];
   const published: CausedEffects["published"] = {};
   for (const c of calls) {
+    // Reports of finished tasks to the waits for them are skipped while the coordinator answers that nobody
+    // waits (src/effects/task-waiters.ts), so whether one is sent follows this isolate's earlier answers, not
+    // the entry point; test/effects/task-waiters.test.ts checks which changes report which tasks.
+    if (c.call === "COORDINATOR.tasksFinished") continue;
     if (c.events === undefined) {
       woken.push(`${c.call} ${role(c.name)}`);
       continue;

@@ -57,6 +57,7 @@ const OPERATIONS: Record<string, number> = {
   "post /v1/tasks/{id}/cancel": 200,
   "post /v1/tasks/{id}/retry": 200,
   "post /v1/tasks/{id}/release": 200,
+  "get /v1/tasks/{id}/wait": 200,
   "get /v1/tasks/{id}/artifacts": 200,
   "get /v1/tasks/{id}/dependencies": 200,
   "get /v1/tasks/{id}/dependents": 200,

@@ -77,4 +77,12 @@ export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook 
       tags: ["tasks"],
       summary: "Retry a dead or cancelled task now, with attempts reset",
     }),
+  )
+  .openapi(
+    ...operationRoute(taskApi.wait, {
+      method: "get",
+      path: "/v1/tasks/{id}/wait",
+      tags: ["tasks"],
+      summary: "Wait (up to timeout_s) for a task to finish; answers its view and whether it is finished",
+    }),
   );

@@ -15,7 +15,9 @@ import type { AckOutcome } from "../../engine/ack";
 import { toTaskView } from "../../engine/task-row";
 import { toIso } from "../../engine/time";
 import { ackTask } from "../ack";
+import { WaitQuery, WaitResponse } from "../../contracts/wait";
 import { cancel, heartbeat, readDependencies, readDependents, readTask, retry } from "../task";
+import { waitForTask } from "../wait";
 import { defineOperation, jsonInput, queryInput } from "./define";
 
 /** The API's operations on one task, by id (`/v1/tasks/{id}/…`; RPC `get(id)`, `fail(id, body)`, …). */
@@ -154,5 +156,16 @@ export const taskApi = {
     input: undefined,
     answer: TaskSchema,
     run: async (op, { id }) => toTaskView(await retry(op, id)),
+  }),
+
+  /** Waits up to `timeout_s` for the task to finish: its view, and whether it is finished. */
+  wait: defineOperation({
+    params: TaskParams,
+    input: queryInput(WaitQuery),
+    answer: WaitResponse,
+    run: async (op, { id }, { timeout_s }) => {
+      const { finished, row } = await waitForTask(op, id, Math.round(timeout_s * 1000));
+      return { finished, task: toTaskView(row) };
+    },
   }),
 };
