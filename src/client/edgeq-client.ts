@@ -24,6 +24,8 @@ import type {
   TaskPage,
   WaitAnswer,
   WithdrawAnswer,
+  BulkInput,
+  BulkAnswer,
 } from "./types";
 import { MAX_TASK_WAIT_S } from "../contracts/limits";
 
@@ -205,6 +207,14 @@ export class EdgeqClient {
       const answer = await this.wait(id, { signal: opts.signal, timeoutS: Math.round(leftS * 1000) / 1000 });
       if (answer.finished || Date.now() >= deadline) return answer;
     }
+  }
+
+  /**
+   * Cancels, retries or redrives the queue's tasks a filter matches — or, with `dry_run`, counts them — at
+   * most `limit` (≤ 1,000) per database holding the queue; `more` says to call again.
+   */
+  bulk(queue: string, body: BulkInput, opts?: CallOptions): Promise<BulkAnswer> {
+    return this.call("POST", `/v1/queues/${q(queue)}/bulk`, body, opts);
   }
 
   /** Cancels a pending task, or asks the holder of a processing one to stop. */

@@ -21,6 +21,7 @@ import type {
   TaskSchema,
 } from "../contracts/api";
 import type { WaitResponse } from "../contracts/wait";
+import type { BulkBody, BulkResponse } from "../contracts/bulk";
 
 /**
  * The client's request and answer types, taken from the zod schemas that validate the wire on the server
@@ -68,6 +69,10 @@ export interface WithdrawAnswer {
 
 /** What a wait answers: the task as it is now, and whether it is finished (false: the wait ran out first). */
 export type WaitAnswer = z.infer<typeof WaitResponse>;
+
+/** A bulk action by filter, and what it answers (`count` changed or, on a dry run, matching; `more`). */
+export type BulkInput = z.input<typeof BulkBody>;
+export type BulkAnswer = z.infer<typeof BulkResponse>;
 
 export type ListQuery = z.input<typeof TaskListQuery>;
 export type TaskPage = z.infer<typeof TaskListResponse>;

@@ -152,6 +152,13 @@ export const MAX_PRIORITY = 1_000_000;
  * (as MAX_ROWS_PER_TICK_STATEMENT) keep it well inside D1's 30 s per query; callers loop for more. */
 export const MAX_REDRIVE_PER_CALL = 5_000;
 
+/** Most tasks one bulk action (`POST /v1/queues/{queue}/bulk`: cancel, retry, redrive by filter) changes on
+ * each database holding the queue per call — and counts, on a dry run. Why 1,000: the action is one UPDATE …
+ * RETURNING per database, and D1 runs one statement at a time; 1,000 rows is the size of an enqueue's atomic
+ * chunk (MAX_ENQUEUE_CHUNK_TASKS), about what one statement may hold the database for while leases wait. The
+ * answer says whether more remain (`more`): a caller repeats until it says none. */
+export const MAX_BULK_PER_CALL = 1_000;
+
 /** Most finished tasks one purge call deletes on each database holding the queue: one DELETE … RETURNING
  * per database, and 5,000 rows (as MAX_ROWS_PER_TICK_STATEMENT) hold D1 — which runs one statement at a
  * time — for milliseconds, not the seconds a purge of millions would; callers loop until one purges none. */

@@ -1,4 +1,5 @@
 import type { Db } from "../db/client";
+import { applyBulk, countForBulk } from "./bulk";
 import { cancelQueueTasks, cancelTask } from "./cancel";
 import { completeTasks } from "./complete";
 import { collectCompletedResults } from "./completed-results";
@@ -78,6 +79,9 @@ function openStore(db: Db): TaskStore {
     retryTask: (id, now) => retryTask(db, id, now),
     redriveQueue: (queue, scope, now) => redriveQueue(db, queue, scope, now),
     purgeTasks: (queue, options) => purgeTasks(db, queue, options),
+    // An operator's actions by filter.
+    countForBulk: (queue, action, filter, cap) => countForBulk(db, queue, action, filter, cap),
+    applyBulk: (queue, action, filter, cap, now) => applyBulk(db, queue, action, filter, cap, now),
     // Reads.
     getTask: (id) => getTask(db, id),
     findTaskState: (id) => findTaskState(db, id),

@@ -7,7 +7,7 @@ import type { StoredTask } from "./stored-task";
 import { rowFromRaw } from "./task-row";
 
 /** The SET clause that revives a dead or cancelled task: pending now, attempts reset, error history kept. */
-function reviveSetSql(now: number): SQL {
+export function reviveSetSql(now: number): SQL {
   return sql`state = 'pending', attempts = 0, run_at = ${now}, finished_at = NULL, cancel_requested = 0,
     result = NULL, progress = NULL, progress_message = NULL, lease_holder = NULL, updated_at = ${now}`;
 }

@@ -1,4 +1,5 @@
 import type { Dependencies } from "./store-dependencies";
+import type { BulkWrites } from "./store-bulk";
 import type { CounterReads, TaskReads } from "./store-reads";
 import type { Presence, QueueRecords, Transit } from "./store-shards";
 import type { Upkeep } from "./store-upkeep";
@@ -30,6 +31,7 @@ export interface TaskStore
     HolderWrites,
     HandOutWrites,
     OperatorWrites,
+    BulkWrites,
     TaskReads,
     CounterReads,
     QueueRecords,
@@ -46,4 +48,5 @@ export type { Upkeep } from "./store-upkeep";
 export type { FlowControl } from "./store-flow";
 export type { FlowKeyState, QueueFlowState } from "./flow-control";
 export type { Dependencies } from "./store-dependencies";
+export type { BulkChanged, BulkWrites, TaskFilter } from "./store-bulk";
 export type { StoredQueue, StoredTask } from "./stored-task";

@@ -127,6 +127,11 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
     return this.run("wait", taskApi.wait, { id }, query);
   }
 
+  /** Cancels, retries or redrives the tasks a filter matches, or counts them (POST /v1/queues/{queue}/bulk). */
+  bulk(queue: string, body: RequestOf<typeof queueApi.bulk>) {
+    return this.run("bulk", queueApi.bulk, { queue }, body);
+  }
+
   /** Counts per state, due work and lag (GET /v1/queues/{queue}/stats). */
   stats(queue: string, query: RequestOf<typeof queueApi.stats> = {}) {
     return this.run("stats", queueApi.stats, { queue }, query);

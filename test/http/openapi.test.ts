@@ -46,6 +46,7 @@ const OPERATIONS: Record<string, number> = {
   "post /v1/queues/{queue}/pause": 200,
   "post /v1/queues/{queue}/redrive": 200,
   "post /v1/queues/{queue}/purge": 200,
+  "post /v1/queues/{queue}/bulk": 200,
   "get /v1/queues": 200,
   "get /v1/queues/{queue}/stats": 200,
   "get /v1/queues/{queue}/config": 200,

@@ -1,5 +1,5 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import { MAX_PURGE_PER_CALL } from "../../contracts/limits";
+import { MAX_BULK_PER_CALL, MAX_PURGE_PER_CALL } from "../../contracts/limits";
 import { leaseApi } from "../../operations/api/lease-api";
 import { queueApi } from "../../operations/api/queue-api";
 import type { AppEnv } from "../app-env";
@@ -90,6 +90,15 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
       path: "/v1/queues/{queue}/redrive",
       tags: ["queues"],
       summary: "Move dead (or cancelled) tasks back to pending with attempts reset",
+    }),
+  )
+  .openapi(
+    ...operationRoute(queueApi.bulk, {
+      method: "post",
+      path: "/v1/queues/{queue}/bulk",
+      tags: ["queues"],
+      summary: "Cancel, retry or redrive the tasks a filter matches (state, type, group, created-at range)",
+      description: `At most \`limit\` (≤ ${MAX_BULK_PER_CALL}) tasks per call on each database holding the queue; \`dry_run\` counts them instead. \`more\` says more match: call again until it is false.`,
     }),
   )
   .openapi(

@@ -24,6 +24,8 @@ import { queueRoute, readRoute } from "../../shards/queue-route";
 import { enqueue, enqueueFanOut } from "../enqueue";
 import type { OperationContext } from "../context";
 import { EdgeqError } from "../../contracts/errors";
+import { BulkBody, BulkResponse } from "../../contracts/bulk";
+import { bulkAction } from "../bulk";
 import { cancelQueue, pauseFlow, redrive } from "../queue";
 import { defineOperation, jsonInput, queryInput } from "./define";
 
@@ -154,6 +156,30 @@ export const queueApi = {
     input: jsonInput(RedriveBody),
     answer: z.object({ redriven: z.number().int(), ids: z.array(z.string()) }),
     run: (op, { queue }, scope) => redrive(op, queue, scope),
+  }),
+
+  /** Cancels, retries or redrives the tasks a filter matches (at most `limit` per database a call; a dry run
+   * counts them); `more` says to call again. */
+  bulk: defineOperation({
+    params: QueueParams,
+    input: jsonInput(BulkBody),
+    answer: BulkResponse,
+    run: async (op, { queue }, body) => {
+      const { filter } = body;
+      const { count, more } = await bulkAction(op, queue, {
+        action: body.action,
+        dryRun: body.dry_run,
+        limit: body.limit,
+        filter: {
+          state: filter.state,
+          type: filter.type,
+          group: filter.group,
+          createdFrom: filter.created_after === undefined ? undefined : Date.parse(filter.created_after),
+          createdBefore: filter.created_before === undefined ? undefined : Date.parse(filter.created_before),
+        },
+      });
+      return { action: body.action, dry_run: body.dry_run, count, more };
+    },
   }),
 
   /** Deletes finished tasks that finished before a time (at most MAX_PURGE_PER_CALL per database a call). */

@@ -1,0 +1,98 @@
+import { expect, it } from "vitest";
+import { T0, uniqueQueue } from "../helpers";
+import { storeFixtures } from "./conformance/fixtures";
+import { describeStore } from "./conformance/store-kinds";
+
+// Bulk actions by filter (src/engine/store-bulk.ts): what a cancel, retry or redrive of the tasks a filter
+// matches changes, and what it leaves alone; the cap per call and the answer's `more`.
+
+describeStore("bulk actions by filter", (kind) => {
+  const { store, enqueueOne, enqueueMany, leaseOne, completedTask, deadTask, row, snapshot } = storeFixtures(kind);
+
+  it("a cancel ends matching pending tasks, asks matching processing ones to stop, and touches nothing else", async () => {
+    const queue = uniqueQueue("bulk-cancel");
+    const other = uniqueQueue("bulk-cancel-other");
+    // Leased ones first (a lease takes the first due task of the queue).
+    const done = await completedTask(queue, { type: "render", group: "g" });
+    const running = await enqueueOne(queue, { type: "render", group: "g" });
+    await leaseOne(queue, T0);
+    const [pending, otherType, otherGroup] = await enqueueMany(queue, [
+      { type: "render", group: "g" },
+      { type: "mail", group: "g" },
+      { type: "render", group: "h" },
+    ]);
+    const late = await enqueueOne(queue, { type: "render", group: "g" }, T0 + 10_000);
+    const elsewhere = await enqueueOne(other, { type: "render", group: "g" });
+    const filter = { type: "render", group: "g", createdBefore: T0 + 5_000 };
+
+    expect(await store().countForBulk(queue, "cancel", filter, 100)).toBe(2);
+    const changed = await store().applyBulk(queue, "cancel", filter, 100, T0 + 20_000);
+    expect(changed).toEqual({ count: 2, ids: [pending], more: false });
+    expect(await row(pending!)).toMatchObject({ state: "cancelled", finishedAt: T0 + 20_000 });
+    expect(await row(running)).toMatchObject({ state: "processing", cancelRequested: 1 });
+    for (const id of [otherType, otherGroup, late]) expect((await row(id!)).state).toBe("pending");
+    expect((await row(done)).state).toBe("completed");
+    expect((await row(elsewhere)).state).toBe("pending");
+    // Asked once: a second call finds nothing left to change.
+    expect(await store().applyBulk(queue, "cancel", filter, 100, T0 + 20_001)).toEqual({
+      count: 0,
+      ids: [],
+      more: false,
+    });
+    const { counts } = await store().queueStats(queue, {}, T0 + 20_002);
+    expect(counts.cancelled).toBe(1);
+  });
+
+  it("takes at most the cap per call, in id order, and says whether more remain", async () => {
+    const queue = uniqueQueue("bulk-cap");
+    const ids = await enqueueMany(
+      queue,
+      Array.from({ length: 5 }, () => ({ type: "t" })),
+    );
+    expect(await store().countForBulk(queue, "cancel", {}, 2)).toBe(3); // counts at most cap + 1
+    expect(await store().countForBulk(queue, "cancel", {}, 10)).toBe(5);
+    const first = await store().applyBulk(queue, "cancel", {}, 2, T0 + 1);
+    expect(first).toEqual({ count: 2, ids: ids.slice(0, 2), more: true });
+    const second = await store().applyBulk(queue, "cancel", {}, 2, T0 + 2);
+    expect(second).toEqual({ count: 2, ids: ids.slice(2, 4), more: true });
+    const third = await store().applyBulk(queue, "cancel", {}, 2, T0 + 3);
+    expect(third).toEqual({ count: 1, ids: ids.slice(4), more: false });
+  });
+
+  it("a retry revives dead and cancelled tasks; a redrive the dead only; a held dedupe key is skipped", async () => {
+    const queue = uniqueQueue("bulk-revive");
+    const dead = await deadTask(queue, { type: "t" });
+    const heldDead = await deadTask(queue, { type: "t", dedupeKey: "k" });
+    const otherType = await deadTask(queue, { type: "u" });
+    const cancelled = await enqueueOne(queue, { type: "t" });
+    await store().cancelTask(cancelled, T0 + 1);
+    const holder = await enqueueOne(queue, { type: "t", dedupeKey: "k" }); // live, holds "k"
+
+    expect(await store().countForBulk(queue, "redrive", { type: "t" }, 100)).toBe(1);
+    expect(await store().applyBulk(queue, "redrive", { type: "t" }, 100, T0 + 5)).toEqual({
+      count: 1,
+      ids: [dead],
+      more: false,
+    });
+    expect(await row(dead)).toMatchObject({ state: "pending", attempts: 0, runAt: T0 + 5, finishedAt: null });
+    expect((await row(cancelled)).state).toBe("cancelled");
+
+    const retried = await store().applyBulk(queue, "retry", { type: "t" }, 100, T0 + 6);
+    expect(retried).toEqual({ count: 1, ids: [cancelled], more: false });
+    expect((await row(heldDead)).state).toBe("dead");
+    expect((await row(holder)).state).toBe("pending");
+    expect((await row(otherType)).state).toBe("dead");
+    // The state filter narrows within the action's states.
+    expect(await store().countForBulk(queue, "retry", { state: "dead" }, 100)).toBe(1); // otherType; heldDead skipped
+  });
+
+  it("a dry run's count changes nothing", async () => {
+    const queue = uniqueQueue("bulk-dry");
+    await enqueueMany(queue, [{ type: "a" }, { type: "a" }]);
+    await deadTask(queue, { type: "a" });
+    const before = await snapshot(queue);
+    expect(await store().countForBulk(queue, "cancel", { type: "a" }, 100)).toBe(2);
+    expect(await store().countForBulk(queue, "redrive", { type: "a" }, 100)).toBe(1);
+    expect(await snapshot(queue)).toEqual(before);
+  });
+});
