@@ -13,8 +13,8 @@ import process from "node:process";
 import { tryCreateEdgeq } from "./try-create-edgeq.mjs";
 
 const root = new URL("..", import.meta.url).pathname;
-/** In the order they depend on each other: producer's test serves queue-worker beside it. */
-const ORDER = ["queue-worker", "producer", "node-worker"];
+/** In the order they depend on each other: producer's and workflow's tests serve queue-worker beside them. */
+const ORDER = ["queue-worker", "producer", "workflow", "node-worker"];
 const only = process.argv.slice(2);
 /** What a local run leaves in examples/ and a user's copy would not have. */
 const LEFT_BY_RUNS = new Set(["node_modules", ".wrangler", "package-lock.json", "edgeq.tgz"]);
