@@ -22,6 +22,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   watch: () => import("./commands/watch").then((m) => m.watch),
   cancel: () => import("./commands/cancel").then((m) => m.cancel),
   retry: () => import("./commands/retry").then((m) => m.retry),
+  wait: () => import("./commands/wait").then((m) => m.wait),
+  bulk: () => import("./commands/bulk").then((m) => m.bulk),
   purge: () => import("./commands/purge").then((m) => m.purge),
   move: () => import("./commands/move").then((m) => m.move),
   placement: () => import("./commands/move").then((m) => m.placement),

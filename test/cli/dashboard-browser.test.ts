@@ -13,6 +13,8 @@ const SCREENSHOTS = process.env.EDGEQ_SCREENSHOTS === "1";
 
 let browser: Browser;
 let page: Page;
+/** The questions the page asked (confirm dialogs), in order. */
+const dialogs: string[] = [];
 const url = () => inject("edgeqUrl");
 
 /**
@@ -41,7 +43,10 @@ beforeAll(async () => {
   browser = await launchChromium();
   page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
   // Every destructive action asks first; the test answers yes.
-  page.on("dialog", (dialog) => void dialog.accept());
+  page.on("dialog", (dialog) => {
+    dialogs.push(dialog.message());
+    void dialog.accept();
+  });
 });
 
 afterAll(async () => {
@@ -167,6 +172,26 @@ describe("the dashboard in a real Chromium", () => {
     await page.getByRole("button", { name: "Find" }).click();
     await expect.poll(() => page.locator("#task-state").textContent()).toBe("pending");
     expect(page.url()).toContain(`#/task/${other}`);
+  });
+
+  it("applies a bulk action to the filtered tasks after a confirmation showing the dry run's count", async () => {
+    const queue = uniqueQueue("dash-bulk");
+    await enqueueTasks(queue, [{ group: "batch-7" }, { group: "batch-7" }, { group: "batch-7" }, { group: "other" }]);
+    await page.goto(`${url()}/dashboard#/queue/${queue}`);
+    const group = page.getByLabel("Group");
+    await openPage(group, `the queue page of ${queue}`);
+    await group.fill("batch-7");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await expect.poll(() => page.getByRole("table", { name: "Tasks" }).locator("tbody a").count()).toBe(3);
+    await page.getByLabel("On every task the filter matches").selectOption("cancel");
+    const asked = dialogs.length;
+    await page.getByRole("button", { name: "Apply to matching…" }).click();
+    await expect.poll(() => dialogs.slice(asked)).toEqual([`cancel 3 task(s) of ${queue} matching group batch-7?`]);
+    await expect.poll(() => page.locator("#notice").textContent()).toBe("cancel: 3 task(s) changed.");
+    await expect.poll(() => page.locator("#count-cancelled").textContent(), { timeout: LIVE_MS }).toBe("3");
+    await shot("bulk");
+    const stats = await expectOk(await api().v1.queues[":queue"].stats.$get({ param: { queue }, query: {} }));
+    expect(stats.counts).toMatchObject({ cancelled: 3, pending: 1 });
   });
 
   it.runIf(SCREENSHOTS)("screenshots the overview with every queue above (one of them in trouble)", async () => {

@@ -29,6 +29,8 @@ it("docs/cli.md shows each command's --help as the CLI prints it", async () => {
     "schedule trigger",
     "cancel",
     "retry",
+    "wait",
+    "bulk",
     "purge",
     "dlq list",
     "dlq redrive",

@@ -2,7 +2,7 @@ import { api, must } from "./api";
 import { esc, isAbort } from "./dom";
 import type { PageLife } from "./page-life";
 import { Reader } from "./reader";
-import type { Task, TaskList } from "./wire";
+import type { BulkAnswer, Task, TaskList } from "./wire";
 
 /** Task events come in bursts (a batch enqueue, a worker's acks): the table is re-read once per second
  * of them at most, not once per event. */
@@ -98,6 +98,35 @@ export function tasksTable(life: PageLife, queue: string, reloadCounts: () => Pr
       const answer = must(await api<unknown>("POST", `${path}/purge`, { body: { older_than_s: 0 } }));
       return `Purged: ${JSON.stringify(answer)}`;
     });
+
+  // A bulk action on what the filter form selects (state, type, group): the dry run's count first, in the
+  // question; then the action, called again while the API says more remain (each call takes at most 1,000).
+  const bulkForm = life.find<HTMLFormElement>("bulk");
+  bulkForm.onsubmit = (ev) => {
+    ev.preventDefault();
+    const action = String(new FormData(bulkForm).get("action") ?? "cancel");
+    if (filters.dedupe_key) return life.say("Bulk actions filter by state, type and group; clear the search.", true);
+    const filter = Object.fromEntries(
+      (["state", "type", "group"] as const).filter((key) => filters[key]).map((key) => [key, filters[key]]),
+    );
+    const scope =
+      Object.entries(filter)
+        .map(([key, value]) => `${key} ${value}`)
+        .join(", ") || "no filter";
+    life.run(async () => {
+      const dry = must(await api<BulkAnswer>("POST", `${path}/bulk`, { body: { action, filter, dry_run: true } }));
+      if (dry.count === 0) return life.say(`No task to ${action} matches (${scope}).`);
+      act(`${action} ${dry.more ? "more than " : ""}${dry.count} task(s) of ${queue} matching ${scope}?`, async () => {
+        let count = 0;
+        for (let more = true; more;) {
+          const answer = must(await api<BulkAnswer>("POST", `${path}/bulk`, { body: { action, filter } }));
+          count += answer.count;
+          more = answer.more && answer.count > 0;
+        }
+        return `${action}: ${count} task(s) changed.`;
+      });
+    });
+  };
 
   const filterForm = life.find<HTMLFormElement>("filters");
   filterForm.onsubmit = (ev) => {

@@ -13,6 +13,7 @@ import type {
   ThroughputResponse,
   TicketResponse,
 } from "../../contracts/api";
+import type { BulkResponse } from "../../contracts/bulk";
 
 /**
  * What the API answers, as types derived from the zod schemas the Worker validates and documents them
@@ -27,6 +28,7 @@ export type HealthList = z.output<typeof HealthListResponse>;
 export type QueueHealth = HealthList["queues"][number];
 export type Task = z.output<typeof TaskSchema>;
 export type TaskList = z.output<typeof TaskListResponse>;
+export type BulkAnswer = z.output<typeof BulkResponse>;
 export type ArtifactList = z.output<typeof ArtifactListResponse>;
 export type Artifact = ArtifactList["artifacts"][number];
 export type Throughput = z.output<typeof ThroughputResponse>;
