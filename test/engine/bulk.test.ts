@@ -1,10 +1,12 @@
 import { expect, it } from "vitest";
-import { T0, uniqueQueue } from "../helpers";
+import { uniqueQueue } from "../helpers";
 import { storeFixtures } from "./conformance/fixtures";
 import { describeStore } from "./conformance/store-kinds";
 
 // Bulk actions by filter (src/engine/store-bulk.ts): what a cancel, retry or redrive of the tasks a filter
-// matches changes, and what it leaves alone; the cap per call and the answer's `more`.
+// matches changes, and what it leaves alone; the cap per call and the answer's `more`. On today's clock: the
+// cron tick other files run prunes finished tasks of days ago (test/support/clock-range.ts).
+const T0 = Date.now();
 
 describeStore("bulk actions by filter", (kind) => {
   const { store, enqueueOne, enqueueMany, leaseOne, completedTask, deadTask, row, snapshot } = storeFixtures(kind);
@@ -13,16 +15,20 @@ describeStore("bulk actions by filter", (kind) => {
     const queue = uniqueQueue("bulk-cancel");
     const other = uniqueQueue("bulk-cancel-other");
     // Leased ones first (a lease takes the first due task of the queue).
-    const done = await completedTask(queue, { type: "render", group: "g" });
-    const running = await enqueueOne(queue, { type: "render", group: "g" });
+    const done = await completedTask(queue, { type: "render", group: "g" }, T0);
+    const running = await enqueueOne(queue, { type: "render", group: "g" }, T0);
     await leaseOne(queue, T0);
-    const [pending, otherType, otherGroup] = await enqueueMany(queue, [
-      { type: "render", group: "g" },
-      { type: "mail", group: "g" },
-      { type: "render", group: "h" },
-    ]);
+    const [pending, otherType, otherGroup] = await enqueueMany(
+      queue,
+      [
+        { type: "render", group: "g" },
+        { type: "mail", group: "g" },
+        { type: "render", group: "h" },
+      ],
+      T0,
+    );
     const late = await enqueueOne(queue, { type: "render", group: "g" }, T0 + 10_000);
-    const elsewhere = await enqueueOne(other, { type: "render", group: "g" });
+    const elsewhere = await enqueueOne(other, { type: "render", group: "g" }, T0);
     const filter = { type: "render", group: "g", createdBefore: T0 + 5_000 };
 
     expect(await store().countForBulk(queue, "cancel", filter, 100)).toBe(2);
@@ -48,6 +54,7 @@ describeStore("bulk actions by filter", (kind) => {
     const ids = await enqueueMany(
       queue,
       Array.from({ length: 5 }, () => ({ type: "t" })),
+      T0,
     );
     expect(await store().countForBulk(queue, "cancel", {}, 2)).toBe(3); // counts at most cap + 1
     expect(await store().countForBulk(queue, "cancel", {}, 10)).toBe(5);
@@ -61,12 +68,12 @@ describeStore("bulk actions by filter", (kind) => {
 
   it("a retry revives dead and cancelled tasks; a redrive the dead only; a held dedupe key is skipped", async () => {
     const queue = uniqueQueue("bulk-revive");
-    const dead = await deadTask(queue, { type: "t" });
-    const heldDead = await deadTask(queue, { type: "t", dedupeKey: "k" });
-    const otherType = await deadTask(queue, { type: "u" });
-    const cancelled = await enqueueOne(queue, { type: "t" });
+    const dead = await deadTask(queue, { type: "t" }, T0);
+    const heldDead = await deadTask(queue, { type: "t", dedupeKey: "k" }, T0);
+    const otherType = await deadTask(queue, { type: "u" }, T0);
+    const cancelled = await enqueueOne(queue, { type: "t" }, T0);
     await store().cancelTask(cancelled, T0 + 1);
-    const holder = await enqueueOne(queue, { type: "t", dedupeKey: "k" }); // live, holds "k"
+    const holder = await enqueueOne(queue, { type: "t", dedupeKey: "k" }, T0); // live, holds "k"
 
     expect(await store().countForBulk(queue, "redrive", { type: "t" }, 100)).toBe(1);
     expect(await store().applyBulk(queue, "redrive", { type: "t" }, 100, T0 + 5)).toEqual({
@@ -88,8 +95,8 @@ describeStore("bulk actions by filter", (kind) => {
 
   it("a dry run's count changes nothing", async () => {
     const queue = uniqueQueue("bulk-dry");
-    await enqueueMany(queue, [{ type: "a" }, { type: "a" }]);
-    await deadTask(queue, { type: "a" });
+    await enqueueMany(queue, [{ type: "a" }, { type: "a" }], T0);
+    await deadTask(queue, { type: "a" }, T0);
     const before = await snapshot(queue);
     expect(await store().countForBulk(queue, "cancel", { type: "a" }, 100)).toBe(2);
     expect(await store().countForBulk(queue, "redrive", { type: "a" }, 100)).toBe(1);

@@ -2,6 +2,8 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { EdgeqClient } from "../../src/client";
 import { completeTasks } from "../../src/engine/complete";
+import type { EdgeqService } from "../../src/rpc/edgeq-entrypoint";
+import { edgeqRpc } from "../../src/rpc/edgeq-rpc";
 import { taskDb, uniqueQueue } from "../helpers";
 import { coordinator, setClock } from "../support/coordinator";
 import { until } from "../support/until";
@@ -149,7 +151,7 @@ describe("waiting for a task's result", () => {
 
   it("is the same call on the RPC binding", async () => {
     const queue = uniqueQueue("wait-rpc");
-    const rpc = exports.EdgeqRpc;
+    const rpc = edgeqRpc(exports.EdgeqRpc as unknown as EdgeqService);
     const { tasks } = await rpc.enqueue(queue, { payload: { n: 3 } });
     const id = tasks[0]!.id;
     const { tasks: leased } = await rpc.lease(queue, { max: 1 });

@@ -1,5 +1,5 @@
 import { WorkflowEntrypoint, type WorkflowEvent, type WorkflowStep } from "cloudflare:workers";
-import type { EdgeqService } from "edgeq";
+import { edgeqRpc, type EdgeqService } from "edgeq/rpc";
 
 interface Env {
   EDGEQ: EdgeqService;
@@ -47,15 +47,16 @@ export class StatsOfChapters extends WorkflowEntrypoint<Env, Chapters> {
     const ids = await step.do("name the tasks", async () => chapters.map(() => ulid(Date.now())));
     await step.do("fan out", async () => {
       const tasks = chapters.map((text, i) => ({ id: ids[i]!, type: "text-stats", payload: { text } }));
-      await this.env.EDGEQ.enqueue(QUEUE, { tasks });
+      await edgeqRpc(this.env.EDGEQ).enqueue(QUEUE, { tasks });
     });
     const stats = await step.do(
       "join",
       { retries: { limit: 30, delay: "1 second", backoff: "constant" }, timeout: "2 minutes" },
       async () => {
+        const edgeq = edgeqRpc(this.env.EDGEQ);
         const results: ChapterStats[] = [];
         for (const id of ids) {
-          const { finished, task } = await this.env.EDGEQ.wait(id, { timeout_s: 20 });
+          const { finished, task } = await edgeq.wait(id, { timeout_s: 20 });
           if (!finished) throw new Error(`task ${id} is ${task.state}: not finished yet`);
           if (task.state !== "completed") throw new Error(`task ${id} ended ${task.state}`);
           results.push(task.result as unknown as ChapterStats);
@@ -76,7 +77,7 @@ export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     if (request.method === "POST" && url.pathname === "/setup") {
-      return Response.json(await env.EDGEQ.configure(QUEUE, { mode: "push" }));
+      return Response.json(await edgeqRpc(env.EDGEQ).configure(QUEUE, { mode: "push" }));
     }
     if (request.method === "POST" && url.pathname === "/books") {
       const instance = await env.STATS_OF_CHAPTERS.create({ params: await request.json<Chapters>() });
