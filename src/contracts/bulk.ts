@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { ShortText, TaskStateSchema, TaskType } from "./fields";
+import { ShortText, TaskKey, TaskStateSchema, TaskType } from "./fields";
 import { MAX_BULK_PER_CALL } from "./limits";
 import type { TaskState } from "./states";
 
@@ -23,15 +23,15 @@ const IsoTime = z.iso.datetime({ offset: true }).openapi({ example: "2026-11-21T
 
 /**
  * Which of a queue's tasks a bulk action touches: every field given must match (none given: every task the
- * action can change). A new field (a task's `key`, once tasks carry one) is one more optional entry here and
- * one in the engine's `TaskFilter` (src/engine/bulk.ts, whose table of conditions the compiler then holds to
- * it); nothing else changes.
+ * action can change). A new field is one more optional entry here and one in the engine's `TaskFilter`
+ * (src/engine/bulk.ts, whose table of conditions the compiler then holds to it) — `key` was added so.
  */
 export const BulkFilter = z
   .strictObject({
     state: TaskStateSchema.optional(),
     type: TaskType.optional(),
     group: ShortText(128).optional(),
+    key: TaskKey.optional().openapi({ description: "only tasks of this flow-control key" }),
     created_after: IsoTime.optional().openapi({ description: "only tasks created at or after this time" }),
     created_before: IsoTime.optional().openapi({ description: "only tasks created before this time" }),
   })

@@ -14,6 +14,8 @@ export interface TaskFilter {
   state?: TaskState;
   type?: string;
   group?: string;
+  /** The flow-control key (issue 30's `flow_key`). */
+  key?: string;
   /** Created at or after (ms). */
   createdFrom?: number;
   /** Created strictly before (ms). */
@@ -25,6 +27,7 @@ const FILTER_SQL: { [K in keyof TaskFilter]-?: (value: NonNullable<TaskFilter[K]
   state: (state) => sql`state = ${state}`,
   type: (type) => sql`type = ${type}`,
   group: (group) => sql`group_key = ${group}`,
+  key: (key) => sql`flow_key = ${key}`,
   createdFrom: (at) => sql`created_at >= ${at}`,
   createdBefore: (at) => sql`created_at < ${at}`,
 };

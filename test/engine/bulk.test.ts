@@ -93,6 +93,17 @@ describeStore("bulk actions by filter", (kind) => {
     expect(await store().countForBulk(queue, "retry", { state: "dead" }, 100)).toBe(1); // otherType; heldDead skipped
   });
 
+  it("filters by flow-control key", async () => {
+    const queue = uniqueQueue("bulk-key");
+    const [a1, b1, a2] = await enqueueMany(queue, [{ key: "tenant-a" }, { key: "tenant-b" }, { key: "tenant-a" }], T0);
+    expect(await store().applyBulk(queue, "cancel", { key: "tenant-a" }, 100, T0 + 1)).toEqual({
+      count: 2,
+      ids: [a1, a2],
+      more: false,
+    });
+    expect((await row(b1!)).state).toBe("pending");
+  });
+
   it("a dry run's count changes nothing", async () => {
     const queue = uniqueQueue("bulk-dry");
     await enqueueMany(queue, [{ type: "a" }, { type: "a" }], T0);

@@ -174,6 +174,7 @@ export const queueApi = {
           state: filter.state,
           type: filter.type,
           group: filter.group,
+          key: filter.key,
           createdFrom: filter.created_after === undefined ? undefined : Date.parse(filter.created_after),
           createdBefore: filter.created_before === undefined ? undefined : Date.parse(filter.created_before),
         },
