@@ -72,6 +72,8 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
     { operation: "get /v1/tasks/{id}", method: "GET", path: `/v1/tasks/${pending}` },
     { operation: "get /v1/tasks/{id}/dependencies", method: "GET", path: `/v1/tasks/${pending}/dependencies` },
     { operation: "get /v1/tasks/{id}/dependents", method: "GET", path: `/v1/tasks/${pending}/dependents` },
+    // A wait of 0 s answers at once (the task is pending: finished false).
+    { operation: "get /v1/tasks/{id}/wait", method: "GET", path: `/v1/tasks/${pending}/wait?timeout_s=0` },
     { operation: "get /v1/queues/{queue}/tasks", method: "GET", path: `${q}/tasks` },
     { operation: "get /v1/queues", method: "GET", path: "/v1/queues" },
     { operation: "get /v1/queues/{queue}/stats", method: "GET", path: `${q}/stats` },
@@ -133,6 +135,13 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
     { operation: "post /v1/queues/{queue}/purge", method: "POST", path: `${q}/purge`, body: { before: future } },
     // Resumes (paused: false): a pause here would hold the leases of the routes after it.
     { operation: "post /v1/queues/{queue}/pause", method: "POST", path: `${q}/pause`, body: { paused: false } },
+    // A dry run: counts what a cancel would change, changing nothing the routes after it need.
+    {
+      operation: "post /v1/queues/{queue}/bulk",
+      method: "POST",
+      path: `${q}/bulk`,
+      body: { action: "cancel", filter: {}, dry_run: true },
+    },
     { operation: "get /v1/tasks/{id}/artifacts", method: "GET", path: `/v1/tasks/${l4!.id}/artifacts` },
     {
       operation: "get /v1/tasks/{id}/artifacts/{name}",
