@@ -7,13 +7,13 @@ import { plural, writeJson } from "../output";
 type FinalState = (typeof FINAL_STATES)[number];
 
 /**
- * `edgeq purge <queue>`: deletes the queue's finished tasks (completed, dead, cancelled — or the --state
+ * `edgeq purge <queue>`: deletes the queue's finished tasks (completed, dead, cancelled, expired — or the --state
  * ones) that finished more than --older-than ago or before --before. The API deletes at most 5,000 per call;
  * the CLI calls again until one deletes nothing.
  */
 export const purge: Command = {
   summary: "Delete a queue's finished tasks older than a cutoff",
-  usage: "edgeq purge <queue> (--older-than S | --before ISO) [--state completed|dead|cancelled]... [--json]",
+  usage: "edgeq purge <queue> (--older-than S | --before ISO) [--state completed|dead|cancelled|expired]... [--json]",
   options: {
     "older-than": { type: "string", value: "S", description: "tasks finished longer ago than this (90, 15m, 7d)" },
     before: { type: "string", value: "ISO", description: "tasks finished before this time (ISO 8601 with a zone)" },

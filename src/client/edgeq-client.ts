@@ -222,7 +222,7 @@ export class EdgeqClient {
     return this.call("POST", `/v1/tasks/${q(id)}/cancel`, undefined, opts);
   }
 
-  /** Runs a dead or cancelled task again now, attempts reset. */
+  /** Runs a dead, cancelled or expired task again now, attempts reset. */
   retry(id: string, opts?: CallOptions): Promise<Task> {
     return this.call("POST", `/v1/tasks/${q(id)}/retry`, undefined, opts);
   }

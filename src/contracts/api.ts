@@ -6,6 +6,8 @@ import {
   MAX_DEPENDENCIES,
   MAX_DEPENDENCY_PAGE,
   MAX_FAN_OUT,
+  MAX_START_DEADLINE_S,
+  MAX_UNIQUE_WINDOW_S,
   MAX_ENQUEUE_TASKS,
   MAX_VISIBILITY_TIMEOUT_S,
   MAX_WAIT_S,
@@ -19,7 +21,7 @@ import {
   QUEUE_NAME_PATTERN,
   QUEUE_NAME_RULE,
 } from "./limits";
-import { FINAL_STATES } from "./states";
+import { FINAL_STATES, REVIVABLE_STATES } from "./states";
 import { FlowConfigSchema } from "./flow";
 import { DEPENDENCY_FAILURE_POLICIES } from "./dependencies";
 import {
@@ -72,6 +74,78 @@ export const QueueParams = z.object({
 });
 export const TaskParams = z.object({ id: TaskId.openapi({ param: { name: "id", in: "path" } }) });
 
+/** A task's start deadline, one of two ways (src/engine/expire.ts). */
+const DeadlineFields = {
+  start_by: IsoTime.optional().openapi({
+    description: `start deadline: not started by then, the task ends expired and is never leased; after its run time, at most ${MAX_START_DEADLINE_S} s from now; not with expires_in_s`,
+  }),
+  expires_in_s: z
+    .number()
+    .positive()
+    .max(MAX_START_DEADLINE_S)
+    .optional()
+    .openapi({ description: "the start deadline in seconds from now (see start_by); not with start_by" }),
+};
+
+/** A key's window (s): whole seconds, at least 1, at most MAX_UNIQUE_WINDOW_S (why: src/contracts/limits.ts). */
+const WindowS = z.number().int().min(1).max(MAX_UNIQUE_WINDOW_S);
+const UniqueKeyText = ShortText(256);
+
+/** Uniqueness over time (src/engine/unique-keys.ts): at most one of the three per task. */
+const UniqueFields = {
+  idempotency: z.strictObject({ key: UniqueKeyText, window_s: WindowS }).optional().openapi({
+    description:
+      "within window_s of the task that took the key, an enqueue with it makes nothing and is answered with that task (live or finished), deduplicated",
+  }),
+  debounce: z.strictObject({ key: UniqueKeyText, window_s: WindowS }).optional().openapi({
+    description:
+      "runs window_s after the latest enqueue of the key: until the task starts, an enqueue with the key replaces its payload and moves its run time; not with delay_s or run_at",
+  }),
+  singleton: z
+    .strictObject({ key: UniqueKeyText, while_running: z.enum(["skip", "replace"]).default("skip") })
+    .optional()
+    .openapi({
+      description:
+        "one task of the key at a time: while one waits, an enqueue is answered with it (replace: replaces its payload); while one runs, skip answers the running one, replace queues one task behind it",
+    }),
+};
+
+/** The rules of the deadline and key fields that span fields (their ranges against the clock: newTasksOf). */
+function checkDeadlineAndKeys(
+  t: { [K in keyof typeof DeadlineFields | keyof typeof UniqueFields]?: unknown } & {
+    delay_s?: number;
+    run_at?: string;
+    start_by?: string;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  if (t.start_by !== undefined && t.expires_in_s !== undefined) {
+    ctx.addIssue({ code: "custom", message: "give start_by or expires_in_s, not both", path: ["expires_in_s"] });
+  }
+  if (t.start_by !== undefined && Date.parse(t.start_by) > Date.now() + MAX_START_DEADLINE_S * 1000) {
+    ctx.addIssue({
+      code: "custom",
+      message: `at most ${MAX_START_DEADLINE_S} s (365 days) from now, like expires_in_s`,
+      path: ["start_by"],
+    });
+  }
+  const keys = (["idempotency", "debounce", "singleton"] as const).filter((k) => t[k] !== undefined);
+  if (keys.length > 1) {
+    ctx.addIssue({
+      code: "custom",
+      message: `one of idempotency, debounce, singleton (got ${keys.join(", ")})`,
+      path: [keys[1]!],
+    });
+  }
+  if (t.debounce !== undefined && (t.delay_s !== undefined || t.run_at !== undefined)) {
+    ctx.addIssue({
+      code: "custom",
+      message: "a debounce sets the run time (window_s after the latest enqueue): not with delay_s or run_at",
+      path: ["debounce"],
+    });
+  }
+}
+
 export const NewTaskSchema = z
   .strictObject({
     id: TaskId.optional(),
@@ -110,6 +184,8 @@ export const NewTaskSchema = z
       description:
         "when a dependency ends dead, cancelled or expired: fail (default: it ends dead), cancel (it ends cancelled) or continue (it runs once all have finished)",
     }),
+    ...DeadlineFields,
+    ...UniqueFields,
   })
   .superRefine((t, ctx) => {
     t.then?.forEach((child, i) => {
@@ -128,6 +204,7 @@ export const NewTaskSchema = z
     message: `at most ${MAX_DELAY_S} s (365 days) from now, like delay_s`,
     path: ["run_at"],
   })
+  .superRefine(checkDeadlineAndKeys)
   // The rules that span fields, said in the document too (a generated client must not send both).
   .openapi("NewTask", { not: { required: ["delay_s", "run_at"] } });
 
@@ -347,7 +424,7 @@ export const CancelQueueBody = z
   .openapi({ oneOf: [{ required: ["group"] }, { required: ["all"] }] });
 
 export const RedriveBody = z.strictObject({
-  state: z.enum(["dead", "cancelled"]).default("dead"),
+  state: z.enum(REVIVABLE_STATES).default("dead"),
   group: ShortText(128).optional(),
   limit: z.number().int().min(1).max(MAX_REDRIVE_PER_CALL).optional(),
 });

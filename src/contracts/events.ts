@@ -11,6 +11,8 @@ export const TASK_EVENT_KINDS = [
   "failed",
   "dead",
   "cancelled",
+  /** Not started by its start deadline: ended by the cron tick (a final state). */
+  "expired",
   /** Handed back unfinished by its holder (pending again, the attempt not counted). */
   "released",
   /** Sent back to pending from dead or cancelled (redrive, retry). */

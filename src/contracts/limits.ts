@@ -344,3 +344,17 @@ export const MAX_INLINE_DEPENDENCY_RESULT_BYTES = 16 * 1024;
 /** Dependencies listed per page (GET /v1/tasks/{id}/dependencies): MAX_BATCH, the size of every other page
  * of tasks the API hands out at once. */
 export const MAX_DEPENDENCY_PAGE = 100;
+/** Longest idempotency or debounce window, and the farthest a start deadline may lie (s): 7 days. A key row is
+ * held for its window, so the window bounds the key table; 7 days is also the default retention of finished
+ * tasks (src/engine/queue-config.ts), so the first task is still there to be answered for the whole window
+ * (a window past a queue's retention frees its key once the task is pruned). Peers keep keys 10 min (QStash) to
+ * 24 h (Inngest) and 30 d at most (Trigger.dev). */
+export const MAX_UNIQUE_WINDOW_S = 7 * 24 * 60 * 60;
+
+/** Farthest a task's start deadline may lie from now: as far as its run time may (MAX_DELAY_S, 365 days) —
+ * later is almost surely a unit mistake, and the deadline must come after the run time anyway. */
+export const MAX_START_DEADLINE_S = MAX_DELAY_S;
+
+/** Rows of `idempotency_keys` one prune window reads, in primary-key order (src/engine/unique-keys.ts): half
+ * of MAX_ROWS_PER_TICK_STATEMENT, as the tasks' retention prune reads (a few milliseconds of D1 a tick). */
+export const KEY_PRUNE_WINDOW = 2_500;

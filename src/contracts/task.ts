@@ -118,6 +118,9 @@ export const TaskSchema = z
     on_dependency_failure: z.enum(DEPENDENCY_FAILURE_POLICIES).nullable().openapi({
       description: "what a dependency ending dead, cancelled or expired does to it; null without dependencies",
     }),
+    start_by: z.string().nullable().openapi({
+      description: "the start deadline: not started by then, the task ends expired (never leased after it)",
+    }),
     checkpoint: z.unknown().openapi({ description: "what the holder saved for a retry to resume from" }),
     then: z.array(ChildTaskSpecSchema).nullable().openapi({ description: "tasks enqueued when it completes" }),
   })

@@ -14,6 +14,12 @@ import { pruneAddresses } from "../shards/prune-addresses";
 import { relayAll } from "../shards/relay";
 import { allShards, homeShard } from "../shards/shard-set";
 import type { Env } from "../env";
+import type { ExpiredTask } from "../engine/expire";
+
+/** The event of a task the expiry pass ended. */
+function expiredEvent(task: ExpiredTask): PublishedEvent {
+  return { kind: "expired", id: task.id };
+}
 
 export interface TickResult {
   reaped: number;
@@ -23,6 +29,10 @@ export interface TickResult {
   pruneWindows: number;
   /** Per-minute counter rows folded into their totals (src/engine/counters.ts). */
   folded: number;
+  /** Tasks ended `expired`: not started by their start deadline (src/engine/expire.ts). */
+  expired: number;
+  /** Idempotency, debounce and singleton keys pruned past their claim (src/engine/unique-keys.ts). */
+  keysPruned: number;
   /** Queues not ok after this tick's health evaluation, and alerts delivered / failed. */
   unhealthy: string[];
   alerts: { delivered: number; failed: number };
@@ -37,7 +47,8 @@ const MAX_REAP_ROUNDS = 4;
 /**
  * The cron tick (every minute): reaps expired leases, prunes finished tasks past retention (a window of the
  * primary key at a time, from where the last tick stopped: src/engine/purge.ts), folds
- * old per-minute counters into their totals (src/engine/counters.ts), evaluates every queue's health and
+ * old per-minute counters into their totals (src/engine/counters.ts), ends tasks not started by their start
+ * deadline as `expired` and prunes keys past their claim (src/engine/store-deadlines.ts), evaluates every queue's health and
  * delivers the alerts owed (src/health/), fires due schedules and re-arms their alarm (src/schedules/), and
  * wakes the coordinator of every queue with due work — a safety net for a lost alarm or notification.
  *
@@ -61,6 +72,8 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   let pruned = 0;
   let pruneWindows = 0;
   let folded = 0;
+  let expired = 0;
+  let keysPruned = 0;
   // queue -> when its coordinator should look: now for due work, the retry time for reaped tasks.
   const wake = new Map<string, number>();
   // queue -> the reaper's events (failed with the retry time, dead, cancelled, released), published on that wake-up.
@@ -100,6 +113,14 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     pruned += prune.pruned;
     pruneWindows += prune.windows;
     folded += (await foldOldCounters(shard.db, now)).folded;
+    // Start deadlines passed unstarted: expired, published as such (src/engine/expire.ts).
+    for (let round = 0; round < MAX_REAP_ROUNDS; round++) {
+      const ended = await shard.store.expireOverdueTasks(now);
+      for (const task of ended) reapEvents.set(task.queue, [...(reapEvents.get(task.queue) ?? []), expiredEvent(task)]);
+      expired += ended.length;
+      if (ended.length < MAX_ROWS_PER_TICK_STATEMENT) break;
+    }
+    keysPruned += (await shard.store.pruneExpiredKeys(now)).pruned;
   }
   // Tasks on a shard their queue is not placed on (a move under way, a chained child): delivered home.
   const relayed = await relayAll(env, now);
@@ -143,6 +164,8 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     pruned,
     pruneWindows,
     folded,
+    expired,
+    keysPruned,
     unhealthy,
     alerts: { delivered: alerts.delivered.length, failed: alerts.failed.length },
     scheduled,

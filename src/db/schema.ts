@@ -109,6 +109,12 @@ export const tasks = sqliteTable(
     /** The priority the task asked for, taken when it is released; while waiting its priority is
      * WAITING_PRIORITY, below every lease's range. Null without dependencies. */
     readyPriority: integer("ready_priority"),
+    /** The task's start deadline (`start_by` / `expires_in_s`): not started by this time, it ends `expired`
+     * (the cron tick: src/engine/expire.ts) and no lease hands it out (src/engine/redelivery.ts). Null: none. */
+    startBy: integer("start_by"),
+    /** A singleton task queued behind the running task of its key (`singleton.while_running: "replace"`):
+     * not leased until that task has finished (src/engine/redelivery.ts). Null for every other task. */
+    afterId: text("after_id"),
   },
   (t) => [
     // Lease order and reap scan. `finished_at IS NULL` (not `state IN (...)`) so that a lease, which
@@ -131,6 +137,11 @@ export const tasks = sqliteTable(
     // `waiting` (on dependencies) is live; `expired` (not started by its deadline) is final. Both are in the
     // constraint since migration 0013 (a CHECK changes only by rebuilding the table), before the code that
     // makes them: src/contracts/states.ts lists the states the engine hands out.
+    // The cron tick's expiry pass (src/engine/expire.ts): tasks with a deadline not started yet. Tasks without
+    // one write no entry; a first lease takes the task out (a deletion, not billed).
+    index("tasks_start_by")
+      .on(t.startBy)
+      .where(sql`${t.startBy} IS NOT NULL AND ${t.startedAt} IS NULL AND ${t.finishedAt} IS NULL`),
     check(
       "tasks_state",
       sql`${t.state} IN ('pending', 'waiting', 'processing', 'completed', 'dead', 'cancelled', 'expired')`,
@@ -213,7 +224,7 @@ export const flowKeys = sqliteTable(
 );
 
 /** The counter columns of `task_counters`, one per transition counted. */
-export const COUNTERS = ["enqueued", "leased", "completed", "failed", "dead", "cancelled"] as const;
+export const COUNTERS = ["enqueued", "leased", "completed", "failed", "dead", "cancelled", "expired"] as const;
 export type CounterName = (typeof COUNTERS)[number];
 
 /** An integer column that starts at 0, for counters and histogram buckets. */
@@ -260,6 +271,8 @@ export const taskCounters = sqliteTable(
     /** Tasks that went dead (attempts exhausted or a permanent failure). */
     dead: zero("dead"),
     cancelled: zero("cancelled"),
+    /** Tasks that ended `expired`: not started by their start deadline (migration 0015). */
+    expired: zero("expired"),
     ...histogramColumns,
   },
   (t) => [primaryKey({ columns: [t.queue, t.type, t.minute] })],
@@ -430,4 +443,28 @@ export const taskEdges = sqliteTable(
     outcome: text("outcome"),
   },
   (t) => [primaryKey({ columns: [t.dependency, t.dependent] })],
+);
+
+/**
+ * Uniqueness over time (docs/uniqueness-and-expiry.md): which task holds a queue's idempotency, debounce or
+ * singleton key, and until when. Written in the enqueue's own batch (src/engine/unique-keys.ts), one row per
+ * key (WITHOUT ROWID, added to the migration by hand: the primary key is the table). Pruned by the cron tick
+ * once past `expires_at` and its task no longer live, walking the primary key from a cursor (no index on
+ * expires_at: it would be a second row written per key).
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    queue: text("queue").notNull(),
+    key: text("key").notNull(),
+    /** idempotency | debounce | singleton: each mode's keys are their own (part of the primary key). */
+    mode: text("mode").notNull(),
+    /** The task an enqueue with this key is answered with (or replaces, or queues behind). */
+    taskId: text("task_id").notNull(),
+    /** idempotency: the end of the window; debounce: the task's run time; singleton: when it was claimed. */
+    expiresAt: integer("expires_at").notNull(),
+    /** singleton: the live task the key's task was queued behind (its `after_id`), null otherwise. */
+    prevTaskId: text("prev_task_id"),
+  },
+  (t) => [primaryKey({ columns: [t.queue, t.mode, t.key] })],
 );

@@ -8,6 +8,8 @@ import { listDependencies, listDependents } from "./dependency-reads";
 import { enqueueTasks } from "./enqueue";
 import { enqueueFanOut } from "./fan-out";
 import { extendLeases } from "./extend";
+import { expireOverdueTasks } from "./expire";
+import { pruneExpiredKeys } from "./unique-keys";
 import { failTasks } from "./fail";
 import { readQueueFlow, setFlowPaused } from "./flow-control";
 import { heartbeatTask } from "./heartbeat";
@@ -130,5 +132,8 @@ function openStore(db: Db): TaskStore {
     enqueueFanOut: (queue, children, join, now, field) => enqueueFanOut(db, queue, children, join, now, field),
     listDependencies: (id, page) => listDependencies(db, id, page),
     listDependents: (id, page) => listDependents(db, id, page),
+    // Start deadlines and keys.
+    expireOverdueTasks: (now, limit) => expireOverdueTasks(db, now, limit),
+    pruneExpiredKeys: (now) => pruneExpiredKeys(db, now),
   };
 }

@@ -6,6 +6,7 @@ import { overBytes, storedJsonError, utf8Bytes } from "../contracts/json-value";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_CHUNK_TASKS, MAX_PAYLOAD_BYTES } from "../contracts/limits";
 import { countersSpec, countersUpsertSql } from "./counters";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
+import { afterIdSql, keyedInsertGuardSql, uniqueJson, type UniqueJson, type UniqueKey } from "./unique-keys";
 import type { DependencyFailurePolicy } from "../contracts/dependencies";
 
 /** One task to enqueue, already validated and with its run time resolved by the caller. */
@@ -29,6 +30,10 @@ export interface NewTask {
   dependsOn?: string[];
   /** What a dependency ending dead, cancelled or expired does to it (default `fail`). */
   onDependencyFailure?: DependencyFailurePolicy;
+  /** Start deadline (ms): not started by then, the task ends `expired` (src/engine/expire.ts); after runAt. */
+  startBy?: number;
+  /** An idempotency, debounce or singleton key (src/engine/unique-keys.ts). A debounce sets the run time. */
+  unique?: UniqueKey;
 }
 
 /**
@@ -50,6 +55,8 @@ export interface InsertRow {
   type: string;
   run_at: number;
   dedupe_key: string | null;
+  /** The task's key of uniqueness over time, when it has one (src/engine/unique-keys.ts). */
+  unique: UniqueJson | null;
   /** Whether the id is the client's (it may be another task's: src/engine/ids-of-other-queues.ts). */
   clientId: boolean;
   /** The row as the insert statement reads it (`json_each`): serialised once, payload included. */
@@ -78,7 +85,9 @@ const NON_ASCII = /[^\x20-\x7e]/;
  */
 export function insertRows(input: NewTask[], now: number, field: TaskField = tasksField): InsertRow[] {
   const nextId = monotonicFactory();
+  const keysSeen = new Map<string, number>();
   return input.map((task, i) => {
+    if (task.unique) checkKeyed(task, i, field, keysSeen);
     const payload = task.payload ?? null;
     // Serialised once: checked, sized and inserted as this very text.
     const payloadJson = JSON.stringify(payload);
@@ -104,11 +113,20 @@ export function insertRows(input: NewTask[], now: number, field: TaskField = tas
       );
     }
     const dependsOn = task.dependsOn && task.dependsOn.length > 0 ? [...new Set(task.dependsOn)] : null;
+    const unique = task.unique ? uniqueJson(task.unique, now) : null;
+    // A debounce runs its window after the latest enqueue of its key.
+    const runAt = task.unique?.mode === "debounce" ? now + (task.unique.windowMs ?? 0) : (task.runAt ?? now);
+    if (task.startBy !== undefined && !(task.startBy > runAt)) {
+      throw new EdgeqError(
+        "invalid_request",
+        `${field(i, "start_by")}: the start deadline must come after the task's run time (and now)`,
+      );
+    }
     const fields = {
       id: task.id ?? nextId(now),
       type: task.type ?? "default",
       priority: task.priority ?? 0,
-      run_at: task.runAt ?? now,
+      run_at: runAt,
       // null: the queue's own, read by the insert (see insertSql).
       max_attempts: task.maxAttempts ?? null,
       dedupe_key: task.dedupeKey ?? null,
@@ -120,14 +138,34 @@ export function insertRows(input: NewTask[], now: number, field: TaskField = tas
       // Each id once (a repeat would be counted twice and released never); omitted without dependencies.
       depends_on: dependsOn ?? undefined,
       on_dependency_failure: dependsOn ? (task.onDependencyFailure ?? "fail") : undefined,
+      // Both omitted when not given (JSON.stringify drops undefined), so a plain row's JSON is as before.
+      start_by: task.startBy,
+      unique: unique ?? undefined,
     };
     const head = JSON.stringify(fields);
     const json = `${head.slice(0, -1)},"payload":${payloadJson}${then ? `,"then":${thenJson}` : ""}}`;
     const { id, type, run_at, dedupe_key } = fields;
     // Sized without encoding when ASCII (encoding every row was 4 % of a bulk enqueue's CPU here).
     const bytes = NON_ASCII.test(json) ? utf8Bytes(json) : json.length;
-    return { i, id, type, run_at, dedupe_key, clientId: task.id !== undefined, json, bytes, dependsOn };
+    return { i, id, type, run_at, dedupe_key, unique, clientId: task.id !== undefined, json, bytes, dependsOn };
   });
+}
+
+/**
+ * A keyed task's own rules: no dedupe_key (a partitioned queue places a task by one key), and a debounce or
+ * singleton key once per call (which of two would be kept is not obvious; an idempotency key repeated is
+ * answered with the first). Its id, when given, must be new (the shard layer's slot id): the API refuses a
+ * client's own id beside a key (src/contracts/api.ts), as the key is the enqueue's idempotence.
+ */
+function checkKeyed(task: NewTask, i: number, field: TaskField, seen: Map<string, number>): void {
+  const unique = task.unique!;
+  const name = field(i, unique.mode);
+  const refuse = (message: string) => new EdgeqError("invalid_request", `${name}: ${message}`);
+  if (task.dedupeKey !== undefined) throw refuse("not with dedupe_key (a task is placed by one key)");
+  if (unique.mode === "idempotency") return;
+  const seenAt = seen.get(`${unique.mode}:${unique.key}`);
+  if (seenAt !== undefined) throw refuse(`its key is also ${field(seenAt, unique.mode)}'s; one per call`);
+  seen.set(`${unique.mode}:${unique.key}`, i);
 }
 
 /** The time encoded in a client's ULID; a malformed id is the client's mistake, not a 500. */
@@ -171,17 +209,19 @@ const PLAIN_SHAPE: InsertShape = {
  */
 export function insertSql(queue: string, chunk: InsertRow[], now: number, guard: SQL, shape = PLAIN_SHAPE): SQL {
   const json = `[${chunk.map((r) => r.json).join(",")}]`;
+  // Rows with a key are inserted only where the key's claim (earlier in the batch) names them.
+  const keyed = chunk.some((r) => r.unique !== null);
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
-       slot, flow_key, created_at, updated_at${shape.columns})
+       slot, flow_key, start_by, after_id, created_at, updated_at${shape.columns})
     SELECT j.value->>'id', ${queue}, j.value->>'type', ${shape.state}, ${shape.priority}, j.value->'payload',
       coalesce(j.value->>'max_attempts', (SELECT max_attempts FROM queues WHERE name = ${queue}),
         ${DEFAULT_QUEUE_CONFIG.max_attempts}),
       ${shape.runAt}, j.value->>'dedupe_key', j.value->>'group_key',
       CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, j.value->>'slot', j.value->>'flow_key',
-      ${now}, ${now}${shape.values}
+      j.value->>'start_by', ${keyed ? afterIdSql(queue) : sql`NULL`}, ${now}, ${now}${shape.values}
     FROM ${shape.source(json)} AS j
-    WHERE ${guard}
+    WHERE ${keyed ? sql`${guard} AND ${keyedInsertGuardSql(queue)}` : guard}
     ON CONFLICT DO NOTHING
     RETURNING id, state`;
 }

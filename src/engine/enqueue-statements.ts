@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { EdgeqError } from "../contracts/errors";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_CHUNK_TASKS } from "../contracts/limits";
+import { keyStatementsSql } from "./unique-keys";
 import { chunkRows, countEnqueuedSql, insertRows, insertSql, type NewTask, type TaskField } from "./enqueue-rows";
 
 /** What `enqueueStatements` prepares. */
@@ -40,7 +41,11 @@ export function enqueueStatements(queue: string, input: NewTask[], now: number, 
   }
   const chunk = chunks[0]!;
   return {
-    statements: [insertSql(queue, chunk, now, sql`true`), countEnqueuedSql(chunk, now)],
+    statements: [
+      ...keyStatementsSql(queue, chunk, now),
+      insertSql(queue, chunk, now, sql`true`),
+      countEnqueuedSql(chunk, now),
+    ],
     ids: rows.map((row) => row.id),
     earliestRunAt: Math.min(...rows.map((row) => row.run_at)),
   };

@@ -24,6 +24,7 @@ import {
   type QueueProcessing,
 } from "./queue-processing";
 import type { TaskState } from "../contracts/states";
+import { keyAnswersSql, keyStatementsSql, type KeyAnswer } from "./unique-keys";
 import { edgesSql, hasDependencies, refuseUnknownDependencies, waitingShape } from "./dependencies";
 
 export { tasksField, oneTaskField, type NewTask, type TaskField } from "./enqueue-rows";
@@ -123,7 +124,7 @@ export async function enqueueTasks(
   for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
     // The first statement of the first round carries the caller's check (see EnqueueOptions.checkedFor).
     const checkedFor = round === 0 ? options.checkedFor : undefined;
-    const inserted = await insertChunks(db, queue, remaining, now, countInBatch, checkedFor);
+    const { inserted, keyAnswers } = await insertChunks(db, queue, remaining, now, countInBatch, checkedFor);
     for (const row of remaining) {
       const state = inserted.get(row.id);
       if (state === undefined) continue;
@@ -131,6 +132,13 @@ export async function enqueueTasks(
       inserted.delete(row.id); // a repeated id within one call: only its first occurrence was inserted
       created.push(row);
       earliestRunAt = earliestRunAt == null ? row.run_at : Math.min(earliestRunAt, row.run_at);
+    }
+    // A keyed row not inserted is answered with the task its key names, read in its own batch.
+    for (const row of remaining) {
+      const answer = keyAnswers.get(row.i);
+      if (outcomes[row.i] === undefined && row.unique && answer) {
+        outcomes[row.i] = { id: answer.id, state: answer.state, deduplicated: true };
+      }
     }
     remaining = remaining.filter((row) => outcomes[row.i] === undefined);
     if (remaining.length === 0) break;
@@ -163,7 +171,9 @@ export async function enqueueTasks(
  * ids that exist now). With `checkedFor`, the first chunk's insert holds only while the queue's processing
  * is still that one, and its batch reads the stored one: when it differs, nothing was inserted and
  * `ProcessingChanged` says what it is now. Between chunks it gives way (src/db/give-way.ts), so that leases
- * sent meanwhile run theirs in between.
+ * sent meanwhile run theirs in between. Rows with an idempotency, debounce or singleton key have their key
+ * statements around the insert in the same batch (src/engine/unique-keys.ts), and are answered with the task
+ * their key names (`keyAnswers`, by the row's index).
  */
 async function insertChunks(
   db: Db,
@@ -172,8 +182,9 @@ async function insertChunks(
   now: number,
   countInBatch: boolean,
   checkedFor: QueueProcessing | undefined,
-): Promise<Map<string, TaskState>> {
+): Promise<{ inserted: Map<string, TaskState>; keyAnswers: Map<number, KeyAnswer> }> {
   const inserted = new Map<string, TaskState>();
+  const keyAnswers = new Map<number, KeyAnswer>();
   for (const [n, chunk] of chunkRows(rows).entries()) {
     if (n > 0) await giveWay();
     const check = n === 0 ? checkedFor : undefined;
@@ -182,17 +193,26 @@ async function insertChunks(
     const waits = hasDependencies(chunk);
     const guard = check ? sql`${ids} AND ${processingGuardSql(queue, check)}` : ids;
     const insert = insertSql(queue, chunk, now, guard, waits ? waitingShape(now) : undefined);
-    const statements: SQL[] = waits ? [insert, edgesSql(chunk, now)] : [insert];
+    // Keyed rows: their replacements and claims before the insert, their answers last (src/engine/unique-keys.ts).
+    const before = keyStatementsSql(queue, chunk, now);
+    const answers = keyAnswersSql(queue, chunk);
+    const statements: SQL[] = [...before, insert];
+    if (waits) statements.push(edgesSql(chunk, now));
     if (countInBatch) statements.push(countEnqueuedSql(chunk, now));
     if (check) statements.push(storedProcessingSql(queue));
+    if (answers) statements.push(answers);
     const results = statements.length === 1 ? [await db.all(insert)] : await batchAll(db, statements);
     if (check) {
-      const stored = processingFromRows(results.at(-1) as Array<{ mode: string | null; processor: string | null }>);
+      const at = statements.length - (answers ? 2 : 1);
+      const stored = processingFromRows(results[at] as Array<{ mode: string | null; processor: string | null }>);
       if (!sameProcessing(stored, check)) throw new ProcessingChanged(stored);
     }
-    for (const r of (results[0] ?? []) as Array<{ id: string; state: TaskState }>) inserted.set(r.id, r.state);
+    for (const r of (results[before.length] ?? []) as Array<{ id: string; state: TaskState }>) {
+      inserted.set(r.id, r.state);
+    }
+    if (answers) for (const a of results.at(-1) as KeyAnswer[]) keyAnswers.set(Number(a.i), a);
   }
-  return inserted;
+  return { inserted, keyAnswers };
 }
 
 /** The client ids of a chunk, as the JSON array its insert's guard reads. */

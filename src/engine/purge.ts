@@ -1,3 +1,4 @@
+import { FINAL_STATES, type FinalState } from "../contracts/states";
 import { sql } from "drizzle-orm";
 import { encodeTime } from "ulid";
 import type { Db } from "../db/client";
@@ -17,8 +18,8 @@ export function idLowerBound(ms: number): string {
 export interface PurgeOptions {
   /** Only tasks finished strictly before this time (ms). */
   before: number;
-  /** Only these finished states; default all three. */
-  states?: Array<"completed" | "dead" | "cancelled">;
+  /** Only these finished states; default all of them. */
+  states?: FinalState[];
   /** At most this many (never more than MAX_PURGE_PER_CALL); call again for more. */
   limit?: number;
 }
@@ -31,7 +32,7 @@ export interface PurgeOptions {
  * const { purged } = await purgeTasks(db, "emails", { before: Date.now() - 86_400_000 });
  */
 export async function purgeTasks(db: Db, queue: string, options: PurgeOptions): Promise<{ purged: number }> {
-  const states = JSON.stringify(options.states ?? ["completed", "dead", "cancelled"]);
+  const states = JSON.stringify(options.states ?? FINAL_STATES);
   const limit = Math.min(options.limit ?? MAX_PURGE_PER_CALL, MAX_PURGE_PER_CALL);
   const rows = await db.all<{ id: string }>(sql`DELETE FROM tasks WHERE id IN (
       SELECT id FROM tasks

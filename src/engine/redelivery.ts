@@ -14,6 +14,12 @@ import { expiryBackoffMsSql } from "./retry-policy";
  * A processing task whose last attempt expired, or whose cancel was requested, is not leasable: the
  * reaper makes it dead or cancelled.
  *
+ * Two conditions hold for every kind (`startableSql`), checked by the lease statement's UPDATE itself so that
+ * no leaser, however concurrent, takes a task they exclude:
+ * - a task with a start deadline (`start_by`) that never started is not leasable at or after it: the cron
+ *   tick ends it `expired` (src/engine/expire.ts). One that started before it is not bound by it (retries);
+ * - a singleton task queued behind the running task of its key (`after_id`) waits until that one finished.
+ *
  * These are SQL fragments over the `tasks` row being read or updated.
  */
 
@@ -36,6 +42,7 @@ export function expiredClaimedSql(now: number): SQL {
 /** The time a live task becomes leasable (ms), or NULL when only the reaper can move it on. */
 export function leasableAtSql(): SQL {
   return sql`CASE
+    WHEN tasks.state = 'pending' AND tasks.start_by <= tasks.run_at AND tasks.started_at IS NULL THEN NULL
     WHEN tasks.state = 'pending' THEN tasks.run_at
     WHEN tasks.cancel_requested = 1 THEN NULL
     WHEN tasks.claim_by IS NOT NULL THEN tasks.claim_by
@@ -45,5 +52,15 @@ export function leasableAtSql(): SQL {
 
 /** True for a live task leasable at `now` (see the module comment). */
 export function leasableSql(now: number): SQL {
-  return sql`(${leasableAtSql()}) <= ${now}`;
+  return sql`((${leasableAtSql()}) <= ${now} AND ${startableSql(now)})`;
+}
+
+/**
+ * Not past its start deadline unless it started, and not queued behind a live task of its singleton key. Both
+ * columns are null for a task that uses neither, so the plain task pays one comparison each.
+ */
+export function startableSql(now: number): SQL {
+  return sql`(tasks.start_by IS NULL OR tasks.started_at IS NOT NULL OR tasks.start_by > ${now})
+    AND (tasks.after_id IS NULL
+      OR NOT EXISTS (SELECT 1 FROM tasks ahead WHERE ahead.id = tasks.after_id AND ahead.finished_at IS NULL))`;
 }

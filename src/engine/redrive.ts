@@ -5,11 +5,17 @@ import { EdgeqError, NotFoundError } from "../contracts/errors";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
 import type { StoredTask } from "./stored-task";
 import { rowFromRaw } from "./task-row";
+import { REVIVABLE_STATES } from "../contracts/states";
 
-/** The SET clause that revives a dead or cancelled task: pending now, attempts reset, error history kept. */
+/** The revivable states as an SQL list (constants, no bound parameter). */
+const REVIVABLE_SQL = sql.raw(`(${REVIVABLE_STATES.map((s) => `'${s}'`).join(", ")})`);
+
+/** The SET clause that revives a dead, cancelled or expired task: pending now, attempts reset, error history
+ * kept, its start deadline dropped (an expired task's is past: kept, it could never start). */
 export function reviveSetSql(now: number): SQL {
   return sql`state = 'pending', attempts = 0, run_at = ${now}, finished_at = NULL, cancel_requested = 0,
-    result = NULL, progress = NULL, progress_message = NULL, lease_holder = NULL, updated_at = ${now}`;
+    result = NULL, progress = NULL, progress_message = NULL, lease_holder = NULL, start_by = NULL,
+    updated_at = ${now}`;
 }
 
 function isUniqueViolation(error: unknown): boolean {
@@ -27,7 +33,7 @@ export async function retryTask(db: Db, id: string, now: number): Promise<Stored
   let raw: Record<string, unknown> | undefined;
   try {
     raw = await db.get<Record<string, unknown>>(
-      sql`UPDATE tasks SET ${reviveSetSql(now)} WHERE id = ${id} AND state IN ('dead', 'cancelled') RETURNING *`,
+      sql`UPDATE tasks SET ${reviveSetSql(now)} WHERE id = ${id} AND state IN ${REVIVABLE_SQL} RETURNING *`,
     );
   } catch (error) {
     if (!isUniqueViolation(error)) throw error;
@@ -38,13 +44,13 @@ export async function retryTask(db: Db, id: string, now: number): Promise<Stored
   if (!existing) throw new NotFoundError(`task ${id}`);
   throw new EdgeqError(
     "invalid_transition",
-    `task ${id} is ${existing.state}; only dead or cancelled tasks can be retried`,
+    `task ${id} is ${existing.state}; only ${REVIVABLE_STATES.join(", ")} tasks can be retried`,
   );
 }
 
 export interface RedriveScope {
-  /** Which finished state to revive; default dead. */
-  state?: "dead" | "cancelled";
+  /** Which finished state to revive (dead, cancelled or expired); default dead. */
+  state?: (typeof REVIVABLE_STATES)[number];
   group?: string;
   /** At most this many tasks (default and maximum MAX_ROWS_PER_TICK_STATEMENT); call again for more. */
   limit?: number;

@@ -4,6 +4,7 @@ import type { CounterReads, TaskReads } from "./store-reads";
 import type { Presence, QueueRecords, Transit } from "./store-shards";
 import type { Upkeep } from "./store-upkeep";
 import type { FlowControl } from "./store-flow";
+import type { Deadlines } from "./store-deadlines";
 import type { HandOutWrites, HolderWrites, OperatorWrites, TaskWrites } from "./store-writes";
 
 /**
@@ -39,7 +40,8 @@ export interface TaskStore
     Transit,
     Upkeep,
     FlowControl,
-    Dependencies {}
+    Dependencies,
+    Deadlines {}
 
 export type { TaskWrites, HolderWrites, HandOutWrites, OperatorWrites, QueueCancelled } from "./store-writes";
 export type { TaskReads, CounterReads } from "./store-reads";
@@ -49,4 +51,5 @@ export type { FlowControl } from "./store-flow";
 export type { FlowKeyState, QueueFlowState } from "./flow-control";
 export type { Dependencies } from "./store-dependencies";
 export type { BulkChanged, BulkWrites, TaskFilter } from "./store-bulk";
+export type { Deadlines } from "./store-deadlines";
 export type { StoredQueue, StoredTask } from "./stored-task";

@@ -81,6 +81,10 @@ export interface StoredTask {
   readyAt: number | null;
   /** The priority asked for at enqueue, taken on release; null without dependencies. */
   readyPriority: number | null;
+  /** The start deadline: not started by then, the task ends `expired` and is never leased; null for none. */
+  startBy: number | null;
+  /** A singleton task queued behind this running task of its key: not leased until that one finished. */
+  afterId: string | null;
 }
 
 /**

@@ -66,6 +66,7 @@ function plainFields(row: TaskRow): Omit<TaskView, StoredJsonFields> {
     finished_at: toIso(row.finishedAt),
     waiting_on: row.waitingOn,
     on_dependency_failure: row.onDependencyFailure as TaskView["on_dependency_failure"],
+    start_by: toIso(row.startBy),
   };
 }
 
@@ -119,7 +120,7 @@ export const leasedViewJsonSql = sql.raw(`(rtrim(json_object(
     'created_at', ${isoSql("created_at")}, 'updated_at', ${isoSql("updated_at")},
     'started_at', ${isoSql("started_at")}, 'finished_at', ${isoSql("finished_at")},
     'waiting_on', waiting_on, 'on_dependency_failure', on_dependency_failure,
-    'lease_token', lease_token), '}')
+    'start_by', ${isoSql("start_by")}, 'lease_token', lease_token), '}')
   || ',"payload":' || coalesce(payload, 'null') || ',"result":' || coalesce(result, 'null')
   || ',"checkpoint":' || coalesce(checkpoint, 'null') || ',"then":' || coalesce(then_tasks, 'null') || '}')`);
 

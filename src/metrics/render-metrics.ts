@@ -16,6 +16,7 @@ const COUNTER_HELP: Record<(typeof COUNTERS)[number], string> = {
   failed:
     "Failed attempts (fail calls and expired leases, ended by the reaper or taken over by a lease), by queue and type.",
   dead: "Tasks that went dead (attempts exhausted or a permanent failure), by queue and type.",
+  expired: "Tasks that ended expired (not started by their start deadline), by queue and type.",
   cancelled: "Tasks cancelled, by queue and type.",
 };
 

@@ -86,14 +86,19 @@ let roundRobin = Math.floor(Math.random() * 1_000_000);
 
 /**
  * The part a new task joins: by its flow-control key (so a key's tasks, and its state in flow_keys, live on
- * one partition's database and its limits hold there: docs/flow-control.md), else its dedupe key, else its
- * group (so a dedupe key is unique queue-wide and a group's tasks keep their order on one partition), else
- * round robin. A keyed task's dedupe key is unique within its key's partition only.
+ * one partition's database and its limits hold there: docs/flow-control.md), else its idempotency, debounce or
+ * singleton key (so the key is claimed atomically on one database: docs/uniqueness-and-expiry.md), else its
+ * dedupe key, else its group (so a dedupe key is unique queue-wide and a group's tasks keep their order on one
+ * partition), else round robin. A flow-keyed task's dedupe key, or key of uniqueness over time, is unique
+ * within its flow key's partition only.
  */
-export function pickPart(route: QueueRoute, task: { key?: string; dedupeKey?: string; group?: string }): PartRoute {
+export function pickPart(
+  route: QueueRoute,
+  task: { key?: string; dedupeKey?: string; group?: string; unique?: { key: string } },
+): PartRoute {
   const n = route.parts.length;
   if (n === 1) return route.parts[0]!;
-  const key = task.key ?? task.dedupeKey ?? task.group;
+  const key = task.key ?? task.unique?.key ?? task.dedupeKey ?? task.group;
   const index = key !== undefined ? fnv1a(key) % n : roundRobin++ % n;
   return route.parts[index]!;
 }

@@ -23,7 +23,9 @@ function task(patch: Partial<WatchedTask>): WatchedTask {
 }
 
 function stats(counts: Partial<WatchedQueue["counts"]>): WatchedQueue {
-  return { counts: { pending: 0, waiting: 0, processing: 0, completed: 0, dead: 0, cancelled: 0, ...counts } };
+  return {
+    counts: { pending: 0, waiting: 0, processing: 0, completed: 0, dead: 0, cancelled: 0, expired: 0, ...counts },
+  };
 }
 
 const columns = (text: string) => Math.max(...text.split("\n").map((line) => [...line].length));

@@ -1,4 +1,5 @@
 import { api, errorText, token } from "./api";
+import { REVIVABLE_STATES } from "../../contracts/states";
 import { esc } from "./dom";
 import { follow } from "./events-socket";
 import type { PageLife } from "./page-life";
@@ -87,7 +88,9 @@ function taskHtml(t: Task, artifacts: Artifact[]): string {
       ? ""
       : `<details${open ? " open" : ""}><summary>${title}</summary><pre>${esc(JSON.stringify(value, null, 2))}</pre></details>`;
   const buttons =
-    (t.state === "dead" || t.state === "cancelled" ? '<button id="retry" class="primary">Retry now</button> ' : "") +
+    ((REVIVABLE_STATES as readonly string[]).includes(t.state)
+      ? '<button id="retry" class="primary">Retry now</button> '
+      : "") +
     (t.state === "pending" || t.state === "processing" ? '<button id="cancel" class="danger">Cancel</button>' : "");
   const errors = t.errors
     .map(

@@ -17,6 +17,7 @@ import {
 } from "../../contracts/api";
 import { oneTaskField, tasksField, type NewTask, type TaskField } from "../../engine/enqueue";
 import { toTaskView } from "../../engine/task-row";
+import type { UniqueKey } from "../../engine/unique-keys";
 import { toIso } from "../../engine/time";
 import { listAllQueues } from "../../shards/cross-shard";
 import { listTasksOf, purgeQueueOf, queueStatsOf } from "../../shards/queue-ops";
@@ -38,34 +39,81 @@ function enqueueMeant(value: unknown) {
 }
 
 /**
- * The tasks an enqueue body asks for, as the operation takes them: `delay_s` and `run_at` resolved against
- * the call's clock `now`.
+ * The tasks an enqueue body asks for, as the operation takes them: `delay_s` and `run_at`, `start_by` and
+ * `expires_in_s` resolved against the call's clock `now` (a deadline in the past or not after the run time is
+ * a 400 naming its field), and the task's idempotency, debounce or singleton key.
  *
  * @example
  * newTasksOf({ payload: { to: "a@example.com" }, delay_s: 60 }, now); // [{ payload, runAt: now + 60_000, … }]
  */
 export function newTasksOf(body: z.output<typeof EnqueueBody>, now: number): NewTask[] {
   const tasks = "tasks" in body ? body.tasks : [body];
-  return tasks.map((task) => ({
-    id: task.id,
-    type: task.type,
-    payload: task.payload,
-    priority: task.priority,
-    runAt:
+  const field = fieldsOf(body);
+  return tasks.map((task, i) => {
+    const runAt =
       task.run_at !== undefined
         ? Date.parse(task.run_at)
         : task.delay_s !== undefined
           ? now + Math.round(task.delay_s * 1000)
-          : now,
-    maxAttempts: task.max_attempts,
-    dedupeKey: task.dedupe_key,
-    group: task.group,
-    key: task.key,
-    then: task.then,
-    dependsOn: task.depends_on,
-    onDependencyFailure: task.on_dependency_failure,
-  }));
+          : now;
+    return {
+      id: task.id,
+      type: task.type,
+      payload: task.payload,
+      priority: task.priority,
+      runAt,
+      maxAttempts: task.max_attempts,
+      dedupeKey: task.dedupe_key,
+      group: task.group,
+      key: task.key,
+      then: task.then,
+      dependsOn: task.depends_on,
+      onDependencyFailure: task.on_dependency_failure,
+      startBy: startByOf(task, runAt, now, (name) => field(i, name)),
+      unique: uniqueKeyOf(task),
+    };
+  });
 }
+
+/**
+ * A task's start deadline against the call's clock: in the past, or not after the task's run time (a debounce's
+ * is its window's end), it is a 400 naming the field it came in, and nothing is enqueued.
+ */
+function startByOf(
+  task: NewTaskInput,
+  runAt: number,
+  now: number,
+  field: (name: string) => string,
+): number | undefined {
+  const name = task.start_by !== undefined ? "start_by" : "expires_in_s";
+  const startBy =
+    task.start_by !== undefined
+      ? Date.parse(task.start_by)
+      : task.expires_in_s !== undefined
+        ? now + Math.round(task.expires_in_s * 1000)
+        : undefined;
+  if (startBy === undefined) return undefined;
+  const runsAt = task.debounce ? now + task.debounce.window_s * 1000 : runAt;
+  if (startBy <= now) throw new EdgeqError("invalid_request", `${field(name)}: the start deadline is in the past`);
+  if (startBy <= runsAt) {
+    throw new EdgeqError(
+      "invalid_request",
+      `${field(name)}: the start deadline must come after the task's run time (${new Date(runsAt).toISOString()})`,
+    );
+  }
+  return startBy;
+}
+
+/** A task's key of uniqueness over time, as the engine takes it (src/engine/unique-keys.ts). */
+function uniqueKeyOf(task: NewTaskInput): UniqueKey | undefined {
+  if (task.idempotency)
+    return { mode: "idempotency", key: task.idempotency.key, windowMs: task.idempotency.window_s * 1000 };
+  if (task.debounce) return { mode: "debounce", key: task.debounce.key, windowMs: task.debounce.window_s * 1000 };
+  if (task.singleton) return { mode: "singleton", key: task.singleton.key, whileRunning: task.singleton.while_running };
+  return undefined;
+}
+
+type NewTaskInput = z.output<typeof NewTaskSchema>;
 
 /** How an enqueue body names its tasks' fields: `tasks[i].…` for a batch, the field alone for one task. */
 export function fieldsOf(body: z.output<typeof EnqueueBody>): TaskField {
