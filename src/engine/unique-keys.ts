@@ -31,6 +31,7 @@ import type { TaskState } from "../contracts/states";
 interface InsertRow {
   /** The row's place in the call. */
   i: number;
+  id: string;
   /** The row as the insert reads it, its key at `$.unique`. */
   json: string;
   unique: UniqueJson | null;
@@ -77,11 +78,14 @@ const heldLive = (taskId: string) =>
   sql.raw(`EXISTS (SELECT 1 FROM tasks t WHERE t.id = ${taskId} AND t.finished_at IS NULL)`);
 
 /** When a key row may be claimed by a new task, per mode (and singleton policy). */
-function claimableSql(mode: UniqueMode, replace: boolean, now: number): SQL {
+function claimableSql(mode: UniqueMode, replace: boolean, now: number, ids: string): SQL {
   const held = "idempotency_keys.task_id";
   if (mode === "idempotency") {
+    // A key whose task is gone (pruned) is free — unless this very statement claimed it for an earlier row of
+    // the call (its task is inserted after): the call's repeat is answered with that first row.
     return sql`(idempotency_keys.expires_at <= ${now}
-      OR NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = idempotency_keys.task_id))`;
+      OR (NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = idempotency_keys.task_id)
+        AND idempotency_keys.task_id NOT IN (SELECT value FROM json_each(${ids}))))`;
   }
   if (mode === "debounce" || !replace) return sql`NOT ${mode === "debounce" ? heldNotStarted(held) : heldLive(held)}`;
   // singleton, replace: free, or its task is running (a new one queues behind it).
@@ -123,8 +127,7 @@ export function keyStatementsSql(queue: string, rows: InsertRow[], now: number):
     // A singleton queued behind a running task remembers it (prev_task_id -> the insert's after_id).
     const prev =
       mode === "singleton"
-        ? sql.raw(`CASE WHEN ${heldLive("idempotency_keys.task_id")}
-      THEN idempotency_keys.task_id END`)
+        ? sql`CASE WHEN ${heldLive("idempotency_keys.task_id")} THEN idempotency_keys.task_id END`
         : sql`NULL`;
     statements.push(sql`INSERT INTO idempotency_keys (queue, mode, key, task_id, expires_at, prev_task_id)
       SELECT ${queue}, j.value->>'$.unique.mode', j.value->>'$.unique.key', j.value->>'id',
@@ -133,7 +136,7 @@ export function keyStatementsSql(queue: string, rows: InsertRow[], now: number):
       WHERE true
       ON CONFLICT (queue, mode, key) DO UPDATE SET task_id = excluded.task_id, expires_at = excluded.expires_at,
         prev_task_id = ${prev}
-      WHERE ${claimableSql(mode, replace, now)}`);
+      WHERE ${claimableSql(mode, replace, now, JSON.stringify(group.map((r) => r.id)))}`);
   }
   return statements;
 }

@@ -36,6 +36,14 @@ export interface CostPromise {
   extend(n: number): number;
   /** Rows written by one enqueue of `n` tasks that each carry a dedupe key. */
   keyedEnqueue(n: number): number;
+  /** Rows written by one enqueue of `n` tasks that each carry a new idempotency (or debounce, singleton) key. */
+  uniqueEnqueue(n: number): number;
+  /** Rows written by one enqueue of `n` tasks that each carry a start deadline. */
+  expiringEnqueue(n: number): number;
+  /** Rows written by one expiry pass that ends `n` tasks of one queue and type. */
+  expirePass(n: number): number;
+  /** Rows written by a debounce enqueue that folds into its key's waiting task (payload and run time). */
+  debounceReplace: number;
   /** Fewer rows than this read by a complete of 10 beside 2,000 other tasks (reads follow the ack, not the
    * table). */
   completeOfTenReadsBelow: number;
@@ -94,6 +102,14 @@ export const D1_STORE: StoreKind = {
     heartbeat: 1,
     extend: (n) => n,
     keyedEnqueue: (n) => 3 * n + 1,
+    // The task's row and live-index entry, one idempotency_keys row (WITHOUT ROWID: the key is the table).
+    uniqueEnqueue: (n) => 3 * n + 1,
+    // The task's row and live-index entry, and its tasks_start_by entry.
+    expiringEnqueue: (n) => 3 * n + 1,
+    // Each task's row (its index entries are deleted: not billed), one counter row.
+    expirePass: (n) => n + 1,
+    // The task's row and its live-index entry (run_at moved); the key row is not rewritten.
+    debounceReplace: 2,
     completeOfTenReadsBelow: 200,
   },
 };
