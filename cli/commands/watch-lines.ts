@@ -72,7 +72,7 @@ export class TaskLine {
     const note = task.progress_message && room >= 8 ? `  ${truncate(task.progress_message, room - 2)}` : "";
     const text = fit(`${head}${note}${rate}`);
     if (task.state === "completed") return { text, exit: EXIT.ok };
-    if (task.state === "dead" || task.state === "cancelled") {
+    if (task.state === "dead" || task.state === "cancelled" || task.state === "expired") {
       const error = task.errors.at(-1);
       return { text: error ? `${text}\nlast error: ${truncate(error.message, 500)}` : text, exit: EXIT.api };
     }
@@ -101,12 +101,13 @@ export class QueueLine {
   render(stats: WatchedQueue, now: number): WatchView {
     const c = stats.counts;
     const total = TASK_STATES.reduce((sum, s) => sum + (c[s] ?? 0), 0);
-    const finished = c.completed + c.dead + c.cancelled;
+    const finished = c.completed + c.dead + c.cancelled + (c.expired ?? 0);
     this.finishedAtStart ??= finished;
     const elapsed = (now - this.startedAt) / 1000;
     const rate = elapsed >= MIN_RATE_HISTORY_S ? Math.max(0, finished - this.finishedAtStart) / elapsed : 0;
-    // dead and cancelled only when there are any: the line fits in LINE_COLUMNS.
-    const shown = TASK_STATES.filter((s) => (s !== "dead" && s !== "cancelled") || (c[s] ?? 0) > 0);
+    // dead, cancelled and expired only when there are any: the line fits in LINE_COLUMNS.
+    const rare = new Set<string>(["dead", "cancelled", "expired"]);
+    const shown = TASK_STATES.filter((s) => !rare.has(s) || (c[s] ?? 0) > 0);
     const counts = shown.map((s) => `${s} ${c[s] ?? 0}`).join("  ");
     const tail = `${finished}/${total} finished  ${counts}${rateAndEta(rate, c.pending + c.processing)}`;
     // The bar gives way first (down to 4 cells), then the queue's name is cut.

@@ -113,6 +113,7 @@ const UniqueFields = {
 /** The rules of the deadline and key fields that span fields (their ranges against the clock: newTasksOf). */
 function checkDeadlineAndKeys(
   t: { [K in keyof typeof DeadlineFields | keyof typeof UniqueFields]?: unknown } & {
+    id?: string;
     delay_s?: number;
     run_at?: string;
     start_by?: string;
@@ -130,6 +131,13 @@ function checkDeadlineAndKeys(
     });
   }
   const keys = (["idempotency", "debounce", "singleton"] as const).filter((k) => t[k] !== undefined);
+  if (keys.length > 0 && t.id !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      message: "not with an id of your own (the key makes the enqueue idempotent)",
+      path: [keys[0]!],
+    });
+  }
   if (keys.length > 1) {
     ctx.addIssue({
       code: "custom",

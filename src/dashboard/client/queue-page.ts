@@ -73,7 +73,7 @@ function layout(queue: string): string {
     TASK_STATES.map((s) => `<option>${s}</option>`).join("") +
     `</select></label><label>Type <input name="type" size="10"></label><label>Group <input name="group" size="10"></label><button>Filter</button></form>` +
     `<form id="search"><label>Find task by id or dedupe key <input name="q" size="28"></label><button>Find</button></form>` +
-    `<p><button id="cancel-selected" class="danger">Cancel selected</button> <button id="retry-selected">Retry selected</button> <button id="cancel-group" class="danger">Cancel group</button> <button id="redrive-dead">Redrive dead</button> <button id="purge" class="danger">Purge finished</button></p>` +
+    `<p><button id="cancel-selected" class="danger">Cancel selected</button> <button id="retry-selected">Retry selected</button> <button id="cancel-group" class="danger">Cancel group</button> <button id="redrive-dead">Redrive dead</button> <button id="redrive-expired">Redrive expired</button> <button id="purge" class="danger">Purge finished</button></p>` +
     `<form id="bulk"><label>On every task the filter matches <select name="action" id="bulk-action"><option value="cancel">cancel</option><option value="retry">retry</option><option value="redrive">redrive</option></select></label> <button id="bulk-apply" class="danger">Apply to matching…</button></form>` +
     `<table aria-label="Tasks"><thead><tr><th scope="col"><span class="sr">Select</span></th><th scope="col">Task</th><th scope="col">Type</th><th scope="col">State</th><th scope="col">Attempts</th><th scope="col">Progress</th><th scope="col">Group</th><th scope="col">Run at</th></tr></thead><tbody id="tasks"></tbody></table>` +
     `<button id="next" hidden>Next page</button></section>` +

@@ -93,6 +93,11 @@ export function tasksTable(life: PageLife, queue: string, reloadCounts: () => Pr
       const answer = must(await api<{ redriven: number }>("POST", `${path}/redrive`, { body: { state: "dead" } }));
       return `Redriven ${answer.redriven}.`;
     });
+  life.find("redrive-expired").onclick = () =>
+    act(`Redrive every expired task of ${queue} (its start deadline dropped)?`, async () => {
+      const answer = must(await api<{ redriven: number }>("POST", `${path}/redrive`, { body: { state: "expired" } }));
+      return `Redriven ${answer.redriven}.`;
+    });
   life.find("purge").onclick = () =>
     act(`Delete every finished task of ${queue}? This cannot be undone.`, async () => {
       const answer = must(await api<unknown>("POST", `${path}/purge`, { body: { older_than_s: 0 } }));
