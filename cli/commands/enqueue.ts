@@ -35,7 +35,9 @@ const MAX_TRIES = 4;
 
 const usage =
   "edgeq enqueue <queue> [<payload-json>] [--file F.jsonl | --file -] [--type T] [--priority N] " +
-  "[--delay S | --run-at ISO] [--dedupe-key K] [--group G] [--max-attempts N] [--json]";
+  "[--delay S | --run-at ISO] [--expires-in S | --start-by ISO] [--dedupe-key K] " +
+  "[--idempotency-key K --window S | --debounce-key K --window S | --singleton-key K [--while-running P]] " +
+  "[--group G] [--max-attempts N] [--json]";
 
 /**
  * `edgeq enqueue`: one task whose payload is the argument (or `{}`), or one task per line of a JSONL file
@@ -44,7 +46,8 @@ const usage =
  * sent: a bad line exits with EXIT.input naming it, and nothing is enqueued.
  *
  * Tasks without an `id` get a ULID made here, so a chunk re-sent after a dropped connection deduplicates
- * instead of creating its tasks twice (the API treats a known id as a duplicate).
+ * instead of creating its tasks twice (the API treats a known id as a duplicate) — except a task with an
+ * idempotency, debounce or singleton key, whose key does that (docs/uniqueness-and-expiry.md).
  *
  * Prints the task ids in input order (a deduplicated task's id is the existing task's), or with --json
  * one document `{ queue, created, deduplicated, tasks: [{ id, state, deduplicated }] }`; a summary goes
@@ -70,7 +73,31 @@ export const enqueue: Command = {
     },
     delay: { type: "string", value: "S", description: "due after this long (90, 15m, 2h)", default: "now" },
     "run-at": { type: "string", value: "ISO", description: "due at this time (ISO 8601 with a zone)" },
+    "expires-in": {
+      type: "string",
+      value: "S",
+      description: "start deadline from now: not started by then, the task ends expired (90, 15m, 2h)",
+    },
+    "start-by": { type: "string", value: "ISO", description: "start deadline as a time (ISO 8601 with a zone)" },
     "dedupe-key": { type: "string", value: "K", description: "skip the task while a live task holds this key" },
+    "idempotency-key": {
+      type: "string",
+      value: "K",
+      description: "within --window of the key's first task, answer that task instead of making another",
+    },
+    "debounce-key": {
+      type: "string",
+      value: "K",
+      description: "run --window after the key's latest enqueue, with the latest payload",
+    },
+    "singleton-key": { type: "string", value: "K", description: "one task of the key at a time" },
+    window: { type: "string", value: "S", description: "the idempotency or debounce window (90, 15m, 2h)" },
+    "while-running": {
+      type: "string",
+      value: "P",
+      description: "singleton: skip (answer the running task) or replace (queue one behind it)",
+      default: "skip",
+    },
     group: { type: "string", value: "G", description: "the tasks' group (cancel and redrive by group)" },
     key: { type: "string", value: "K", description: "the tasks' flow-control key (a tenant, an account)" },
     "max-attempts": {
@@ -128,8 +155,55 @@ function taskDefaults(ctx: CommandContext): Partial<NewTask> {
     group: stringFlag(ctx, "group"),
     key: stringFlag(ctx, "key"),
     max_attempts: intFlag(ctx, enqueue, "max-attempts", { min: 1, max: MAX_ATTEMPTS_LIMIT }),
+    ...deadlineFlags(ctx),
+    ...keyFlags(ctx),
   };
   return Object.fromEntries(Object.entries(defaults).filter(([, v]) => v !== undefined));
+}
+
+/** --expires-in or --start-by: the task's start deadline. */
+function deadlineFlags(ctx: CommandContext): Partial<NewTask> {
+  const expiresIn = durationFlag(ctx, enqueue, "expires-in");
+  const startBy = isoFlag(ctx, enqueue, "start-by");
+  if (expiresIn !== undefined && startBy !== undefined) {
+    throw usageError(enqueue, "give --expires-in or --start-by, not both");
+  }
+  return { expires_in_s: expiresIn, start_by: startBy };
+}
+
+/** --idempotency-key, --debounce-key or --singleton-key, with --window or --while-running. */
+function keyFlags(ctx: CommandContext): Partial<NewTask> {
+  const idempotency = stringFlag(ctx, "idempotency-key");
+  const debounce = stringFlag(ctx, "debounce-key");
+  const singleton = stringFlag(ctx, "singleton-key");
+  const given = [idempotency, debounce, singleton].filter((k) => k !== undefined);
+  if (given.length > 1) throw usageError(enqueue, "give one of --idempotency-key, --debounce-key, --singleton-key");
+  const window = durationFlag(ctx, enqueue, "window");
+  const whileRunning = stringFlag(ctx, "while-running");
+  if ((idempotency !== undefined || debounce !== undefined) && window === undefined) {
+    throw usageError(enqueue, `--${idempotency !== undefined ? "idempotency" : "debounce"}-key needs --window`);
+  }
+  if (window !== undefined && idempotency === undefined && debounce === undefined) {
+    throw usageError(enqueue, "--window goes with --idempotency-key or --debounce-key");
+  }
+  if (whileRunning !== undefined && singleton === undefined) {
+    throw usageError(enqueue, "--while-running goes with --singleton-key");
+  }
+  if (whileRunning !== undefined && whileRunning !== "skip" && whileRunning !== "replace") {
+    throw usageError(enqueue, "--while-running: skip or replace");
+  }
+  if (idempotency !== undefined) return { idempotency: { key: idempotency, window_s: window! } };
+  if (debounce !== undefined) return { debounce: { key: debounce, window_s: window! } };
+  if (singleton !== undefined) {
+    return { singleton: { key: singleton, while_running: (whileRunning ?? "skip") as "skip" | "replace" } };
+  }
+  return {};
+}
+
+/** A task with an idempotency, debounce or singleton key: the key is its idempotence (the API takes no id with
+ * it), so no id is made for it here. */
+function keyed(task: NewTask): boolean {
+  return task.idempotency !== undefined || task.debounce !== undefined || task.singleton !== undefined;
 }
 
 function parsePayload(raw: string): unknown {
@@ -140,13 +214,21 @@ function parsePayload(raw: string): unknown {
   }
 }
 
-/** A line's task with the flags' defaults for what it lacks; a line's own delay_s or run_at wins over both. */
+/** Fields of which a line gives one: its own wins over the flags' defaults for all of them. */
+const ALTERNATIVES = [
+  ["delay_s", "run_at"],
+  ["expires_in_s", "start_by"],
+  ["idempotency", "debounce", "singleton"],
+];
+
+/** A line's task with the flags' defaults for what it lacks; a line's own delay_s or run_at wins over both
+ * (and so for a deadline, and a key). */
 function withDefaults(task: Record<string, unknown>, defaults: Partial<NewTask>): Record<string, unknown> {
-  const timed = "delay_s" in task || "run_at" in task;
   const merged: Record<string, unknown> = { ...task };
+  const taken = ALTERNATIVES.filter((names) => names.some((name) => name in task)).flat();
   for (const [key, value] of Object.entries(defaults)) {
     if (key in merged) continue;
-    if (timed && (key === "delay_s" || key === "run_at")) continue;
+    if (taken.includes(key)) continue;
     merged[key] = value;
   }
   return merged;
@@ -261,7 +343,7 @@ async function send(
 ): Promise<Outcome[]> {
   const ours = new Set<string>();
   for (const { task } of tasks) {
-    if (task.id === undefined) {
+    if (task.id === undefined && !keyed(task)) {
       task.id = nextId();
       ours.add(task.id);
     }

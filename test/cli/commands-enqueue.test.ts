@@ -217,4 +217,54 @@ describe("edgeq enqueue", () => {
     expect(missing.stderr).toContain("/nonexistent/tasks.jsonl");
     expect(await counts(queue)).toMatchObject({ pending: 0 });
   });
+
+  it("takes a start deadline and an idempotency key; the key's second enqueue answers the first task", async () => {
+    const queue = uniqueQueue();
+    const first = await edgeq([
+      "enqueue",
+      queue,
+      '{"n":1}',
+      "--idempotency-key",
+      "order-7",
+      "--window",
+      "10m",
+      "--expires-in",
+      "1h",
+      "--json",
+    ]);
+    expect(first.code, first.stderr).toBe(EXIT.ok);
+    const again = await edgeq([
+      "enqueue",
+      queue,
+      '{"n":2}',
+      "--idempotency-key",
+      "order-7",
+      "--window",
+      "10m",
+      "--json",
+    ]);
+    expect(again.code, again.stderr).toBe(EXIT.ok);
+    const [a, b] = [first, again].map(
+      (run) => (JSON.parse(run.stdout) as { tasks: Array<{ id: string; deduplicated: boolean }> }).tasks[0]!,
+    );
+    expect(b).toMatchObject({ id: a!.id, deduplicated: true });
+    const task = await expectOk(await api().v1.tasks[":id"].$get({ param: { id: a!.id } }));
+    expect(task.start_by).not.toBeNull();
+    expect(await counts(queue)).toMatchObject({ pending: 1 });
+  });
+
+  it("refuses a key or deadline flag without its partner, or two of a kind, with the usage exit code", async () => {
+    const queue = uniqueQueue();
+    for (const args of [
+      ["enqueue", queue, "--idempotency-key", "k"],
+      ["enqueue", queue, "--window", "5"],
+      ["enqueue", queue, "--singleton-key", "k", "--while-running", "cancel"],
+      ["enqueue", queue, "--debounce-key", "k", "--singleton-key", "k", "--window", "5"],
+      ["enqueue", queue, "--expires-in", "5", "--start-by", "2030-01-01T00:00:00Z"],
+    ]) {
+      const run = await edgeq(args);
+      expect(run.code, args.join(" ")).toBe(EXIT.usage);
+    }
+    expect(await counts(queue)).toMatchObject({ pending: 0 });
+  });
 });
