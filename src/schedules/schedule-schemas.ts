@@ -20,6 +20,7 @@ export const ScheduledTaskSchema = z
     key: task.key,
     max_attempts: task.max_attempts,
     dedupe_key: task.dedupe_key,
+    expires_in_s: task.expires_in_s,
   })
   .openapi("ScheduledTask");
 

@@ -82,7 +82,7 @@ export async function triggerSchedule(
   const row = await getSchedule(db, name);
   const task = JSON.parse(row.task) as ScheduledTask;
   const id = await slotTaskId(name, now);
-  const enqueued = await store.enqueue(row.queue, [scheduledTaskInput(task, id)], now);
+  const enqueued = await store.enqueue(row.queue, [scheduledTaskInput(task, id, now)], now);
   const { tasks } = enqueued;
   await db.run(sql`UPDATE schedules SET last_slot_at = ${now}, last_task_id = ${tasks[0]!.id},
       last_outcome = 'enqueued', last_error = NULL, updated_at = ${now} WHERE name = ${name}`);

@@ -15,10 +15,14 @@ export interface ScheduledTask {
   key?: string;
   max_attempts?: number;
   dedupe_key?: string;
+  /** Each slot's task's start deadline, from its enqueue: not started by then, it ends expired. */
+  expires_in_s?: number;
 }
 
-/** The task one firing enqueues: the schedule's task under the id derived from (schedule, slot). */
-export function scheduledTaskInput(task: ScheduledTask, id: string, runAt?: number): NewTask {
+/** The task one firing (or trigger) at `now` enqueues: the schedule's task under the id derived from
+ * (schedule, slot), due now. Keys of uniqueness over time do not go in a template: a slot's id is already its
+ * idempotence, and `overlap: skip` is a singleton's skip. */
+export function scheduledTaskInput(task: ScheduledTask, id: string, now: number): NewTask {
   return {
     id,
     type: task.type,
@@ -28,7 +32,8 @@ export function scheduledTaskInput(task: ScheduledTask, id: string, runAt?: numb
     key: task.key,
     maxAttempts: task.max_attempts,
     dedupeKey: task.dedupe_key,
-    runAt,
+    runAt: now,
+    startBy: task.expires_in_s === undefined ? undefined : now + Math.round(task.expires_in_s * 1000),
   };
 }
 

@@ -6,7 +6,7 @@ import { fireDueSchedules } from "../../src/schedules/fire-schedules";
 import { putSchedule } from "../../src/schedules/schedule-service";
 import { getSchedule } from "../../src/schedules/schedule-store";
 import { slotTaskId } from "../../src/schedules/slot-id";
-import { db, T0, uniqueQueue } from "../helpers";
+import { db, row, T0, uniqueQueue } from "../helpers";
 import { dropSchedule, fireAt, fireEachSlot, storeRefusedSchedule, tasksOf } from "./support";
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -57,6 +57,16 @@ describe("schedule firing", () => {
       "2026-10-26T01:30:00.000Z", // 02:30 CET
     ]);
     expect(await tasksOf(queue)).toHaveLength(7);
+    await dropSchedule(name);
+  });
+
+  it("gives each slot's task the template's start deadline, from the slot it fired at", async () => {
+    const name = uniqueQueue("sched");
+    const queue = uniqueQueue();
+    await putSchedule(db(), name, { queue, cron: "@every 30s", overlap: "allow", task: { expires_in_s: 20 } }, T0 + 1);
+    await fireAt(name, T0 + 30_000);
+    const [task] = await tasksOf(queue);
+    expect((await row(task!.id)).startBy).toBe(T0 + 50_000);
     await dropSchedule(name);
   });
 
