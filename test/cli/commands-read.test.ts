@@ -144,6 +144,7 @@ describe("edgeq status", () => {
       completed: 1,
       dead: 1,
       cancelled: 0,
+      expired: 0,
     });
     const after = await expectOk(await api().v1.queues.$get());
     expect(body.queues.find((q) => q.queue === queue)).toEqual(after.queues.find((q) => q.queue === queue));

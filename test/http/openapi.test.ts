@@ -237,6 +237,12 @@ describe("the OpenAPI document", () => {
         "then",
         "depends_on",
         "on_dependency_failure",
+        // Start deadlines and uniqueness over time (docs/uniqueness-and-expiry.md).
+        "start_by",
+        "expires_in_s",
+        "idempotency",
+        "debounce",
+        "singleton",
       ].sort(),
     );
     // Enqueue: one task, or a batch whose documented size limit is the engine's.
