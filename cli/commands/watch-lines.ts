@@ -105,8 +105,8 @@ export class QueueLine {
     this.finishedAtStart ??= finished;
     const elapsed = (now - this.startedAt) / 1000;
     const rate = elapsed >= MIN_RATE_HISTORY_S ? Math.max(0, finished - this.finishedAtStart) / elapsed : 0;
-    // dead, cancelled and expired only when there are any: the line fits in LINE_COLUMNS.
-    const rare = new Set<string>(["dead", "cancelled", "expired"]);
+    // waiting, dead, cancelled and expired only when there are any: the line fits in LINE_COLUMNS.
+    const rare = new Set<string>(["waiting", "dead", "cancelled", "expired"]);
     const shown = TASK_STATES.filter((s) => !rare.has(s) || (c[s] ?? 0) > 0);
     const counts = shown.map((s) => `${s} ${c[s] ?? 0}`).join("  ");
     const tail = `${finished}/${total} finished  ${counts}${rateAndEta(rate, c.pending + c.processing)}`;

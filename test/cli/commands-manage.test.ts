@@ -141,7 +141,15 @@ describe("edgeq purge", () => {
 
     const before = await edgeq(["purge", queue, "--before", new Date(Date.now() + 60_000).toISOString(), "--json"]);
     expect(JSON.parse(before.stdout)).toEqual({ purged: 1 });
-    expect(await counts(queue)).toEqual({ pending: 0, processing: 0, completed: 0, dead: 0, cancelled: 0, expired: 0 });
+    expect(await counts(queue)).toEqual({
+      pending: 0,
+      waiting: 0,
+      processing: 0,
+      completed: 0,
+      dead: 0,
+      cancelled: 0,
+      expired: 0,
+    });
 
     for (const args of [
       ["purge", queue],

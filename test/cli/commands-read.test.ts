@@ -140,6 +140,7 @@ describe("edgeq status", () => {
     const body = JSON.parse(all.stdout) as { queues: Array<{ queue: string; counts: Record<string, number> }> };
     expect(body.queues.find((q) => q.queue === queue)?.counts).toEqual({
       pending: 2,
+      waiting: 0,
       processing: 0,
       completed: 1,
       dead: 1,
@@ -154,8 +155,10 @@ describe("edgeq status", () => {
     for (const q of stayed) expect(listed, q.queue).toContain(q.queue);
 
     const table = await edgeq(["status"]);
-    expect(table.stdout).toMatch(/^QUEUE\s+PENDING\s+PROCESSING\s+COMPLETED\s+DEAD\s+CANCELLED\s+TOTAL$/m);
-    expect(table.stdout).toMatch(new RegExp(`^${queue}\\s+2\\s+0\\s+1\\s+1\\s+0\\s+4$`, "m"));
+    expect(table.stdout).toMatch(
+      /^QUEUE\s+PENDING\s+WAITING\s+PROCESSING\s+COMPLETED\s+DEAD\s+CANCELLED\s+EXPIRED\s+TOTAL$/m,
+    );
+    expect(table.stdout).toMatch(new RegExp(`^${queue}\\s+2\\s+0\\s+0\\s+1\\s+1\\s+0\\s+0\\s+4$`, "m"));
 
     const one = await edgeq(["status", queue, "--json"]);
     const stats = await expectOk(await api().v1.queues[":queue"].stats.$get({ param: { queue }, query: {} }));

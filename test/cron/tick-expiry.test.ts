@@ -2,14 +2,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { runTick } from "../../src/cron/tick";
 import { d1TaskStore } from "../../src/engine/d1-store";
-import { T0, queueDb, row, uniqueQueue } from "../helpers";
-
-const DAY = 86_400_000;
+import { queueDb, row, uniqueQueue } from "../helpers";
+import { clockRange } from "../support/clock-range";
 
 describe("the cron tick and start deadlines", () => {
   it("ends tasks not started by their deadline as expired, counts them, and leaves the rest", async () => {
-    // A day of its own, far from the other tick tests' (each file has its own storage anyway).
-    const start = T0 + 700 * DAY;
+    // The tick sweeps every queue: the file's own clock range (test/support/clock-range.ts).
+    const start = clockRange("cron/tick-expiry").day(1);
     await runTick(env, start);
     const queue = uniqueQueue("tick-expiry");
     const store = d1TaskStore(await queueDb(queue));

@@ -1,13 +1,14 @@
 import { expect, it } from "vitest";
-import { T0, uniqueQueue } from "../helpers";
+import { uniqueQueue } from "../helpers";
+import { clockRange } from "../support/clock-range";
 import { storeFixtures } from "./conformance/fixtures";
 import { describeStore } from "./conformance/store-kinds";
 
 // Start deadlines (src/engine/expire.ts, src/engine/redelivery.ts). The expiry pass works over every queue
-// of the database, so each test runs in a time range of its own (`at(n)`), ten days from the next, and looks
-// at its own queue's tasks only.
-const DAY = 24 * 3600 * 1000;
-const at = (n: number) => T0 + 1000 * DAY + n * 10 * DAY;
+// of the database, so the file works in a clock range of its own (test/support/clock-range.ts), each test
+// ten days from the next, and looks at its own queue's tasks only.
+const clock = clockRange("engine/expiry");
+const at = (n: number) => clock.day(n * 10);
 
 describeStore("start deadlines", (kind) => {
   const { store, enqueueMany, enqueueOne, lease, leaseOne, row } = storeFixtures(kind);

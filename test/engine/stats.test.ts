@@ -38,7 +38,7 @@ describeStore("queueStats", (kind) => {
     expect(Object.keys(stats.counts).sort()).toEqual([...TASK_STATES].sort());
     expect(stats).toEqual({
       queue,
-      counts: { pending: 3, processing: 1, completed: 1, dead: 1, cancelled: 1, expired: 0 },
+      counts: { pending: 3, waiting: 0, processing: 1, completed: 1, dead: 1, cancelled: 1, expired: 0 },
       due: 2,
       oldest_due_at: T0 + 40,
     });
@@ -50,7 +50,15 @@ describeStore("queueStats", (kind) => {
 
   it("reports every state as zero for an unknown queue", async () => {
     const stats = await store().queueStats(uniqueQueue(), {}, T0);
-    expect(stats.counts).toEqual({ pending: 0, processing: 0, completed: 0, dead: 0, cancelled: 0, expired: 0 });
+    expect(stats.counts).toEqual({
+      pending: 0,
+      waiting: 0,
+      processing: 0,
+      completed: 0,
+      dead: 0,
+      cancelled: 0,
+      expired: 0,
+    });
     expect(stats).toMatchObject({ due: 0, oldest_due_at: null });
   });
 
@@ -64,7 +72,7 @@ describeStore("queueStats", (kind) => {
     ]);
     expect(await store().queueStats(queue, { group: "g" }, T0 + 100)).toEqual({
       queue,
-      counts: { pending: 2, processing: 0, completed: 0, dead: 0, cancelled: 0, expired: 0 },
+      counts: { pending: 2, waiting: 0, processing: 0, completed: 0, dead: 0, cancelled: 0, expired: 0 },
       due: 2,
       oldest_due_at: T0 + 5,
     });
@@ -91,6 +99,7 @@ describeStore("listQueues", (kind) => {
     expect(names).toEqual([...names].sort((x, y) => x.localeCompare(y)));
     expect(all.find((q) => q.queue === withTasks)?.counts).toEqual({
       pending: 3,
+      waiting: 0,
       processing: 1,
       completed: 1,
       dead: 1,
@@ -99,6 +108,7 @@ describeStore("listQueues", (kind) => {
     });
     expect(all.find((q) => q.queue === configuredOnly)?.counts).toEqual({
       pending: 0,
+      waiting: 0,
       processing: 0,
       completed: 0,
       dead: 0,

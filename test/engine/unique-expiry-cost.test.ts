@@ -1,12 +1,13 @@
 import { expect, it } from "vitest";
-import { T0, uniqueQueue } from "../helpers";
+import { uniqueQueue } from "../helpers";
+import { clockRange } from "../support/clock-range";
 import { describeStore } from "./conformance/store-kinds";
 
 // The rows a key and a start deadline add (the store's CostPromise, test/engine/conformance/store-kinds.ts),
 // measured with the store's own meter (for D1, D1's `meta.rows_written`), and what they leave unchanged:
-// a plain task's life costs what test/engine/cost.test.ts holds it to. Own time range: the expiry pass
-// reads every queue's due deadlines.
-const t = T0 + 5000 * 24 * 3600 * 1000;
+// a plain task's life costs what test/engine/cost.test.ts holds it to. Own clock range (test/support/clock-range.ts):
+// the expiry pass reads every queue's due deadlines.
+const t = clockRange("engine/unique-expiry-cost").day(1);
 const n = 100;
 
 describeStore("rows written by keys and deadlines", (kind) => {

@@ -29,7 +29,7 @@ interface Stats {
   oldest_due_at: string | null;
 }
 
-const noCounts = { pending: 0, processing: 0, completed: 0, dead: 0, cancelled: 0, expired: 0 };
+const noCounts = { pending: 0, waiting: 0, processing: 0, completed: 0, dead: 0, cancelled: 0, expired: 0 };
 
 describe("listing tasks", () => {
   it("walks every task exactly once, in creation order, with limit and cursor", async () => {
@@ -101,7 +101,7 @@ describe("stats and the queue list", () => {
     expect(all.status).toBe(200);
     expect(all.body).toEqual({
       queue,
-      counts: { pending: 3, processing: 1, completed: 1, dead: 1, cancelled: 1, expired: 0 },
+      counts: { pending: 3, waiting: 0, processing: 1, completed: 1, dead: 1, cancelled: 1, expired: 0 },
       due: 2,
       oldest_due_at: oldest,
     });

@@ -46,6 +46,10 @@ export const CLOCK_RANGE_FILES = [
   "metrics/counters",
   "engine/counters",
   "engine/d1/counters-fold",
+  "engine/expiry",
+  "engine/unique-keys",
+  "engine/unique-expiry-cost",
+  "cron/tick-expiry",
 ] as const;
 
 /**
