@@ -162,6 +162,11 @@ async function followAcks(
     else events.set(queue, [event]);
   };
   for (const [i, outcome] of outcomes.entries()) {
+    // A freed flow slot (a keyed task of a queue limiting concurrency or ordering its keys): the queue's
+    // waiting polls and push dispatch may lease the key's next task now (docs/flow-control.md).
+    if (outcome.frees_flow_slot && outcome.queue !== undefined && outcome.queue !== drainedQueue) {
+      note(outcome.queue, await partOfTask(env, outcome.queue, outcome.id), clock());
+    }
     if (!outcome.ok) continue;
     const ownQueueWoken = outcome.queue !== drainedQueue;
     // A retry, and a child of the same queue (created with its parent's slot), are on the parent's

@@ -22,8 +22,11 @@ export type AckOutcome =
       repeated: boolean;
       /** The lease's new expiry, for writes that keep the lease (extend). */
       lease_expires_at: number | null;
+      /** The write ended or handed back an attempt holding a flow slot (flowSlotReturningSql): tasks of its
+       * queue waiting for that slot may be leasable now. */
+      frees_flow_slot?: boolean;
     }
-  | { id: string; ok: false; error: EdgeqError };
+  | { id: string; ok: false; error: EdgeqError; frees_flow_slot?: boolean; queue?: string };
 
 /** The holder writes that end a lease, recorded in `acked_with` so a repeat is recognised. */
 export type AckKind = "complete" | "fail" | "release";
@@ -85,6 +88,8 @@ interface UpdatedRow {
   lease_expires_at?: number | null;
   type?: string;
   started_at?: number | null;
+  /** flowSlotReturningSql's answer, from the writes that return it. */
+  flow_slot?: number;
 }
 
 /** A fenced item: the task and the lease token its holder was given. */
@@ -277,6 +282,7 @@ export async function applyFencedUpdate(
         id: item.id,
         ok: false,
         error: new TaskCancelledError(item.id),
+        ...(row.flow_slot === 1 && !repeated ? { frees_flow_slot: true, queue: row.queue } : {}),
       };
     }
     return {
@@ -289,6 +295,7 @@ export async function applyFencedUpdate(
       ...(statements.dependents ? { dependents: repeated ? [] : (dependentsOf.get(item.id) ?? []) } : {}),
       repeated,
       lease_expires_at: row.lease_expires_at ?? null,
+      ...(row.flow_slot === 1 && !repeated ? { frees_flow_slot: true } : {}),
     };
   });
 }

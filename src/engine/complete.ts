@@ -2,6 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { encodeTime } from "ulid";
 import type { Db } from "../db/client";
 import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
+import { flowSlotReturningSql } from "./flow-control";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { storedJsonError } from "../contracts/json-value";
 import { countersSpec, countersUpsertSql } from "./counters";
@@ -116,7 +117,7 @@ export async function completeTasks(
         updated_at = ${now}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
-      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at`,
+      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, ${flowSlotReturningSql()}`,
             after: enqueueChildrenSql(ackNonce, fences, now),
             dependents: settledDependentsSql(fences, now),
             countBefore: countCompletionSql(fences, now, scope),

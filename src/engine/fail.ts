@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
+import { flowSlotReturningSql } from "./flow-control";
 import { EdgeqError } from "../contracts/errors";
 import { jsonValueProblem } from "../contracts/json-value";
 import { MAX_ERROR_MESSAGE_CHARS } from "../contracts/limits";
@@ -53,7 +54,7 @@ export async function failTasks(db: Db, items: FailItem[], now: number, scope: A
             acked_with = ${ackedWithSql("fail", sql`j.value->>'lease_token'`)}
           FROM json_each(${json}) AS j
           WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
-          RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.type, tasks.started_at`,
+          RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.type, tasks.started_at, ${flowSlotReturningSql()}`,
           count: { now, attempt: true },
           dependents: settledDependentsSql(fences(), now),
         }),

@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { QUEUE_ROW_KEY } from "./flow-lease";
 
@@ -117,4 +117,46 @@ export async function readQueueFlow(db: Db, queue: string, limit: number, now: n
       tokens: r.tokens,
     })),
   };
+}
+
+/**
+ * For a holder write's RETURNING (complete, fail, release): whether the task it ended or handed back held a
+ * flow slot another task may be waiting for — a keyed task of a queue whose config limits concurrency or
+ * orders keys (the default's or any named key's) — as `flow_slot`. The effects owner then wakes the queue's
+ * coordinator (its long polls and push dispatch) at once, instead of at the poll's end. Reads the queue's row
+ * only for keyed tasks: an unkeyed task's ack reads and writes what it did.
+ */
+export function flowSlotReturningSql(): SQL {
+  const limited = sql`coalesce(f ->> '$.default.concurrency', 0) > 0 OR coalesce(f ->> '$.default.ordered', 0) = 1
+    OR EXISTS (SELECT 1 FROM json_each(f, '$.keys') k
+      WHERE coalesce(k.value ->> '$.concurrency', 0) > 0 OR coalesce(k.value ->> '$.ordered', 0) = 1)`;
+  return sql`CASE WHEN tasks.flow_key IS NULL THEN 0 ELSE coalesce((SELECT ${limited}
+    FROM (SELECT flow AS f FROM queues WHERE name = tasks.queue AND flow IS NOT NULL)), 0) END AS flow_slot`;
+}
+
+/**
+ * The times at which a rate-limited key of `queue` with due tasks (or the queue itself, under its own rate)
+ * gets its next whole token, as a SELECT of `at` for nextRunAt's union: a lease that came back short for
+ * want of tokens is answered then — the coordinator's alarm fires at it while polls wait or push dispatch
+ * runs. Only buckets a lease has spent below one token are looked at (their flow_keys rows); a queue
+ * without a flow config reads its queue row and nothing else. Rounded up: at that millisecond the token is
+ * whole.
+ */
+export function flowTokenTimesSql(queue: string, now: number): SQL {
+  return sql`SELECT CAST(t AS INTEGER) + (t > CAST(t AS INTEGER)) AS at FROM (
+      SELECT refilled_at + (1 - tokens) * (CASE r ->> '$.per' WHEN 'minute' THEN 60000.0 ELSE 1000.0 END)
+        / (r ->> '$.count') AS t
+      FROM (SELECT fk.key, fk.tokens, fk.refilled_at,
+          CASE WHEN fk.key = ${QUEUE_ROW_KEY} THEN q.flow -> '$.rate'
+            ELSE (SELECT CASE WHEN json_type(ov, '$.rate') IS NOT NULL THEN ov -> '$.rate' ELSE q.flow -> '$.default.rate' END
+              FROM (SELECT (SELECT value FROM json_each(q.flow, '$.keys') WHERE key = fk.key) AS ov)) END AS r
+        FROM queues q JOIN flow_keys fk ON fk.queue = q.name
+        WHERE q.name = ${queue} AND q.flow IS NOT NULL AND fk.tokens < 1 AND fk.paused = 0
+          AND CASE WHEN fk.key = ${QUEUE_ROW_KEY}
+            THEN EXISTS (SELECT 1 FROM tasks WHERE tasks.queue = ${queue} AND tasks.finished_at IS NULL
+              AND tasks.state = 'pending' AND tasks.run_at <= ${now})
+            ELSE EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_keyed WHERE tasks.queue = ${queue}
+              AND tasks.flow_key = fk.key AND tasks.flow_key IS NOT NULL AND tasks.finished_at IS NULL
+              AND tasks.state = 'pending' AND tasks.run_at <= ${now}) END)
+      WHERE r ->> '$.count' > 0)`;
 }

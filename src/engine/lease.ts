@@ -4,6 +4,7 @@ import { recordCounters, type CounterEvent } from "./counters";
 import { EdgeqError } from "../contracts/errors";
 import { CLAIM_WINDOW_S, MAX_BATCH, MAX_PRIORITY } from "../contracts/limits";
 import { flowLeaseSql } from "./flow-lease";
+import { flowTokenTimesSql } from "./flow-control";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
 import type { StoredTask } from "./stored-task";
@@ -224,7 +225,8 @@ export function leaseOrder(a: LeaseOrdered, b: LeaseOrdered): number {
  * The earliest time after `now` at which one of the queue's live tasks becomes leasable, or null: when
  * the coordinator's alarm should next fire. Always counts pending tasks (a delayed or retried task's
  * run_at); with `leases`, also tasks held under a lease (an unclaimed provisional lease's claim_by, an
- * expired lease's backoff) — worth an alarm only while someone waits for them (long polls, push mode).
+ * expired lease's backoff) and a rate-limited flow key's next token (flowTokenTimesSql) — worth an alarm
+ * only while someone waits for them (long polls, push mode).
  */
 export async function nextRunAt(
   db: Db,
@@ -233,8 +235,10 @@ export async function nextRunAt(
   opts: { leases?: boolean } = {},
 ): Promise<number | null> {
   const states = opts.leases ? sql`` : sql` AND state = 'pending'`;
+  // While someone waits, also a rate-limited key's next token (flow control): its due tasks are leasable then.
+  const tokens = opts.leases ? sql` UNION ALL ${flowTokenTimesSql(queue, now)}` : sql``;
   const row = await db.get<{ next: number | null }>(sql`SELECT min(at) AS next FROM (
-      SELECT ${leasableAtSql()} AS at FROM tasks WHERE queue = ${queue} AND finished_at IS NULL${states}
+      SELECT ${leasableAtSql()} AS at FROM tasks WHERE queue = ${queue} AND finished_at IS NULL${states}${tokens}
     ) WHERE at > ${now}`);
   return row?.next ?? null;
 }

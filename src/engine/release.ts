@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
+import { flowSlotReturningSql } from "./flow-control";
 
 /**
  * Hands leased tasks back unfinished: pending again at once, the attempt not counted (a worker shutting
@@ -32,7 +33,7 @@ export async function releaseTasks(
         updated_at = ${now}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
-      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.type, tasks.started_at`,
+      RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, tasks.type, tasks.started_at, ${flowSlotReturningSql()}`,
       count: { now, attempt: false },
     }),
     scope,
