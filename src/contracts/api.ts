@@ -452,11 +452,30 @@ export const PurgeBody = z
 
 export const StateCounts = z.record(State, z.number().int());
 
+/** A key of a queue as its stats show it (flow control, docs/flow-control.md). */
+export const FlowKeyStats = z
+  .object({
+    key: z.string(),
+    due: z.number().int().openapi({ description: "pending tasks due now" }),
+    running: z.number().int().openapi({ description: "tasks processing under a live lease" }),
+    paused: z.boolean(),
+    concurrency: z.number().int().nullable().openapi({ description: "the key's concurrency limit; null: none" }),
+    at_limit: z.boolean().openapi({ description: "running at its concurrency limit (ordered: one running)" }),
+    tokens: z.number().int().nullable().openapi({ description: "whole tokens of its rate now; null: no rate" }),
+  })
+  .openapi("FlowKeyStats");
+
 export const QueueStatsResponse = z.object({
   queue: z.string(),
   counts: StateCounts,
   due: z.number().int(),
   oldest_due_at: z.string().nullable(),
+  flow: z
+    .object({
+      paused: z.boolean().openapi({ description: "the whole queue is paused" }),
+      keys: z.array(FlowKeyStats).openapi({ description: "the busiest keys (most due, then running), at most 20" }),
+    })
+    .openapi({ description: "flow control: the queue's pause and its busiest keys" }),
 });
 
 export const QueueListResponse = z.object({

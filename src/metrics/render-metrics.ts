@@ -3,11 +3,17 @@ import { COUNTERS } from "../db/schema";
 import { sumCounters } from "../engine/counters";
 import { bucketColumn, HISTOGRAM_BOUNDS_S } from "../db/histogram-buckets";
 import { liveFigures } from "../engine/live-figures";
+import { flowFigures, mergeFlowFigures } from "../engine/flow-figures";
 import { mergeShardRows } from "../shards/cross-shard";
 import { HEALTH_STATUSES } from "../health/evaluate";
 import { DEFAULTS_KEY, readHealthRows } from "../health/health-store";
 import { listSchedules, NEVER } from "../schedules/schedule-store";
 import { Exposition } from "./exposition";
+import { STATS_TOP_KEYS } from "../shards/flow-ops";
+
+/** Keys per queue with series of their own: the stats' top keys (src/shards/flow-ops.ts, why 20), so a
+ * deployment of 100 queues stays within a few thousand series however many tenants it has. */
+const METRICS_TOP_KEYS = STATS_TOP_KEYS;
 
 const COUNTER_HELP: Record<(typeof COUNTERS)[number], string> = {
   enqueued: "Tasks created (enqueue and then-children), by queue and type.",
@@ -36,13 +42,16 @@ export async function renderMetrics(
   extra?: (out: Exposition) => void,
   taskDbs: Db[] = [db],
 ): Promise<string> {
-  const [live, sums, health, schedules] = await Promise.all([
+  const [live, sums, health, schedules, flow] = await Promise.all([
     Promise.all(taskDbs.map((d) => liveFigures(d, now))).then((all) =>
       mergeShardRows(all, ["queue"], ["oldest_due_at"]),
     ),
     Promise.all(taskDbs.map((d) => sumCounters(d))).then((all) => mergeShardRows(all, ["queue", "type"])),
     readHealthRows(db),
     listSchedules(db),
+    Promise.all(taskDbs.map((d) => flowFigures(d, now, METRICS_TOP_KEYS))).then((all) =>
+      mergeFlowFigures(all, METRICS_TOP_KEYS),
+    ),
   ]);
   const out = new Exposition();
 
@@ -129,6 +138,21 @@ export async function renderMetrics(
     "1 when a schedule's last firing could not enqueue its task (the error is on the schedule), else 0.",
   );
   for (const s of schedules) failing.sample({ schedule: s.name, queue: s.queue }, s.last_outcome === "error" ? 1 : 0);
+  const keyDue = out.family(
+    "edgeq_key_due",
+    "gauge",
+    `Due pending tasks of a queue's ${METRICS_TOP_KEYS} busiest keys (flow control); key="_other" sums the rest.`,
+  );
+  for (const k of flow.keys) keyDue.sample({ queue: k.queue, key: k.key }, k.due);
+  const keyRunning = out.family(
+    "edgeq_key_running",
+    "gauge",
+    `Processing tasks of a queue's ${METRICS_TOP_KEYS} busiest keys; key="_other" sums the rest.`,
+  );
+  for (const k of flow.keys) keyRunning.sample({ queue: k.queue, key: k.key }, k.running);
+  const paused = out.family("edgeq_queue_paused", "gauge", "1 for a queue paused as a whole (flow control).");
+  for (const queue of flow.pausedQueues) paused.sample({ queue }, 1);
+
   extra?.(out);
   return out.render();
 }

@@ -27,9 +27,13 @@ interface Stats {
   counts: Record<string, number>;
   due: number;
   oldest_due_at: string | null;
+  flow: unknown;
 }
 
 const noCounts = { pending: 0, waiting: 0, processing: 0, completed: 0, dead: 0, cancelled: 0, expired: 0 };
+
+/** The stats' flow control of a queue with no keyed tasks and no pause (the whole queue's, whatever group). */
+const noFlow = { paused: false, keys: [] };
 
 describe("listing tasks", () => {
   it("walks every task exactly once, in creation order, with limit and cursor", async () => {
@@ -104,6 +108,7 @@ describe("stats and the queue list", () => {
       counts: { pending: 3, waiting: 0, processing: 1, completed: 1, dead: 1, cancelled: 1, expired: 0 },
       due: 2,
       oldest_due_at: oldest,
+      flow: noFlow,
     });
     const group = await call<Stats>("GET", `/v1/queues/${queue}/stats?group=g`);
     expect(group.body).toEqual({
@@ -111,13 +116,14 @@ describe("stats and the queue list", () => {
       counts: { ...noCounts, pending: 1, processing: 1, dead: 1 },
       due: 1,
       oldest_due_at: oldest,
+      flow: noFlow,
     });
   });
 
   it("reports an unknown queue as empty", async () => {
     const queue = uniqueQueue("stats");
     const res = await call<Stats>("GET", `/v1/queues/${queue}/stats`);
-    expect(res.body).toEqual({ queue, counts: noCounts, due: 0, oldest_due_at: null });
+    expect(res.body).toEqual({ queue, counts: noCounts, due: 0, oldest_due_at: null, flow: noFlow });
   });
 
   it("lists queues with tasks or a stored config, with their counts", async () => {

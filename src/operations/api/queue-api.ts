@@ -27,10 +27,20 @@ import type { OperationContext } from "../context";
 import { EdgeqError } from "../../contracts/errors";
 import { BulkBody, BulkResponse } from "../../contracts/bulk";
 import { bulkAction } from "../bulk";
+import { queueFlowOf, STATS_TOP_KEYS } from "../../shards/flow-ops";
+import type { QueueFlowState } from "../../engine/flow-control";
 import { cancelQueue, pauseFlow, redrive } from "../queue";
 import { defineOperation, jsonInput, queryInput } from "./define";
 
 /** The API's operations on a queue's tasks (`/v1/queues/{queue}/…`; RPC `enqueue(queue, body)`, …). */
+
+/** A queue's flow state as its stats show it (snake_case, as the API speaks). */
+function flowStatsView({ paused, keys }: QueueFlowState) {
+  return {
+    paused,
+    keys: keys.map(({ atLimit, ...k }) => ({ ...k, at_limit: atLimit })),
+  };
+}
 
 /** Enqueue's body is one task or `{ tasks: [...] }`: a failure is explained against the one meant. */
 function enqueueMeant(value: unknown) {
@@ -169,8 +179,12 @@ export const queueApi = {
     input: queryInput(StatsQuery),
     answer: QueueStatsResponse,
     run: async (op, { queue }, scope) => {
-      const stats = await queueStatsOf(await readRoute(op.env, queue, { replica: true }), scope, op.now);
-      return { ...stats, oldest_due_at: toIso(stats.oldest_due_at) };
+      const route = await readRoute(op.env, queue, { replica: true });
+      const [stats, flow] = await Promise.all([
+        queueStatsOf(route, scope, op.now),
+        queueFlowOf(route, STATS_TOP_KEYS, op.now),
+      ]);
+      return { ...stats, oldest_due_at: toIso(stats.oldest_due_at), flow: flowStatsView(flow) };
     },
   }),
 
