@@ -7,14 +7,19 @@ import type { PageLife } from "./page-life";
 import { Reader } from "./reader";
 import { queueConfigForm } from "./queue-config";
 import { tasksTable } from "./queue-tasks";
+import { FLOW_LAYOUT, flowSection } from "./queue-flow";
 import type { Counts, QueueStats, Throughput } from "./wire";
 
 /** How often the chart is re-read: its points are whole minutes, so once a minute shows every new one. */
 const CHART_REFRESH_MS = 60_000;
 
+/** How often the stats (flow control's keys with them) are re-read: the events carry the queue's counts, not
+ * its keys', so the keys table follows a few seconds behind — as the overview's list does (10 s). */
+const FLOW_REFRESH_MS = 10_000;
+
 /**
  * A queue's page (#/queue/<name>): live counts, the throughput chart (1 h or 24 h), the tasks table with
- * its filters, search and bulk actions, and the configuration form.
+ * its filters, search and bulk actions, flow control (pause, busiest keys) and the configuration form.
  */
 export async function queuePage(life: PageLife, queue: string): Promise<void> {
   const path = `/v1/queues/${encodeURIComponent(queue)}`;
@@ -27,8 +32,11 @@ export async function queuePage(life: PageLife, queue: string): Promise<void> {
     ).join("");
   };
   const counts = new Reader(life, async (signal) => {
-    renderCounts(must(await api<QueueStats>("GET", `${path}/stats`, { signal })).counts, signal);
+    const stats = must(await api<QueueStats>("GET", `${path}/stats`, { signal }));
+    renderCounts(stats.counts, signal);
+    flow.render(stats.flow, signal);
   });
+  const flow = flowSection(life, path, () => counts.read());
   const chart = new Reader(life, async (signal) => {
     const { minutes } = must(await api<Throughput>("GET", `${path}/throughput?hours=${hours}`, { signal }));
     const drawn = throughputChart(minutes, hours);
@@ -58,6 +66,7 @@ export async function queuePage(life: PageLife, queue: string): Promise<void> {
     },
   });
   life.every(CHART_REFRESH_MS, () => chart.refresh());
+  life.every(FLOW_REFRESH_MS, () => counts.refresh());
 }
 
 function layout(queue: string): string {
@@ -69,6 +78,7 @@ function layout(queue: string): string {
     `<section aria-labelledby="chart-h"><h2 id="chart-h">Throughput per minute</h2><div role="group" aria-label="Time range"><button data-hours="1" aria-pressed="true">1 h</button> <button data-hours="24" aria-pressed="false">24 h</button></div>` +
     `<svg class="chart" id="chart" viewBox="0 0 600 160" preserveAspectRatio="none" role="img" aria-label="enqueued, completed and failed per minute"></svg><p id="chart-max"></p>` +
     `<p class="legend">${legend}</p></section>` +
+    FLOW_LAYOUT +
     `<section aria-labelledby="tasks-h"><h2 id="tasks-h">Tasks</h2><form id="filters"><label>State <select name="state"><option value="">any</option>` +
     TASK_STATES.map((s) => `<option>${s}</option>`).join("") +
     `</select></label><label>Type <input name="type" size="10"></label><label>Group <input name="group" size="10"></label><button>Filter</button></form>` +
