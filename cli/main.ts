@@ -25,6 +25,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   wait: () => import("./commands/wait").then((m) => m.wait),
   bulk: () => import("./commands/bulk").then((m) => m.bulk),
   purge: () => import("./commands/purge").then((m) => m.purge),
+  pause: () => import("./commands/pause").then((m) => m.pause),
+  resume: () => import("./commands/pause").then((m) => m.resume),
   move: () => import("./commands/move").then((m) => m.move),
   placement: () => import("./commands/move").then((m) => m.placement),
   "dlq list": () => import("./commands/dlq").then((m) => m.dlqList),

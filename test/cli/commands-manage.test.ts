@@ -222,3 +222,24 @@ describe("edgeq config", () => {
     expect(range.stderr).toMatch(/^edgeq: invalid_request: max_attempts/);
   });
 });
+
+describe("edgeq pause, resume", () => {
+  it("pauses and resumes a key and the queue; the stats show it; a bad key is a usage error", async () => {
+    const queue = uniqueQueue("cli-pause");
+    const stats = async () =>
+      (await expectOk(await api().v1.queues[":queue"].stats.$get({ param: { queue }, query: {} }))).flow;
+    const key = await edgeq(["pause", queue, "--key", "acme"]);
+    expect(key.code).toBe(EXIT.ok);
+    expect(key.stdout).toBe(`paused key acme of ${queue}\n`);
+    expect((await stats()).keys).toMatchObject([{ key: "acme", paused: true }]);
+    const whole = await edgeq(["pause", queue, "--json"]);
+    expect(JSON.parse(whole.stdout)).toEqual({ queue, key: null, paused: true });
+    expect((await stats()).paused).toBe(true);
+    expect((await edgeq(["resume", queue])).stdout).toBe(`resumed queue ${queue}\n`);
+    expect((await edgeq(["resume", queue, "--key", "acme"])).stdout).toBe(`resumed key acme of ${queue}\n`);
+    expect(await stats()).toEqual({ paused: false, keys: [] });
+    const bad = await edgeq(["pause", queue, "--key", "has space"]);
+    expect(bad.code).toBe(EXIT.usage);
+    expect(bad.stderr).toMatch(/--key/);
+  });
+});

@@ -34,6 +34,8 @@ it("docs/cli.md shows each command's --help as the CLI prints it", async () => {
     "purge",
     "dlq list",
     "dlq redrive",
+    "pause",
+    "resume",
     "config get",
     "config set",
     "migrations sync",
