@@ -132,7 +132,7 @@ export class EdgeqEntrypoint extends WorkerEntrypoint<Env> {
     return this.run("bulk", queueApi.bulk, { queue }, body);
   }
 
-  /** Counts per state, due work and lag (GET /v1/queues/{queue}/stats). */
+  /** Counts per state, due work and lag, and flow control (GET /v1/queues/{queue}/stats). */
   stats(queue: string, query: RequestOf<typeof queueApi.stats> = {}) {
     return this.run("stats", queueApi.stats, { queue }, query);
   }

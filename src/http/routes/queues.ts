@@ -123,6 +123,7 @@ export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook
       method: "get",
       path: "/v1/queues/{queue}/stats",
       tags: ["queues"],
-      summary: "Counts per state, due work and lag (optionally one group)",
+      summary:
+        "Counts per state, due work and lag (optionally one group), and flow control: the queue's pause and its 20 busiest keys",
     }),
   );

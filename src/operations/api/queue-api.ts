@@ -173,7 +173,7 @@ export const queueApi = {
     },
   }),
 
-  /** Counts per state, due work and lag (optionally one group). */
+  /** Counts per state, due work and lag (optionally one group), and flow control: the pause and busiest keys. */
   stats: defineOperation({
     params: QueueParams,
     input: queryInput(StatsQuery),
