@@ -104,7 +104,7 @@ export function metered<C extends ObjectClass>(base: C): C {
       // The runtime's base class takes only the real state; the metered one replaces it once constructed.
       Object.defineProperty(this, "ctx", { value: state, configurable: true });
     }
-    alarm(info?: AlarmInvocationInfo) {
+    override alarm(info?: AlarmInvocationInfo) {
       usage.alarms += 1;
       return super.alarm?.(info);
     }

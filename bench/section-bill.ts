@@ -41,9 +41,7 @@ export interface BillSection {
 const per = (n: number, tasks: number) => n / tasks;
 
 /** $ per million tasks of one measured workload. */
-export function priceBill(
-  c: BillCounts,
-): BillRow["dollars"] & {
+export function priceBill(c: BillCounts): BillRow["dollars"] & {
   perTask: Omit<BillRow, "workload" | "batch" | "heartbeats" | "beat" | "dollars" | "objectCalls" | "retentionS">;
 } {
   const t = c.tasks;
