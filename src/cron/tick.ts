@@ -10,6 +10,7 @@ import { frontsAfterReap, readLiveFront, type ReapedTask } from "../engine/live-
 import { reapLapsedLeases } from "../engine/reap";
 import { addReapedEvents } from "../events/reaped-events";
 import type { PublishedEvent } from "../contracts/events";
+import type { SettledDependent } from "../engine/ack";
 import { pruneAddresses } from "../shards/prune-addresses";
 import { relayAll } from "../shards/relay";
 import { allShards, homeShard } from "../shards/shard-set";
@@ -78,6 +79,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   const wake = new Map<string, number>();
   // queue -> the reaper's events (failed with the retry time, dead, cancelled, released), published on that wake-up.
   const reapEvents = new Map<string, PublishedEvent[]>();
+  const settled: SettledDependent[] = [];
   // What health counts each queue's due tasks up to, and the live figures each shard's walk leaves it.
   const dueCountFor = await dueCountsNeeded(db);
   const live: LiveHealthFigures[][] = [];
@@ -86,6 +88,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     const fronts = await readLiveFront(shard.db, now, { dueCountFor });
     const lapsed = fronts.flatMap((front) => front.lapsed.map((task) => task.id));
     const reapedHere: ReapedTask[] = [];
+    const ended: string[] = [];
     for (let round = 0; round < MAX_REAP_ROUNDS; round++) {
       const ids = lapsed.slice(round * MAX_ROWS_PER_TICK_STATEMENT, (round + 1) * MAX_ROWS_PER_TICK_STATEMENT);
       if (ids.length === 0) break;
@@ -93,11 +96,15 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
       addReapedEvents(reapEvents, result);
       reapedHere.push(...result.reaped);
       for (const task of result.reaped) {
+        if (task.state === "dead" || task.state === "cancelled") ended.push(task.id);
         if (task.state === "dead") dead++;
         if (task.state === "pending") wake.set(task.queue, Math.min(wake.get(task.queue) ?? Infinity, task.run_at));
       }
     }
     reaped += reapedHere.length;
+    // The dependents the reaped tasks' ending settled (released or ended with them): woken and published now,
+    // as a completion's are, not at the next tick.
+    settled.push(...(await shard.store.settledDependents(ended, now)));
     for (const front of fronts) if (front.leasable) wake.set(front.queue, now);
     live.push(
       frontsAfterReap(fronts, reapedHere, now).map(({ queue, due, capped, oldest_due_at, lease_expired, overrun }) => ({
@@ -134,6 +141,8 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
       follow(env, { kind: "swept", queue, runAt: wake.get(queue), events: reapEvents.get(queue) ?? [] }),
     ),
   );
+  if (settled.length > 0)
+    wakeups.push(...(await Promise.allSettled([follow(env, { kind: "dependents-settled", dependents: settled })])));
   const failed = wakeups.filter((w) => w.status === "rejected");
   if (failed.length > 0) {
     // Not fatal: the next tick tries again. Reported so the failure is visible in the logs.

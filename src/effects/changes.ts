@@ -1,7 +1,7 @@
 import type { EventRow } from "../protocols/durable-objects";
 import type { PublishedEvent } from "../contracts/events";
 import type { TaskRow } from "../db/schema";
-import type { AckKind, AckOutcome } from "../engine/ack";
+import type { AckKind, AckOutcome, SettledDependent } from "../engine/ack";
 import type { EnqueueResult } from "../engine/enqueue";
 import type { QueueConfig } from "../engine/queue-config";
 import type { RevokedTask } from "../engine/revoke";
@@ -26,6 +26,10 @@ export type Change =
   | { kind: "progress"; queue: string; id: string }
   /** Tasks became cancelled (pending ones at once; running ones when their holder next writes). */
   | { kind: "cancelled"; queue: string; ids: string[] }
+  /** Tasks that a cancel or the reaper finished settled their dependents (src/engine/dependencies.ts): the
+   * released ones (pending) are due, the ended ones (dead, cancelled) are published. An ack reports its
+   * dependents in its own outcomes. */
+  | { kind: "dependents-settled"; dependents: SettledDependent[] }
   /** Dead or cancelled tasks were put back to pending, due at `runAt`. */
   | { kind: "redriven"; queue: string; ids: string[]; runAt: number }
   /** A queue's config was written (`mode` as it now is): a push queue's coordinators run its backlog. */

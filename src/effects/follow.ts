@@ -1,4 +1,4 @@
-import type { AckKind, AckOutcome } from "../engine/ack";
+import type { AckKind, AckOutcome, SettledDependent } from "../engine/ack";
 import type { Env } from "../env";
 import type { PublishedEvent, TaskEventKind } from "../contracts/events";
 import { deliverAlerts } from "../health/deliver-alerts";
@@ -53,6 +53,8 @@ async function followChange(env: Env, change: Change, clock: () => number): Prom
       return publish(env, change.queue, [change.id], "progress");
     case "cancelled":
       return publish(env, change.queue, change.ids, "cancelled");
+    case "dependents-settled":
+      return followSettled(env, change.dependents);
     case "redriven":
       if (change.ids.length === 0) return;
       return wakeCoordinator(
@@ -121,6 +123,33 @@ async function followRevoked(env: Env, queue: string, part: number, tasks: Revok
 async function followLapsed(env: Env, queue: string, part: number): Promise<void> {
   const others = (await existingPlacements(env, queue)).map((p) => p.part).filter((p) => p !== part);
   if (others.length > 0) await wakeWaitersAt(env, queue, others);
+}
+
+/**
+ * After a cancel or a reap settled dependents: each released one's queue is woken at its partition (once
+ * per queue, at the earliest run time) and published `ready`; each ended one is published `dead` or
+ * `cancelled` — what a completion's dependents get (followAcks).
+ */
+async function followSettled(env: Env, dependents: SettledDependent[]): Promise<void> {
+  const earliest = new Map<string, Map<number, number>>();
+  const events = new Map<string, PublishedEvent[]>();
+  for (const dependent of dependents) {
+    if (dependent.state === "pending") {
+      const parts = earliest.get(dependent.queue) ?? new Map<number, number>();
+      const part = await partOfTask(env, dependent.queue, dependent.id);
+      parts.set(part, Math.min(parts.get(part) ?? Infinity, dependent.run_at));
+      earliest.set(dependent.queue, parts);
+    }
+    const kind = dependent.state === "pending" ? "ready" : dependentEndKind(dependent.state);
+    events.set(dependent.queue, [...(events.get(dependent.queue) ?? []), { kind, id: dependent.id }]);
+  }
+  await Promise.all(
+    [...events].map(([queue, list]) => {
+      const parts = earliest.get(queue);
+      if (!parts) return wakeCoordinator(env, queue, undefined, list, []);
+      return wakeCoordinator(env, queue, Math.min(...parts.values()), list, [...parts.keys()]);
+    }),
+  );
 }
 
 /** The event of a dependent its dependency's failure ended. */

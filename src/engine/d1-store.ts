@@ -4,6 +4,7 @@ import { cancelQueueTasks, cancelTask } from "./cancel";
 import { completeTasks } from "./complete";
 import { collectCompletedResults } from "./completed-results";
 import { foldOldCounters, recentCounts, sumCounters } from "./counters";
+import { readSettledDependents } from "./dependencies";
 import { listDependencies, listDependents } from "./dependency-reads";
 import { enqueueTasks } from "./enqueue";
 import { enqueueFanOut } from "./fan-out";
@@ -132,6 +133,7 @@ function openStore(db: Db): TaskStore {
     enqueueFanOut: (queue, children, join, now, field) => enqueueFanOut(db, queue, children, join, now, field),
     listDependencies: (id, page) => listDependencies(db, id, page),
     listDependents: (id, page) => listDependents(db, id, page),
+    settledDependents: (ids, now) => readSettledDependents(db, ids, now),
     // Start deadlines and keys.
     expireOverdueTasks: (now, limit) => expireOverdueTasks(db, now, limit),
     pruneExpiredKeys: (now) => pruneExpiredKeys(db, now),

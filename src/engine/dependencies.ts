@@ -2,6 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { EdgeqError } from "../contracts/errors";
 import { MAX_DEPENDENCIES, MAX_PRIORITY } from "../contracts/limits";
+import type { SettledDependent } from "./ack";
 import type { InsertRow, InsertShape, TaskField } from "./enqueue-rows";
 
 /**
@@ -140,4 +141,26 @@ export function settledDependentsSql(fencesJson: string, now: number): SQL {
     FROM json_each(${fencesJson}) AS j JOIN task_edges e ON e.dependency = j.value->>'id'
       JOIN tasks t ON t.id = e.dependent
     WHERE e.outcome IS NOT NULL AND t.updated_at = ${now} AND t.state IN ('pending', 'dead', 'cancelled')`;
+}
+
+/**
+ * The dependents that `ids` finishing at `now` settled, read after a write that reports no dependents of its
+ * own (a cancel, the reaper) for the effects owner: released ones are woken and published `ready`, ended
+ * ones `dead` or `cancelled`. One primary-key probe of task_edges per id (a task nobody waits on reads
+ * nothing more). A dependent already leased again since is not reported: its lease found it.
+ *
+ * @example
+ * const dependents = await readSettledDependents(db, cancelledIds, now);
+ */
+export async function readSettledDependents(db: Db, ids: string[], now: number): Promise<SettledDependent[]> {
+  if (ids.length === 0) return [];
+  const rows = await db.all<SettledDependent & { by_id: string }>(
+    settledDependentsSql(JSON.stringify(ids.map((id) => ({ id }))), now),
+  );
+  const seen = new Set<string>();
+  return rows.flatMap(({ id, queue, state, run_at }) => {
+    if (seen.has(id)) return []; // settled by several of the ids: reported once
+    seen.add(id);
+    return [{ id, queue, state, run_at }];
+  });
 }

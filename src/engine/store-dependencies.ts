@@ -1,3 +1,4 @@
+import type { SettledDependent } from "./ack";
 import type { DependencyEntry, DependencyPage, DependentEntry } from "./dependency-reads";
 import type { TaskField, NewTask } from "./enqueue-rows";
 import type { FanOutResult } from "./fan-out";
@@ -28,4 +29,7 @@ export interface Dependencies {
   /** A page of the tasks that depend on a task, in id order, each with the outcome its finishing was counted
    * as. `not_found` for an unknown task. */
   listDependents(id: string, page: { cursor?: string; limit: number }): Promise<DependencyPage<DependentEntry>>;
+  /** The dependents that `ids` finishing at `now` settled (released: pending; or ended by a failure), each
+   * once: read after a cancel or a reap, whose writes do not report them, for the effects owner. */
+  settledDependents(ids: string[], now: number): Promise<SettledDependent[]>;
 }

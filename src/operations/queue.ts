@@ -1,3 +1,4 @@
+import type { SettledDependent } from "../engine/ack";
 import type { RedriveScope } from "../engine/redrive";
 import { cancelQueueOf, redriveQueueOf } from "../shards/queue-ops";
 import { putQueueConfigOf, type QueueSettings } from "../shards/queue-config-ops";
@@ -13,8 +14,10 @@ import type { OperationContext } from "./context";
  */
 export async function cancelQueue(op: OperationContext, queue: string, scope: { group?: string }) {
   const ids: string[] = [];
-  const result = await cancelQueueOf(await queueRoute(op.env, queue, op.now), scope, op.now, ids);
+  const dependents: SettledDependent[] = [];
+  const result = await cancelQueueOf(await queueRoute(op.env, queue, op.now), scope, op.now, ids, dependents);
   op.effects.after({ kind: "cancelled", queue, ids });
+  if (dependents.length > 0) op.effects.after({ kind: "dependents-settled", dependents });
   return result;
 }
 

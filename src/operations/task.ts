@@ -49,8 +49,14 @@ export async function heartbeat(op: OperationContext, request: HeartbeatRequest)
  * const row = await cancel(op, id); // row.state "cancelled", or "processing" with cancel requested
  */
 export async function cancel(op: OperationContext, id: string): Promise<TaskRow> {
-  const row = await onTaskShard(op.env, id, (shard) => cancelTask(shard.db, id, op.now));
+  const { row, dependents } = await onTaskShard(op.env, id, async (shard) => {
+    const row = await cancelTask(shard.db, id, op.now);
+    // Its waiting dependents were settled by the same statement: released or ended, read for their effects.
+    const dependents = row.state === "cancelled" ? await shard.store.settledDependents([id], op.now) : [];
+    return { row, dependents };
+  });
   if (row.state === "cancelled") op.effects.after({ kind: "cancelled", queue: row.queue, ids: [row.id] });
+  if (dependents.length > 0) op.effects.after({ kind: "dependents-settled", dependents });
   return row;
 }
 

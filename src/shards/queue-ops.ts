@@ -14,7 +14,7 @@ import { purgeTasks } from "../engine/purge";
 import { listTasks, queueStats, type ListFilter, type QueueStats } from "../engine/read";
 import { redriveQueue, type RedriveScope } from "../engine/redrive";
 import { revokeUnclaimed, type RevokedTask } from "../engine/revoke";
-import type { FencedItem } from "../engine/ack";
+import type { FencedItem, SettledDependent } from "../engine/ack";
 import { leaseFromPartitions, type LeaseOn } from "./partitioned-lease";
 import { nextLeaseOffset, pickPart, routeShards, type PartRoute, type QueueRoute } from "./queue-route";
 import { shardNames, type Shard } from "./shard-set";
@@ -172,8 +172,30 @@ async function sumOver<T extends Record<string, number>>(
   return total;
 }
 
-export function cancelQueueOf(route: QueueRoute, scope: { group?: string }, now: number, cancelledIds: string[] = []) {
-  return sumOver(route, (db) => cancelQueueTasks(db, route.queue, scope, now, cancelledIds));
+/**
+ * Cancels a queue's live tasks on each of its shards; fills `cancelledIds` and `settled` (the dependents
+ * those cancels released or ended, read on the same shard) for the effects owner.
+ */
+export async function cancelQueueOf(
+  route: QueueRoute,
+  scope: { group?: string },
+  now: number,
+  cancelledIds: string[] = [],
+  settled: SettledDependent[] = [],
+) {
+  const all = await Promise.all(
+    routeShards(route).map(async (shard) => {
+      const ids: string[] = [];
+      const counts = await cancelQueueTasks(shard.db, route.queue, scope, now, ids);
+      cancelledIds.push(...ids);
+      settled.push(...(await shard.store.settledDependents(ids, now)));
+      return counts;
+    }),
+  );
+  return {
+    cancelled: all.reduce((n, c) => n + c.cancelled, 0),
+    cancel_requested: all.reduce((n, c) => n + c.cancel_requested, 0),
+  };
 }
 
 export async function redriveQueueOf(route: QueueRoute, scope: RedriveScope, now: number) {

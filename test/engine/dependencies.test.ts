@@ -135,6 +135,24 @@ describeStore("dependencies: a task waits for its dependencies", (kind) => {
     expect(await row(joinB.id)).toMatchObject({ state: "dead" });
   });
 
+  it("reports the dependents a cancel or a reap settled, once each, for their wake-up and events", async () => {
+    const [q, w] = [uniqueQueue("deps-settled"), uniqueQueue("deps-settled-w")];
+    const [a, b] = [await enqueueOne(q), await enqueueOne(q)];
+    const both = await dependent(w, [a, b], { onDependencyFailure: "continue" });
+    const ended = await dependent(w, [a]);
+    const untouched = await dependent(w, [await enqueueOne(q)]);
+    await store().cancelQueueTasks(q, {}, T0 + 5); // a, b and the third dependency, in one statement
+    const settled = await store().settledDependents([a, b], T0 + 5);
+    expect(settled.sort((x, y) => (x.id < y.id ? -1 : 1))).toEqual(
+      [
+        { id: both.id, queue: w, state: "pending", run_at: T0 + 5 },
+        { id: ended.id, queue: w, state: "dead", run_at: T0 },
+      ].sort((x, y) => (x.id < y.id ? -1 : 1)),
+    );
+    expect(settled.map((d) => d.id)).not.toContain(untouched.id); // not among the ids asked about
+    expect(await store().settledDependents([], T0 + 5)).toEqual([]);
+  });
+
   it("a waiting task can be cancelled; its dependency finishing later changes nothing", async () => {
     const q = uniqueQueue("deps-cancel-waiting");
     const a = await enqueueOne(q);

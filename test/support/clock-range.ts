@@ -50,6 +50,7 @@ export const CLOCK_RANGE_FILES = [
   "engine/unique-keys",
   "engine/unique-expiry-cost",
   "cron/tick-expiry",
+  "effects/dependents-woken",
 ] as const;
 
 /**
