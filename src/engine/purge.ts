@@ -1,7 +1,7 @@
 import { FINAL_STATES, type FinalState } from "../contracts/states";
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { encodeTime } from "ulid";
-import type { Db } from "../db/client";
+import { batchAll, type Db } from "../db/client";
 import { MAX_PURGE_PER_CALL } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 
@@ -99,17 +99,50 @@ export async function pruneWindow(
     FROM (SELECT id, finished_at FROM tasks WHERE id > ${walk.after} AND id < ${walk.below} ORDER BY id LIMIT ${window})`);
   const { n, finished, last } = seen ?? { n: 0, finished: 0, last: null };
   // The same stretch of the primary key again, deleting in place: one read per row and one per finished
-  // row's queue, where a list of ids (json_each) costs four per row.
+  // row's queue, where a list of ids (json_each) costs four per row. The dependency edges that lose their
+  // last end go first, in the same batch (D1's one transaction: both see the same rows to delete, and a
+  // crash leaves both or neither — an edge whose tasks are gone could never be found again).
   const deleted =
     finished === 0 || last === null
       ? []
-      : await db.all<{ id: string }>(sql`DELETE FROM tasks
-          WHERE id > ${walk.after} AND id <= ${last}
-            AND finished_at IS NOT NULL AND finished_at < ${now} - 1000 * coalesce(
-              (SELECT q.retention_s FROM queues q WHERE q.name = tasks.queue), ${DEFAULT_QUEUE_CONFIG.retention_s})
-          RETURNING id`);
+      : ((
+          await batchAll<{ id: string }>(db, [
+            prunedEdgesSql(now, walk.after, last),
+            sql`DELETE FROM tasks WHERE ${prunable(sql`tasks`, now, walk.after, last)} RETURNING id`,
+          ])
+        )[1] ?? []);
   const next = n < window || last === null ? "" : last;
   return { pruned: deleted.length, read: n, next };
+}
+
+/** Whether task `t` (a table alias) is finished past its queue's retention, with an id in (after, last]. */
+function prunable(t: SQL, now: number, after: string, last: string): SQL {
+  return sql`${t}.id > ${after} AND ${t}.id <= ${last}
+    AND ${t}.finished_at IS NOT NULL AND ${t}.finished_at < ${now} - 1000 * coalesce(
+      (SELECT q.retention_s FROM queues q WHERE q.name = ${t}.queue), ${DEFAULT_QUEUE_CONFIG.retention_s})`;
+}
+
+/**
+ * Deletes the `task_edges` rows that a prune window's deletions leave without either end: an edge of a task
+ * deleted now whose other end is deleted now too or already gone. An edge keeps while one end is kept (a
+ * dependent kept longer still lists its pruned dependencies; a live dependency still settles it), and goes
+ * when that end is pruned in turn. Found from the window's tasks only, by primary key: each one's edges as
+ * a dependency (a prefix of task_edges' key) and as a dependent (its own `depends_on`, at most
+ * MAX_DEPENDENCIES ids) — a task without dependencies costs one probe read, nothing written. Its work is
+ * bounded by the edges those tasks' enqueues wrote (each edge is deleted once, and looked at at most twice,
+ * once from each end), so no bound of its own: a window's edges were paid for, row by row, at enqueue.
+ */
+function prunedEdgesSql(now: number, after: string, last: string): SQL {
+  const gone = (id: SQL) =>
+    sql`NOT EXISTS (SELECT 1 FROM tasks o WHERE o.id = ${id} AND NOT (${prunable(sql`o`, now, after, last)}))`;
+  // The window's prunable tasks, read once (materialised: both branches use them).
+  return sql`WITH doomed AS MATERIALIZED (SELECT d.id, d.depends_on FROM tasks d WHERE ${prunable(sql`d`, now, after, last)})
+    DELETE FROM task_edges WHERE (dependency, dependent) IN (
+      SELECT e.dependency, e.dependent FROM doomed d JOIN task_edges e ON e.dependency = d.id
+        WHERE ${gone(sql`e.dependent`)}
+      UNION ALL
+      SELECT j.value, d.id FROM doomed d, json_each(d.depends_on) AS j
+        WHERE d.depends_on IS NOT NULL AND ${gone(sql`j.value`)})`;
 }
 
 /**

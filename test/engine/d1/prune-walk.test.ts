@@ -128,3 +128,46 @@ describe("pruneByRetention (a tick's share of the walk)", () => {
     await db().run(sql`DELETE FROM tasks WHERE queue = ${queue}`);
   });
 });
+
+describe("the retention prune and dependency edges", () => {
+  async function edgesOf(id: string): Promise<number> {
+    const row = await db().get<{ n: number }>(
+      sql`SELECT count(*) AS n FROM task_edges WHERE dependency = ${id} OR dependent = ${id}`,
+    );
+    return row!.n;
+  }
+
+  it("deletes an edge once both its tasks are pruned, keeping it while either end is kept", async () => {
+    // Days of their own in this file's range (the walk reads ids by time, whatever their queue).
+    const t = clock.day(600);
+    const [short, long] = [uniqueQueue("prune-edges"), uniqueQueue("prune-edges-long")];
+    await store().putQueueConfig(short, { retention_s: 3600 }, t, PROCESSORS);
+    await store().putQueueConfig(long, { retention_s: 30 * 24 * 3600 }, t, PROCESSORS);
+    const [a, b] = [await completedTask(short, {}, t), await completedTask(short, {}, t)];
+    const live = await enqueueOne(short, { runAt: t + 365 * DAY_MS }, t);
+    const { tasks } = await store().enqueueTasks(long, [{ type: "join", dependsOn: [a, b] }], t + 5);
+    const join = tasks[0]!.id;
+    // A dependent pruned while its dependency lives on (cancelled while waiting): the edge waits for both.
+    const { tasks: gone } = await store().enqueueTasks(short, [{ type: "gone", dependsOn: [live] }], t + 5);
+    await store().cancelTask(gone[0]!.id, t + 6);
+    await store().cancelTask(join, t + 6); // finished: prunable after the long retention
+    expect([await edgesOf(a), await edgesOf(b), await edgesOf(join), await edgesOf(live)]).toEqual([1, 1, 2, 1]);
+
+    await pruneWalk(t + 2 * HOUR_MS); // a, b and `gone` pruned; the join kept, and its edges with it
+    expect(await exists(a)).toBe(false);
+    expect(await exists(gone[0]!.id)).toBe(false);
+    expect(await edgesOf(join)).toBe(2);
+    expect(await edgesOf(live)).toBe(1);
+    const page = await store().listDependencies(join, { limit: 10 });
+    expect(page.entries.map((e) => e.state)).toEqual([null, null]);
+
+    await pruneWalk(t + 31 * DAY_MS); // the join pruned: its edges go with it; the live task's stays
+    expect(await exists(join)).toBe(false);
+    expect([await edgesOf(a), await edgesOf(b), await edgesOf(join)]).toEqual([0, 0, 0]);
+    expect(await edgesOf(live)).toBe(1);
+
+    await store().cancelTask(live, t + 32 * DAY_MS);
+    await pruneWalk(t + 32 * DAY_MS + 2 * HOUR_MS); // its last end pruned: gone
+    expect(await edgesOf(live)).toBe(0);
+  });
+});
