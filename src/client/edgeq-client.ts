@@ -6,6 +6,9 @@ import type {
   AckInput,
   Artifact,
   CompleteInput,
+  DependencyPage,
+  DependencyPageInput,
+  DependentPage,
   EnqueueAnswer,
   EnqueueInput,
   ExtendAnswer,
@@ -166,6 +169,17 @@ export class EdgeqClient {
 
   get(id: string, opts?: CallOptions): Promise<Task> {
     return this.call("GET", `/v1/tasks/${q(id)}`, undefined, opts);
+  }
+
+  /** A page of the tasks `id` depends on, in id order, each with its state and result (what a join reads);
+   * pass `next_cursor` back as `cursor` for the next. */
+  dependencies(id: string, query: DependencyPageInput = {}, opts?: CallOptions): Promise<DependencyPage> {
+    return this.call("GET", `/v1/tasks/${q(id)}/dependencies${search(query)}`, undefined, opts);
+  }
+
+  /** A page of the tasks that depend on `id`, in id order, each with the outcome its finishing counted as. */
+  dependents(id: string, query: DependencyPageInput = {}, opts?: CallOptions): Promise<DependentPage> {
+    return this.call("GET", `/v1/tasks/${q(id)}/dependents${search(query)}`, undefined, opts);
   }
 
   /** A page of the queue's tasks in creation order; pass `next_cursor` back as `cursor` for the next. */

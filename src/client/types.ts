@@ -4,6 +4,9 @@ import type {
   AckResponse,
   ArtifactSchema,
   CompleteBody,
+  DependenciesResponse,
+  DependencyPageQuery,
+  DependentsResponse,
   EnqueueBody,
   EnqueueResponse,
   ExtendBody,
@@ -29,7 +32,9 @@ import type { BulkBody, BulkResponse } from "../contracts/bulk";
  * output. A schema change there changes these types; nothing here is written twice.
  */
 
-/** One task to enqueue, or `{ tasks: [...] }` for up to 10,000. */
+/** One task to enqueue, or `{ tasks: [...] }` for up to 10,000; a task may wait for others (`depends_on`,
+ * `on_dependency_failure`), and `{ tasks, join }` enqueues a fan-out with a task that waits for all of it
+ * (docs/dependencies.md). */
 export type EnqueueInput = z.input<typeof EnqueueBody>;
 export type EnqueueAnswer = z.infer<typeof EnqueueResponse>;
 
@@ -79,3 +84,9 @@ export type TaskPage = z.infer<typeof TaskListResponse>;
 export type QueueStats = z.infer<typeof QueueStatsResponse>;
 export type QueueConfig = z.infer<typeof QueueConfigSchema>;
 export type Artifact = z.infer<typeof ArtifactSchema>;
+/** A page of a task's dependencies or dependents: `limit` (at most 100) and the `cursor` a page answered. */
+export type DependencyPageInput = z.input<typeof DependencyPageQuery>;
+/** A page of a task's dependencies, each with its state and its result (inline up to 16 KiB). */
+export type DependencyPage = z.infer<typeof DependenciesResponse>;
+/** A page of the tasks that depend on a task, each with the outcome its finishing counted as. */
+export type DependentPage = z.infer<typeof DependentsResponse>;

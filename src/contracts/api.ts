@@ -200,10 +200,6 @@ export const NewTaskSchema = z
       if (child.then) checkThen(child.then, ["then", i, "then"], 2, ctx);
     });
   })
-  .refine((t) => t.on_dependency_failure === undefined || t.depends_on !== undefined, {
-    message: "on_dependency_failure needs depends_on",
-    path: ["on_dependency_failure"],
-  })
   .refine((t) => t.delay_s === undefined || t.run_at === undefined, {
     message: "give delay_s or run_at, not both",
     path: ["run_at"],
@@ -216,15 +212,22 @@ export const NewTaskSchema = z
   // The rules that span fields, said in the document too (a generated client must not send both).
   .openapi("NewTask", { not: { required: ["delay_s", "run_at"] } });
 
+/** One task to enqueue, on its own or in a batch; a join (which depends on its fan-out) takes
+ * `on_dependency_failure` without `depends_on`, any other task needs them together. */
+export const EnqueuedTaskSchema = NewTaskSchema.refine(
+  (t) => t.on_dependency_failure === undefined || t.depends_on !== undefined,
+  { message: "on_dependency_failure needs depends_on", path: ["on_dependency_failure"] },
+);
+
 /** A batch. Its size is documented here but enforced by the engine: over the limit is a 413, not a 400. */
 export const EnqueueBatchBody = z.strictObject({
-  tasks: z.array(NewTaskSchema).min(1).openapi({ maxItems: MAX_ENQUEUE_TASKS }),
+  tasks: z.array(EnqueuedTaskSchema).min(1).openapi({ maxItems: MAX_ENQUEUE_TASKS }),
   join: NewTaskSchema.optional().openapi({
-    description: `a task that waits for every one of \`tasks\` (a fan-in), enqueued with them in one atomic call: then at most ${MAX_FAN_OUT} tasks, and neither they nor the join take an id or a dedupe_key (docs/dependencies.md)`,
+    description: `a task that waits for every one of \`tasks\` (a fan-in), enqueued with them in one atomic call: then at most ${MAX_FAN_OUT} tasks, and neither they nor the join take an id or a dedupe_key; it may name an on_dependency_failure without depends_on (docs/dependencies.md)`,
   }),
 });
 
-export const EnqueueBody = z.union([EnqueueBatchBody, NewTaskSchema]).openapi("EnqueueBody");
+export const EnqueueBody = z.union([EnqueueBatchBody, EnqueuedTaskSchema]).openapi("EnqueueBody");
 
 const EnqueueOutcomeSchema = z.object({ id: z.string(), state: State, deduplicated: z.boolean() });
 

@@ -1,6 +1,9 @@
 import type { Db } from "../db/client";
 import type { TaskRow } from "../db/schema";
 import { collectCompletedResults } from "../engine/completed-results";
+import { MAX_DEPENDENCY_PAGE } from "../contracts/limits";
+import { d1TaskStore } from "../engine/d1-store";
+import { dependencyPageView } from "../engine/dependency-reads";
 import type { Env } from "../env";
 import type { ProcessorContext } from "../processors/types";
 import { taskArtifacts } from "../storage/artifacts";
@@ -46,6 +49,13 @@ export function processorContext(task: TaskRow, deps: ProcessorContextDeps): Pro
         progressMessage: progress?.message,
       }),
     artifacts: taskArtifacts(env.ARTIFACTS, task.id),
+    dependencies: async (page = {}) =>
+      dependencyPageView(
+        await d1TaskStore(db).listDependencies(task.id, {
+          cursor: page.cursor,
+          limit: Math.max(1, Math.min(page.limit ?? MAX_DEPENDENCY_PAGE, MAX_DEPENDENCY_PAGE)),
+        }),
+      ),
     results: { completed: (scope, limit, pick) => collectCompletedResults(db, scope, limit, pick) },
     db: db.$client,
   };

@@ -96,3 +96,24 @@ export async function listDependents(
   const entries = rows.slice(0, page.limit);
   return { entries, nextCursor: rows.length > page.limit ? entries.at(-1)!.id : null };
 }
+
+/**
+ * A page of dependencies as the API answers it (GET /v1/tasks/{id}/dependencies, a processor's
+ * `ctx.dependencies()`): each result parsed, `null` over MAX_INLINE_DEPENDENCY_RESULT_BYTES.
+ *
+ * @example
+ * const body = dependencyPageView(await store.listDependencies(id, { limit: 100 }));
+ */
+export function dependencyPageView({ entries, nextCursor }: DependencyPage<DependencyEntry>) {
+  return {
+    dependencies: entries.map((e) => ({
+      id: e.id,
+      queue: e.queue,
+      type: e.type,
+      state: e.state,
+      result: e.result === null ? null : (JSON.parse(e.result) as unknown),
+      result_bytes: e.resultBytes,
+    })),
+    next_cursor: nextCursor,
+  };
+}

@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { DependenciesResponse } from "../contracts/api";
 import type { Env } from "../env";
 import type { TaskArtifacts } from "../storage/artifacts";
 
@@ -45,6 +46,13 @@ export interface ProcessorContext<E = Env> {
   saveCheckpoint(value: unknown, progress?: { percent: number; message?: string }): Promise<void>;
   /** This task's artifacts in R2 (`tasks/{id}/{name}`): store one, or see whether one exists. */
   artifacts: TaskArtifacts;
+  /**
+   * A page of the tasks this one depends on (a join's fan-out, its `depends_on`), in id order, each with
+   * its state and result — the answer of GET /v1/tasks/{id}/dependencies: at most 100 a page (the default),
+   * a result inline up to 16 KiB (`null` over it, its size in `result_bytes`; read it with the task). Pass
+   * `next_cursor` back as `cursor` for the next page.
+   */
+  dependencies(page?: { cursor?: string; limit?: number }): Promise<DependencyPage>;
   /** Results of completed tasks (e.g. the samples a calibration learns from), read through the engine. */
   results: CompletedResults;
   /**
@@ -55,6 +63,9 @@ export interface ProcessorContext<E = Env> {
    */
   db: D1Database;
 }
+
+/** A page of a task's dependencies with their states and results (src/contracts/api.ts). */
+export type DependencyPage = z.infer<typeof DependenciesResponse>;
 
 /** Reads results of completed tasks of the queue's shard (src/engine/completed-results.ts). */
 export interface CompletedResults {

@@ -9,7 +9,8 @@ import { ProcessorRegistry } from "../../src/processors/registry";
 import type { Processor, ProcessorContext } from "../../src/processors/types";
 import { headArtifact, listArtifacts } from "../../src/storage/artifacts";
 import { enqueueOne, leaseOne } from "../engine/fixtures";
-import { row, T0, uniqueQueue } from "../helpers";
+import { d1TaskStore } from "../../src/engine/d1-store";
+import { db, row, T0, uniqueQueue } from "../helpers";
 import { Clock, runDeps, testProcessor } from "./support";
 
 /** Runs one task of type `probe` through runTask and returns the context its processor was given. */
@@ -30,6 +31,45 @@ async function contextOfOneRun(
 }
 
 describe("a processor's context", () => {
+  it("answers a join's dependencies with their results, page by page, as GET /v1/tasks/{id}/dependencies does", async () => {
+    const queue = uniqueQueue("ctx-join");
+    const store = d1TaskStore(db());
+    const { tasks, join } = await store.enqueueFanOut(
+      queue,
+      [{ type: "part" }, { type: "part" }],
+      { type: "probe" },
+      T0,
+    );
+    const parts = await store.leaseTasks({ queue, max: 2, visibilityTimeoutS: 30, holder: "w" }, T0);
+    await store.completeTasks(
+      parts.map((p) => ({ id: p.id, leaseToken: p.leaseToken!, result: { of: p.id } })),
+      T0,
+    );
+    const task = await leaseOne(queue, T0 + 1);
+    expect(task.id).toBe(join.id);
+    const pages: unknown[] = [];
+    const processor = testProcessor("probe", async (_payload, ctx) => {
+      const first = await ctx.dependencies({ limit: 1 });
+      pages.push(first, await ctx.dependencies({ cursor: first.next_cursor!, limit: 1 }), await ctx.dependencies());
+      return null;
+    });
+    await runTask(runDeps([processor], new Clock(T0 + 2)), task);
+    const [a, b] = tasks.map((t) => t.id).sort();
+    const entry = (id: string) => ({
+      id,
+      queue,
+      type: "part",
+      state: "completed",
+      result: { of: id },
+      result_bytes: JSON.stringify({ of: id }).length,
+    });
+    expect(pages).toEqual([
+      { dependencies: [entry(a!)], next_cursor: a },
+      { dependencies: [entry(b!)], next_cursor: null },
+      { dependencies: [entry(a!), entry(b!)], next_cursor: null },
+    ]);
+  });
+
   it("carries the Worker's whole env, its task's id and its task's database (for its own tables)", async () => {
     const { ctx, taskId } = await contextOfOneRun();
     expect(Object.keys(ctx).sort()).toEqual(
@@ -38,6 +78,7 @@ describe("a processor's context", () => {
         "attempt",
         "checkpoint",
         "db",
+        "dependencies",
         "env",
         "group",
         "now",

@@ -1,3 +1,5 @@
+import { d1TaskStore } from "../../src/engine/d1-store";
+import { dependencyPageView } from "../../src/engine/dependency-reads";
 import { env } from "cloudflare:workers";
 import { openDb } from "../../src/db/client";
 import { collectCompletedResults } from "../../src/engine/completed-results";
@@ -73,6 +75,8 @@ export function testContext(options: TestContextOptions = {}): TestContext {
       }
     },
     artifacts: taskArtifacts(bindings.ARTIFACTS, taskId),
+    dependencies: async (page = {}) =>
+      dependencyPageView(await d1TaskStore(openDb(bindings.DB)).listDependencies(taskId, { limit: 100, ...page })),
     results: { completed: (scope, limit, pick) => collectCompletedResults(openDb(bindings.DB), scope, limit, pick) },
     db: bindings.DB,
   };

@@ -6,7 +6,7 @@ import {
   EnqueueBatchBody,
   EnqueueBody,
   EnqueueResponse,
-  NewTaskSchema,
+  EnqueuedTaskSchema,
   PurgeBody,
   QueueListResponse,
   QueueParams,
@@ -45,7 +45,7 @@ function flowStatsView({ paused, keys }: QueueFlowState) {
 /** Enqueue's body is one task or `{ tasks: [...] }`: a failure is explained against the one meant. */
 function enqueueMeant(value: unknown) {
   const isBatch = typeof value === "object" && value !== null && !Array.isArray(value) && "tasks" in value;
-  return isBatch ? EnqueueBatchBody : NewTaskSchema;
+  return isBatch ? EnqueueBatchBody : EnqueuedTaskSchema;
 }
 
 /**

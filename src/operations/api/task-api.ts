@@ -1,3 +1,4 @@
+import { dependencyPageView } from "../../engine/dependency-reads";
 import { z } from "@hono/zod-openapi";
 import {
   CompleteBody,
@@ -50,20 +51,7 @@ export const taskApi = {
     params: TaskParams,
     input: queryInput(DependencyPageQuery),
     answer: DependenciesResponse,
-    run: async (op, { id }, page) => {
-      const { entries, nextCursor } = await readDependencies(op, id, page);
-      return {
-        dependencies: entries.map((e) => ({
-          id: e.id,
-          queue: e.queue,
-          type: e.type,
-          state: e.state,
-          result: e.result === null ? null : (JSON.parse(e.result) as unknown),
-          result_bytes: e.resultBytes,
-        })),
-        next_cursor: nextCursor,
-      };
-    },
+    run: async (op, { id }, page) => dependencyPageView(await readDependencies(op, id, page)),
   }),
 
   /** A page of the tasks that depend on a task. */
