@@ -4,15 +4,16 @@ import { monotonicFactory } from "ulid";
 import type { z } from "zod";
 import { describeZodError } from "../../src/contracts/describe-zod-error";
 import { MAX_ATTEMPTS_LIMIT, MAX_PRIORITY } from "../../src/contracts/limits";
-import { NewTaskSchema } from "../../src/contracts/api";
+import { EnqueuedTaskSchema } from "../../src/contracts/api";
+import { DEPENDENCY_FAILURE_POLICIES } from "../../src/contracts/dependencies";
 import { expectOk, type Client } from "../client";
 import { CliError, EXIT } from "../errors";
-import { durationFlag, intFlag, isoFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
+import { durationFlag, intFlag, isoFlag, listFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
 import type { Command, CommandContext } from "../command";
 import { plural, ProgressBar, writeJson } from "../output";
 
 /** A task as the API takes it (one line of a JSONL file). */
-type NewTask = z.input<typeof NewTaskSchema>;
+type NewTask = z.input<typeof EnqueuedTaskSchema>;
 
 /** One task's outcome, as the API reports it. */
 interface Outcome {
@@ -37,7 +38,7 @@ const usage =
   "edgeq enqueue <queue> [<payload-json>] [--file F.jsonl | --file -] [--type T] [--priority N] " +
   "[--delay S | --run-at ISO] [--expires-in S | --start-by ISO] [--dedupe-key K] " +
   "[--idempotency-key K --window S | --debounce-key K --window S | --singleton-key K [--while-running P]] " +
-  "[--group G] [--max-attempts N] [--json]";
+  "[--group G] [--max-attempts N] [--after ID]… [--on-dependency-failure P] [--json]";
 
 /**
  * `edgeq enqueue`: one task whose payload is the argument (or `{}`), or one task per line of a JSONL file
@@ -106,6 +107,18 @@ export const enqueue: Command = {
       description: `tries before a task is dead, 1 to ${MAX_ATTEMPTS_LIMIT}`,
       default: "the queue's max_attempts",
     },
+    after: {
+      type: "string",
+      multiple: true,
+      value: "ID",
+      description: "wait until task ID has finished (depends_on, docs/dependencies.md)",
+    },
+    "on-dependency-failure": {
+      type: "string",
+      value: "P",
+      description: `${DEPENDENCY_FAILURE_POLICIES.join(", ")}: if one it waits for ends dead, cancelled, expired`,
+      default: '"fail"',
+    },
     json: { type: "boolean", description: "print { queue, created, deduplicated, tasks } as JSON" },
   },
   async run(ctx) {
@@ -122,7 +135,7 @@ export const enqueue: Command = {
     if (file === undefined) {
       source = "the command line";
       const task = { payload: parsePayload(payloadRaw ?? "{}"), ...defaults };
-      const checked = NewTaskSchema.safeParse(task);
+      const checked = EnqueuedTaskSchema.safeParse(task);
       if (!checked.success) throw usageError(enqueue, describeZodError(checked.error, "task"));
       tasks = [{ task, line: 0 }];
     } else {
@@ -146,6 +159,12 @@ function taskDefaults(ctx: CommandContext): Partial<NewTask> {
   const delay = durationFlag(ctx, enqueue, "delay");
   const runAt = isoFlag(ctx, enqueue, "run-at");
   if (delay !== undefined && runAt !== undefined) throw usageError(enqueue, "give --delay or --run-at, not both");
+  const after = listFlag(ctx, "after");
+  const policy = stringFlag(ctx, "on-dependency-failure");
+  if (policy !== undefined && after.length === 0) throw usageError(enqueue, "--on-dependency-failure needs --after");
+  if (policy !== undefined && !(DEPENDENCY_FAILURE_POLICIES as readonly string[]).includes(policy)) {
+    throw usageError(enqueue, `--on-dependency-failure: one of ${DEPENDENCY_FAILURE_POLICIES.join(", ")}`);
+  }
   const defaults: Partial<NewTask> = {
     type: stringFlag(ctx, "type"),
     priority: intFlag(ctx, enqueue, "priority", { min: -MAX_PRIORITY, max: MAX_PRIORITY }),
@@ -157,6 +176,8 @@ function taskDefaults(ctx: CommandContext): Partial<NewTask> {
     max_attempts: intFlag(ctx, enqueue, "max-attempts", { min: 1, max: MAX_ATTEMPTS_LIMIT }),
     ...deadlineFlags(ctx),
     ...keyFlags(ctx),
+    depends_on: after.length > 0 ? after : undefined,
+    on_dependency_failure: policy as NewTask["on_dependency_failure"],
   };
   return Object.fromEntries(Object.entries(defaults).filter(([, v]) => v !== undefined));
 }
@@ -264,7 +285,7 @@ async function readTasks(
         );
       }
       const task = withDefaults(value as Record<string, unknown>, defaults);
-      const checked = NewTaskSchema.safeParse(task);
+      const checked = EnqueuedTaskSchema.safeParse(task);
       if (!checked.success) {
         const hint = unwrappedHint(value as Record<string, unknown>);
         throw new CliError(`${source}: line ${line}: ${describeZodError(checked.error, "task")}${hint}`, EXIT.input);
@@ -278,8 +299,8 @@ async function readTasks(
   return tasks;
 }
 
-/** The fields a line (a task) may have: NewTaskSchema's. */
-const TASK_FIELDS = new Set(Object.keys(NewTaskSchema.shape));
+/** The fields a line (a task) may have: EnqueuedTaskSchema's. */
+const TASK_FIELDS = new Set(Object.keys(EnqueuedTaskSchema.shape));
 
 /**
  * A hint for a line that looks like a bare payload (`{"n": 1}` rather than `{"payload": {"n": 1}}`): one

@@ -24,6 +24,34 @@ async function allTasks(queue: string) {
 }
 
 describe("edgeq enqueue", () => {
+  it("--after waits for tasks (repeatable), with --on-dependency-failure; the policy alone is a usage error", async () => {
+    const queue = uniqueQueue();
+    const first = (await edgeq(["enqueue", queue, '{"n":1}'])).stdout.trim();
+    const second = (await edgeq(["enqueue", queue, '{"n":2}'])).stdout.trim();
+    const run = await edgeq([
+      "enqueue",
+      queue,
+      "--after",
+      first,
+      "--after",
+      second,
+      "--on-dependency-failure",
+      "continue",
+      "--json",
+    ]);
+    expect(run.code, run.stderr).toBe(EXIT.ok);
+    const { tasks } = JSON.parse(run.stdout) as { tasks: Array<{ id: string; state: string }> };
+    expect(tasks[0]!.state).toBe("waiting");
+    const deps = await expectOk(
+      await api().v1.tasks[":id"].dependencies.$get({ param: { id: tasks[0]!.id }, query: {} }),
+    );
+    expect(deps.dependencies.map((d) => d.id).sort()).toEqual([first, second].sort());
+
+    const alone = await edgeq(["enqueue", queue, "--on-dependency-failure", "cancel"]);
+    expect(alone.code).toBe(EXIT.usage);
+    expect(alone.stderr).toContain("--on-dependency-failure needs --after");
+  });
+
   it("enqueues 1,000 tasks from a JSONL file, printing every id", async () => {
     const queue = uniqueQueue();
     const file = tempFile(
