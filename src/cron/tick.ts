@@ -125,6 +125,13 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
       const ended = await shard.store.expireOverdueTasks(now);
       for (const task of ended) reapEvents.set(task.queue, [...(reapEvents.get(task.queue) ?? []), expiredEvent(task)]);
       expired += ended.length;
+      // An expiry settles dependents as a reap does: released or ended with it, woken and published now.
+      settled.push(
+        ...(await shard.store.settledDependents(
+          ended.map((task) => task.id),
+          now,
+        )),
+      );
       if (ended.length < MAX_ROWS_PER_TICK_STATEMENT) break;
     }
     keysPruned += (await shard.store.pruneExpiredKeys(now)).pruned;

@@ -123,7 +123,7 @@ function uniqueKeyOf(task: NewTaskInput): UniqueKey | undefined {
   return undefined;
 }
 
-type NewTaskInput = z.output<typeof NewTaskSchema>;
+type NewTaskInput = z.output<typeof EnqueuedTaskSchema>;
 
 /** How an enqueue body names its tasks' fields: `tasks[i].…` for a batch, the field alone for one task. */
 export function fieldsOf(body: z.output<typeof EnqueueBody>): TaskField {
