@@ -1,23 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { EdgeqClient, EdgeqError } from "../../src/client/index";
+import { EdgeqClient } from "../../src/client/index";
 import { uniqueQueue } from "../helpers";
 import { workerFetch } from "./worker-fetch";
+import { settled } from "../support/settled";
 
 // edgeq/client coalesces single-task enqueues (src/contracts/enqueue-linger.ts), against the real Worker:
 // each caller still gets its own task's answer or its own refusal.
 
 function clientOf(worker: ReturnType<typeof workerFetch>, linger?: { lingerMs?: number; maxBatch?: number }) {
   return new EdgeqClient({ url: "http://edgeq.test", token: "test-token", fetch: worker.fetch, linger });
-}
-
-/** What a call threw, as `{ code, message }`, or "ok" with its answer. */
-async function settled<T>(call: Promise<T>): Promise<{ ok: T } | { code: string; message: string }> {
-  try {
-    return { ok: await call };
-  } catch (error) {
-    if (!(error instanceof EdgeqError)) throw error;
-    return { code: error.code, message: error.message };
-  }
 }
 
 describe("edgeq/client's coalesced enqueues", () => {

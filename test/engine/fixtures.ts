@@ -2,7 +2,6 @@ import { expect } from "vitest";
 import type { TaskRow } from "../../src/db/schema";
 import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks, type NewTask } from "../../src/engine/enqueue";
-import { EdgeqError, type ErrorCode } from "../../src/contracts/errors";
 import { failTasks } from "../../src/engine/fail";
 import { leaseTasks } from "../../src/engine/lease";
 import { T0, db } from "../helpers";
@@ -62,15 +61,5 @@ export async function deadTask(queue: string, task: NewTask = {}, now = T0): Pro
   return id;
 }
 
-/** Awaits `promise`, which must reject with an EdgeqError of `code`; returns the error. */
-export async function expectEdgeqError(promise: Promise<unknown>, code: ErrorCode): Promise<EdgeqError> {
-  let caught: unknown;
-  try {
-    await promise;
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught, `expected an EdgeqError ${code}`).toBeInstanceOf(EdgeqError);
-  expect((caught as EdgeqError).code).toBe(code);
-  return caught as EdgeqError;
-}
+/** The conformance suite's own (test/engine/conformance/fixtures.ts): one definition for both. */
+export { expectEdgeqError } from "./conformance/fixtures";

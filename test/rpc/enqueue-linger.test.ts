@@ -1,9 +1,9 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { EdgeqError } from "../../src/contracts/errors";
 import { edgeqRpc } from "../../src/rpc/edgeq-rpc";
 import type { EdgeqService } from "../../src/rpc/edgeq-entrypoint";
 import { uniqueQueue } from "../helpers";
+import { settled } from "../support/settled";
 
 // edgeqRpc(binding) coalesces single-task enqueues (src/contracts/enqueue-linger.ts) into binding calls of
 // many tasks, against the Worker's own EdgeqRpc entrypoint (a real RPC call through its loopback binding).
@@ -20,15 +20,6 @@ function countingBinding() {
     list: (...args: Parameters<EdgeqService["list"]>) => binding.list(...args),
   } as unknown as EdgeqService;
   return { binding: counted, counts };
-}
-
-async function settled<T>(call: Promise<T>): Promise<{ ok: T } | { code: string; message: string }> {
-  try {
-    return { ok: await call };
-  } catch (error) {
-    if (!(error instanceof EdgeqError)) throw error;
-    return { code: error.code, message: error.message };
-  }
 }
 
 describe("edgeqRpc's coalesced enqueues", () => {
