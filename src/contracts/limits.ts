@@ -248,6 +248,14 @@ export const MAX_ARTIFACT_BYTES = 100 * 1024 * 1024;
  * ~300 bytes each 1,000 events stay near 300 KB of the object's 128 MB. Older gaps get a "resync". */
 export const EVENT_BUFFER_SIZE = 1_000;
 
+/** Event seqs an event hub reserves with one storage write (src/events/event-hub.ts): it stores the
+ * highest seq it may hand out, not each seq it hands out, so a publish writes nothing to storage but once
+ * per 1,000 events and once per object start (a restarted hub starts past the stored mark, so it never
+ * reuses a seq a client saw). Why 1,000: a write per publish call was one Durable Object storage row per
+ * enqueue, lease and ack while a client listens ($1.00 per million rows); one per 1,000 events is a
+ * thousandth of that, and a restart's jump in seqs stays small enough to read as a restart, not a flood. */
+export const EVENT_SEQ_BLOCK = 1_000;
+
 /** Lifetime of an events ticket (POST /v1/events/tickets). It only has to live from the POST to the
  * WebSocket upgrade that follows it; a ticket in a URL may be logged, so a minute makes a leak stale. */
 export const EVENT_TICKET_TTL_S = 60;

@@ -6,7 +6,7 @@ import {
   type EventsPublishRows,
   type HubAnswer,
 } from "../protocols/durable-objects";
-import { EVENT_COUNTS_INTERVAL_MS, EVENT_QUIET_MARGIN_MS, EVENT_QUIET_MS } from "../contracts/limits";
+import { EVENT_COUNTS_INTERVAL_MS, EVENT_QUIET_MARGIN_MS, EVENT_QUIET_MS, EVENT_SEQ_BLOCK } from "../contracts/limits";
 import { readTaskEventFields } from "../engine/read";
 import { toIso } from "../engine/time";
 import { queueStatsOf } from "../shards/queue-ops";
@@ -24,7 +24,8 @@ import {
 } from "../contracts/events";
 import { EVENTS_PROTOCOL } from "../contracts/events-protocol";
 
-/** Storage key of the queue's last event seq: stored so an evicted hub never reuses one. */
+/** Storage key of the highest event seq this queue's hub may hand out (EVENT_SEQ_BLOCK past the last one it
+ * reserved): a hub starting again starts from it, so it never reuses a seq a client saw. */
 const SEQ_KEY = "events:seq";
 
 /** Storage key, true while publishers may be skipping this queue's events: a publish was answered "nobody
@@ -54,6 +55,8 @@ function lastError(errors: string): string | null {
  */
 export class EventHub extends DurableObject<Env> implements EventHubRpc {
   private seq: number | undefined;
+  /** The highest seq reserved in storage (SEQ_KEY); a seq above it is reserved before a client sees it. */
+  private reserved = 0;
   private readonly buffer = new EventBuffer();
   /** Serialises publishes so seqs follow the order the hub was told. */
   private publishing: Promise<void> = Promise.resolve();
@@ -61,8 +64,6 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
   private countsTimer: ReturnType<typeof setTimeout> | undefined;
   /** Upgrades being answered: a listener joining counts as listening from its first moment. */
   private joining = 0;
-  /** Whether the seq in memory ran ahead of the stored one (events nobody heard). */
-  private seqUnstored = false;
   /** Whether publishers may be skipping this queue's events (SKIPPED_KEY); undefined until read. */
   private skipped: boolean | undefined;
   /** When (Date.now()) every isolate's skip has run out, for listeners joining a quiet queue. */
@@ -119,7 +120,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
       await this.enqueue(async () => {
         this.seq = (await this.currentSeq()) + 1;
         this.buffer.clear();
-        await this.storeSeq(this.seq, { [SKIPPED_KEY]: false });
+        await this.reserve(this.seq, { [SKIPPED_KEY]: false });
       });
       // Real time, not `now`: the publishers' skips run on their real clocks.
       this.joinReadyAt = Date.now() + EVENT_QUIET_MS + EVENT_QUIET_MARGIN_MS;
@@ -148,8 +149,8 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
     this.ctx.acceptWebSocket(server, [task === undefined ? "queue" : "task"]);
     server.serializeAttachment({ task } satisfies SocketAttachment);
     const current = await this.currentSeq();
-    // A seq a client sees is stored first, so an eviction never hands it out again.
-    if (this.seqUnstored) await this.storeSeq(current);
+    // A seq a client sees is reserved first, so an eviction never hands it out again.
+    await this.reserve(current);
     server.send(JSON.stringify({ event: "hello", queue, seq: current } satisfies StreamMessage));
     if (afterParam !== null) {
       const after = Number(afterParam);
@@ -219,31 +220,42 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
     return next;
   }
 
+  /** The last seq handed out; a hub starting again starts from the reserved mark (SEQ_KEY), skipping the
+   * seqs its previous run reserved and may not have used. */
   private async currentSeq(): Promise<number> {
-    this.seq ??= (await this.ctx.storage.get<number>(SEQ_KEY)) ?? 0;
+    if (this.seq === undefined) {
+      const stored = (await this.ctx.storage.get<number>(SEQ_KEY)) ?? 0;
+      this.seq ??= stored;
+      this.reserved = Math.max(this.reserved, stored);
+    }
     return this.seq;
   }
 
   /**
    * With no socket connected nobody can hear events: they only take their seqs (in memory — no D1 read, no
    * storage write, the largest cost of a publish in the burn-down profile) and the resume buffer is
-   * cleared, so a client resuming from before the gap gets "resync" and re-reads over HTTP. The seq stored
-   * may then lag the one in memory until a hello shows it (`acceptNow` stores it first); an evicted object
-   * restarting from it reuses only seqs no client saw.
+   * cleared, so a client resuming from before the gap gets "resync" and re-reads over HTTP. A seq is
+   * reserved only when a client is shown it (`reserve`): an evicted object restarting from the reserved
+   * mark reuses only seqs no client saw.
    */
   private unheard(count: number): boolean {
     if (this.ctx.getWebSockets().length > 0 || this.seq === undefined) return false;
     this.seq += count;
-    this.seqUnstored = true;
     this.buffer.clear();
     return true;
   }
 
-  /** Stores `seq` (the one in memory, taken synchronously with the call: stores stay in seq order), with
-   * `also` in the same write. */
-  private async storeSeq(seq: number, also: Record<string, unknown> = {}): Promise<void> {
-    this.seqUnstored = false;
-    await this.ctx.storage.put({ ...also, [SEQ_KEY]: seq });
+  /**
+   * Makes sure storage holds a mark at or above `seq` before a client is shown it: nothing to write while
+   * `seq` is within the block reserved last (EVENT_SEQ_BLOCK), else one write reserving the next block,
+   * with `also` (which always writes). The mark in memory moves before the write, so two callers never
+   * both write, and Durable Object storage applies puts in call order, so the stored mark never goes back.
+   */
+  private async reserve(seq: number, also: Record<string, unknown> = {}): Promise<void> {
+    const reserving = seq > this.reserved;
+    if (!reserving && Object.keys(also).length === 0) return;
+    if (reserving) this.reserved = seq + EVENT_SEQ_BLOCK;
+    await this.ctx.storage.put({ ...also, [SEQ_KEY]: this.reserved });
   }
 
   private async emit(queue: string, items: Array<{ kind: TaskEventKind; row: EventRow }>): Promise<void> {
@@ -267,8 +279,8 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
       retry_at: kind === "failed" && row.state === "pending" ? toIso(row.run_at) : null,
     }));
     this.seq = seq;
-    // One storage row per publish call, however many events it carries.
-    await this.storeSeq(seq);
+    // A storage row only when the seqs pass the reserved block: one per EVENT_SEQ_BLOCK events.
+    await this.reserve(seq);
     for (const e of events) this.buffer.append(e);
     for (const ws of this.ctx.getWebSockets()) {
       const { task } = (ws.deserializeAttachment() ?? {}) as SocketAttachment;
@@ -290,10 +302,12 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
 
   private async sendCounts(queue: string): Promise<void> {
     const stats = await queueStatsOf(await readRoute(this.env, queue, { replica: true }), {}, this.now());
+    const seq = await this.currentSeq();
+    await this.reserve(seq);
     const message: CountsEvent = {
       event: "counts",
       queue,
-      seq: await this.currentSeq(),
+      seq,
       counts: stats.counts,
       due: stats.due,
       oldest_due_at: toIso(stats.oldest_due_at),

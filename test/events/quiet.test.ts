@@ -2,7 +2,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { TaskEvent } from "../../src/contracts/events";
-import { EVENT_QUIET_MS } from "../../src/contracts/limits";
+import { EVENT_QUIET_MS, EVENT_SEQ_BLOCK } from "../../src/contracts/limits";
 import { uniqueQueue } from "../helpers";
 import { callWith, countingEnv } from "../support/counting-env";
 import { until } from "../support/until";
@@ -90,21 +90,27 @@ describe("events while nobody listens", () => {
     await evictDurableObject(hubOf(queue));
 
     // The hub remembered (stored) that producers may be skipping: the seq moves on, so the resume from 1
-    // cannot be mistaken for one that missed nothing.
+    // cannot be mistaken for one that missed nothing. (The restarted hub starts at the mark its first run
+    // reserved when it showed seq 1: 1 + EVENT_SEQ_BLOCK.)
     const resumed = await openStream(`/v1/queues/${queue}/events?after=1`);
     const resync = await resumed.next((m) => m.event === "resync");
-    expect(resync).toEqual({ event: "resync", queue, after: 1, seq: 2 });
+    const moved = 1 + EVENT_SEQ_BLOCK + 1;
+    expect(resync).toEqual({ event: "resync", queue, after: 1, seq: moved });
     const id = await p.enqueue();
-    expect((await resumed.taskEvents(1))[0] as TaskEvent).toMatchObject({ event: "enqueued", task_id: id, seq: 3 });
+    expect((await resumed.taskEvents(1))[0] as TaskEvent).toMatchObject({
+      event: "enqueued",
+      task_id: id,
+      seq: moved + 1,
+    });
     resumed.close();
   });
 
-  it("a hello's seq is stored before it is sent: an eviction after it never hands that seq out again", async () => {
+  it("a hello's seq is reserved before it is sent: an eviction after it never hands that seq out again", async () => {
     const queue = uniqueQueue("ev-quiet-hello");
     await producer(queue).enqueue(); // answered "nobody listens": the next listener's join waits
     // Fresh producers (isolates that were told nothing) publish in the first half of the join's wait:
     // their events take seqs in memory only, and the hello shows the last of them. (None lands after the
-    // hello, whose seq would be stored with its event.)
+    // hello, whose seq would be reserved with its event.)
     const joining = openStream(`/v1/queues/${queue}/events`);
     const started = Date.now();
     let during = 0;
@@ -119,7 +125,11 @@ describe("events while nobody listens", () => {
       const heard = (await stream.taskEvents(1)) as TaskEvent[];
       return heard.some((e) => e.task_id === id) ? heard : undefined;
     });
-    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => hello.seq + 1 + i));
+    // Every seq after the hello is new: above the hello's, increasing — the restarted hub starts past the
+    // mark reserved before the hello was sent.
+    const seqs = events.map((e) => e.seq);
+    expect(seqs[0]).toBeGreaterThan(hello.seq);
+    expect(seqs).toEqual([...new Set(seqs)].sort((a, b) => a - b));
     expect(events.at(-1)).toMatchObject({ event: "enqueued", task_id: id });
     stream.close();
   });
