@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import { drainQueue } from "../dispatch/drain";
 import { RateLimiter } from "../dispatch/rate-limiter";
 import { eventRowOf, type Change } from "../effects/changes";
@@ -117,7 +117,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
    * @example
    * const tasks = await env.COORDINATOR.get(env.COORDINATOR.idFromName("q")).lease({ queue: "q", max: 10, visibilityTimeoutS: 30, holder: null, waitMs: 20000 });
    */
-  async lease(input: CoordinatorLeaseInput): Promise<TaskRow[]> {
+  async lease(input: CoordinatorLeaseInput): Promise<StoredTask[]> {
     const request = coordinatorLeaseSchema.parse(input);
     await this.remember(request.queue, request.part);
     // Its withdrawal overtook it (sent after it, arrived first): its client is stopping.
@@ -135,7 +135,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     await this.announceWaiting(request);
     // Withdrawn while it told its siblings (no wait to find yet, so remembered): do not park.
     if (this.line.wasWithdrawn(request.waiterId, this.now())) return [];
-    const answer = new Promise<TaskRow[]>((resolve, reject) => {
+    const answer = new Promise<StoredTask[]>((resolve, reject) => {
       const waiter: Waiter = {
         request,
         resolve,
@@ -329,7 +329,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   }
 
   /** Leases made here, reported with their rows (the event hub then reads nothing). */
-  private leasedChange(queue: string, rows: TaskRow[]): Change {
+  private leasedChange(queue: string, rows: StoredTask[]): Change {
     return { kind: "leased", queue, ids: rows.map((r) => r.id), rows: rows.map(eventRowOf) };
   }
 
@@ -388,7 +388,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   }
 
   /** Leases for a request: from this partition's shard first, then the queue's others (src/shards/). */
-  private async leaseFor(request: CoordinatorLease, provisional: boolean): Promise<TaskRow[]> {
+  private async leaseFor(request: CoordinatorLease, provisional: boolean): Promise<StoredTask[]> {
     const route = await queueRoute(this.env, request.queue, this.now());
     return leaseFromQueue(route, { ...request, provisional }, this.now(), request.part);
   }
@@ -413,7 +413,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
 
   /** Hands back what a withdrawn poll's own first lease took (take-back.ts). A failure is logged: the
    * leases still lapse at their expiry. */
-  private async handBack(leased: TaskRow[]): Promise<void> {
+  private async handBack(leased: StoredTask[]): Promise<void> {
     const items = leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! }));
     await handBackLeased(this.env, leased[0]!.queue, items, this.now())
       .then((change) => this.after(change))
@@ -449,7 +449,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   /** While polls wait (here or at a sibling), makes sure the alarm fires when a hand-out's claim window
    * ends (an unclaimed provisional lease is leasable again) and when one becomes contested (hand-outs.ts).
    * With nobody waiting a lapsed hand-out is simply taken over by the next lease. */
-  private async alarmForHandOuts(handedOut: TaskRow[]): Promise<void> {
+  private async alarmForHandOuts(handedOut: StoredTask[]): Promise<void> {
     const now = this.now();
     if (this.line.size === 0 && this.siblings.waiting(now).length === 0) return;
     const claimEnds = handedOut.map((t) => t.claimBy ?? t.leaseExpiresAt ?? Infinity);
@@ -480,10 +480,10 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
    * than it asked for took everything leasable (leaseFromQueue tries every shard of the queue), so the
    * next waiter is not asked for. Returns what it handed out, and whether it found the queue emptied.
    */
-  private async serveWaiters(): Promise<{ handedOut: TaskRow[]; emptied: boolean }> {
-    const handedOut: TaskRow[] = [];
+  private async serveWaiters(): Promise<{ handedOut: StoredTask[]; emptied: boolean }> {
+    const handedOut: StoredTask[] = [];
     for (let waiter = this.line.next(); waiter !== undefined; waiter = this.line.next()) {
-      let leased: TaskRow[];
+      let leased: StoredTask[];
       waiter.busy = true;
       try {
         // Answered after waiting: provisional where its client may have hung up unseen (see the class

@@ -1,11 +1,11 @@
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import { MAX_WAIT_S } from "../contracts/limits";
 import type { CoordinatorLease } from "../protocols/durable-objects";
 
 /** One parked long poll. */
 export interface Waiter {
   request: CoordinatorLease;
-  resolve: (tasks: TaskRow[]) => void;
+  resolve: (tasks: StoredTask[]) => void;
   reject: (error: unknown) => void;
   timer: ReturnType<typeof setTimeout>;
   /** A lease for this waiter is in flight: its timeout must not answer it meanwhile. */

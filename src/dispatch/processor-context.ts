@@ -1,5 +1,5 @@
 import type { Db } from "../db/client";
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import { collectCompletedResults } from "../engine/completed-results";
 import { MAX_DEPENDENCY_PAGE } from "../contracts/limits";
 import { d1TaskStore } from "../engine/d1-store";
@@ -29,7 +29,7 @@ export interface ProcessorContextDeps {
  * @example
  * const ctx = processorContext(task, { db, env, now, signal: abort.signal, beat });
  */
-export function processorContext(task: TaskRow, deps: ProcessorContextDeps): ProcessorContext {
+export function processorContext(task: StoredTask, deps: ProcessorContextDeps): ProcessorContext {
   const { db, env, now, beat } = deps;
   return {
     taskId: task.id,

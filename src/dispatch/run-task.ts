@@ -1,5 +1,5 @@
 import type { Db } from "../db/client";
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import type { Effects } from "../effects/follow";
 import type { AckKind, AckOutcome, ChildTask } from "../engine/ack";
 import { completeTasks } from "../engine/complete";
@@ -61,7 +61,7 @@ function isStop(error: unknown): error is EdgeqError {
  * @example
  * const result = await runTask({ db, env, registry, config, now: Date.now }, leasedRow);
  */
-export async function runTask(deps: RunTaskDeps, task: TaskRow): Promise<TaskRunResult> {
+export async function runTask(deps: RunTaskDeps, task: StoredTask): Promise<TaskRunResult> {
   const { db, env, config, now } = deps;
   const leaseToken = task.leaseToken!;
   // The lease's own length (a lease from before the column existed: the queue's), for the heartbeat pace.
@@ -149,7 +149,7 @@ function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 
 async function settleFailure(
   deps: RunTaskDeps,
-  task: TaskRow,
+  task: StoredTask,
   item: Omit<FailItem, "id" | "leaseToken">,
 ): Promise<TaskRunResult> {
   const [outcome] = await failTasks(deps.db, [{ id: task.id, leaseToken: task.leaseToken!, ...item }], deps.now());

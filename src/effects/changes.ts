@@ -1,6 +1,6 @@
 import type { EventRow } from "../protocols/durable-objects";
 import type { PublishedEvent } from "../contracts/events";
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import type { AckKind, AckOutcome, SettledDependent } from "../engine/ack";
 import type { EnqueueResult } from "../engine/enqueue";
 import type { QueueConfig } from "../engine/queue-config";
@@ -78,7 +78,7 @@ export function enqueuedChange(queue: string, result: EnqueueResult & { parts: n
  * @example
  * effects.after({ kind: "leased", queue, ids: rows.map((r) => r.id), rows: rows.map(eventRowOf) });
  */
-export function eventRowOf(row: TaskRow): EventRow {
+export function eventRowOf(row: StoredTask): EventRow {
   return {
     id: row.id,
     type: row.type,

@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { tasks } from "../db/schema";
 import { recordCounters } from "./counters";
 import { EdgeqError, NotFoundError } from "../contracts/errors";
-import type { StoredTask } from "./stored-task";
+import type { StoredTask } from "../contracts/stored-task";
 import { storedTask } from "./task-row";
 
 /** The SET clause of a cancel: pending or waiting (on dependencies) -> cancelled at once, a waiting task's

@@ -5,7 +5,7 @@ import { fenceMissError, keepLeaseSetSql, keptLeaseSql, leaseFenceSql, ownLeaseE
 import { recordCounters } from "./counters";
 import { TaskCancelledError } from "../contracts/errors";
 import { storedJsonError } from "../contracts/json-value";
-import type { StoredTask } from "./stored-task";
+import type { StoredTask } from "../contracts/stored-task";
 import { rowFromRaw } from "./task-row";
 
 export interface HeartbeatRequest {

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { fenceMissError, leaseFenceSql } from "./ack";
-import type { StoredTask } from "./stored-task";
+import type { StoredTask } from "../contracts/stored-task";
 import { rowFromRaw } from "./task-row";
 
 /**

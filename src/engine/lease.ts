@@ -7,7 +7,7 @@ import { flowLeaseSql } from "./flow-lease";
 import { flowTokenTimesSql } from "./flow-control";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
-import type { StoredTask } from "./stored-task";
+import type { StoredTask } from "../contracts/stored-task";
 import { leasedViewJsonSql, rowFromRaw } from "./task-row";
 
 export interface LeaseRequest {

@@ -2,7 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { queues, type QueueRow } from "../db/schema";
 import { EdgeqError } from "../contracts/errors";
-import type { StoredQueue } from "./stored-task";
+import type { StoredQueue } from "../contracts/stored-task";
 import type { FlowConfig } from "../contracts/flow";
 
 /** A push queue's rate limit: at most `count` task starts per `per`. */

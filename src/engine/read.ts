@@ -3,7 +3,7 @@ import { batchAll, type Db } from "../db/client";
 import { tasks } from "../db/schema";
 import { NotFoundError } from "../contracts/errors";
 import { TASK_STATES, type TaskState } from "../contracts/states";
-import type { StoredTask } from "./stored-task";
+import type { StoredTask } from "../contracts/stored-task";
 import { storedTask } from "./task-row";
 
 /** One task by id. */

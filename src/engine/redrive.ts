@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { tasks } from "../db/schema";
 import { EdgeqError, NotFoundError } from "../contracts/errors";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
-import type { StoredTask } from "./stored-task";
+import type { StoredTask } from "../contracts/stored-task";
 import { rowFromRaw } from "./task-row";
 import { REVIVABLE_STATES } from "../contracts/states";
 

@@ -3,7 +3,7 @@ import type { CompletedScope } from "./completed-results";
 import type { CounterSums, RecentCounts } from "./counters";
 import type { LiveCounts, LiveFigures } from "./live-figures";
 import type { ListFilter, QueueStats, StateCounts, TaskEventFields, TaskPage } from "./read";
-import type { StoredTask } from "./stored-task";
+import type { StoredTask } from "../contracts/stored-task";
 import type { ThroughputMinute } from "./throughput";
 
 /**

@@ -1,6 +1,6 @@
 import type { PartitionSelection, DeliveredRow, TransitDestination, TransitRow, TransitSelection } from "./transit";
 import type { QueueConfig, WhyUnavailable } from "./queue-config";
-import type { StoredQueue } from "./stored-task";
+import type { StoredQueue } from "../contracts/stored-task";
 
 /**
  * What the layers that choose databases (src/shards) ask of one task store (src/engine/store.ts): its

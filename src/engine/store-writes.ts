@@ -9,7 +9,7 @@ import type { LeasedAnswer, LeaseRequest } from "./lease";
 import type { PurgeOptions } from "./purge";
 import type { RedriveScope } from "./redrive";
 import type { RevokedTask } from "./revoke";
-import type { StoredTask } from "./stored-task";
+import type { StoredTask } from "../contracts/stored-task";
 
 /**
  * The state changes of a task store (src/engine/store.ts), in four groups: tasks in and leases out, the

@@ -52,4 +52,4 @@ export type { FlowKeyState, QueueFlowState } from "./flow-control";
 export type { Dependencies } from "./store-dependencies";
 export type { BulkChanged, BulkWrites, TaskFilter } from "./store-bulk";
 export type { Deadlines } from "./store-deadlines";
-export type { StoredQueue, StoredTask } from "./stored-task";
+export type { StoredQueue, StoredTask } from "../contracts/stored-task";

@@ -2,7 +2,7 @@ import { getTableColumns, sql } from "drizzle-orm";
 import { tasks, type TaskRow } from "../db/schema";
 import type { ChildTaskSpec, LeasedTaskView, TaskErrorEntry, TaskView } from "../contracts/task";
 import type { TaskState } from "../contracts/states";
-import type { StoredTask } from "./stored-task";
+import type { StoredTask } from "../contracts/stored-task";
 import { toIso } from "./time";
 
 /** snake_case column name -> camelCase key, for rows read with raw SQL (`RETURNING *`). */

@@ -1,4 +1,4 @@
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import { coordinatorOf } from "../effects/wake";
 import { leaseAnswers, type LeaseRequest } from "../engine/lease";
 import { leasedTaskJson } from "../engine/task-row";
@@ -18,7 +18,7 @@ export type LeaseAsk = Omit<LeaseRequest, "queue" | "provisional"> & { waitMs: n
  * @example
  * const rows = await leaseRows(op, "emails", { max: 10, visibilityTimeoutS: 30, holder: null, waitMs: 0 });
  */
-export async function leaseRows(op: OperationContext, queue: string, ask: LeaseAsk): Promise<TaskRow[]> {
+export async function leaseRows(op: OperationContext, queue: string, ask: LeaseAsk): Promise<StoredTask[]> {
   const route = await queueRoute(op.env, queue, op.now);
   const { waitMs, waiterId, ...request } = ask;
   if (waitMs > 0) return longPoll(op, route, { ...request, queue }, waitMs, waiterId);
@@ -61,7 +61,7 @@ async function longPoll(
   request: LeaseRequest,
   waitMs: number,
   waiterId: string = crypto.randomUUID(),
-): Promise<TaskRow[]> {
+): Promise<StoredTask[]> {
   const part = route.parts[nextLeaseOffset(route.parts.length)]!.part;
   const coordinator = coordinatorOf(op.env, request.queue, part);
   // The handler itself is cancelled with the request (nothing after its await runs): withdraw from here.

@@ -1,5 +1,5 @@
 import { EdgeqError } from "../contracts/errors";
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import { cancelTask } from "../engine/cancel";
 import { heartbeatTask, type HeartbeatRequest } from "../engine/heartbeat";
 import { getTask } from "../engine/read";
@@ -13,7 +13,7 @@ import type { OperationContext } from "./context";
  * @example
  * const row = await readTask(op, id);
  */
-export function readTask(op: OperationContext, id: string): Promise<TaskRow> {
+export function readTask(op: OperationContext, id: string): Promise<StoredTask> {
   return onTaskShard(op.env, id, (shard) => getTask(shard.db, id));
 }
 
@@ -25,7 +25,7 @@ export function readTask(op: OperationContext, id: string): Promise<TaskRow> {
  * @example
  * const row = await heartbeat(op, { id, leaseToken, progress: 40, progressMessage: "3/7" });
  */
-export async function heartbeat(op: OperationContext, request: HeartbeatRequest): Promise<TaskRow> {
+export async function heartbeat(op: OperationContext, request: HeartbeatRequest): Promise<StoredTask> {
   const row = await onTaskShard(op.env, request.id, (shard) => heartbeatTask(shard.db, request, op.now)).catch(
     async (error: unknown) => {
       // `task_cancelled`: this heartbeat found the cancel request and ended the task cancelled — a change.
@@ -48,7 +48,7 @@ export async function heartbeat(op: OperationContext, request: HeartbeatRequest)
  * @example
  * const row = await cancel(op, id); // row.state "cancelled", or "processing" with cancel requested
  */
-export async function cancel(op: OperationContext, id: string): Promise<TaskRow> {
+export async function cancel(op: OperationContext, id: string): Promise<StoredTask> {
   const { row, dependents } = await onTaskShard(op.env, id, async (shard) => {
     const row = await cancelTask(shard.db, id, op.now);
     // Its waiting dependents were settled by the same statement: released or ended, read for their effects.
@@ -66,7 +66,7 @@ export async function cancel(op: OperationContext, id: string): Promise<TaskRow>
  * @example
  * const row = await retry(op, id);
  */
-export async function retry(op: OperationContext, id: string): Promise<TaskRow> {
+export async function retry(op: OperationContext, id: string): Promise<StoredTask> {
   const row = await onTaskShard(op.env, id, (shard) => retryTask(shard.db, id, op.now));
   op.effects.after({ kind: "redriven", queue: row.queue, ids: [row.id], runAt: op.now });
   return row;

@@ -1,11 +1,11 @@
 import { FINAL_STATES } from "../contracts/states";
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import { coordinatorOf } from "../effects/wake";
 import type { OperationContext } from "./context";
 import { readTask } from "./task";
 
 /** Whether a task is in a final state (completed, dead, cancelled — and any final state FINAL_STATES adds). */
-export function isFinished(row: Pick<TaskRow, "state">): boolean {
+export function isFinished(row: Pick<StoredTask, "state">): boolean {
   return (FINAL_STATES as readonly string[]).includes(row.state);
 }
 
@@ -25,7 +25,7 @@ export async function waitForTask(
   op: OperationContext,
   id: string,
   timeoutMs: number,
-): Promise<{ finished: boolean; row: TaskRow }> {
+): Promise<{ finished: boolean; row: StoredTask }> {
   const row = await readTask(op, id);
   if (isFinished(row) || timeoutMs === 0 || op.signal.aborted) return { finished: isFinished(row), row };
   const coordinator = coordinatorOf(op.env, row.queue);

@@ -9,7 +9,7 @@ import {
   MIN_VISIBILITY_TIMEOUT_S,
 } from "../contracts/limits";
 import { TASK_STATES } from "../contracts/states";
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import { TASK_EVENT_KINDS, type EventsPublish } from "../contracts/events";
 
 /** A long-poll lease request, as the coordinator accepts it (validated again at this boundary). */
@@ -123,7 +123,7 @@ export type EventsPublishRows = z.infer<typeof eventsPublishRowsSchema>;
 
 /** COORDINATOR — one per queue partition: long-poll waiters, the alarm at the next leasable time, push dispatch. */
 export interface QueueCoordinatorRpc extends Rpc.DurableObjectBranded {
-  lease(input: CoordinatorLeaseInput): Promise<TaskRow[]>;
+  lease(input: CoordinatorLeaseInput): Promise<StoredTask[]>;
   notify(input: CoordinatorNotify): Promise<void>;
   forget(input: CoordinatorForget): Promise<boolean>;
   watch(input: CoordinatorWatch): Promise<void>;

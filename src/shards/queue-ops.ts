@@ -1,4 +1,4 @@
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import type { Env } from "../env";
 import { cancelQueueTasks } from "../engine/cancel";
 import {
@@ -88,7 +88,7 @@ export function leaseFromQueue(
   request: Omit<LeaseRequest, "queue">,
   now: number,
   startPart?: number,
-): Promise<TaskRow[]>;
+): Promise<StoredTask[]>;
 export function leaseFromQueue<T extends LeaseOrdered>(
   route: QueueRoute,
   request: Omit<LeaseRequest, "queue">,
@@ -150,7 +150,7 @@ export async function queueStatsOf(route: QueueRoute, scope: { group?: string },
 export async function listTasksOf(
   route: QueueRoute,
   filter: ListFilter,
-): Promise<{ tasks: TaskRow[]; next_cursor: string | null }> {
+): Promise<{ tasks: StoredTask[]; next_cursor: string | null }> {
   const shards = routeShards(route);
   if (shards.length === 1) return listTasks(shards[0]!.db, route.queue, filter);
   const pages = await Promise.all(shards.map((s) => listTasks(s.db, route.queue, filter)));

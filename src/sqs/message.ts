@@ -1,4 +1,4 @@
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import { jsonBytes } from "../contracts/json-value";
 import { MAX_PAYLOAD_BYTES, SQS_MAX_MESSAGE_ATTRIBUTES, SQS_MAX_MESSAGE_BYTES } from "../contracts/limits";
 import { invalidParameter, SqsError } from "./errors";
@@ -23,7 +23,10 @@ export interface SqsPayload {
 }
 
 /** The body and attributes a task is received with (see the module comment). */
-export function messageOfTask(row: Pick<TaskRow, "type" | "payload">): { body: string; attributes: MessageAttributes } {
+export function messageOfTask(row: Pick<StoredTask, "type" | "payload">): {
+  body: string;
+  attributes: MessageAttributes;
+} {
   if (row.type === SQS_TASK_TYPE) {
     const payload = JSON.parse(row.payload) as unknown;
     if (payload !== null && typeof payload === "object" && typeof (payload as SqsPayload).body === "string") {

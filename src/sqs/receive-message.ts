@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { TaskRow } from "../db/schema";
+import type { StoredTask } from "../contracts/stored-task";
 import { leaseOrder } from "../engine/lease";
 import { MAX_VISIBILITY_TIMEOUT_S, MAX_WAIT_S, SQS_MAX_BATCH_ENTRIES } from "../contracts/limits";
 import { extendTaskLeases } from "../operations/ack";
@@ -25,7 +25,7 @@ const ReceiveMessageInput = z.object({
 });
 
 /** The system attributes a message can carry, from its task row. */
-function systemAttributes(row: TaskRow, queue: string): Record<string, string> {
+function systemAttributes(row: StoredTask, queue: string): Record<string, string> {
   const attributes: Record<string, string> = {
     ApproximateReceiveCount: String(row.attempts),
     SentTimestamp: String(row.createdAt),
@@ -58,7 +58,7 @@ async function leaseForReceive(
   ctx: SqsContext,
   request: { queue: string; max: number; visibilityTimeoutS: number; holder: string },
   waitS: number,
-): Promise<TaskRow[]> {
+): Promise<StoredTask[]> {
   const { queue, ...ask } = request;
   const leased = await leaseRows(ctx.op, queue, { ...ask, waitMs: waitS * 1000 });
   const provisional = leased.filter((t) => t.claimBy !== null);

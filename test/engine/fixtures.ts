@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { TaskRow } from "../../src/db/schema";
+import type { StoredTask } from "../../src/contracts/stored-task";
 import { completeTasks } from "../../src/engine/complete";
 import { enqueueTasks, type NewTask } from "../../src/engine/enqueue";
 import { failTasks } from "../../src/engine/fail";
@@ -24,17 +24,17 @@ export async function enqueueMany(queue: string, input: NewTask[], now = T0): Pr
 }
 
 /** Leases up to `max` tasks with a 30 s visibility timeout. */
-export function lease(queue: string, now: number, max = 100, holder: string | null = "w"): Promise<TaskRow[]> {
+export function lease(queue: string, now: number, max = 100, holder: string | null = "w"): Promise<StoredTask[]> {
   return leaseTasks(db(), { queue, max, visibilityTimeoutS: VT_S, holder }, now);
 }
 
 /** Leases exactly one task, failing the test if none is due. */
-export async function leaseOne(queue: string, now: number): Promise<TaskRow & { leaseToken: string }> {
+export async function leaseOne(queue: string, now: number): Promise<StoredTask & { leaseToken: string }> {
   const [task, ...rest] = await lease(queue, now, 1);
   expect(task, "a task should be due").toBeDefined();
   expect(rest).toEqual([]);
   expect(task!.leaseToken).toEqual(expect.any(String));
-  return task as TaskRow & { leaseToken: string };
+  return task as StoredTask & { leaseToken: string };
 }
 
 /** Enqueues one task and takes it through lease -> complete. */

@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import type { QueueCoordinator } from "../../src/coordinator/coordinator";
-import type { TaskRow } from "../../src/db/schema";
+import type { StoredTask } from "../../src/contracts/stored-task";
 import { deferred } from "../dispatch/support";
 import { until } from "./until";
 
@@ -61,7 +61,7 @@ export async function setClock(queue: string, at: number): Promise<void> {
   });
 }
 
-type LeaseFor = (request: unknown, provisional: boolean) => Promise<TaskRow[]>;
+type LeaseFor = (request: unknown, provisional: boolean) => Promise<StoredTask[]>;
 
 /**
  * Holds one lease of the coordinator in flight, once: a waiter's (provisional) lease, or with

@@ -1,4 +1,4 @@
-import type { TaskState } from "../contracts/states";
+import type { TaskState } from "./states";
 
 /**
  * A task as a task store holds it and hands it out (src/engine/store.ts): the domain type of every store
