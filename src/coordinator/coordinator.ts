@@ -300,6 +300,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
       // runs its own tasks, so a queue of K partitions runs up to K × concurrency at once.
       for (const shard of own) {
         const drained = await drainQueue({
+          store: shard.store,
           db: shard.db,
           env: this.env,
           registry: this.deps.processors,

@@ -1,6 +1,5 @@
 import { eventRowOf } from "../effects/changes";
 import type { AckKind, AckOutcome } from "../engine/ack";
-import { leaseTasks } from "../engine/lease";
 import { MAX_BATCH } from "../contracts/limits";
 import type { RateLimiter } from "./rate-limiter";
 import { runTask, type RunTaskDeps, type TaskRunResult } from "./run-task";
@@ -39,7 +38,7 @@ export interface DrainResult {
  * (`nextAt`, the next turn), so that coordinator is not woken for them (`drainedQueue`).
  *
  * @example
- * const { results, nextAt } = await drainQueue({ db, env, registry, config, now, effects, queue, limiter });
+ * const { results, nextAt } = await drainQueue({ store: shard.store, db: shard.db, env, registry, config, now, effects, queue, limiter });
  */
 export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN): Promise<DrainResult> {
   const { config, limiter, now } = deps;
@@ -109,8 +108,7 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
       break;
     }
     const max = Math.min(slots, allowed, maxTasks - started, MAX_BATCH);
-    const leased = await leaseTasks(
-      deps.db,
+    const leased = await deps.store.leaseTasks(
       { queue: deps.queue, max, visibilityTimeoutS: config.visibility_timeout_s, holder: `edgeq-push:${deps.queue}` },
       now(),
     );

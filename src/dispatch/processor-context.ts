@@ -1,9 +1,8 @@
 import type { Db } from "../db/client";
 import type { StoredTask } from "../contracts/stored-task";
-import { collectCompletedResults } from "../engine/completed-results";
 import { MAX_DEPENDENCY_PAGE } from "../contracts/limits";
-import { d1TaskStore } from "../engine/d1-store";
 import { dependencyPageView } from "../engine/dependency-reads";
+import type { TaskStore } from "../engine/store";
 import type { Env } from "../env";
 import type { ProcessorContext } from "../processors/types";
 import { taskArtifacts } from "../storage/artifacts";
@@ -13,6 +12,8 @@ export type Beat = (fields: { progress?: number; progressMessage?: string; check
 
 /** What `processorContext` binds: the leased task and the dispatcher's own handles. */
 export interface ProcessorContextDeps {
+  /** The task's store: its dependencies and completed results are read through it. */
+  store: TaskStore;
   db: Db;
   env: Env;
   now: () => number;
@@ -27,10 +28,10 @@ export interface ProcessorContextDeps {
  * and the Worker's whole env.
  *
  * @example
- * const ctx = processorContext(task, { db, env, now, signal: abort.signal, beat });
+ * const ctx = processorContext(task, { store, db, env, now, signal: abort.signal, beat });
  */
 export function processorContext(task: StoredTask, deps: ProcessorContextDeps): ProcessorContext {
-  const { db, env, now, beat } = deps;
+  const { store, db, env, now, beat } = deps;
   return {
     taskId: task.id,
     queue: task.queue,
@@ -51,12 +52,12 @@ export function processorContext(task: StoredTask, deps: ProcessorContextDeps): 
     artifacts: taskArtifacts(env.ARTIFACTS, task.id),
     dependencies: async (page = {}) =>
       dependencyPageView(
-        await d1TaskStore(db).listDependencies(task.id, {
+        await store.listDependencies(task.id, {
           cursor: page.cursor,
           limit: Math.max(1, Math.min(page.limit ?? MAX_DEPENDENCY_PAGE, MAX_DEPENDENCY_PAGE)),
         }),
       ),
-    results: { completed: (scope, limit, pick) => collectCompletedResults(db, scope, limit, pick) },
+    results: { completed: (scope, limit, pick) => store.collectCompletedResults(scope, limit, pick) },
     db: db.$client,
   };
 }

@@ -2,11 +2,10 @@ import type { Db } from "../db/client";
 import type { StoredTask } from "../contracts/stored-task";
 import type { Effects } from "../effects/follow";
 import type { AckKind, AckOutcome, ChildTask } from "../engine/ack";
-import { completeTasks } from "../engine/complete";
 import { describeZodError } from "../contracts/describe-zod-error";
 import { EdgeqError } from "../contracts/errors";
-import { failTasks, type FailItem } from "../engine/fail";
-import { heartbeatTask } from "../engine/heartbeat";
+import type { FailItem } from "../engine/fail";
+import type { TaskStore } from "../engine/store";
 import type { QueueConfig } from "../engine/queue-config";
 import type { Env } from "../env";
 import { PermanentError, RetryAfterError } from "../processors/errors";
@@ -16,6 +15,8 @@ import { processorContext, type Beat } from "./processor-context";
 
 /** What the coordinator needs to run one leased task. */
 export interface RunTaskDeps {
+  /** The task's database: its store settles the run (fenced), its handle is the processor's `ctx.db`. */
+  store: TaskStore;
   db: Db;
   env: Env;
   registry: ProcessorRegistry;
@@ -59,7 +60,7 @@ function isStop(error: unknown): error is EdgeqError {
  * carrying progress is reported to the effects owner, as an HTTP heartbeat's is (its `progress` event).
  *
  * @example
- * const result = await runTask({ db, env, registry, config, now: Date.now }, leasedRow);
+ * const result = await runTask({ store: shard.store, db: shard.db, env, registry, config, now: Date.now, effects }, leasedRow);
  */
 export async function runTask(deps: RunTaskDeps, task: StoredTask): Promise<TaskRunResult> {
   const { db, env, config, now } = deps;
@@ -81,7 +82,7 @@ export async function runTask(deps: RunTaskDeps, task: StoredTask): Promise<Task
   const abort = new AbortController();
   const beat: Beat = async (fields) => {
     try {
-      await heartbeatTask(db, { id: task.id, leaseToken, ...fields }, now());
+      await deps.store.heartbeatTask({ id: task.id, leaseToken, ...fields }, now());
     } catch (error) {
       if (isStop(error)) abort.abort(error);
       throw error;
@@ -103,12 +104,12 @@ export async function runTask(deps: RunTaskDeps, task: StoredTask): Promise<Task
     MAX_TASK_RUN_MS,
   );
 
-  const ctx = processorContext(task, { db, env, now, signal: abort.signal, beat });
+  const ctx = processorContext(task, { store: deps.store, db, env, now, signal: abort.signal, beat });
 
   try {
     // ctx.env is the Worker's env, typed as the processor's author declared it (a claim nothing checks).
     const result = await raceAbort(processor.run(parsed.data, ctx as ProcessorContext<never>), abort.signal);
-    const [outcome] = await completeTasks(db, [{ id: task.id, leaseToken, result }], now());
+    const [outcome] = await deps.store.completeTasks([{ id: task.id, leaseToken, result }], now());
     if (outcome?.ok) {
       return { id: task.id, outcome: "completed", children: outcome.children, ack: { kind: "complete", outcome } };
     }
@@ -152,7 +153,7 @@ async function settleFailure(
   task: StoredTask,
   item: Omit<FailItem, "id" | "leaseToken">,
 ): Promise<TaskRunResult> {
-  const [outcome] = await failTasks(deps.db, [{ id: task.id, leaseToken: task.leaseToken!, ...item }], deps.now());
+  const [outcome] = await deps.store.failTasks([{ id: task.id, leaseToken: task.leaseToken!, ...item }], deps.now());
   const ack = outcome && { kind: "fail" as const, outcome };
   if (!outcome?.ok) return stopped(task.id, outcome?.error, ack);
   return {

@@ -5,6 +5,7 @@ import type { Change } from "../../src/effects/changes";
 import { RateLimiter } from "../../src/dispatch/rate-limiter";
 import type { RunTaskDeps } from "../../src/dispatch/run-task";
 import { DEFAULT_QUEUE_CONFIG, type QueueConfig } from "../../src/engine/queue-config";
+import { d1TaskStore } from "../../src/engine/d1-store";
 import { ProcessorRegistry } from "../../src/processors/registry";
 import type { AnyProcessor, Processor, ProcessorContext } from "../../src/processors/types";
 import { T0, db } from "../helpers";
@@ -106,6 +107,7 @@ export function runDeps(
 ): RunTaskDeps & { changes: Change[] } {
   const changes: Change[] = [];
   return {
+    store: d1TaskStore(db()),
     db: db(),
     env,
     registry: new ProcessorRegistry(processors),

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { drainQueue } from "../../src/dispatch/drain";
+import { d1TaskStore } from "../../src/engine/d1-store";
 import { Effects } from "../../src/effects/follow";
 import { PermanentError, RetryAfterError } from "../../src/processors/errors";
 import { ProcessorRegistry } from "../../src/processors/registry";
@@ -38,6 +39,7 @@ async function listening(...queues: string[]): Promise<Stream[]> {
 function pushRun(queue: string, processor: Processor) {
   return withRecordingEnv((env, defer) =>
     drainQueue({
+      store: d1TaskStore(shard("DB")),
       db: shard("DB"),
       env,
       registry: new ProcessorRegistry([processor]),
