@@ -1,7 +1,6 @@
 import type { Change } from "../effects/changes";
 import type { FencedItem } from "../engine/ack";
-import { lapseUnclaimed, type LapsedHandOut } from "../engine/lapse";
-import { releaseTasks } from "../engine/release";
+import type { LapsedHandOut } from "../engine/lapse";
 import type { Env } from "../env";
 import { ackOnRoute } from "../shards/ack-routing";
 import { revokeOnQueue } from "../shards/queue-ops";
@@ -34,7 +33,7 @@ export async function lapseHandOuts(
 ): Promise<LapsedHandOuts> {
   if (items.length === 0 || limit < 1) return { tasks: [], examined: 0 };
   const route = await queueRoute(env, queue, now);
-  const perShard = await Promise.all(routeShards(route).map((s) => lapseUnclaimed(s.db, items, now, limit)));
+  const perShard = await Promise.all(routeShards(route).map((s) => s.store.lapseUnclaimed(items, now, limit)));
   const position = new Map(items.map((item, k) => [`${item.id} ${item.leaseToken}`, k]));
   let examined = items.length;
   for (const taken of perShard) {
@@ -74,8 +73,8 @@ export async function revokeUndelivered(
  * const change = await handBackLeased(env, "emails", [{ id, leaseToken }], Date.now());
  */
 export async function handBackLeased(env: Env, queue: string, items: FencedItem[], now: number): Promise<Change> {
-  const outcomes = await ackOnRoute(await queueRoute(env, queue, now), items, (db, group) =>
-    releaseTasks(db, group, now),
+  const outcomes = await ackOnRoute(await queueRoute(env, queue, now), items, (store, group) =>
+    store.releaseTasks(group, now),
   );
   return { kind: "acked", outcomes, kinds: outcomes.map(() => "release") };
 }

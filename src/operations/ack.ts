@@ -1,8 +1,7 @@
 import type { AckKind, AckOutcome } from "../engine/ack";
-import { completeTasks, type CompleteItem } from "../engine/complete";
-import { extendLeases, type ExtendItem } from "../engine/extend";
-import { failTasks, type FailItem } from "../engine/fail";
-import { releaseTasks } from "../engine/release";
+import type { CompleteItem } from "../engine/complete";
+import type { ExtendItem } from "../engine/extend";
+import type { FailItem } from "../engine/fail";
 import type { FencedItem } from "../engine/ack";
 import { ackOnRoute } from "../shards/ack-routing";
 import { queueRoute } from "../shards/queue-route";
@@ -28,9 +27,9 @@ export async function ackTasks(op: OperationContext, queue: string, batch: AckBa
   const scope = { queue };
   const route = await queueRoute(op.env, queue, op.now);
   const [completed, failed, released] = await Promise.all([
-    ackOnRoute(route, batch.complete ?? [], (db, items) => completeTasks(db, items, op.now, scope)),
-    ackOnRoute(route, batch.fail ?? [], (db, items) => failTasks(db, items, op.now, scope)),
-    ackOnRoute(route, batch.release ?? [], (db, items) => releaseTasks(db, items, op.now, scope)),
+    ackOnRoute(route, batch.complete ?? [], (store, items) => store.completeTasks(items, op.now, scope)),
+    ackOnRoute(route, batch.fail ?? [], (store, items) => store.failTasks(items, op.now, scope)),
+    ackOnRoute(route, batch.release ?? [], (store, items) => store.releaseTasks(items, op.now, scope)),
   ]);
   const outcomes = [...completed, ...failed, ...released];
   const kinds: AckKind[] = [
@@ -59,10 +58,10 @@ export async function ackTask(
   const outcome = await onTaskShard(op.env, item.id, async (shard) => {
     const [one] =
       kind === "complete"
-        ? await completeTasks(shard.db, [item as CompleteItem], op.now)
+        ? await shard.store.completeTasks([item as CompleteItem], op.now)
         : kind === "fail"
-          ? await failTasks(shard.db, [item as FailItem], op.now)
-          : await releaseTasks(shard.db, [item], op.now);
+          ? await shard.store.failTasks([item as FailItem], op.now)
+          : await shard.store.releaseTasks([item], op.now);
     return one!;
   });
   op.effects.after({ kind: "acked", outcomes: [outcome], kinds: [kind] });
@@ -82,7 +81,7 @@ export async function extendTaskLeases(
   items: ExtendItem[],
 ): Promise<AckOutcome[]> {
   const route = await queueRoute(op.env, queue, op.now);
-  const outcomes = await ackOnRoute(route, items, (db, group) => extendLeases(db, group, op.now, { queue }));
+  const outcomes = await ackOnRoute(route, items, (store, group) => store.extendLeases(group, op.now, { queue }));
   // `task_cancelled`: this extension found the cancel request and ended the task cancelled — a change.
   const cancelled = outcomes.filter((o) => !o.ok && o.error.code === "task_cancelled").map((o) => o.id);
   if (cancelled.length > 0) op.effects.after({ kind: "cancelled", queue, ids: cancelled });
@@ -98,7 +97,7 @@ export async function extendTaskLeases(
  */
 export async function failForRedelivery(op: OperationContext, queue: string, items: FailItem[]): Promise<AckOutcome[]> {
   const route = await queueRoute(op.env, queue, op.now);
-  const outcomes = await ackOnRoute(route, items, (db, group) => failTasks(db, group, op.now, { queue }));
+  const outcomes = await ackOnRoute(route, items, (store, group) => store.failTasks(group, op.now, { queue }));
   op.effects.after({ kind: "acked", outcomes, kinds: outcomes.map(() => "fail" as const) });
   return outcomes;
 }

@@ -1,9 +1,6 @@
 import { EdgeqError } from "../contracts/errors";
 import type { StoredTask } from "../contracts/stored-task";
-import { cancelTask } from "../engine/cancel";
-import { heartbeatTask, type HeartbeatRequest } from "../engine/heartbeat";
-import { getTask } from "../engine/read";
-import { retryTask } from "../engine/redrive";
+import type { HeartbeatRequest } from "../engine/heartbeat";
 import { onTaskShard } from "../shards/task-locator";
 import type { OperationContext } from "./context";
 
@@ -14,7 +11,7 @@ import type { OperationContext } from "./context";
  * const row = await readTask(op, id);
  */
 export function readTask(op: OperationContext, id: string): Promise<StoredTask> {
-  return onTaskShard(op.env, id, (shard) => getTask(shard.db, id));
+  return onTaskShard(op.env, id, (shard) => shard.store.getTask(id));
 }
 
 /**
@@ -26,7 +23,7 @@ export function readTask(op: OperationContext, id: string): Promise<StoredTask> 
  * const row = await heartbeat(op, { id, leaseToken, progress: 40, progressMessage: "3/7" });
  */
 export async function heartbeat(op: OperationContext, request: HeartbeatRequest): Promise<StoredTask> {
-  const row = await onTaskShard(op.env, request.id, (shard) => heartbeatTask(shard.db, request, op.now)).catch(
+  const row = await onTaskShard(op.env, request.id, (shard) => shard.store.heartbeatTask(request, op.now)).catch(
     async (error: unknown) => {
       // `task_cancelled`: this heartbeat found the cancel request and ended the task cancelled — a change.
       if (error instanceof EdgeqError && error.code === "task_cancelled") {
@@ -50,7 +47,7 @@ export async function heartbeat(op: OperationContext, request: HeartbeatRequest)
  */
 export async function cancel(op: OperationContext, id: string): Promise<StoredTask> {
   const { row, dependents } = await onTaskShard(op.env, id, async (shard) => {
-    const row = await cancelTask(shard.db, id, op.now);
+    const row = await shard.store.cancelTask(id, op.now);
     // Its waiting dependents were settled by the same statement: released or ended, read for their effects.
     const dependents = row.state === "cancelled" ? await shard.store.settledDependents([id], op.now) : [];
     return { row, dependents };
@@ -67,7 +64,7 @@ export async function cancel(op: OperationContext, id: string): Promise<StoredTa
  * const row = await retry(op, id);
  */
 export async function retry(op: OperationContext, id: string): Promise<StoredTask> {
-  const row = await onTaskShard(op.env, id, (shard) => retryTask(shard.db, id, op.now));
+  const row = await onTaskShard(op.env, id, (shard) => shard.store.retryTask(id, op.now));
   op.effects.after({ kind: "redriven", queue: row.queue, ids: [row.id], runAt: op.now });
   return row;
 }

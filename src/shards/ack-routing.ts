@@ -1,7 +1,6 @@
-import type { Db } from "../db/client";
 import { EdgeqError } from "../contracts/errors";
 import type { AckOutcome } from "../engine/ack";
-import { findInTransit } from "../engine/transit";
+import type { TaskStore } from "../engine/store";
 import { isTaskMissing } from "./task-locator";
 import { routeShards, type QueueRoute } from "./queue-route";
 import type { Shard } from "./shard-set";
@@ -29,16 +28,16 @@ function candidates(route: QueueRoute, id: string): Shard[] {
  * come back in input order.
  *
  * @example
- * const outcomes = await ackOnRoute(route, items, (db, group) => completeTasks(db, group, now, { queue }));
+ * const outcomes = await ackOnRoute(route, items, (store, group) => store.completeTasks(group, now, { queue }));
  */
 export async function ackOnRoute<I extends { id: string }>(
   route: QueueRoute,
   items: I[],
-  run: (db: Db, items: I[]) => Promise<AckOutcome[]>,
+  run: (store: TaskStore, items: I[]) => Promise<AckOutcome[]>,
 ): Promise<AckOutcome[]> {
   if (items.length === 0) return [];
   const shards = routeShards(route);
-  if (shards.length === 1) return run(shards[0]!.db, items);
+  if (shards.length === 1) return run(shards[0]!.store, items);
   const outcomes = new Array<AckOutcome | undefined>(items.length);
   const queue = items.map((item, i) => ({ i, item, left: candidates(route, item.id) }));
   let pending = queue;
@@ -54,7 +53,7 @@ export async function ackOnRoute<I extends { id: string }>(
     await Promise.all(
       [...groups.values()].map(async ({ shard, entries }) => {
         const results = await run(
-          shard.db,
+          shard.store,
           entries.map((e) => e.item),
         );
         results.forEach((outcome, k) => {
@@ -80,7 +79,7 @@ async function retryMisses<I extends { id: string }>(
   route: QueueRoute,
   items: I[],
   outcomes: AckOutcome[],
-  run: (db: Db, items: I[]) => Promise<AckOutcome[]>,
+  run: (store: TaskStore, items: I[]) => Promise<AckOutcome[]>,
 ): Promise<AckOutcome[]> {
   let missing = outcomes.flatMap((o, i) => (isTaskMissing(o) ? [i] : []));
   if (missing.length === 0) return outcomes;
@@ -90,7 +89,7 @@ async function retryMisses<I extends { id: string }>(
   for (const { shard, source } of order) {
     if (missing.length === 0) break;
     const results = await run(
-      shard.db,
+      shard.store,
       missing.map((i) => items[i]!),
     );
     results.forEach((outcome, k) => {
@@ -98,12 +97,7 @@ async function retryMisses<I extends { id: string }>(
     });
     missing = missing.filter((i) => isTaskMissing(outcomes[i]));
     if (!source || missing.length === 0) continue;
-    const moving = new Set(
-      await findInTransit(
-        shard.db,
-        missing.map((i) => items[i]!.id),
-      ),
-    );
+    const moving = new Set(await shard.store.findInTransit(missing.map((i) => items[i]!.id)));
     for (const i of missing.filter((i) => moving.has(items[i]!.id))) {
       const id = items[i]!.id;
       outcomes[i] = {

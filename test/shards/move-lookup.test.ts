@@ -2,8 +2,6 @@ import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { monotonicFactory } from "ulid";
 import { describe, expect, it } from "vitest";
-import type { Db } from "../../src/db/client";
-import { completeTasks } from "../../src/engine/complete";
 import { getTask } from "../../src/engine/read";
 import { clearTransit, listTransit, putInFromTransit, takeOutForTransit } from "../../src/engine/transit";
 import { ackOnRoute } from "../../src/shards/ack-routing";
@@ -166,8 +164,8 @@ describe("a task moving while it is looked up", () => {
     const outcomes = await ackOnRoute(
       await queueRoute(env, queue, now),
       [{ id: held!.id, leaseToken: held!.lease_token }],
-      async (db: Db, items) => {
-        const result = await completeTasks(db, items, now, { queue });
+      async (store, items) => {
+        const result = await store.completeTasks(items, now, { queue });
         if (calls++ === 0) await relayBehindTheRoute(queue, placement.slot, now);
         return result;
       },
