@@ -7,7 +7,6 @@ import {
   type HubAnswer,
 } from "../protocols/durable-objects";
 import { EVENT_COUNTS_INTERVAL_MS, EVENT_QUIET_MARGIN_MS, EVENT_QUIET_MS, EVENT_SEQ_BLOCK } from "../contracts/limits";
-import { readTaskEventFields } from "../engine/read";
 import { toIso } from "../engine/time";
 import { queueStatsOf } from "../shards/queue-ops";
 import { readRoute, routeShards } from "../shards/queue-route";
@@ -182,7 +181,7 @@ export class EventHub extends DurableObject<Env> implements EventHubRpc {
       if (this.unheard(events.length)) return;
       const ids = [...new Set(events.map((e) => e.id))];
       const route = await readRoute(this.env, queue);
-      const perShard = await Promise.all(routeShards(route).map((shard) => readTaskEventFields(shard.db, ids)));
+      const perShard = await Promise.all(routeShards(route).map((shard) => shard.store.readTaskEventFields(ids)));
       const rows = perShard.flat();
       const byId = new Map(rows.map((r) => [r.id, r]));
       await this.emit(

@@ -1,8 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import { EdgeqError, NotFoundError } from "../../contracts/errors";
-import { assertLeaseHeld } from "../../engine/lease-check";
 import { MAX_ARTIFACT_BYTES } from "../../contracts/limits";
-import { getTask } from "../../engine/read";
 import { ARTIFACT_NAME, getArtifact, listArtifacts, putArtifact } from "../../storage/artifacts";
 import { onTaskShard } from "../../shards/task-locator";
 import type { AppEnv } from "../app-env";
@@ -57,7 +55,7 @@ const putRoute = authRoute({
 export const artifactRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(listRoute, async (c) => {
     const { id } = c.req.valid("param");
-    await onTaskShard(c.env, id, (shard) => getTask(shard.db, id)); // 404 for an unknown task, not an empty list
+    await onTaskShard(c.env, id, (shard) => shard.store.getTask(id)); // 404 for an unknown task, not an empty list
     return c.json({ artifacts: await listArtifacts(c.env.ARTIFACTS, id) }, 200);
   })
   .openapi(getRoute, async (c) => {
@@ -83,7 +81,7 @@ export const artifactRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationH
     if (length > MAX_ARTIFACT_BYTES) {
       throw new EdgeqError("payload_too_large", `artifacts are limited to ${MAX_ARTIFACT_BYTES} bytes (got ${length})`);
     }
-    await onTaskShard(c.env, id, (shard) => assertLeaseHeld(shard.db, id, token, c.var.now));
+    await onTaskShard(c.env, id, (shard) => shard.store.assertLeaseHeld(id, token, c.var.now));
     const body = c.req.raw.body ?? new ReadableStream();
     const sized = body.pipeThrough(new FixedLengthStream(length));
     const contentType = c.req.header("Content-Type") ?? "application/octet-stream";

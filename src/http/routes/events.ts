@@ -2,7 +2,6 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { EdgeqError } from "../../contracts/errors";
 import { EVENT_BUFFER_SIZE, EVENT_QUIET_MARGIN_MS, EVENT_QUIET_MS, EVENT_TICKET_TTL_S } from "../../contracts/limits";
-import { getTask } from "../../engine/read";
 import { acceptedTokens, readSettings } from "../../env";
 import { EVENTS_PROTOCOL, TICKET_PROTOCOL_PREFIX } from "../../contracts/events-protocol";
 import { issueTicket, ticketProblem } from "../../events/tickets";
@@ -138,7 +137,7 @@ export const eventStreamRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validati
     const { id } = c.req.valid("param");
     const { after, ticket } = c.req.valid("query");
     await authorize(c, ticket);
-    const task = await onTaskShard(c.env, id, (shard) => getTask(shard.db, id));
+    const task = await onTaskShard(c.env, id, (shard) => shard.store.getTask(id));
     return forward(c, task.queue, task.id, after);
   });
 

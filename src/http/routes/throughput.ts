@@ -1,6 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import { QueueParams, ThroughputResponse } from "../../contracts/api";
-import { throughputSeries } from "../../engine/throughput";
 import { toIso } from "../../engine/time";
 import { mergeShardRows } from "../../shards/cross-shard";
 import { readRoute, routeShards } from "../../shards/queue-route";
@@ -32,7 +31,7 @@ export const throughputRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validatio
     const hours = Number(c.req.valid("query").hours);
     const route = await readRoute(c.env, queue, { replica: true });
     const perShard = await Promise.all(
-      routeShards(route).map((s) => throughputSeries(s.db, queue, c.var.now - hours * 3_600_000, c.var.now)),
+      routeShards(route).map((s) => s.store.throughputSeries(queue, c.var.now - hours * 3_600_000, c.var.now)),
     );
     const rows = mergeShardRows(perShard, ["minute"]);
     return c.json({ minutes: rows.map((r) => ({ ...r, minute: toIso(r.minute) })) }, 200);
