@@ -13,6 +13,9 @@ export interface WranglerDevOptions {
   port?: number;
   /** Where local D1, R2 and Durable Object state lives (default: wrangler's, .wrangler/state). */
   persistTo?: string;
+  /** false: `persistTo` already holds every migration (a copy of a migrated state: test/cli/migrated-state.ts),
+   * so none is applied. Default true. */
+  migrate?: boolean;
   /** wrangler's --log-level (default: wrangler's own). */
   logLevel?: "debug" | "info" | "log" | "warn" | "error" | "none";
   /** More arguments for `wrangler dev`. */
@@ -39,8 +42,16 @@ export interface LocalServer {
 /** A port on 127.0.0.1 that was free a moment ago. */
 export function freePort(): Promise<number>;
 
+/** Applies the D1 migrations to every local shard's database in `persistTo` (wrangler's default state without it). */
+export function applyLocalMigrations(options: {
+  root: string;
+  persistTo?: string;
+  onOutput?: WranglerDevOptions["onOutput"];
+  tail?: { text: string };
+}): Promise<void>;
+
 /**
- * Applies the D1 migrations to the local database, starts `wrangler dev --env local` (Local Explorer off)
+ * Applies the D1 migrations to the local database (unless `migrate` is false), starts `wrangler dev --env local` (Local Explorer off)
  * and resolves once GET /health answers 200. Rejects (with wrangler's output) if a step fails.
  */
 export function startWranglerDev(options: WranglerDevOptions): Promise<LocalServer>;

@@ -1,16 +1,17 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort } from "../../scripts/wrangler-dev.mjs";
 import { doorAnswers, localDoors } from "./local-doors";
+import { migratedStateCopy } from "./migrated-state";
 import { waitFor } from "./worker-support";
 
 /** `npm start` as a person runs it (scripts/start.mjs, what the script runs), on its own port and state.
  * EDGEQ_LOCAL_CRONS replaces the minute schedule with one that ticks every second, so a tick is seen
- * in seconds; the driver and the route it calls (POST /__tick) are the same. */
-const state = mkdtempSync(join(tmpdir(), "edgeq-npm-start-"));
+ * in seconds; the driver and the route it calls (POST /__tick) are the same. Its state is a copy of the run's
+ * migrated one (test/cli/migrated-state.ts): npm start still runs wrangler's `d1 migrations apply`, which
+ * finds nothing to apply (a fresh apply is what made that state, by the same launcher). */
+const state = migratedStateCopy(inject("edgeqMigratedState"));
 /** How long `npm start` may take to serve: migrations, then wrangler dev's build and workerd. It starts
  * beside the cli project's other files, among them the first `npx edgeq` of a fresh clone, which installs the
  * package into npm's npx cache (worker-parent.test.ts); on 2 cores that run took past 110 s in one fresh-clone run. */

@@ -1,9 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { expect, it } from "vitest";
+import { rmSync } from "node:fs";
+import { expect, inject, it } from "vitest";
 import { freePort, startWranglerDev } from "../../scripts/wrangler-dev.mjs";
 import { EdgeqClient, Worker } from "../../src/node/index";
+import { migratedStateCopy } from "./migrated-state";
 import { deferred } from "./sdk-support";
 import { waitFor } from "./worker-support";
 
@@ -14,9 +13,10 @@ const TOKEN = "sdk-restart-token";
 const SERVER_START_MS = 60_000;
 
 it("survives the server restarting: the acks it could not send land once it is back, and it leases again", async () => {
-  const state = mkdtempSync(join(tmpdir(), "edgeq-sdk-restart-"));
+  // A server of its own, on a copy of the run's migrated state (test/cli/migrated-state.ts).
+  const state = migratedStateCopy(inject("edgeqMigratedState"));
   const port = await freePort();
-  const start = () => startWranglerDev({ root: process.cwd(), token: TOKEN, persistTo: state, port });
+  const start = () => startWranglerDev({ root: process.cwd(), token: TOKEN, persistTo: state, migrate: false, port });
   let server = await start();
   try {
     const failedAcks: string[] = [];
