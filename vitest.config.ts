@@ -1,6 +1,7 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { SlowestFirst } from "./test/support/slowest-first.js";
 import { userMigrationStages } from "./test/support/user-migrations.js";
 
 // Four projects; `npm test` runs the first three (`--project '!examples'`), `npm run examples` the last:
@@ -23,6 +24,8 @@ export default defineConfig(async () => {
       // with 3, on 2 cores). The projects share these slots but run one after another (Vitest 4 queues
       // files by project name, then groupOrder): cli, then worker, then browser.
       maxWorkers: 4,
+      // Each project's slowest files first (test/support/slowest-first.ts), in a fresh clone too.
+      sequence: { sequencer: SlowestFirst },
       projects: [
         {
           plugins: [

@@ -1,0 +1,35 @@
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+/**
+ * The files that take longest in `npm test` (vitest's per-file durations of a fresh-clone run, 2026-11-27),
+ * started first in their project: a slow file started last runs alone at the end while the other slots sit
+ * idle. Vitest orders by the last run's durations when its cache has them, and by file size in a fresh
+ * clone, which put these last (they are short files). Only the order changes, never what runs.
+ */
+export const SLOWEST_FILES = [
+  "test/cli/npm-start.test.ts",
+  "test/cli/sdk-restart.test.ts",
+  "test/cli/commands-enqueue.test.ts",
+  "test/cli/commands-manage.test.ts",
+  "test/cron/tick-interrupted.test.ts",
+  "test/rpc/same-answers.test.ts",
+];
+
+/** Vitest's own order (projects one after another), with each project's SLOWEST_FILES moved to its front. */
+export class SlowestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (spec: TestSpecification) => {
+      const at = SLOWEST_FILES.findIndex((file) => spec.moduleId.endsWith(`/${file}`));
+      return at < 0 ? SLOWEST_FILES.length : at;
+    };
+    // Within each run of one project's files (the base order keeps projects together): a stable sort.
+    const runs: TestSpecification[][] = [];
+    for (const spec of sorted) {
+      const last = runs.at(-1);
+      if (last && last[0]!.project === spec.project) last.push(spec);
+      else runs.push([spec]);
+    }
+    return runs.flatMap((run) => run.sort((a, b) => rank(a) - rank(b)));
+  }
+}
