@@ -5,6 +5,10 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  * started first in their project: a slow file started last runs alone at the end while the other slots sit
  * idle. Vitest orders by the last run's durations when its cache has them, and by file size in a fresh
  * clone, which put these last (they are short files). Only the order changes, never what runs.
+ *
+ * schedules/eviction is here for another reason: its ticks run in 2100 (test/support/clock-range.ts) and so
+ * sweep every task the files before it left in their workerd's D1 — 11 s when it ran early, 60 s late
+ * (`--reporter=json`, two whole runs at load 13-17). First, it finds an empty database.
  */
 export const SLOWEST_FILES = [
   "test/cli/npm-start.test.ts",
@@ -13,6 +17,7 @@ export const SLOWEST_FILES = [
   "test/cli/commands-manage.test.ts",
   "test/cron/tick-interrupted.test.ts",
   "test/rpc/same-answers.test.ts",
+  "test/schedules/eviction.test.ts",
 ];
 
 /** Vitest's own order (projects one after another), with each project's SLOWEST_FILES moved to its front. */
