@@ -13,6 +13,7 @@ import type { PublishedEvent } from "../contracts/events";
 import type { SettledDependent } from "../engine/ack";
 import { pruneAddresses } from "../shards/prune-addresses";
 import { relayAll } from "../shards/relay";
+import { deliverOwedSettlements } from "../shards/remote-settlements";
 import { allShards, homeShard } from "../shards/shard-set";
 import type { Env } from "../env";
 import type { ExpiredTask } from "../engine/expire";
@@ -34,6 +35,8 @@ export interface TickResult {
   expired: number;
   /** Idempotency, debounce and singleton keys pruned past their claim (src/engine/unique-keys.ts). */
   keysPruned: number;
+  /** Settlements delivered to dependents on other databases (src/shards/remote-settlements.ts). */
+  settlementsDelivered: number;
   /** Queues not ok after this tick's health evaluation, and alerts delivered / failed. */
   unhealthy: string[];
   alerts: { delivered: number; failed: number };
@@ -141,6 +144,10 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   // Addresses of client-supplied ids whose tasks are gone (retention, purge).
   await pruneAddresses(env, now);
   for (const queue of relayed.queues) wake.set(queue, now);
+  // Dependents on other databases whose dependency finished and were not told (a crash between a finish and
+  // its delivery; a dependent that was moving): delivered now, after the relay put moved tasks in place.
+  const owed = await deliverOwedSettlements(env, now);
+  settled.push(...owed.settled);
   const woken = [...wake.keys()].sort();
   const told = [...new Set([...wake.keys(), ...reapEvents.keys()])];
   const wakeups = await Promise.allSettled(
@@ -182,6 +189,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     folded,
     expired,
     keysPruned,
+    settlementsDelivered: owed.delivered,
     unhealthy,
     alerts: { delivered: alerts.delivered.length, failed: alerts.failed.length },
     scheduled,

@@ -411,6 +411,8 @@ export const taskTransit = sqliteTable("task_transit", {
   /** The whole `tasks` row as a JSON object. */
   row: text("row").notNull(),
   createdAt: integer("created_at").notNull(),
+  /** The task's remote edges and waits, carried with it (src/engine/remote-dependencies.ts); null without. */
+  edges: text("edges"),
 });
 
 /**
@@ -443,6 +445,49 @@ export const taskEdges = sqliteTable(
     outcome: text("outcome"),
   },
   (t) => [primaryKey({ columns: [t.dependency, t.dependent] })],
+);
+
+/**
+ * Dependencies across databases, the dependency's half (src/engine/remote-dependencies.ts): a dependent on
+ * another database. `outcome` is set by the trigger `tasks_owe_remote_settlements` (migrations/0018) in the
+ * statement that finishes the dependency: from then on the row is a settlement owed, delivered by the effects
+ * owner (or the cron's reconcile) to wherever the dependent is then, and deleted once delivered.
+ */
+export const remoteEdges = sqliteTable(
+  "remote_edges",
+  {
+    dependency: text("dependency").notNull(),
+    dependent: text("dependent").notNull(),
+    /** The dependent's queue: where its database is found at delivery (placements, moves). */
+    dependentQueue: text("dependent_queue").notNull(),
+    /** The dependency's final state once it finished, else null: non-null = a settlement owed. */
+    outcome: text("outcome"),
+    finishedAt: integer("finished_at"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.dependency, t.dependent] }),
+    // Only settlements owed: the reconcile reads those and nothing else.
+    index("remote_edges_owed")
+      .on(t.finishedAt)
+      .where(sql`${t.outcome} IS NOT NULL`),
+  ],
+);
+
+/**
+ * Dependencies across databases, the dependent's half: one row per dependency on another database, counted
+ * in the dependent's `waiting_on` while `outcome` is null. A delivery counts it off and sets `outcome` in one
+ * batch, only while it is null: a repeated delivery changes nothing.
+ */
+export const remoteWaits = sqliteTable(
+  "remote_waits",
+  {
+    dependent: text("dependent").notNull(),
+    dependency: text("dependency").notNull(),
+    /** The dependency's final state as delivered (or found at enqueue), else null: still counted. */
+    outcome: text("outcome"),
+  },
+  (t) => [primaryKey({ columns: [t.dependent, t.dependency] })],
 );
 
 /**

@@ -14,7 +14,16 @@ import type { RevokedTask } from "../engine/revoke";
  */
 export type Change =
   /** Tasks were written; `ids` are the ones new (a deduplicated task is not), `parts` the partitions written. */
-  | { kind: "enqueued"; queue: string; ids: string[]; earliestRunAt: number | null; parts: number[] }
+  | {
+      kind: "enqueued";
+      queue: string;
+      ids: string[];
+      earliestRunAt: number | null;
+      parts: number[];
+      /** Some depend on tasks of other databases: a settlement owed before they were inserted is delivered
+       * now, not at the next tick (src/shards/remote-settlements.ts). */
+      remoteDependencies?: boolean;
+    }
   /** Tasks were leased (directly, for a waiter, or by push dispatch); `rows`, when the leaser has them,
    * spare the event hub its D1 read. */
   | { kind: "leased"; queue: string; ids: string[]; rows?: EventRow[] }
@@ -62,13 +71,17 @@ export type Change =
  * @example
  * effects.after(enqueuedChange("emails", await enqueueToQueue(env, route, tasks, now)));
  */
-export function enqueuedChange(queue: string, result: EnqueueResult & { parts: number[] }): Change {
+export function enqueuedChange(
+  queue: string,
+  result: EnqueueResult & { parts: number[]; remoteDependencies?: boolean },
+): Change {
   return {
     kind: "enqueued",
     queue,
     ids: result.tasks.filter((t) => !t.deduplicated).map((t) => t.id),
     earliestRunAt: result.earliestRunAt,
     parts: result.parts,
+    ...(result.remoteDependencies ? { remoteDependencies: true } : {}),
   };
 }
 

@@ -4,6 +4,7 @@ import type { PublishedEvent, TaskEventKind } from "../contracts/events";
 import { deliverAlerts } from "../health/deliver-alerts";
 import { runMove } from "../shards/move";
 import { relayQueueHome } from "../shards/relay";
+import { deliverOwedSettlements } from "../shards/remote-settlements";
 import { homeShard } from "../shards/shard-set";
 import type { Change } from "./changes";
 import { tellTaskWaiters } from "./task-waiters";
@@ -36,6 +37,7 @@ export async function follow(env: Env, change: Change, clock: () => number = Dat
 async function followChange(env: Env, change: Change, clock: () => number): Promise<void> {
   switch (change.kind) {
     case "enqueued":
+      if (change.remoteDependencies) await deliverAndFollow(env, clock);
       if (change.earliestRunAt === null) return;
       return wakeCoordinator(
         env,
@@ -54,7 +56,7 @@ async function followChange(env: Env, change: Change, clock: () => number): Prom
     case "cancelled":
       return publish(env, change.queue, change.ids, "cancelled");
     case "dependents-settled":
-      return followSettled(env, change.dependents);
+      return followSettled(env, change.dependents, clock);
     case "redriven":
       if (change.ids.length === 0) return;
       return wakeCoordinator(
@@ -130,9 +132,12 @@ async function followLapsed(env: Env, queue: string, part: number): Promise<void
  * per queue, at the earliest run time) and published `ready`; each ended one is published `dead` or
  * `cancelled` — what a completion's dependents get (followAcks).
  */
-async function followSettled(env: Env, dependents: SettledDependent[]): Promise<void> {
+async function followSettled(env: Env, all: SettledDependent[], clock: () => number): Promise<void> {
   const earliest = new Map<string, Map<number, number>>();
   const events = new Map<string, PublishedEvent[]>();
+  // Dependents on other databases: their settlements are owed, delivered first (and then followed).
+  const dependents = all.filter((d) => !d.remote);
+  if (dependents.length < all.length) await deliverAndFollow(env, clock);
   for (const dependent of dependents) {
     if (dependent.state === "pending") {
       const parts = earliest.get(dependent.queue) ?? new Map<number, number>();
@@ -190,6 +195,7 @@ async function followAcks(
     if (list) list.push(event);
     else events.set(queue, [event]);
   };
+  let owedElsewhere = false;
   for (const [i, outcome] of outcomes.entries()) {
     // A freed flow slot (a keyed task of a queue limiting concurrency or ordering its keys): the queue's
     // waiting polls and push dispatch may lease the key's next task now (docs/flow-control.md).
@@ -214,8 +220,13 @@ async function followAcks(
     if (kind === undefined || outcome.repeated) continue;
     add(outcome.queue, { kind: ackEventKind(kind, outcome), id: outcome.id });
     for (const child of outcome.children) add(child.queue, { kind: "enqueued", id: child.id });
-    // Dependents this task's finishing settled (src/engine/dependencies.ts): a released one is due now.
+    // Dependents this task's finishing settled (src/engine/dependencies.ts): a released one is due now. One
+    // on another database is told below (its settlement is owed: src/shards/remote-settlements.ts).
     for (const dependent of outcome.dependents ?? []) {
+      if (dependent.remote) {
+        owedElsewhere = true;
+        continue;
+      }
       if (dependent.state === "pending") {
         note(dependent.queue, await partOfTask(env, dependent.queue, dependent.id), dependent.run_at);
       }
@@ -230,14 +241,25 @@ async function followAcks(
   );
   for (const queue of foreign) await relayQueueHome(env, queue, clock());
   const queues = new Set([...earliest.keys(), ...events.keys()]);
-  await Promise.all(
-    [...queues].map(async (queue) => {
+  await Promise.all([
+    ...[...queues].map(async (queue) => {
       const parts = earliest.get(queue);
       if (!parts) return wakeCoordinator(env, queue, undefined, events.get(queue), []);
       const runAt = Math.min(...parts.values());
       return wakeCoordinator(env, queue, runAt, events.get(queue), [...parts.keys()]);
     }),
-  );
+    owedElsewhere ? deliverAndFollow(env, clock) : undefined,
+  ]);
+}
+
+/**
+ * Delivers the settlements owed to dependents on other databases (src/shards/remote-settlements.ts) and
+ * follows what they settled as a cancel's dependents are (woken, published). A delivery lost here (a crash)
+ * stays owed: the cron tick's reconcile delivers it.
+ */
+async function deliverAndFollow(env: Env, clock: () => number): Promise<void> {
+  const { settled } = await deliverOwedSettlements(env, clock());
+  if (settled.length > 0) await followSettled(env, settled, clock);
 }
 
 /**

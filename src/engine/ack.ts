@@ -49,6 +49,9 @@ export interface SettledDependent {
   queue: string;
   state: TaskState;
   run_at: number;
+  /** On another database, still waiting there: its settlement is owed, for the effects owner to deliver
+   * (src/shards/remote-settlements.ts). */
+  remote?: boolean;
 }
 
 /** Options every ack takes. */
@@ -224,7 +227,7 @@ export async function applyFencedUpdate(
       if (seen.has(d.id)) continue; // released by several items of this ack: reported once
       seen.add(d.id);
       const list = dependentsOf.get(d.by_id) ?? [];
-      list.push({ id: d.id, queue: d.queue, state: d.state, run_at: d.run_at });
+      list.push({ id: d.id, queue: d.queue, state: d.state, run_at: d.run_at, ...(d.remote ? { remote: true } : {}) });
       dependentsOf.set(d.by_id, list);
     }
   }

@@ -7,6 +7,13 @@ import { foldOldCounters, recentCounts, sumCounters } from "./counters";
 import { readSettledDependents } from "./dependencies";
 import { listDependencies, listDependents } from "./dependency-reads";
 import { enqueueTasks } from "./enqueue";
+import {
+  dropSettlements,
+  listRemoteWaits,
+  owedSettlements,
+  recordRemoteEdges,
+  settleRemoteWait,
+} from "./remote-dependencies";
 import { enqueueFanOut } from "./fan-out";
 import { extendLeases } from "./extend";
 import { expireOverdueTasks } from "./expire";
@@ -134,6 +141,12 @@ function openStore(db: Db): TaskStore {
     listDependencies: (id, page) => listDependencies(db, id, page),
     listDependents: (id, page) => listDependents(db, id, page),
     settledDependents: (ids, now) => readSettledDependents(db, ids, now),
+    // Dependencies across stores.
+    recordRemoteEdges: (edges, now) => recordRemoteEdges(db, edges, now),
+    owedSettlements: (limit) => owedSettlements(db, limit),
+    dropSettlements: (edges) => dropSettlements(db, edges),
+    settleRemoteWait: (settlement, now) => settleRemoteWait(db, settlement, now),
+    listRemoteWaits: (dependent) => listRemoteWaits(db, dependent),
     // Start deadlines and keys.
     expireOverdueTasks: (now, limit) => expireOverdueTasks(db, now, limit),
     pruneExpiredKeys: (now) => pruneExpiredKeys(db, now),

@@ -54,9 +54,11 @@ export function waitingShape(now: number): InsertShape {
   const ends = sql`(${hasDeps} AND j.failed_by IS NOT NULL AND ${policy} IN ('fail', 'cancel'))`;
   const waits = sql`(${hasDeps} AND NOT ${ends} AND j.live > 0)`;
   return {
+    // Dependencies on other databases (src/engine/remote-dependencies.ts) come counted in the row's JSON.
     source: (json) => sql`(SELECT r.value,
-        (SELECT count(*) FROM ${deps} WHERE t.finished_at IS NULL) AS live,
-        (SELECT t.id || ' ended ' || t.state FROM ${deps} WHERE t.state IN ${FAILED_STATES} LIMIT 1) AS failed_by
+        (SELECT count(*) FROM ${deps} WHERE t.finished_at IS NULL) + coalesce(r.value->>'remote_live', 0) AS live,
+        coalesce((SELECT t.id || ' ended ' || t.state FROM ${deps} WHERE t.state IN ${FAILED_STATES} LIMIT 1),
+          r.value->>'remote_failed_by') AS failed_by
       FROM json_each(${json}) AS r)`,
     state: sql`CASE WHEN ${ends} THEN (CASE WHEN ${policy} = 'cancel' THEN 'cancelled' ELSE 'dead' END)
       WHEN ${waits} THEN 'waiting' ELSE 'pending' END`,
@@ -86,7 +88,8 @@ export function edgesSql(chunk: InsertRow[], now: number): SQL {
     SELECT d.value, t.id, CASE WHEN dep.id IS NULL THEN 'pruned' WHEN dep.finished_at IS NOT NULL THEN dep.state END
     FROM json_each(${ids}) AS j JOIN tasks t ON t.id = j.value AND t.created_at = ${now} AND t.depends_on IS NOT NULL
       JOIN json_each(t.depends_on) AS d LEFT JOIN tasks dep ON dep.id = d.value
-    WHERE true
+    WHERE dep.id IS NOT NULL
+      OR NOT EXISTS (SELECT 1 FROM remote_waits w WHERE w.dependent = t.id AND w.dependency = d.value)
     ON CONFLICT DO NOTHING`;
 }
 
@@ -105,13 +108,15 @@ export async function refuseUnknownDependencies(db: Db, rows: InsertRow[], field
   const wanted: Array<{ i: number; k: number; id: string }> = [];
   for (const row of rows) {
     const ids = row.dependsOn ?? [];
+    const remote = new Set((row.remote ?? []).map((r) => r.id));
     if (ids.length > MAX_DEPENDENCIES) {
       throw new EdgeqError(
         "invalid_request",
         `${field(row.i, "depends_on")}: at most ${MAX_DEPENDENCIES} dependencies (got ${ids.length})`,
       );
     }
-    ids.forEach((id, k) => wanted.push({ i: row.i, k, id }));
+    // Those on another database were found there by the shard layer (src/shards/remote-dependencies.ts).
+    ids.forEach((id, k) => remote.has(id) || wanted.push({ i: row.i, k, id }));
   }
   if (wanted.length === 0) return;
   const ids = JSON.stringify([...new Set(wanted.map((w) => w.id))]);
@@ -134,13 +139,18 @@ export async function refuseUnknownDependencies(db: Db, rows: InsertRow[], field
  * last in the ack's batch for the effects owner (a released one's queue is woken, each one's event
  * published): each dependent of an item whose edge now has an outcome and that changed state at `now`. One
  * primary-key probe of task_edges per item: a task without dependents reads nothing more. A dependent ended
- * further down a cascade is not reported (its dependency is not an item): it has no queue to wake.
+ * further down a cascade is not reported (its dependency is not an item): it has no queue to wake. A
+ * dependent on another database whose settlement the finish made owed is reported `remote` (still waiting
+ * there): the effects owner delivers it (src/shards/remote-settlements.ts); one more primary-key probe.
  */
 export function settledDependentsSql(fencesJson: string, now: number): SQL {
-  return sql`SELECT e.dependency AS by_id, t.id, t.queue, t.state, t.run_at
+  return sql`SELECT e.dependency AS by_id, t.id, t.queue, t.state, t.run_at, NULL AS remote
     FROM json_each(${fencesJson}) AS j JOIN task_edges e ON e.dependency = j.value->>'id'
       JOIN tasks t ON t.id = e.dependent
-    WHERE e.outcome IS NOT NULL AND t.updated_at = ${now} AND t.state IN ('pending', 'dead', 'cancelled')`;
+    WHERE e.outcome IS NOT NULL AND t.updated_at = ${now} AND t.state IN ('pending', 'dead', 'cancelled')
+    UNION ALL
+    SELECT r.dependency, r.dependent, r.dependent_queue, 'waiting', 0, 1
+    FROM json_each(${fencesJson}) AS j JOIN remote_edges r ON r.dependency = j.value->>'id' AND r.outcome IS NOT NULL`;
 }
 
 /**
@@ -158,9 +168,9 @@ export async function readSettledDependents(db: Db, ids: string[], now: number):
     settledDependentsSql(JSON.stringify(ids.map((id) => ({ id }))), now),
   );
   const seen = new Set<string>();
-  return rows.flatMap(({ id, queue, state, run_at }) => {
+  return rows.flatMap(({ id, queue, state, run_at, remote }) => {
     if (seen.has(id)) return []; // settled by several of the ids: reported once
     seen.add(id);
-    return [{ id, queue, state, run_at }];
+    return [{ id, queue, state, run_at, ...(remote ? { remote: true } : {}) }];
   });
 }

@@ -8,6 +8,7 @@ import { countersSpec, countersUpsertSql } from "./counters";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { afterIdSql, keyedInsertGuardSql, uniqueJson, type UniqueJson, type UniqueKey } from "./unique-keys";
 import type { DependencyFailurePolicy } from "../contracts/dependencies";
+import { remoteRowFields, type RemoteDependency } from "./remote-dependencies";
 
 /** One task to enqueue, already validated and with its run time resolved by the caller. */
 export interface NewTask {
@@ -30,6 +31,9 @@ export interface NewTask {
   dependsOn?: string[];
   /** What a dependency ending dead, cancelled or expired does to it (default `fail`). */
   onDependencyFailure?: DependencyFailurePolicy;
+  /** Those of `dependsOn` that live on another database, as the shard layer found them (their edges there are
+   * written: src/engine/remote-dependencies.ts): not looked for here, counted as their `outcome` says. */
+  remoteDependencies?: RemoteDependency[];
   /** Start deadline (ms): not started by then, the task ends `expired` (src/engine/expire.ts); after runAt. */
   startBy?: number;
   /** An idempotency, debounce or singleton key (src/engine/unique-keys.ts). A debounce sets the run time. */
@@ -65,6 +69,8 @@ export interface InsertRow {
   bytes: number;
   /** The ids it depends on, each once, or null (src/engine/dependencies.ts). */
   dependsOn: string[] | null;
+  /** Those of them on another database, or null (src/engine/remote-dependencies.ts). */
+  remote: RemoteDependency[] | null;
 }
 
 /** How far ahead of our clock a client's ULID may be: five minutes covers real clock skew. Later ids would
@@ -113,6 +119,7 @@ export function insertRows(input: NewTask[], now: number, field: TaskField = tas
       );
     }
     const dependsOn = task.dependsOn && task.dependsOn.length > 0 ? [...new Set(task.dependsOn)] : null;
+    const remote = dependsOn && task.remoteDependencies?.length ? task.remoteDependencies : null;
     const unique = task.unique ? uniqueJson(task.unique, now) : null;
     // A debounce runs its window after the latest enqueue of its key.
     const runAt = task.unique?.mode === "debounce" ? now + (task.unique.windowMs ?? 0) : (task.runAt ?? now);
@@ -138,6 +145,8 @@ export function insertRows(input: NewTask[], now: number, field: TaskField = tas
       // Each id once (a repeat would be counted twice and released never); omitted without dependencies.
       depends_on: dependsOn ?? undefined,
       on_dependency_failure: dependsOn ? (task.onDependencyFailure ?? "fail") : undefined,
+      // Omitted without remote dependencies (src/engine/remote-dependencies.ts).
+      ...remoteRowFields(remote),
       // Both omitted when not given (JSON.stringify drops undefined), so a plain row's JSON is as before.
       start_by: task.startBy,
       unique: unique ?? undefined,
@@ -147,7 +156,7 @@ export function insertRows(input: NewTask[], now: number, field: TaskField = tas
     const { id, type, run_at, dedupe_key } = fields;
     // Sized without encoding when ASCII (encoding every row was 4 % of a bulk enqueue's CPU here).
     const bytes = NON_ASCII.test(json) ? utf8Bytes(json) : json.length;
-    return { i, id, type, run_at, dedupe_key, unique, clientId: task.id !== undefined, json, bytes, dependsOn };
+    return { i, id, type, run_at, dedupe_key, unique, clientId: task.id !== undefined, json, bytes, dependsOn, remote };
   });
 }
 

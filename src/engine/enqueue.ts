@@ -26,6 +26,7 @@ import {
 import type { TaskState } from "../contracts/states";
 import { keyAnswersSql, keyStatementsSql, type KeyAnswer } from "./unique-keys";
 import { edgesSql, hasDependencies, refuseUnknownDependencies, waitingShape } from "./dependencies";
+import { remoteWaitsSql } from "./remote-dependencies";
 
 export { tasksField, oneTaskField, type NewTask, type TaskField } from "./enqueue-rows";
 
@@ -197,6 +198,9 @@ async function insertChunks(
     const before = keyStatementsSql(queue, chunk, now);
     const answers = keyAnswersSql(queue, chunk);
     const statements: SQL[] = [...before, insert];
+    // A dependency on another database: its wait row, before the edges (which skip it).
+    const remoteWaits = waits ? remoteWaitsSql(chunk, now) : null;
+    if (remoteWaits) statements.push(remoteWaits);
     if (waits) statements.push(edgesSql(chunk, now));
     if (countInBatch) statements.push(countEnqueuedSql(chunk, now));
     if (check) statements.push(storedProcessingSql(queue));

@@ -1,4 +1,5 @@
 import type { Dependencies } from "./store-dependencies";
+import type { RemoteDependencies } from "./store-remote-dependencies";
 import type { BulkWrites } from "./store-bulk";
 import type { CounterReads, TaskReads } from "./store-reads";
 import type { Presence, QueueRecords, Transit } from "./store-shards";
@@ -41,6 +42,7 @@ export interface TaskStore
     Upkeep,
     FlowControl,
     Dependencies,
+    RemoteDependencies,
     Deadlines {}
 
 export type { TaskWrites, HolderWrites, HandOutWrites, OperatorWrites, QueueCancelled } from "./store-writes";
@@ -50,6 +52,7 @@ export type { Upkeep } from "./store-upkeep";
 export type { FlowControl } from "./store-flow";
 export type { FlowKeyState, QueueFlowState } from "./flow-control";
 export type { Dependencies } from "./store-dependencies";
+export type { RemoteDependencies } from "./store-remote-dependencies";
 export type { BulkChanged, BulkWrites, TaskFilter } from "./store-bulk";
 export type { Deadlines } from "./store-deadlines";
 export type { StoredQueue, StoredTask } from "../contracts/stored-task";

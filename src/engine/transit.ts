@@ -1,6 +1,7 @@
 import { getTableColumns, sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { tasks } from "../db/schema";
+import { carryEdgesSql, landEdgesSql } from "./edge-transit";
 
 /**
  * Tasks in transit between databases (`task_transit`): the relay's two halves. On the database a task
@@ -94,6 +95,8 @@ export async function takeOutForTransit(
       LIMIT ${limit}
       ON CONFLICT (id) DO NOTHING
       RETURNING id`,
+    // Its dependencies' edges travel with it (src/engine/edge-transit.ts), read before the delete.
+    ...carryEdgesSql(now),
     sql`DELETE FROM tasks WHERE id IN (SELECT id FROM task_transit)`,
   ]);
   return moved.length;
@@ -109,6 +112,8 @@ export interface TransitRow {
   slot: number;
   /** The whole `tasks` row as JSON text. */
   row: string;
+  /** Its dependencies' edges carried with it (src/engine/edge-transit.ts) as JSON text, or null. */
+  edges?: string | null;
 }
 
 /** A task in transit as it is delivered: with the `slot` column it gets on its destination — the slot of
@@ -124,7 +129,7 @@ export interface DeliveredRow extends TransitRow {
  * const rows = await listTransit(db, 200);
  */
 export async function listTransit(db: Db, limit: number): Promise<TransitRow[]> {
-  return db.all<TransitRow>(sql`SELECT id, queue, dest, slot, row FROM task_transit ORDER BY id LIMIT ${limit}`);
+  return db.all<TransitRow>(sql`SELECT id, queue, dest, slot, row, edges FROM task_transit ORDER BY id LIMIT ${limit}`);
 }
 
 /**
@@ -142,7 +147,16 @@ export async function listTransit(db: Db, limit: number): Promise<TransitRow[]> 
  */
 export async function putInFromTransit(db: Db, rows: DeliveredRow[]): Promise<void> {
   if (rows.length === 0) return;
-  const json = JSON.stringify(rows.map((r) => ({ id: r.id, row: JSON.parse(r.row) as unknown, rowSlot: r.rowSlot })));
+  const json = JSON.stringify(
+    rows.map((r) => ({
+      id: r.id,
+      row: JSON.parse(r.row) as unknown,
+      rowSlot: r.rowSlot,
+      ...(r.edges ? { edges: JSON.parse(r.edges) as unknown } : {}),
+    })),
+  );
+  // A task's carried edges go in with it (src/engine/edge-transit.ts): nothing for a task without any.
+  const edges = rows.some((r) => r.edges) ? landEdgesSql(json) : [];
   await batchAll(db, [
     sql`INSERT INTO tasks (${COLUMN_LIST})
       SELECT ${fromTransit(true)} FROM json_each(${json}) AS t WHERE true
@@ -150,6 +164,7 @@ export async function putInFromTransit(db: Db, rows: DeliveredRow[]): Promise<vo
     sql`INSERT INTO tasks (${COLUMN_LIST})
       SELECT ${fromTransit(false)} FROM json_each(${json}) AS t WHERE true
       ON CONFLICT (id) DO NOTHING`,
+    ...edges,
   ]);
 }
 

@@ -19,6 +19,7 @@ import { leaseFromPartitions, type LeaseOn } from "./partitioned-lease";
 import { nextLeaseOffset, pickPart, routeShards, type PartRoute, type QueueRoute } from "./queue-route";
 import { shardNames, type Shard } from "./shard-set";
 import { placeClientIds } from "./client-id-addresses";
+import { placeRemoteDependencies } from "./remote-dependencies";
 import { carriesSlot, slotIdFactory } from "./task-slot";
 
 const slotId = slotIdFactory();
@@ -44,11 +45,14 @@ export async function enqueueToQueue(
   input: NewTask[],
   now: number,
   options: EnqueueOptions = {},
-): Promise<EnqueueResult & { parts: number[] }> {
+): Promise<EnqueueResult & { parts: number[]; remoteDependencies?: boolean }> {
   const field = options.field ?? tasksField;
   const parts = input.map((task) => pickPart(route, task));
   const ids = input.map((task, i) => task.id ?? slotId(parts[i]!.slot, now));
   if (shardNames(env).length > 1) await placeClientIds(env, route, input, ids, parts, now);
+  // Dependencies on other shards: found there and their edges written first (src/shards/remote-dependencies.ts).
+  if (shardNames(env).length > 1)
+    input = await placeRemoteDependencies(env, route.queue, input, ids, parts, field, now);
   const byShard = new Map<string, { part: PartRoute; items: Array<{ i: number; task: NewTask }> }>();
   input.forEach((task, i) => {
     const part = parts[i]!;
@@ -75,7 +79,8 @@ export async function enqueueToQueue(
   );
   // The partitions that received tasks: only their coordinators need waking.
   const written = [...new Set(parts.filter((_, i) => outcomes[i] && !outcomes[i]!.deduplicated).map((p) => p.part))];
-  return { tasks: outcomes, earliestRunAt, parts: written };
+  const remote = input.some((task) => task.remoteDependencies !== undefined);
+  return { tasks: outcomes, earliestRunAt, parts: written, ...(remote ? { remoteDependencies: true } : {}) };
 }
 
 /**
