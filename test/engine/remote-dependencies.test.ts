@@ -83,8 +83,27 @@ describeStore("dependencies across stores", (kind) => {
 
   it("counts a settlement once: released at zero, a repeat changes nothing", async () => {
     const q = uniqueQueue("xdeps-settle");
-    const d = await remoteDependent(q, "X-remote-1", { runAt: T0 + 50 });
+    const d = (
+      await other().enqueueTasks(
+        q,
+        [
+          {
+            dependsOn: ["X-remote-0", "X-remote-1"],
+            remoteDependencies: [
+              { id: "X-remote-0", outcome: null },
+              { id: "X-remote-1", outcome: null },
+            ],
+            runAt: T0 + 50,
+          },
+        ],
+        T0,
+      )
+    ).tasks[0]!;
     expect(d.state).toBe("waiting");
+    expect(await other().getTask(d.id)).toMatchObject({ state: "waiting", waitingOn: 2 });
+    const first = { dependency: "X-remote-0", dependent: d.id, outcome: "completed" };
+    expect(await other().settleRemoteWait(first, T0 + 5)).toBeNull();
+    expect(await other().settleRemoteWait(first, T0 + 6)).toBeNull(); // a repeat: not counted again
     expect(await other().getTask(d.id)).toMatchObject({ state: "waiting", waitingOn: 1 });
     const settlement = { dependency: "X-remote-1", dependent: d.id, outcome: "completed" };
     expect(await other().settleRemoteWait(settlement, T0 + 10)).toMatchObject({
@@ -94,7 +113,10 @@ describeStore("dependencies across stores", (kind) => {
     });
     expect(await other().settleRemoteWait(settlement, T0 + 20)).toBeNull();
     expect(await other().getTask(d.id)).toMatchObject({ state: "pending", waitingOn: 0, runAt: T0 + 50 });
-    expect(await other().listRemoteWaits(d.id)).toEqual([{ id: "X-remote-1", outcome: "completed" }]);
+    expect(await other().listRemoteWaits(d.id)).toEqual([
+      { id: "X-remote-0", outcome: "completed" },
+      { id: "X-remote-1", outcome: "completed" },
+    ]);
     const [leased] = await other().leaseTasks({ queue: q, max: 5, visibilityTimeoutS: VT_S, holder: "w" }, T0 + 50);
     expect(leased?.id).toBe(d.id);
   });
