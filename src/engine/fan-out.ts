@@ -4,6 +4,7 @@ import { EdgeqError } from "../contracts/errors";
 import { MAX_FAN_OUT } from "../contracts/limits";
 import type { TaskState } from "../contracts/states";
 import { edgesSql, hasDependencies, refuseUnknownDependencies, waitingShape } from "./dependencies";
+import { remoteWaitsSql } from "./remote-dependencies";
 import type { EnqueueOutcome } from "./enqueue";
 import {
   chunkRows,
@@ -82,6 +83,8 @@ export async function enqueueFanOut(
     countEnqueuedSql(rows, now),
     // Reads the children the statement above made: a batch's statements run in order, in one transaction.
     insertSql(queue, [joinRow], now, sql`true`, waitingShape(now)),
+    // The join's dependencies on other databases, found there by the shard layer (remote-dependencies.ts).
+    ...[remoteWaitsSql([joinRow], now)].filter((s): s is SQL => s !== null),
     edgesSql([joinRow], now),
     countEnqueuedSql([joinRow], now),
   ];

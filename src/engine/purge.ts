@@ -108,9 +108,12 @@ export async function pruneWindow(
       : ((
           await batchAll<{ id: string }>(db, [
             prunedEdgesSql(now, walk.after, last),
+            // A pruned dependent's waits on other databases (src/engine/remote-dependencies.ts) go with it.
+            sql`DELETE FROM remote_waits WHERE dependent IN (SELECT d.id FROM tasks d
+              WHERE ${prunable(sql`d`, now, walk.after, last)} AND d.depends_on IS NOT NULL)`,
             sql`DELETE FROM tasks WHERE ${prunable(sql`tasks`, now, walk.after, last)} RETURNING id`,
           ])
-        )[1] ?? []);
+        ).at(-1) ?? []);
   const next = n < window || last === null ? "" : last;
   return { pruned: deleted.length, read: n, next };
 }

@@ -46,12 +46,13 @@ export async function enqueueFanOut(
   field: TaskField,
 ): Promise<FanOutResult> {
   const route = await queueRoute(op.env, queue, op.now);
-  const result = await fanOutOnQueue(route, children, join, op.now, field);
+  const result = await fanOutOnQueue(op.env, route, children, join, op.now, field);
   op.effects.after(
     enqueuedChange(queue, {
       tasks: [...result.tasks, result.join],
       earliestRunAt: result.earliestRunAt,
       parts: [result.part],
+      remoteDependencies: result.remoteDependencies,
     }),
   );
   return result;

@@ -51,6 +51,7 @@ export const CLOCK_RANGE_FILES = [
   "engine/unique-expiry-cost",
   "cron/tick-expiry",
   "effects/dependents-woken",
+  "shards/remote-dependencies-tick",
 ] as const;
 
 /**

@@ -1,0 +1,71 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { runTick } from "../../src/cron/tick";
+import { openDb } from "../../src/db/client";
+import { d1TaskStore } from "../../src/engine/d1-store";
+import { enqueueToQueue } from "../../src/shards/queue-ops";
+import { queueRoute } from "../../src/shards/queue-route";
+import { clockRange } from "../support/clock-range";
+import { failingD1 } from "../support/failing-d1";
+import { withDatabases } from "../support/metered-env";
+import { queueOn } from "./support";
+
+const HOUR = 3_600_000;
+const storeOf = (name: "DB" | "DB_1") => d1TaskStore(openDb(name === "DB" ? env.DB : env.DB_1));
+
+/**
+ * A join on DB waiting on x (DB_1) and on a local task that stays unfinished, with x completed and its
+ * settlement never delivered (the Worker stopped after the completion's commit). Counted twice, the join
+ * would be released; stranded, its count would stay 2.
+ */
+async function scenario(t: number) {
+  const far = queueOn("DB_1", "xs-tick");
+  const near = queueOn("DB", "xs-tick-near");
+  const x = (await storeOf("DB_1").enqueueTasks(far, [{}], t)).tasks[0]!.id;
+  const route = await queueRoute(env, near, t);
+  const holder = (await enqueueToQueue(env, route, [{}], t)).tasks[0]!.id;
+  const join = (await enqueueToQueue(env, route, [{ dependsOn: [x, holder] }], t)).tasks[0]!.id;
+  const [leased] = await storeOf("DB_1").leaseTasks({ queue: far, max: 1, visibilityTimeoutS: 30, holder: "w" }, t);
+  await storeOf("DB_1").completeTasks([{ id: x, leaseToken: leased!.leaseToken! }], t + 1);
+  return { x, join, now: t + HOUR };
+}
+
+async function expectSettledOnce(s: Awaited<ReturnType<typeof scenario>>) {
+  expect(await storeOf("DB").getTask(s.join)).toMatchObject({ state: "waiting", waitingOn: 1 });
+  expect(await storeOf("DB").listRemoteWaits(s.join)).toEqual([{ id: s.x, outcome: "completed" }]);
+  const owed = [...(await storeOf("DB").owedSettlements(10_000)), ...(await storeOf("DB_1").owedSettlements(10_000))];
+  expect(owed.filter((o) => o.dependency === s.x)).toEqual([]);
+}
+
+describe("cron tick: settlements owed across shards", () => {
+  it("delivers what a crash after a completion left owed", async () => {
+    const clock = clockRange("shards/remote-dependencies-tick");
+    const s = await scenario(clock.day(0));
+    expect(await storeOf("DB").getTask(s.join)).toMatchObject({ waitingOn: 2 });
+    expect((await runTick(env, s.now)).settlementsDelivered).toBeGreaterThanOrEqual(1);
+    await expectSettledOnce(s);
+  });
+
+  it("stopped at any D1 call, the next tick makes it good: counted once, none stranded", async () => {
+    const clock = clockRange("shards/remote-dependencies-tick");
+    let stoppedAt: number | undefined;
+    for (let failAt = 1; ; failAt++) {
+      expect(failAt).toBeLessThan(300);
+      const s = await scenario(clock.day(failAt));
+      const calls = { n: 0 };
+      const broken = withDatabases(env, (d1) => failingD1(d1, failAt, calls));
+      const outcome = await runTick(broken, s.now).then(
+        () => "finished",
+        (error: unknown) => String(error),
+      );
+      await runTick(env, s.now);
+      await expectSettledOnce(s);
+      if (calls.n < failAt) {
+        expect(outcome).toBe("finished");
+        stoppedAt = failAt;
+        break;
+      }
+    }
+    expect(stoppedAt).toBeGreaterThan(10);
+  }, 300_000);
+});
