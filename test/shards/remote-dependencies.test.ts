@@ -57,6 +57,27 @@ describe("dependencies across shards", () => {
     expect(deps.body.dependencies.map((d) => d.id).sort()).toEqual([x, local].sort());
   });
 
+  it("a fan-out's join may wait on a task of another shard besides its children", async () => {
+    const far = queueOn("DB_1", "xs-fan-far");
+    const near = queueOn("DB", "xs-fan");
+    const x = await enqueueOne(far);
+    const res = await call<{ tasks: Array<{ id: string }>; join: { id: string; state: string } }>(
+      "POST",
+      `/v1/queues/${near}/tasks`,
+      { body: { tasks: [{ type: "child" }], join: { type: "stitch", depends_on: [x] } } },
+    );
+    expect(res.status, res.text).toBe(201);
+    expect(res.body.join.state).toBe("waiting");
+    expect((await storeOf("DB").getTask(res.body.join.id)).waitingOn).toBe(2);
+    await completeOne(near, res.body.tasks[0]!.id);
+    await completeOne(far, x);
+    await until("the join to be released", async () => (await getTask(res.body.join.id)).state === "pending");
+    const bad = await call("POST", `/v1/queues/${near}/tasks`, {
+      body: { tasks: [{ type: "child" }], join: { depends_on: [MISSING_ID] } },
+    });
+    expectError(bad, 400, "invalid_request", /join\.depends_on\[0\]: no task/);
+  });
+
   it("refuses an unknown or pruned id on any shard with the 400 of one database, storing nothing", async () => {
     const near = queueOn("DB", "xs-unknown");
     const far = queueOn("DB_1", "xs-unknown-far");
