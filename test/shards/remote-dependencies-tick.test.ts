@@ -42,7 +42,9 @@ describe("cron tick: settlements owed across shards", () => {
     const clock = clockRange("shards/remote-dependencies-tick");
     const s = await scenario(clock.day(0));
     expect(await storeOf("DB").getTask(s.join)).toMatchObject({ waitingOn: 2 });
-    expect((await runTick(env, s.now)).settlementsDelivered).toBeGreaterThanOrEqual(1);
+    // Delivered by this tick (or by a delivery still running in the background of another file's request,
+    // on this shared database: either way, once).
+    await runTick(env, s.now);
     await expectSettledOnce(s);
   });
 
