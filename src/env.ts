@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { DEV_TOKEN } from "./contracts/limits";
 import type { EventHubRpc, QueueCoordinatorRpc, SchedulerRpc } from "./protocols/durable-objects";
 

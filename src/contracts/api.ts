@@ -1,4 +1,5 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { component } from "./component";
 import {
   MAX_ATTEMPTS_LIMIT,
   MAX_BATCH,
@@ -51,9 +52,9 @@ export const TaskId = z
   .string()
   .regex(/^[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}$/, "a ULID (26 Crockford base32 characters)")
   .transform((s) => s.toUpperCase())
-  .openapi({ example: "01JD3Z8Q9V6Y4T2N1R0M5K7H8G" });
+  .meta({ example: "01JD3Z8Q9V6Y4T2N1R0M5K7H8G" });
 
-const IsoTime = z.iso.datetime({ offset: true }).openapi({ example: "2026-11-21T12:00:00.000Z" });
+const IsoTime = z.iso.datetime({ offset: true }).meta({ example: "2026-11-21T12:00:00.000Z" });
 
 /** Most characters of a refused path segment quoted back in its 400: a name is at most 64, and a URL may
  * carry kilobytes the message has no use for. */
@@ -70,13 +71,13 @@ const QueuePathName = z.string().regex(QUEUE_NAME_PATTERN, {
 });
 
 export const QueueParams = z.object({
-  queue: QueuePathName.openapi({ example: "emails", param: { name: "queue", in: "path" } }),
+  queue: QueuePathName.meta({ example: "emails", param: { name: "queue", in: "path" } }),
 });
-export const TaskParams = z.object({ id: TaskId.openapi({ param: { name: "id", in: "path" } }) });
+export const TaskParams = z.object({ id: TaskId.meta({ param: { name: "id", in: "path" } }) });
 
 /** A task's start deadline, one of two ways (src/engine/expire.ts). */
 const DeadlineFields = {
-  start_by: IsoTime.optional().openapi({
+  start_by: IsoTime.optional().meta({
     description: `start deadline: not started by then, the task ends expired and is never leased; after its run time, at most ${MAX_START_DEADLINE_S} s from now; not with expires_in_s`,
   }),
   expires_in_s: z
@@ -84,7 +85,7 @@ const DeadlineFields = {
     .positive()
     .max(MAX_START_DEADLINE_S)
     .optional()
-    .openapi({ description: "the start deadline in seconds from now (see start_by); not with start_by" }),
+    .meta({ description: "the start deadline in seconds from now (see start_by); not with start_by" }),
 };
 
 /** A key's window (s): whole seconds, at least 1, at most MAX_UNIQUE_WINDOW_S (why: src/contracts/limits.ts). */
@@ -93,18 +94,18 @@ const UniqueKeyText = ShortText(256);
 
 /** Uniqueness over time (src/engine/unique-keys.ts): at most one of the three per task. */
 const UniqueFields = {
-  idempotency: z.strictObject({ key: UniqueKeyText, window_s: WindowS }).optional().openapi({
+  idempotency: z.strictObject({ key: UniqueKeyText, window_s: WindowS }).optional().meta({
     description:
       "within window_s of the task that took the key, an enqueue with it makes nothing and is answered with that task (live or finished), deduplicated",
   }),
-  debounce: z.strictObject({ key: UniqueKeyText, window_s: WindowS }).optional().openapi({
+  debounce: z.strictObject({ key: UniqueKeyText, window_s: WindowS }).optional().meta({
     description:
       "runs window_s after the latest enqueue of the key: until the task starts, an enqueue with the key replaces its payload and moves its run time; not with delay_s or run_at",
   }),
   singleton: z
     .strictObject({ key: UniqueKeyText, while_running: z.enum(["skip", "replace"]).default("skip") })
     .optional()
-    .openapi({
+    .meta({
       description:
         "one task of the key at a time: while one waits, an enqueue is answered with it (replace: replaces its payload); while one runs, skip answers the running one, replace queues one task behind it",
     }),
@@ -158,37 +159,37 @@ export const NewTaskSchema = z
   .strictObject({
     id: TaskId.optional(),
     type: TaskType.optional(),
-    payload: storedJson(z.unknown()).optional().openapi({ description: STORED_JSON }),
-    priority: Priority.optional().openapi({ description: "higher runs first" }),
+    payload: storedJson(z.unknown()).optional().meta({ description: STORED_JSON }),
+    priority: Priority.optional().meta({ description: "higher runs first" }),
     delay_s: z
       .number()
       .min(0)
       .max(MAX_DELAY_S)
       .optional()
-      .openapi({ description: "seconds from now; not with run_at" }),
-    run_at: IsoTime.optional().openapi({
+      .meta({ description: "seconds from now; not with run_at" }),
+    run_at: IsoTime.optional().meta({
       description: `at most ${MAX_DELAY_S} s (365 days) from now; not with delay_s`,
     }),
     max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     dedupe_key: ShortText(256).optional(),
     group: ShortText(128).optional(),
-    key: TaskKey.optional().openapi({
+    key: TaskKey.optional().meta({
       description: "flow control's key: a tenant, an account (docs/flow-control.md); SQS's MessageGroupId",
     }),
     then: z
       .array(ChildTaskSpecSchema)
       .max(MAX_CHILDREN)
       .optional()
-      .openapi({ description: "tasks to enqueue atomically when this one completes" }),
+      .meta({ description: "tasks to enqueue atomically when this one completes" }),
     depends_on: z
       .array(TaskId)
       .min(1)
       .max(MAX_DEPENDENCIES)
       .optional()
-      .openapi({
+      .meta({
         description: `ids of existing tasks (any queue on this task's database, any state until pruned) it waits for: it stays waiting until every one has finished, then becomes pending; at most ${MAX_DEPENDENCIES} (docs/dependencies.md)`,
       }),
-    on_dependency_failure: z.enum(DEPENDENCY_FAILURE_POLICIES).optional().openapi({
+    on_dependency_failure: z.enum(DEPENDENCY_FAILURE_POLICIES).optional().meta({
       description:
         "when a dependency ends dead, cancelled or expired: fail (default: it ends dead), cancel (it ends cancelled) or continue (it runs once all have finished)",
     }),
@@ -210,7 +211,7 @@ export const NewTaskSchema = z
   })
   .superRefine(checkDeadlineAndKeys)
   // The rules that span fields, said in the document too (a generated client must not send both).
-  .openapi("NewTask", { not: { required: ["delay_s", "run_at"] } });
+  .meta({ ...component("NewTask"), not: { required: ["delay_s", "run_at"] } });
 
 /** One task to enqueue, on its own or in a batch; a join (which depends on its fan-out) takes
  * `on_dependency_failure` without `depends_on`, any other task needs them together. */
@@ -221,22 +222,23 @@ export const EnqueuedTaskSchema = NewTaskSchema.refine(
 
 /** A batch. Its size is documented here but enforced by the engine: over the limit is a 413, not a 400. */
 export const EnqueueBatchBody = z.strictObject({
-  tasks: z.array(EnqueuedTaskSchema).min(1).openapi({ maxItems: MAX_ENQUEUE_TASKS }),
-  join: NewTaskSchema.optional().openapi({
+  tasks: z.array(EnqueuedTaskSchema).min(1).meta({ maxItems: MAX_ENQUEUE_TASKS }),
+  join: NewTaskSchema.optional().meta({
+    ...NewTaskSchema.meta(),
     description: `a task that waits for every one of \`tasks\` (a fan-in), enqueued with them in one atomic call: then at most ${MAX_FAN_OUT} tasks, and neither they nor the join take an id or a dedupe_key; it may name an on_dependency_failure without depends_on (docs/dependencies.md)`,
   }),
 });
 
-export const EnqueueBody = z.union([EnqueueBatchBody, EnqueuedTaskSchema]).openapi("EnqueueBody");
+export const EnqueueBody = z.union([EnqueueBatchBody, EnqueuedTaskSchema]).meta(component("EnqueueBody"));
 
 const EnqueueOutcomeSchema = z.object({ id: z.string(), state: State, deduplicated: z.boolean() });
 
 export const EnqueueResponse = z
   .object({
     tasks: z.array(EnqueueOutcomeSchema),
-    join: EnqueueOutcomeSchema.optional().openapi({ description: "the join, when the call had one" }),
+    join: EnqueueOutcomeSchema.optional().meta({ description: "the join, when the call had one" }),
   })
-  .openapi("EnqueueResponse");
+  .meta(component("EnqueueResponse"));
 
 export const TaskListQuery = z.object({
   state: State.optional(),
@@ -244,7 +246,7 @@ export const TaskListQuery = z.object({
   type: ShortText(64).optional(),
   dedupe_key: ShortText(256)
     .optional()
-    .openapi({ description: "only the tasks with this exact dedupe key (live or finished)" }),
+    .meta({ description: "only the tasks with this exact dedupe key (live or finished)" }),
   limit: z.coerce.number().int().min(1).max(MAX_BATCH).default(50),
   cursor: TaskId.optional(),
 });
@@ -256,7 +258,7 @@ const LeaseFields = {
   visibility_timeout_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
   wait_s: z.number().min(0).max(MAX_WAIT_S).default(0),
   holder: ShortText(MAX_HOLDER_CHARS).optional(),
-  waiter_id: ShortText(MAX_WAITER_ID_CHARS).optional().openapi({
+  waiter_id: ShortText(MAX_WAITER_ID_CHARS).optional().meta({
     description:
       "names this long poll so the client can withdraw it (POST /v1/queues/{queue}/lease/withdraw) when it stops; unique per poll, e.g. a UUID",
   }),
@@ -270,21 +272,21 @@ export const WithdrawBody = z.strictObject({ waiter_id: ShortText(MAX_WAITER_ID_
 export const WithdrawResponse = z.object({
   withdrawn: z
     .boolean()
-    .openapi({ description: "whether the poll was found (waiting, or answered moments ago); false changes nothing" }),
+    .meta({ description: "whether the poll was found (waiting, or answered moments ago); false changes nothing" }),
 });
 
 const LeaseToken = Text().min(1).max(64);
 
 export const CompleteBody = z.strictObject({
   lease_token: LeaseToken,
-  result: storedJson(z.unknown()).optional().openapi({ description: STORED_JSON }),
+  result: storedJson(z.unknown()).optional().meta({ description: STORED_JSON }),
 });
 
 export const ReleaseBody = z.strictObject({ lease_token: LeaseToken });
 
 const FailFields = {
   lease_token: LeaseToken,
-  error: Text().min(1).max(100_000).openapi({ description: "what went wrong (truncated to 2,000 chars)" }),
+  error: Text().min(1).max(100_000).meta({ description: "what went wrong (truncated to 2,000 chars)" }),
   retryable: z.boolean().default(true),
   retry_after_s: z.number().min(0).max(MAX_DELAY_S).optional(),
 };
@@ -298,12 +300,12 @@ export const HeartbeatBody = z.strictObject({
     .min(MIN_VISIBILITY_TIMEOUT_S)
     .max(MAX_VISIBILITY_TIMEOUT_S)
     .optional()
-    .openapi({ description: "new lease length from now; default: the lease's own, as it was leased" }),
+    .meta({ description: "new lease length from now; default: the lease's own, as it was leased" }),
   progress: z.number().int().min(0).max(100).optional(),
   message: Text().max(1000).optional(),
   checkpoint: storedJson(z.unknown())
     .optional()
-    .openapi({ description: `what a retry of this task receives back: ${STORED_JSON}` }),
+    .meta({ description: `what a retry of this task receives back: ${STORED_JSON}` }),
 });
 
 export const AckBody = z
@@ -317,7 +319,7 @@ export const AckBody = z
           result: z
             .unknown()
             .optional()
-            .openapi({ description: `${STORED_JSON}; checked per item` }),
+            .meta({ description: `${STORED_JSON}; checked per item` }),
         }),
       )
       .default([]),
@@ -326,7 +328,7 @@ export const AckBody = z
     lease: z
       .strictObject(LeaseFields)
       .optional()
-      .openapi({
+      .meta({
         description:
           "lease the next tasks in the same request, after the acks are applied (as POST /lease with this body): " +
           "a worker's ack and its next lease in one round trip",
@@ -340,7 +342,7 @@ export const AckBody = z
     message: `at most ${MAX_BATCH} items per ack`,
     path: ["complete"],
   })
-  .openapi({
+  .meta({
     description: `at least one item and at most ${MAX_BATCH} in all (complete, fail and release together)`,
     anyOf: (["complete", "fail", "release"] as const).map((list) => ({
       required: [list],
@@ -348,7 +350,7 @@ export const AckBody = z
     })),
   });
 
-export const ErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) }).openapi("Error");
+export const ErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) }).meta(component("Error"));
 
 export const AckResponse = z.object({
   results: z.array(
@@ -357,14 +359,14 @@ export const AckResponse = z.object({
       ok: z.boolean(),
       state: State.optional(),
       children: z.array(z.string()).optional(),
-      repeated: z.boolean().optional().openapi({ description: "the same ack with the same token was applied before" }),
+      repeated: z.boolean().optional().meta({ description: "the same ack with the same token was applied before" }),
       error: ErrorSchema.shape.error.optional(),
     }),
   ),
   tasks: z
     .array(LeasedTaskSchema)
     .optional()
-    .openapi({ description: "present when the body had `lease`: the tasks leased after the acks" }),
+    .meta({ description: "present when the body had `lease`: the tasks leased after the acks" }),
 });
 
 /** Extends (and claims) up to MAX_BATCH leases at once — a worker claims a long poll's batch with it. */
@@ -380,7 +382,7 @@ export const ExtendBody = z.strictObject({
           .min(MIN_VISIBILITY_TIMEOUT_S)
           .max(MAX_VISIBILITY_TIMEOUT_S)
           .optional()
-          .openapi({ description: "new lease length from now; default: the body's, else the lease's own" }),
+          .meta({ description: "new lease length from now; default: the body's, else the lease's own" }),
       }),
     )
     .min(1)
@@ -391,7 +393,7 @@ export const ExtendBody = z.strictObject({
     .min(MIN_VISIBILITY_TIMEOUT_S)
     .max(MAX_VISIBILITY_TIMEOUT_S)
     .optional()
-    .openapi({ description: "every item's default; absent: each lease's own length, as it was leased" }),
+    .meta({ description: "every item's default; absent: each lease's own length, as it was leased" }),
 });
 
 export const ExtendResponse = z.object({
@@ -409,8 +411,8 @@ export const OutcomeResponse = z.object({
   id: z.string(),
   state: State,
   run_at: z.string().nullable(),
-  children: z.array(z.string()).openapi({ description: "ids of the tasks its `then` enqueued" }),
-  repeated: z.boolean().openapi({
+  children: z.array(z.string()).meta({ description: "ids of the tasks its `then` enqueued" }),
+  repeated: z.boolean().meta({
     description:
       "true when this very ack (same operation, same lease token) had already been applied and its answer was lost: nothing changed now, `state` is the task's state today, `children` is empty",
   }),
@@ -419,10 +421,10 @@ export const OutcomeResponse = z.object({
 /** Pause or resume a queue, or one key of it (flow control, docs/flow-control.md). */
 export const PauseBody = z
   .strictObject({
-    paused: z.boolean().openapi({ description: "true pauses, false resumes" }),
-    key: TaskKey.optional().openapi({ description: "one key of the queue; omitted: the whole queue" }),
+    paused: z.boolean().meta({ description: "true pauses, false resumes" }),
+    key: TaskKey.optional().meta({ description: "one key of the queue; omitted: the whole queue" }),
   })
-  .openapi("PauseBody");
+  .meta(component("PauseBody"));
 export const PauseResponse = z.object({ queue: z.string(), key: z.string().nullable(), paused: z.boolean() });
 
 /** Bulk cancel must say what it cancels: one group, or `all: true` — an empty body cancels nothing. */
@@ -432,7 +434,7 @@ export const CancelQueueBody = z
     message: 'give either "group" or "all": true',
     path: ["group"],
   })
-  .openapi({ oneOf: [{ required: ["group"] }, { required: ["all"] }] });
+  .meta({ oneOf: [{ required: ["group"] }, { required: ["all"] }] });
 
 export const RedriveBody = z.strictObject({
   state: z.enum(REVIVABLE_STATES).default("dead"),
@@ -451,7 +453,7 @@ export const PurgeBody = z
     message: "give exactly one of before or older_than_s",
     path: ["before"],
   })
-  .openapi({ oneOf: [{ required: ["before"] }, { required: ["older_than_s"] }] });
+  .meta({ oneOf: [{ required: ["before"] }, { required: ["older_than_s"] }] });
 
 export const StateCounts = z.record(State, z.number().int());
 
@@ -459,14 +461,14 @@ export const StateCounts = z.record(State, z.number().int());
 export const FlowKeyStats = z
   .object({
     key: z.string(),
-    due: z.number().int().openapi({ description: "pending tasks due now" }),
-    running: z.number().int().openapi({ description: "tasks processing under a live lease" }),
+    due: z.number().int().meta({ description: "pending tasks due now" }),
+    running: z.number().int().meta({ description: "tasks processing under a live lease" }),
     paused: z.boolean(),
-    concurrency: z.number().int().nullable().openapi({ description: "the key's concurrency limit; null: none" }),
-    at_limit: z.boolean().openapi({ description: "running at its concurrency limit (ordered: one running)" }),
-    tokens: z.number().int().nullable().openapi({ description: "whole tokens of its rate now; null: no rate" }),
+    concurrency: z.number().int().nullable().meta({ description: "the key's concurrency limit; null: none" }),
+    at_limit: z.boolean().meta({ description: "running at its concurrency limit (ordered: one running)" }),
+    tokens: z.number().int().nullable().meta({ description: "whole tokens of its rate now; null: no rate" }),
   })
-  .openapi("FlowKeyStats");
+  .meta(component("FlowKeyStats"));
 
 export const QueueStatsResponse = z.object({
   queue: z.string(),
@@ -475,10 +477,10 @@ export const QueueStatsResponse = z.object({
   oldest_due_at: z.string().nullable(),
   flow: z
     .object({
-      paused: z.boolean().openapi({ description: "the whole queue is paused" }),
-      keys: z.array(FlowKeyStats).openapi({ description: "the busiest keys (most due, then running), at most 20" }),
+      paused: z.boolean().meta({ description: "the whole queue is paused" }),
+      keys: z.array(FlowKeyStats).meta({ description: "the busiest keys (most due, then running), at most 20" }),
     })
-    .openapi({ description: "flow control: the queue's pause and its busiest keys" }),
+    .meta({ description: "flow control: the queue's pause and its busiest keys" }),
 });
 
 export const QueueListResponse = z.object({
@@ -500,30 +502,31 @@ export const QueueConfigSchema = z
       .int()
       .min(60)
       .max(365 * 86_400),
-    mode: z.enum(["pull", "push"]).openapi({ description: "push: the queue's coordinator runs the processor" }),
+    mode: z.enum(["pull", "push"]).meta({ description: "push: the queue's coordinator runs the processor" }),
     processor: z
       .string()
       .regex(/^[A-Za-z0-9._:-]{1,64}$/)
       .nullable()
-      .openapi({ description: "push mode: the processor for every task; null runs each task's own type" }),
+      .meta({ description: "push mode: the processor for every task; null runs each task's own type" }),
     concurrency: z.number().int().min(1).max(MAX_PUSH_CONCURRENCY),
     rate_limit: z
       .strictObject({ count: z.number().int().min(1).max(100_000), per: z.enum(["second", "minute"]) })
       .nullable()
-      .openapi({ description: "push mode: at most count task starts per second or minute; null for none" }),
-    max_run_s: z.number().int().min(1).max(MAX_RUN_S_LIMIT).nullable().openapi({
+      .meta({ description: "push mode: at most count task starts per second or minute; null for none" }),
+    max_run_s: z.number().int().min(1).max(MAX_RUN_S_LIMIT).nullable().meta({
       description: "longest a task should run, in seconds (`edgeq worker --exec` kills it past this); null for none",
     }),
-    flow: FlowConfigSchema.nullable().openapi({
+    flow: FlowConfigSchema.nullable().meta({
+      ...FlowConfigSchema.meta(),
       description:
         "flow control by key: per-key concurrency, rate, FIFO, fair shares (docs/flow-control.md); null for none",
     }),
-    partitions: z.number().int().min(1).max(MAX_PARTITIONS).openapi({
+    partitions: z.number().int().min(1).max(MAX_PARTITIONS).meta({
       description:
         "spread the queue's tasks over this many partitions, each on a shard (can only grow; see docs/scale.md)",
     }),
   })
-  .openapi("QueueConfig");
+  .meta(component("QueueConfig"));
 
 /**
  * A config change: any subset of the config. The PUT route's body narrows `processor` to the registered
@@ -531,7 +534,7 @@ export const QueueConfigSchema = z
  * being one the Worker's bindings can run, are checked once merged with the stored config, so the document
  * can only say them in words.
  */
-export const QueueConfigPatch = QueueConfigSchema.partial().strict().openapi({
+export const QueueConfigPatch = QueueConfigSchema.partial().strict().meta({
   description:
     "any subset of the configuration; once merged with the stored values, backoff_cap_s must be at least backoff_base_s, and in push mode the processor must be one GET /v1/processors reports available (rules JSON Schema cannot state)",
 });
@@ -539,13 +542,13 @@ export const QueueConfigPatch = QueueConfigSchema.partial().strict().openapi({
 /** A task's artifacts (GET /v1/tasks/{id}/artifacts). */
 export const ArtifactSchema = z
   .object({ name: z.string(), content_type: z.string(), size: z.number().int() })
-  .openapi("Artifact");
+  .meta(component("Artifact"));
 export const ArtifactListResponse = z.object({ artifacts: z.array(ArtifactSchema) });
 
 /** A ticket for the events WebSocket (POST /v1/events/tickets). */
 export const TicketResponse = z.object({
-  ticket: z.string().openapi({ example: "v1.1795000000000.3q2-7wEzq1Xh8Y2u0VJd3eQm6lJp6m0K1yZk9n3WcR0" }),
-  expires_at: z.string().openapi({ example: "2026-11-21T12:01:00.000Z" }),
+  ticket: z.string().meta({ example: "v1.1795000000000.3q2-7wEzq1Xh8Y2u0VJd3eQm6lJp6m0K1yZk9n3WcR0" }),
+  expires_at: z.string().meta({ example: "2026-11-21T12:01:00.000Z" }),
 });
 
 /** Enqueued, completed and failed per minute (GET /v1/queues/{queue}/throughput, the dashboard's charts). */
@@ -563,14 +566,14 @@ export const DependenciesResponse = z
     dependencies: z.array(
       z.object({
         id: z.string(),
-        queue: z.string().nullable().openapi({ description: "null once the dependency was pruned (it had finished)" }),
+        queue: z.string().nullable().meta({ description: "null once the dependency was pruned (it had finished)" }),
         type: z.string().nullable(),
         state: State.nullable(),
-        result: z.unknown().openapi({
+        result: z.unknown().meta({
           description:
             "its result when it completed with one of at most 16 KiB of JSON; otherwise null (see result_bytes)",
         }),
-        result_bytes: z.number().int().nullable().openapi({
+        result_bytes: z.number().int().nullable().meta({
           description:
             "the stored result's size in bytes of JSON; a result over 16 KiB is read with GET /v1/tasks/{id}",
         }),
@@ -578,7 +581,7 @@ export const DependenciesResponse = z
     ),
     next_cursor: z.string().nullable(),
   })
-  .openapi("Dependencies");
+  .meta(component("Dependencies"));
 
 export const DependentsResponse = z
   .object({
@@ -591,9 +594,9 @@ export const DependentsResponse = z
         outcome: z
           .string()
           .nullable()
-          .openapi({ description: "what the task's finishing counted as for it; null while unfinished" }),
+          .meta({ description: "what the task's finishing counted as for it; null while unfinished" }),
       }),
     ),
     next_cursor: z.string().nullable(),
   })
-  .openapi("Dependents");
+  .meta(component("Dependents"));

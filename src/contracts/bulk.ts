@@ -1,4 +1,5 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { component } from "./component";
 import { ShortText, TaskKey, TaskStateSchema, TaskType } from "./fields";
 import { MAX_BULK_PER_CALL } from "./limits";
 import type { TaskState } from "./states";
@@ -19,7 +20,7 @@ export const BULK_ACTION_STATES: Record<BulkAction, readonly TaskState[]> = {
   redrive: ["dead"],
 };
 
-const IsoTime = z.iso.datetime({ offset: true }).openapi({ example: "2026-11-21T12:00:00.000Z" });
+const IsoTime = z.iso.datetime({ offset: true }).meta({ example: "2026-11-21T12:00:00.000Z" });
 
 /**
  * Which of a queue's tasks a bulk action touches: every field given must match (none given: every task the
@@ -31,9 +32,9 @@ export const BulkFilter = z
     state: TaskStateSchema.optional(),
     type: TaskType.optional(),
     group: ShortText(128).optional(),
-    key: TaskKey.optional().openapi({ description: "only tasks of this flow-control key" }),
-    created_after: IsoTime.optional().openapi({ description: "only tasks created at or after this time" }),
-    created_before: IsoTime.optional().openapi({ description: "only tasks created before this time" }),
+    key: TaskKey.optional().meta({ description: "only tasks of this flow-control key" }),
+    created_after: IsoTime.optional().meta({ description: "only tasks created at or after this time" }),
+    created_before: IsoTime.optional().meta({ description: "only tasks created before this time" }),
   })
   .refine(
     (f) =>
@@ -56,7 +57,7 @@ export const BulkBody = z
       .min(1)
       .max(MAX_BULK_PER_CALL)
       .default(MAX_BULK_PER_CALL)
-      .openapi({ description: `at most this many tasks per database holding the queue (≤ ${MAX_BULK_PER_CALL})` }),
+      .meta({ description: `at most this many tasks per database holding the queue (≤ ${MAX_BULK_PER_CALL})` }),
   })
   .superRefine((body, ctx) => {
     const states = BULK_ACTION_STATES[body.action];
@@ -73,9 +74,9 @@ export const BulkResponse = z
   .object({
     action: z.enum(BULK_ACTIONS),
     dry_run: z.boolean(),
-    count: z.number().int().openapi({
+    count: z.number().int().meta({
       description: "tasks changed (on a dry run: that would be), at most `limit` per database holding the queue",
     }),
-    more: z.boolean().openapi({ description: "true when more tasks match than this call took: call again" }),
+    more: z.boolean().meta({ description: "true when more tasks match than this call took: call again" }),
   })
-  .openapi("BulkAnswer");
+  .meta(component("BulkAnswer"));

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
 import { TASK_STATES } from "./states";
 
 /** What happened to a task, as the event stream names it. */

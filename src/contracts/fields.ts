@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
 import { jsonValueIssue } from "./describe-zod-error";
 import { jsonValueProblem } from "./json-value";
 import { MAX_JSON_DEPTH, MAX_PAYLOAD_BYTES, MAX_PRIORITY, QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "./limits";
@@ -10,7 +10,7 @@ import { TASK_STATES } from "./states";
  * HTTP code, so the engine may take its types from them.
  */
 
-export const QueueName = z.string().regex(QUEUE_NAME_PATTERN, QUEUE_NAME_RULE).openapi({ example: "emails" });
+export const QueueName = z.string().regex(QUEUE_NAME_PATTERN, QUEUE_NAME_RULE).meta({ example: "emails" });
 
 export const TaskType = z.string().regex(/^[A-Za-z0-9._:-]{1,64}$/, "1-64 letters, digits, '.', '_', ':' or '-'");
 

@@ -1,4 +1,5 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { component } from "./component";
 import { TaskKey } from "./fields";
 
 /**
@@ -30,39 +31,39 @@ export const FlowRate = z
       .min(1)
       .max(MAX_RATE_COUNT)
       .optional()
-      .openapi({ description: "most starts at once after a quiet spell (the bucket's size); default count" }),
+      .meta({ description: "most starts at once after a quiet spell (the bucket's size); default count" }),
   })
-  .openapi("FlowRate", { description: "a token bucket: count starts per second or minute, up to burst at once" });
+  .meta({ ...component("FlowRate"), description: "a token bucket: count starts per second or minute, up to burst at once" });
 
 export const FlowLimits = z
   .strictObject({
-    concurrency: z.number().int().min(1).max(MAX_KEY_CONCURRENCY).nullable().optional().openapi({
+    concurrency: z.number().int().min(1).max(MAX_KEY_CONCURRENCY).nullable().optional().meta({
       description: "most tasks of the key processing at once; null: no limit",
     }),
-    rate: FlowRate.nullable().optional().openapi({ description: "the key's starts per period; null: no limit" }),
-    ordered: z.boolean().optional().openapi({
+    rate: FlowRate.nullable().optional().meta({ description: "the key's starts per period; null: no limit" }),
+    ordered: z.boolean().optional().meta({
       description: "FIFO: the key's next task is not handed out until the one before it finished",
     }),
-    weight: z.number().int().min(1).max(MAX_KEY_WEIGHT).optional().openapi({
+    weight: z.number().int().min(1).max(MAX_KEY_WEIGHT).optional().meta({
       description: "with fair shares, the key's tasks per round (default 1)",
     }),
   })
-  .openapi("FlowLimits");
+  .meta(component("FlowLimits"));
 
 export const FlowConfigSchema = z
   .strictObject({
-    default: FlowLimits.optional().openapi({ description: "the limits of every key" }),
+    default: FlowLimits.optional().meta({ ...FlowLimits.meta(), description: "the limits of every key" }),
     keys: z
       .record(TaskKey, FlowLimits)
       .refine((keys) => Object.keys(keys).length <= MAX_KEY_OVERRIDES, `at most ${MAX_KEY_OVERRIDES} keys`)
       .optional()
-      .openapi({ description: "named keys' limits; each field given replaces the default's" }),
-    rate: FlowRate.nullable().optional().openapi({ description: "the whole queue's starts per period" }),
-    fair: z.boolean().optional().openapi({
+      .meta({ description: "named keys' limits; each field given replaces the default's" }),
+    rate: FlowRate.nullable().optional().meta({ description: "the whole queue's starts per period" }),
+    fair: z.boolean().optional().meta({
       description: "leases interleave keys round-robin at the same priority (weighted by each key's weight)",
     }),
   })
-  .openapi("FlowConfig");
+  .meta(component("FlowConfig"));
 
 /** A queue's flow config, as stored (JSON in the queue's row) and read back. */
 export type FlowConfig = z.infer<typeof FlowConfigSchema>;

@@ -1,4 +1,5 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { component } from "./component";
 import { DEPENDENCY_FAILURE_POLICIES } from "./dependencies";
 import { MAX_ATTEMPTS_LIMIT, MAX_DELAY_S } from "./limits";
 import { Priority, QueueName, ShortText, storedJson, TaskKey, TaskStateSchema, TaskType } from "./fields";
@@ -20,21 +21,21 @@ const MAX_CHAIN_DEPTH = 5;
 export const ChildTaskSpecSchema = z
   .strictObject({
     type: TaskType,
-    queue: QueueName.optional().openapi({ description: "default: the parent's queue" }),
+    queue: QueueName.optional().meta({ description: "default: the parent's queue" }),
     payload: storedJson(z.record(z.string(), z.unknown()))
       .optional()
-      .openapi({ description: "an object; it receives `parent: { id, type, result }`" }),
-    priority: Priority.optional().openapi({ description: "default: the parent's" }),
+      .meta({ description: "an object; it receives `parent: { id, type, result }`" }),
+    priority: Priority.optional().meta({ description: "default: the parent's" }),
     delay_s: z.number().min(0).max(MAX_DELAY_S).optional(),
     max_attempts: z.number().int().min(1).max(MAX_ATTEMPTS_LIMIT).optional(),
     dedupe_key: ShortText(256).optional(),
-    group: ShortText(128).optional().openapi({ description: "default: the parent's" }),
-    key: TaskKey.optional().openapi({
+    group: ShortText(128).optional().meta({ description: "default: the parent's" }),
+    key: TaskKey.optional().meta({
       description: "flow control's key (docs/flow-control.md); default: the parent's",
     }),
-    then: z.array(z.unknown()).max(MAX_CHILDREN).optional().openapi({ description: "children of this child" }),
+    then: z.array(z.unknown()).max(MAX_CHILDREN).optional().meta({ description: "children of this child" }),
   })
-  .openapi("ChildTask");
+  .meta(component("ChildTask"));
 
 /**
  * A task to enqueue when its parent completes, in the same D1 batch as the completion. Its payload (an
@@ -97,39 +98,39 @@ export const TaskSchema = z
     run_at: z.string(),
     lease_holder: z.string().nullable(),
     lease_expires_at: z.string().nullable(),
-    claim_by: z.string().nullable().openapi({
+    claim_by: z.string().nullable().meta({
       description:
         "set while a lease handed to a long poll after it waited is unclaimed: unless the holder claims it before this time with any fenced call (POST /v1/queues/{queue}/extend on receipt, or a heartbeat, complete, fail or release), the lease is void and the task goes back with its attempt refunded",
     }),
     cancel_requested: z.boolean(),
     dedupe_key: z.string().nullable(),
     group: z.string().nullable(),
-    key: z.string().nullable().openapi({ description: "the task's key for flow control (docs/flow-control.md)" }),
+    key: z.string().nullable().meta({ description: "the task's key for flow control (docs/flow-control.md)" }),
     progress: z.number().int().nullable(),
     progress_message: z.string().nullable(),
     created_at: z.string(),
     updated_at: z.string(),
     started_at: z.string().nullable(),
     finished_at: z.string().nullable(),
-    waiting_on: z.number().int().nullable().openapi({
+    waiting_on: z.number().int().nullable().meta({
       description:
         "dependencies not finished yet (the task is waiting while above 0); null for a task enqueued without depends_on",
     }),
-    on_dependency_failure: z.enum(DEPENDENCY_FAILURE_POLICIES).nullable().openapi({
+    on_dependency_failure: z.enum(DEPENDENCY_FAILURE_POLICIES).nullable().meta({
       description: "what a dependency ending dead, cancelled or expired does to it; null without dependencies",
     }),
-    start_by: z.string().nullable().openapi({
+    start_by: z.string().nullable().meta({
       description: "the start deadline: not started by then, the task ends expired (never leased after it)",
     }),
-    checkpoint: z.unknown().openapi({ description: "what the holder saved for a retry to resume from" }),
-    then: z.array(ChildTaskSpecSchema).nullable().openapi({ description: "tasks enqueued when it completes" }),
+    checkpoint: z.unknown().meta({ description: "what the holder saved for a retry to resume from" }),
+    then: z.array(ChildTaskSpecSchema).nullable().meta({ description: "tasks enqueued when it completes" }),
   })
-  .openapi("Task");
+  .meta(component("Task"));
 
 /** A task as the API shows it: snake_case fields, ISO-8601 UTC times, JSON parsed. */
 export type TaskView = z.infer<typeof TaskSchema>;
 
-export const LeasedTaskSchema = TaskSchema.extend({ lease_token: z.string() }).openapi("LeasedTask");
+export const LeasedTaskSchema = TaskSchema.extend({ lease_token: z.string() }).meta(component("LeasedTask", TaskSchema));
 
 /** A freshly leased task, with the token its holder must present. */
 export type LeasedTaskView = z.infer<typeof LeasedTaskSchema>;

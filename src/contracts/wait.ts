@@ -1,4 +1,5 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { component } from "./component";
 import { MAX_TASK_WAIT_S } from "./limits";
 import { TaskSchema } from "./task";
 
@@ -9,7 +10,7 @@ export const WaitQuery = z.object({
     .min(0)
     .max(MAX_TASK_WAIT_S)
     .default(MAX_TASK_WAIT_S)
-    .openapi({
+    .meta({
       description: `how long to wait for the task to finish, in seconds (0 to ${MAX_TASK_WAIT_S}, default ${MAX_TASK_WAIT_S})`,
     }),
 });
@@ -20,9 +21,9 @@ export const WaitQuery = z.object({
  */
 export const WaitResponse = z
   .object({
-    finished: z.boolean().openapi({
+    finished: z.boolean().meta({
       description: "true when the task is in a final state; false when the wait ended first (wait again)",
     }),
     task: TaskSchema,
   })
-  .openapi("WaitAnswer");
+  .meta(component("WaitAnswer"));

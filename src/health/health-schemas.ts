@@ -1,4 +1,5 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { component } from "../contracts/component";
 import { CHECKS } from "./thresholds";
 import { ThresholdsPatch } from "./thresholds";
 import { MAX_ALERT_URL_CHARS } from "../contracts/limits";
@@ -28,14 +29,14 @@ export const HealthConfigBody = z
     thresholds: ThresholdsPatch.optional(),
     alert_url: AlertUrl.nullable()
       .optional()
-      .openapi({ description: "where status changes are POSTed, signed; null clears it" }),
+      .meta({ description: "where status changes are POSTed, signed; null clears it" }),
   })
   .strict()
-  .openapi("HealthConfigBody");
+  .meta(component("HealthConfigBody"));
 
 export const HealthConfigResponse = z
   .object({ thresholds: ThresholdsPatch, alert_url: z.string().nullable() })
-  .openapi("HealthConfig");
+  .meta(component("HealthConfig"));
 
 const Levels = z.object({ warn: z.number().nullable(), critical: z.number().nullable() });
 
@@ -79,8 +80,8 @@ export const QueueHealthView = z
       last_error: z.string().nullable(),
     }),
   })
-  .openapi("QueueHealth");
+  .meta(component("QueueHealth"));
 
 export const HealthListResponse = z
   .object({ status: Status, queues: z.array(QueueHealthView) })
-  .openapi("QueueHealthList");
+  .meta(component("QueueHealthList"));

@@ -1,4 +1,5 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { component } from "../contracts/component";
 
 /** The checks health runs, each with a warn and a critical level. */
 export const CHECKS = [
@@ -63,7 +64,7 @@ function levelsSchema(check: Check) {
   return z
     .object({ warn: level.optional(), critical: level.optional() })
     .strict()
-    .openapi({ description: `${check}: warn and critical levels (null turns one off)` });
+    .meta({ description: `${check}: warn and critical levels (null turns one off)` });
 }
 
 /** Threshold overrides as a caller sends them: any subset of checks and levels. */
@@ -76,7 +77,7 @@ export const ThresholdsPatch = z
     failure_rate_min_outcomes: z.number().int().min(1).max(1_000_000).optional(),
   })
   .strict()
-  .openapi("HealthThresholds");
+  .meta(component("HealthThresholds"));
 export type ThresholdsPatchInput = z.infer<typeof ThresholdsPatch>;
 
 /** `base` with `patch`'s levels over it. */

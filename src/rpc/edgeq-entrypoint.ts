@@ -1,5 +1,5 @@
 import { WorkerEntrypoint } from "cloudflare:workers";
-import { z } from "zod";
+import * as z from "zod";
 import { parseWire } from "../contracts/parse";
 import type { Env } from "../env";
 import { parseArguments, JsonText, type AnswerOf, type ApiOperation, type RequestOf } from "../operations/api/define";

@@ -1,4 +1,5 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { component } from "../contracts/component";
 import { QUEUE_NAME_PATTERN, QUEUE_NAME_RULE } from "../contracts/limits";
 import { NewTaskSchema } from "../contracts/api";
 
@@ -6,7 +7,7 @@ import { NewTaskSchema } from "../contracts/api";
 export const ScheduleName = z.string().regex(QUEUE_NAME_PATTERN, { message: `must be ${QUEUE_NAME_RULE}` });
 
 export const ScheduleParams = z.object({
-  name: ScheduleName.openapi({ param: { name: "name", in: "path" } }),
+  name: ScheduleName.meta({ param: { name: "name", in: "path" } }),
 });
 
 /** The task each slot enqueues: the enqueue fields that make sense for a recurring task. */
@@ -22,24 +23,24 @@ export const ScheduledTaskSchema = z
     dedupe_key: task.dedupe_key,
     expires_in_s: task.expires_in_s,
   })
-  .openapi("ScheduledTask");
+  .meta(component("ScheduledTask"));
 
 export const ScheduleBody = z
   .object({
     queue: z.string().regex(QUEUE_NAME_PATTERN, { message: `must be ${QUEUE_NAME_RULE}` }),
-    cron: z.string().min(1).openapi({
+    cron: z.string().min(1).meta({
       description:
         "5 fields (minute first), 6 (second first), or @every 30s / 5m / 1h / 1d; one no date matches (0 0 30 2 *) is refused",
       example: "*/30 * * * * *",
     }),
-    timezone: z.string().min(1).optional().openapi({ description: "IANA time zone; default UTC" }),
+    timezone: z.string().min(1).optional().meta({ description: "IANA time zone; default UTC" }),
     task: ScheduledTaskSchema.optional(),
     overlap: z.enum(["allow", "skip"]).optional(),
     catch_up: z.enum(["none", "last", "all"]).optional(),
     paused: z.boolean().optional(),
   })
   .strict()
-  .openapi("ScheduleBody");
+  .meta(component("ScheduleBody"));
 
 const Iso = z.string().nullable();
 
@@ -68,10 +69,10 @@ export const ScheduleView = z
     created_at: z.string(),
     updated_at: z.string(),
   })
-  .openapi("Schedule");
+  .meta(component("Schedule"));
 
-export const ScheduleListResponse = z.object({ schedules: z.array(ScheduleView) }).openapi("ScheduleList");
+export const ScheduleListResponse = z.object({ schedules: z.array(ScheduleView) }).meta(component("ScheduleList"));
 
 export const TriggerResponse = z
   .object({ name: z.string(), task: z.object({ id: z.string(), deduplicated: z.boolean() }) })
-  .openapi("ScheduleTrigger");
+  .meta(component("ScheduleTrigger"));

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { AckOutcome } from "../engine/ack";
 import { MAX_VISIBILITY_TIMEOUT_S } from "../contracts/limits";
 import { extendTaskLeases, failForRedelivery } from "../operations/ack";

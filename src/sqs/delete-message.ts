@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ackTasks } from "../operations/ack";
 import type { SqsContext } from "./context";
 import { SqsError } from "./errors";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { SQS_MAX_BATCH_ENTRIES } from "../contracts/limits";
 import { SqsError } from "./errors";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { MAX_ATTEMPTS_LIMIT, SQS_MAX_LIST_RESULTS } from "../contracts/limits";
 import { mergeShardRows } from "../shards/cross-shard";
 import { cancelQueue } from "../operations/queue";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { SQS_MAX_TAG_KEY_CHARS, SQS_MAX_TAG_VALUE_CHARS, SQS_MAX_TAGS } from "../contracts/limits";
 import type { SqsContext } from "./context";
 import { invalidParameter, SqsError } from "./errors";

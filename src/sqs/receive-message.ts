@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { StoredTask } from "../contracts/stored-task";
 import { leaseOrder } from "../engine/lease";
 import { MAX_VISIBILITY_TIMEOUT_S, MAX_WAIT_S, SQS_MAX_BATCH_ENTRIES } from "../contracts/limits";

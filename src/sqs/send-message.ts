@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { type NewTask } from "../engine/enqueue";
 import { SQS_MAX_DELAY_S } from "../contracts/limits";
 import { enqueue } from "../operations/enqueue";

@@ -9,14 +9,14 @@ import { ArtifactListResponse, ArtifactSchema, TaskId } from "../../contracts/ap
 import { validationHook } from "../validation";
 
 const ArtifactParams = z.object({
-  id: TaskId.openapi({ param: { name: "id", in: "path" } }),
+  id: TaskId.meta({ param: { name: "id", in: "path" } }),
   name: z
     .string()
     .regex(ARTIFACT_NAME, "letters, digits, '.', '_' or '-', at most 128, starting with a letter or digit")
-    .openapi({ param: { name: "name", in: "path" }, example: "item-0001.mp3" }),
+    .meta({ param: { name: "name", in: "path" }, example: "item-0001.mp3" }),
 });
 
-const binary = { "application/octet-stream": { schema: z.string().openapi({ format: "binary" }) } };
+const binary = { "application/octet-stream": { schema: z.string().meta({ format: "binary" }) } };
 
 const listRoute = authRoute({
   method: "get",

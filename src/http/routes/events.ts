@@ -1,4 +1,5 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import { component } from "../../contracts/component";
 import type { Context } from "hono";
 import { EdgeqError } from "../../contracts/errors";
 import { EVENT_BUFFER_SIZE, EVENT_QUIET_MARGIN_MS, EVENT_QUIET_MS, EVENT_TICKET_TTL_S } from "../../contracts/limits";
@@ -19,19 +20,19 @@ const StreamQuery = z.object({
     .int()
     .min(0)
     .optional()
-    .openapi({ description: "Resume: replay the events after this seq (or get a `resync` event)" }),
-  ticket: z.string().optional().openapi({ description: "A ticket from POST /v1/events/tickets" }),
+    .meta({ description: "Resume: replay the events after this seq (or get a `resync` event)" }),
+  ticket: z.string().optional().meta({ description: "A ticket from POST /v1/events/tickets" }),
 });
 
 /** What the socket sends, named in the OpenAPI document: each WebSocket text message is one of these. */
 const StreamMessages = z
   .union([
-    taskEventSchema.openapi("TaskEvent"),
-    countsEventSchema.openapi("CountsEvent"),
-    helloEventSchema.openapi("HelloEvent"),
-    resyncEventSchema.openapi("ResyncEvent"),
+    taskEventSchema.meta(component("TaskEvent")),
+    countsEventSchema.meta(component("CountsEvent")),
+    helloEventSchema.meta(component("HelloEvent")),
+    resyncEventSchema.meta(component("ResyncEvent")),
   ])
-  .openapi("StreamMessage");
+  .meta(component("StreamMessage"));
 
 const upgradeResponses = {
   101: {

@@ -1,4 +1,5 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
+import { component } from "../../contracts/component";
 import { moveQueue, queuePlacement } from "../../operations/move";
 import { shardNames } from "../../shards/shard-set";
 import type { AppEnv } from "../app-env";
@@ -9,7 +10,7 @@ import { validationHook } from "../validation";
 const PlacementResponse = z
   .object({
     queue: z.string(),
-    shards: z.array(z.string()).openapi({ description: "every shard this Worker is bound to" }),
+    shards: z.array(z.string()).meta({ description: "every shard this Worker is bound to" }),
     partitions: z.array(
       z.object({
         part: z.number().int(),
@@ -20,7 +21,7 @@ const PlacementResponse = z
             state: z
               .string()
               .nullable()
-              .openapi({ description: "copying, then settling until the old shard is let go" }),
+              .meta({ description: "copying, then settling until the old shard is let go" }),
             started_at: z.number().int().nullable(),
             relayed: z.number().int(),
             left_on_source: z.number().int(),
@@ -29,7 +30,7 @@ const PlacementResponse = z
       }),
     ),
   })
-  .openapi("Placement");
+  .meta(component("Placement"));
 
 /** Which queues the two routes answer for (src/shards/known-queue.ts). */
 const KNOWN_QUEUE_RULE =
@@ -55,13 +56,13 @@ const moveRoute = authRoute({
     params: QueueParams,
     body: jsonBody(
       z.strictObject({
-        shard: z.string().min(1).max(64).openapi({ description: "the destination's binding name, e.g. DB_1" }),
+        shard: z.string().min(1).max(64).meta({ description: "the destination's binding name, e.g. DB_1" }),
         part: z
           .number()
           .int()
           .min(0)
           .default(0)
-          .openapi({ description: "which partition (0 for an unpartitioned queue)" }),
+          .meta({ description: "which partition (0 for an unpartitioned queue)" }),
       }),
     ),
   },

@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
 import { QueueConfigPatch, QueueConfigSchema, QueueParams } from "../../contracts/api";
 import type { ProcessorRegistry } from "../../processors/registry";
 import { queueConfigOf } from "../../shards/queue-config-ops";
@@ -23,20 +23,20 @@ export const getQueueConfig = defineOperation({
  */
 function processorName(types: readonly string[]) {
   const description = "push mode: the processor for every task; null runs each task's own type";
-  if (types.length === 0) return z.null().optional().openapi({ description });
+  if (types.length === 0) return z.null().optional().meta({ description });
   const names = [...types] as [string, ...string[]];
   return z
     .enum(names, { error: (issue) => `no processor ${JSON.stringify(issue.input)} (registered: ${names.join(", ")})` })
     .nullable()
     .optional()
-    .openapi({ description });
+    .meta({ description });
 }
 
 /** Sets some or all of a queue's configuration, for a Worker whose processors are `types`. */
 function configureFor(types: readonly string[]) {
   return defineOperation({
     params: QueueParams,
-    input: jsonInput(QueueConfigPatch.extend({ processor: processorName(types) })),
+    input: jsonInput(QueueConfigPatch.extend({ processor: processorName(types) }).meta(QueueConfigPatch.meta() ?? {})),
     answer: QueueConfigSchema,
     run: (op, { queue }, patch) => configureQueue(op, queue, patch),
   });

@@ -1,5 +1,5 @@
 import { dependencyPageView } from "../../engine/dependency-reads";
-import { z } from "@hono/zod-openapi";
+import * as z from "zod";
 import {
   CompleteBody,
   DependenciesResponse,

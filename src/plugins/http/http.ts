@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { PermanentError, RetryAfterError } from "../../processors/errors";
 import { excerpt, MAX_RESPONSE_BODY_BYTES, parseRetryAfter, readBodyPrefix } from "./http-response";
 import type { Processor, ProcessorContext } from "../../processors/types";

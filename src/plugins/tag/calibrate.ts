@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { PermanentError } from "../../processors/errors";
 import { tagCalibrations, type TagSample } from "./calibrations";
 import type { Processor } from "../../processors/types";

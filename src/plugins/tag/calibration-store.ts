@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import { z } from "zod";
+import * as z from "zod";
 import { tagCalibrations } from "./schema";
 
 /**

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * The shapes shared by the `tag` processor (which writes them) and `calibrate` (which reads them back

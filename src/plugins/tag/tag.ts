@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { DEFAULT_TAG_MODEL, aiTags, type TextGenerator } from "./tag-ai";
 import { localTags } from "./tag-local";
 import { applyThresholds, type TagResult } from "./tag-result";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { PermanentError } from "../../processors/errors";
 import { adapterFor, audioBytes, CONTENT_TYPES, KNOWN_MODELS, type TtsAdapter, type TtsFormat } from "./tts-models";
 import type { ArtifactInfo } from "../../storage/artifacts";
