@@ -133,11 +133,16 @@ module.exports = {
     {
       name: "reference-deployment-uses-the-package",
       comment:
-        "src/index.ts is built only on what the package exports (package.json exports): edgeq and edgeq/plugins/*, as a user's Worker is.",
+        "src/index.ts is built only on what the package exports (package.json exports): edgeq, edgeq/dashboard, edgeq/sqs, edgeq/reference and edgeq/plugins/*, as a user's Worker is.",
       severity: "error",
       from: { path: "^src/index\\.ts$" },
       to: {
-        pathNot: ["^src/worker/index\\.ts$", "^src/plugins/(echo|reference)\\.ts$", "^src/plugins/[^/]+/index\\.ts$"],
+        pathNot: [
+          "^src/worker/index\\.ts$",
+          "^src/http/parts/(dashboard|sqs|reference)\\.ts$",
+          "^src/plugins/(echo|reference)\\.ts$",
+          "^src/plugins/[^/]+/index\\.ts$",
+        ],
       },
     },
     {

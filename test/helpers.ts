@@ -8,6 +8,9 @@ import { REFERENCE_PROCESSORS } from "../src/plugins/reference";
 import { ProcessorRegistry } from "../src/processors/registry";
 import { allShards } from "../src/shards/shard-set";
 import { queueRoute } from "../src/shards/queue-route";
+import { dashboard } from "../src/http/parts/dashboard";
+import { reference } from "../src/http/parts/reference";
+import { sqs } from "../src/http/parts/sqs";
 
 /** A fixed, readable starting time for tests that move the clock by hand. */
 export const T0 = Date.parse("2026-01-01T00:00:00.000Z");
@@ -48,8 +51,9 @@ export async function snapshot(queue: string): Promise<unknown[]> {
 /** The processor types this Worker registers, as the config route passes them to putQueueConfig. */
 /** The processors of this repository's own deployment (src/index.ts), as the Worker under test has them. */
 export const REFERENCE_REGISTRY = new ProcessorRegistry(REFERENCE_PROCESSORS);
-/** What a test builds the HTTP app with when it calls it directly (`buildApp(TEST_APP_DEPS)`). */
-export const TEST_APP_DEPS: AppDeps = { processors: REFERENCE_REGISTRY };
+/** What a test builds the HTTP app with when it calls it directly (`buildApp(TEST_APP_DEPS)`): every part, as
+ * src/index.ts serves them. */
+export const TEST_APP_DEPS: AppDeps = { processors: REFERENCE_REGISTRY, parts: { dashboard, sqs, reference } };
 export const PROCESSORS = REFERENCE_REGISTRY.types();
 
 /** The database a queue is placed on (placing it now, as its first enqueue would): for tests that drive the

@@ -1,4 +1,3 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
@@ -7,7 +6,7 @@ import { EdgeqError } from "../contracts/errors";
 import { placementRoutes } from "./routes/placement";
 import type { AppEnv } from "./app-env";
 import { requireBearer } from "./auth";
-import { DOCS_CSP, OPENAPI_INFO, renderDocsPage } from "./docs";
+import { ApiRoutes } from "./api-routes";
 import { onError } from "./error-handler";
 import { notFound } from "./method-not-allowed";
 import { healthRoutes, readinessRoutes } from "./routes/health";
@@ -21,11 +20,10 @@ import { artifactRoutes } from "./routes/artifacts";
 import { processorRoutes } from "./routes/processors";
 import { taskRoutes } from "./routes/tasks";
 import { eventStreamRoutes, ticketRoutes } from "./routes/events";
-import { dashboardPages } from "../dashboard/routes";
 import { throughputRoutes } from "./routes/throughput";
 import { requireUtf8Json } from "./utf8-body";
 import { validationHook } from "./validation";
-import { sqsRoutes } from "../sqs/endpoint";
+import type { HttpPart } from "./http-part";
 import type { ProcessorRegistry } from "../processors/registry";
 import { requestOperations } from "./request-operations";
 
@@ -36,17 +34,27 @@ export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 export interface AppDeps {
   /** The processors this Worker runs (push queues, config checks, GET /v1/processors). */
   processors: ProcessorRegistry;
+  /** The parts of the HTTP surface the Worker opted into (src/http/parts/): none is bundled otherwise. */
+  parts?: {
+    /** The dashboard at /dashboard, `/` redirecting to it (`edgeq/dashboard`). */
+    dashboard?: HttpPart<"dashboard">;
+    /** The SQS-compatible endpoint (`edgeq/sqs`). */
+    sqs?: HttpPart<"sqs">;
+    /** The OpenAPI document at /openapi.json and the API reference at /docs (`edgeq/reference`). */
+    reference?: HttpPart<"reference">;
+  };
 }
 
 /**
- * Builds the HTTP API. Routes validate with zod, make one operation call (src/operations/), and render;
+ * Builds the HTTP API, with the parts the Worker opted into. Routes validate with zod, make one operation call (src/operations/), and render;
  * errors go to the one `onError`.
  *
  * @example
  * export default { fetch: buildApp({ processors: new ProcessorRegistry([echoProcessor]) }).fetch };
  */
 export function buildApp(deps: AppDeps) {
-  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  const app = new ApiRoutes<AppEnv>({ defaultHook: validationHook });
+  const parts = deps.parts ?? {};
   app.onError(onError);
   app.notFound(notFound(app));
 
@@ -54,10 +62,10 @@ export function buildApp(deps: AppDeps) {
   app.route("/", livenessRoutes);
 
   // The dashboard (src/dashboard/): a page that signs in with the token and reads /v1; `/` redirects to it.
-  app.route("/", dashboardPages);
+  parts.dashboard?.mount(app, deps);
 
   // The SQS-compatible endpoint (src/sqs/): SigV4-signed, outside /v1 and its bearer token.
-  app.route("/", sqsRoutes(deps.processors));
+  parts.sqs?.mount(app, deps);
 
   // Event streams authorise by ticket themselves (a browser's WebSocket cannot send Authorization).
   app.route("/", eventStreamRoutes);
@@ -100,11 +108,8 @@ export function buildApp(deps: AppDeps) {
     .route("/", healthRoutes)
     .route("/", scheduleRoutes)
     .route("/", placementRoutes);
-  api.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer" });
-  // The events WebSocket's alternative to the bearer token (src/http/routes/events.ts).
-  api.openAPIRegistry.registerComponent("securitySchemes", "Ticket", { type: "apiKey", in: "query", name: "ticket" });
-  api.doc31("/openapi.json", OPENAPI_INFO);
-  api.get("/docs", (c) => c.html(renderDocsPage(api), 200, { "Content-Security-Policy": DOCS_CSP }));
+  // The document of every route above, and the reference page rendered from it.
+  parts.reference?.mount(app, deps);
   return api;
 }
 

@@ -1,5 +1,3 @@
-import type { OpenAPIHono } from "@hono/zod-openapi";
-import type { AppEnv } from "./app-env";
 import { renderReferencePage, type ReferenceDocument } from "./reference/reference-page";
 
 /** The OpenAPI document's header. */
@@ -18,12 +16,12 @@ export const OPENAPI_INFO = {
  * schemas expanded, examples, try-it. Its only script is inline, so it works offline and under a CSP
  * that allows nothing but this origin.
  */
-const rendered = new WeakMap<OpenAPIHono<AppEnv>, string>();
-export function renderDocsPage(app: OpenAPIHono<AppEnv>): string {
-  let page = rendered.get(app);
+const rendered = new WeakMap<object, string>();
+export function renderDocsPage(document: object): string {
+  let page = rendered.get(document);
   if (page === undefined) {
-    page = renderReferencePage(app.getOpenAPI31Document(OPENAPI_INFO) as ReferenceDocument);
-    rendered.set(app, page);
+    page = renderReferencePage(document as ReferenceDocument);
+    rendered.set(document, page);
   }
   return page;
 }

@@ -1,4 +1,5 @@
-import { createRoute, type z } from "@hono/zod-openapi";
+import type * as z from "zod";
+import { createRoute } from "./api-routes";
 import { ERRORS } from "../contracts/errors";
 import { ErrorSchema } from "../contracts/api";
 

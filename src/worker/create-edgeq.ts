@@ -3,6 +3,7 @@ import { runTick } from "../cron/tick";
 import { readSettings, type Env } from "../env";
 import { EventHub } from "../events/event-hub";
 import { buildApp } from "../http/app";
+import type { HttpPart } from "../http/http-part";
 import { prepareEnqueue, type EnqueueInput, type PreparedEnqueue } from "../operations/batch-enqueue";
 import { ProcessorRegistry } from "../processors/registry";
 import type { AnyProcessor } from "../processors/types";
@@ -15,13 +16,20 @@ export interface EdgeqOptions {
   /** The processors its push queues run (none: pull workers only); each may type the Worker's env as its
    * own (`Processor<Payload, Env>`). */
   processors?: readonly AnyProcessor[];
+  /** The dashboard at /dashboard (`import { dashboard } from "edgeq/dashboard"`); left out, not bundled. */
+  dashboard?: HttpPart<"dashboard">;
+  /** The SQS-compatible endpoint (`import { sqs } from "edgeq/sqs"`); left out, not bundled. */
+  sqs?: HttpPart<"sqs">;
+  /** /openapi.json and the API reference at /docs (`import { reference } from "edgeq/reference"`); left out,
+   * not bundled. */
+  reference?: HttpPart<"reference">;
 }
 
 /** What createEdgeq builds: a Worker's handlers and the classes its module exports. */
 export interface Edgeq {
   /** The processors, checked and registered. */
   processors: ProcessorRegistry;
-  /** The HTTP API, the dashboard and the SQS endpoint. */
+  /** The HTTP API, with the dashboard, the SQS endpoint and the reference it was built with. */
   fetch: (request: Request, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
   /** The minute tick (wrangler.toml's cron trigger). */
   scheduled: (controller: ScheduledController, env: Env, ctx: ExecutionContext) => void;
@@ -47,7 +55,8 @@ export interface Edgeq {
 }
 
 /**
- * Builds edgeq for a Worker: its `fetch` (the HTTP API, the dashboard, the SQS endpoint) and `scheduled`
+ * Builds edgeq for a Worker: its `fetch` (the HTTP API, and the dashboard, the SQS endpoint and the API
+ * reference when given: each is its own import, bundled only by a Worker that passes it) and `scheduled`
  * (the minute tick) handlers, the Durable Object classes the Worker's module must export under the class
  * names its wrangler.toml binds (`Coordinator`, `EventHub`, `Scheduler`), and `EdgeqRpc`, the entrypoint
  * a service binding of another Worker names. The processor list is
@@ -55,7 +64,7 @@ export interface Edgeq {
  * one type, throws an Error naming it as the Worker starts.
  *
  * @example
- * const edgeq = createEdgeq({ processors: [echoProcessor] });
+ * const edgeq = createEdgeq({ processors: [echoProcessor], dashboard, sqs, reference });
  * export const { Coordinator, EventHub, Scheduler, EdgeqRpc } = edgeq;
  * export default { fetch: edgeq.fetch, scheduled: edgeq.scheduled } satisfies ExportedHandler<Env>;
  */
@@ -64,7 +73,8 @@ export function createEdgeq(options: EdgeqOptions = {}): Edgeq {
   const problem = processorListProblem(list);
   if (problem !== null) throw new Error(`edgeq: ${problem}`);
   const processors = new ProcessorRegistry(list);
-  const app = buildApp({ processors });
+  const { dashboard, sqs, reference } = options;
+  const app = buildApp({ processors, parts: { dashboard, sqs, reference } });
 
   /** The queue-partition coordinator, with this Worker's processors. */
   class Coordinator extends QueueCoordinator {

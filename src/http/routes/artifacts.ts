@@ -1,4 +1,5 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { ApiRoutes } from "../api-routes";
 import { EdgeqError, NotFoundError } from "../../contracts/errors";
 import { MAX_ARTIFACT_BYTES } from "../../contracts/limits";
 import { ARTIFACT_NAME, getArtifact, listArtifacts, putArtifact } from "../../storage/artifacts";
@@ -52,7 +53,7 @@ const putRoute = authRoute({
 });
 
 /** Artifacts live in R2 under `tasks/{id}/{name}` (src/storage/artifacts.ts). */
-export const artifactRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+export const artifactRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook })
   .openapi(listRoute, async (c) => {
     const { id } = c.req.valid("param");
     await onTaskShard(c.env, id, (shard) => shard.store.getTask(id)); // 404 for an unknown task, not an empty list

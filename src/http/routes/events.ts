@@ -1,4 +1,5 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { createRoute, ApiRoutes } from "../api-routes";
 import { component } from "../../contracts/component";
 import type { Context } from "hono";
 import { EdgeqError } from "../../contracts/errors";
@@ -127,7 +128,7 @@ function forward(c: Context<AppEnv>, queue: string, task: string | undefined, af
  * The event streams. Mounted ahead of /v1's bearer middleware: a browser's WebSocket cannot send
  * Authorization, so these authorise by ticket themselves (and still accept a bearer token).
  */
-export const eventStreamRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+export const eventStreamRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook })
   .openapi(queueEventsRoute, async (c) => {
     const { queue } = c.req.valid("param");
     const { after, ticket } = c.req.valid("query");
@@ -146,7 +147,7 @@ export const eventStreamRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validati
 eventStreamRoutes.openAPIRegistry.register("StreamMessage", StreamMessages);
 
 /** Tickets, behind the bearer token like the rest of /v1. */
-export const ticketRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(ticketRoute, async (c) => {
+export const ticketRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook }).openapi(ticketRoute, async (c) => {
   const { ticket, expiresAt } = await issueTicket(presentedToken(c) ?? "", c.var.now);
   return c.json({ ticket, expires_at: new Date(expiresAt).toISOString() }, 200);
 });

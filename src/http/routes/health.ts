@@ -1,4 +1,4 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { ApiRoutes } from "../api-routes";
 import { sql } from "drizzle-orm";
 import { openDb } from "../../db/client";
 import { toIso } from "../../engine/time";
@@ -78,7 +78,7 @@ function toView(h: QueueHealth) {
   };
 }
 
-export const healthRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+export const healthRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook })
   .openapi(queueHealthRoute, async (c) => {
     const [health] = await checkHealth(c.var.op, { queue: c.req.valid("param").queue });
     return c.json(toView(health!), 200);
@@ -104,7 +104,7 @@ export const healthRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHoo
  * @example
  * app.route("/", readinessRoutes);
  */
-export const readinessRoutes = new OpenAPIHono<AppEnv>().get("/health/ready", async (c) => {
+export const readinessRoutes = new ApiRoutes<AppEnv>().get("/health/ready", async (c) => {
   try {
     await openDb(c.env.DB).get(sql`SELECT 1 AS one`);
     return c.json({ status: "ready", checks: { d1: "ok" } }, 200);

@@ -1,4 +1,5 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { createRoute, ApiRoutes } from "../api-routes";
 import { acceptedTokens, readSettings } from "../../env";
 import type { AppEnv } from "../app-env";
 import { jsonResponse } from "../route-helpers";
@@ -19,7 +20,7 @@ const livenessRoute = createRoute({
 });
 
 /** GET /health: public liveness, in the OpenAPI document. */
-export const livenessRoutes = new OpenAPIHono<AppEnv>().openapi(livenessRoute, (c) => {
+export const livenessRoutes = new ApiRoutes<AppEnv>().openapi(livenessRoute, (c) => {
   const configured = acceptedTokens(readSettings(c.env)).length > 0;
   return configured ? c.json({ status: "ok" as const }, 200) : c.json({ status: "not_configured" as const }, 503);
 });

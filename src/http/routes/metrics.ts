@@ -1,4 +1,5 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { ApiRoutes } from "../api-routes";
 import { EXPOSITION_CONTENT_TYPE } from "../../metrics/exposition";
 import { readDbs } from "../../shards/cross-shard";
 import { renderMetrics } from "../../metrics/render-metrics";
@@ -19,7 +20,7 @@ const metricsRoute = authRoute({
   },
 });
 
-export const metricsRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(metricsRoute, async (c) =>
+export const metricsRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook }).openapi(metricsRoute, async (c) =>
   c.text(await renderMetrics(c.var.db, c.var.now, undefined, readDbs(c.env)), 200, {
     "content-type": EXPOSITION_CONTENT_TYPE,
   }),

@@ -1,4 +1,5 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { ApiRoutes } from "../api-routes";
 import { component } from "../../contracts/component";
 import { moveQueue, queuePlacement } from "../../operations/move";
 import { shardNames } from "../../shards/shard-set";
@@ -18,10 +19,7 @@ const PlacementResponse = z
         move: z
           .object({
             from: z.string(),
-            state: z
-              .string()
-              .nullable()
-              .meta({ description: "copying, then settling until the old shard is let go" }),
+            state: z.string().nullable().meta({ description: "copying, then settling until the old shard is let go" }),
             started_at: z.number().int().nullable(),
             relayed: z.number().int(),
             left_on_source: z.number().int(),
@@ -69,7 +67,7 @@ const moveRoute = authRoute({
   responses: { 202: jsonResponse(PlacementResponse, "Started; GET /placement shows its progress") },
 });
 
-export const placementRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+export const placementRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook })
   .openapi(getPlacementRoute, async (c) => {
     const { queue } = c.req.valid("param");
     return c.json({ queue, shards: shardNames(c.env), partitions: await queuePlacement(c.var.op, queue) }, 200);

@@ -1,4 +1,5 @@
-import { OpenAPIHono, z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { ApiRoutes } from "../api-routes";
 import { processorEngine } from "../../processors/registry";
 import type { AppEnv } from "../app-env";
 import { authRoute, jsonResponse } from "../route-helpers";
@@ -23,7 +24,7 @@ const listRoute = authRoute({
   responses: { 200: jsonResponse(ProcessorsResponse) },
 });
 
-export const processorRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(listRoute, (c) =>
+export const processorRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook }).openapi(listRoute, (c) =>
   c.json(
     {
       processors: c.var.op.processors.list().map((p) => {

@@ -1,4 +1,4 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { ApiRoutes } from "../api-routes";
 import { configureQueueOperation, getQueueConfig } from "../../operations/api/queue-config-api";
 import type { ProcessorRegistry } from "../../processors/registry";
 import type { AppEnv } from "../app-env";
@@ -13,7 +13,7 @@ import { validationHook } from "../validation";
  * app.route("/", queueConfigRoutes(registry));
  */
 export function queueConfigRoutes(processors: ProcessorRegistry) {
-  return new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  return new ApiRoutes<AppEnv>({ defaultHook: validationHook })
     .openapi(
       ...operationRoute(getQueueConfig, {
         method: "get",

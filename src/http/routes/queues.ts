@@ -1,4 +1,4 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { ApiRoutes } from "../api-routes";
 import { MAX_BULK_PER_CALL, MAX_PURGE_PER_CALL } from "../../contracts/limits";
 import { leaseApi } from "../../operations/api/lease-api";
 import { queueApi } from "../../operations/api/queue-api";
@@ -10,7 +10,7 @@ import { validationHook } from "../validation";
  * Routes addressed by queue: each the HTTP face of one operation of src/operations/api/ (queue-api.ts,
  * lease-api.ts), which holds its schemas, its mapping to the operation call and its answer.
  */
-export const queueRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+export const queueRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook })
   .openapi(
     ...operationRoute(
       queueApi.enqueue,

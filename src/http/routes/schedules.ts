@@ -1,4 +1,4 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { ApiRoutes } from "../api-routes";
 import { scheduleApi } from "../../operations/api/schedule-api";
 import type { AppEnv } from "../app-env";
 import { operationRoute } from "../operation-route";
@@ -7,7 +7,7 @@ import { validationHook } from "../validation";
 const tags = ["schedules"];
 
 /** Routes of schedules: each the HTTP face of one operation of src/operations/api/schedule-api.ts. */
-export const scheduleRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+export const scheduleRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook })
   .openapi(
     ...operationRoute(scheduleApi.put, {
       method: "put",

@@ -1,11 +1,11 @@
-import { OpenAPIHono } from "@hono/zod-openapi";
+import { ApiRoutes } from "../api-routes";
 import { taskApi } from "../../operations/api/task-api";
 import type { AppEnv } from "../app-env";
 import { operationRoute } from "../operation-route";
 import { validationHook } from "../validation";
 
 /** Routes addressed by task id: each the HTTP face of one operation of src/operations/api/task-api.ts. */
-export const taskRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+export const taskRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook })
   .openapi(
     ...operationRoute(taskApi.dependencies, {
       method: "get",

@@ -1,4 +1,5 @@
-import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import * as z from "zod";
+import { createRoute, ApiRoutes } from "../api-routes";
 import { QueueParams, ThroughputResponse } from "../../contracts/api";
 import { toIso } from "../../engine/time";
 import { mergeShardRows } from "../../shards/cross-shard";
@@ -24,7 +25,7 @@ const throughputRoute = createRoute({
 });
 
 /** The chart's data, behind the bearer token like the rest of /v1. */
-export const throughputRoutes = new OpenAPIHono<AppEnv>({ defaultHook: validationHook }).openapi(
+export const throughputRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook }).openapi(
   throughputRoute,
   async (c) => {
     const { queue } = c.req.valid("param");
