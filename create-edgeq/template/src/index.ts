@@ -1,4 +1,5 @@
 import { createEdgeq, type Env, type Processor } from "edgeq";
+import { dashboard } from "edgeq/dashboard";
 import { z } from "zod";
 
 /** A processor of your own: counts a transcript's words and estimates how long it takes to read aloud. */
@@ -12,7 +13,8 @@ const textStats: Processor<{ text: string; wpm: number }> = {
   },
 };
 
-const edgeq = createEdgeq({ processors: [textStats] });
+// The dashboard at /dashboard; edgeq/sqs and edgeq/reference (/docs) are opt-in too, bundled only if passed.
+const edgeq = createEdgeq({ processors: [textStats], dashboard });
 
 // The Durable Object classes wrangler.toml binds, and the RPC entrypoint other Workers bind.
 export const { Coordinator, EventHub, Scheduler, EdgeqRpc } = edgeq;
