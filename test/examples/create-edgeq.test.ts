@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { readmeFirstHour } from "../../scripts/try-create-edgeq.mjs";
 
 /**
  * create-edgeq's generator on its own, in a scratch folder (fast). That the project it writes installs,
@@ -52,6 +53,19 @@ describe("create-edgeq", () => {
     expect(token("beta")).not.toBe(token("alpha"));
     expect(readFileSync(join(scratch, "alpha", "README.md"), "utf8")).toContain(`Bearer ${token("alpha")}`);
     expect(readFileSync(join(scratch, "alpha", ".gitignore"), "utf8")).toContain(".dev.vars");
+  });
+
+  it("finds the README's first-hour commands that scripts/try-create-edgeq.mjs runs", () => {
+    const firstHour = readmeFirstHour(readFileSync("README.md", "utf8"));
+    expect(firstHour.standIn).toBe(
+      `npm exec --package=./create-edgeq-${readJson("create-edgeq/package.json").version}.tgz -- create-edgeq my-queue --edgeq ./edgeq-${readJson("package.json").version}.tgz`,
+    );
+    expect(firstHour.setup.slice(1).map((line) => line.replace(/\s+#.*$/, ""))).toEqual([
+      "cd my-queue && npm install",
+      "npm test",
+    ]);
+    expect(firstHour.dev).toBe("npm run dev");
+    expect(firstHour.calls).toContain("localhost:8787/v1/queues/transcripts/tasks");
   });
 
   it("refuses a folder that is not empty, and a name no Worker can carry, writing nothing", () => {

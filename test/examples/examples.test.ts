@@ -17,6 +17,11 @@ it("every example installs from the packed tarball and passes its own tests; so 
   expect(code).toBe(0);
   for (const example of ["queue-worker", "producer", "node-worker"]) expect(output).toContain(`== examples/${example}`);
   expect(output).toMatch(/== create-edgeq .*npm create edgeq my-queue/);
+  // The README's own lines, run as written (scripts/try-create-edgeq.mjs reads them from README.md).
+  for (const line of ["cd my-queue && npm install", "npm test"]) {
+    expect(output).toContain(`create-edgeq: README's \`${line}\` passed`);
+  }
+  expect(output).toContain("create-edgeq: README's curl calls answered");
   expect(output).toContain("create-edgeq: npm run dev served the new project; its processor completed a task");
   expect(output).toMatch(/# fail 0/);
   expect(output).not.toMatch(/# fail [1-9]/);
