@@ -2,6 +2,9 @@ import { createExecutionContext, createScheduledController, waitOnExecutionConte
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { dashboard } from "../../src/http/parts/dashboard";
+import { reference } from "../../src/http/parts/reference";
+import { sqs } from "../../src/http/parts/sqs";
 import { echoProcessor } from "../../src/plugins/echo";
 import type { Processor } from "../../src/processors/types";
 import { createEdgeq } from "../../src/worker/create-edgeq";
@@ -43,6 +46,31 @@ describe("createEdgeq", () => {
     await waitOnExecutionContext(ctx);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ processors: [{ type: "shout", engine: "built-in", available: true }] });
+  });
+
+  it("serves the dashboard, the SQS endpoint and the API reference only when passed them; the API either way", async () => {
+    const ask = async (edgeq: ReturnType<typeof createEdgeq>, method: string, path: string) => {
+      const ctx = createExecutionContext();
+      const headers = { Authorization: `Bearer ${env.EDGEQ_TOKEN}` };
+      const res = await edgeq.fetch(new Request(`http://edgeq.test${path}`, { method, headers }), env, ctx);
+      await waitOnExecutionContext(ctx);
+      return res.status;
+    };
+    const core = createEdgeq();
+    const whole = createEdgeq({ dashboard, sqs, reference });
+    const parts: Array<[string, string]> = [
+      ["GET", "/dashboard"],
+      ["POST", "/"], // the SQS endpoint: an unsigned call is its own refusal, not a missing route
+      ["GET", "/openapi.json"],
+      ["GET", "/docs"],
+    ];
+    for (const [method, path] of parts) {
+      const served = await ask(whole, method, path);
+      expect(served, `${method} ${path}`).not.toBe(404);
+      expect(served, `${method} ${path}`).toBeLessThan(500);
+      expect(await ask(core, method, path), `${method} ${path}`).toBe(404);
+    }
+    for (const edgeq of [core, whole]) expect(await ask(edgeq, "GET", "/v1/processors")).toBe(200);
   });
 
   it("refuses scheduled events in development, before any tick: wrangler dev serves them to anyone", () => {
