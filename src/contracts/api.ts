@@ -161,12 +161,7 @@ export const NewTaskSchema = z
     type: TaskType.optional(),
     payload: storedJson(z.unknown()).optional().meta({ description: STORED_JSON }),
     priority: Priority.optional().meta({ description: "higher runs first" }),
-    delay_s: z
-      .number()
-      .min(0)
-      .max(MAX_DELAY_S)
-      .optional()
-      .meta({ description: "seconds from now; not with run_at" }),
+    delay_s: z.number().min(0).max(MAX_DELAY_S).optional().meta({ description: "seconds from now; not with run_at" }),
     run_at: IsoTime.optional().meta({
       description: `at most ${MAX_DELAY_S} s (365 days) from now; not with delay_s`,
     }),
@@ -350,7 +345,9 @@ export const AckBody = z
     })),
   });
 
-export const ErrorSchema = z.object({ error: z.object({ code: z.string(), message: z.string() }) }).meta(component("Error"));
+export const ErrorSchema = z
+  .object({ error: z.object({ code: z.string(), message: z.string() }) })
+  .meta(component("Error"));
 
 export const AckResponse = z.object({
   results: z.array(

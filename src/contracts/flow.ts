@@ -33,7 +33,10 @@ export const FlowRate = z
       .optional()
       .meta({ description: "most starts at once after a quiet spell (the bucket's size); default count" }),
   })
-  .meta({ ...component("FlowRate"), description: "a token bucket: count starts per second or minute, up to burst at once" });
+  .meta({
+    ...component("FlowRate"),
+    description: "a token bucket: count starts per second or minute, up to burst at once",
+  });
 
 export const FlowLimits = z
   .strictObject({

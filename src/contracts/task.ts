@@ -130,7 +130,9 @@ export const TaskSchema = z
 /** A task as the API shows it: snake_case fields, ISO-8601 UTC times, JSON parsed. */
 export type TaskView = z.infer<typeof TaskSchema>;
 
-export const LeasedTaskSchema = TaskSchema.extend({ lease_token: z.string() }).meta(component("LeasedTask", TaskSchema));
+export const LeasedTaskSchema = TaskSchema.extend({ lease_token: z.string() }).meta(
+  component("LeasedTask", TaskSchema),
+);
 
 /** A freshly leased task, with the token its holder must present. */
 export type LeasedTaskView = z.infer<typeof LeasedTaskSchema>;
