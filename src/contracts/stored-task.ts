@@ -55,6 +55,8 @@ export interface StoredTask {
   groupKey: string | null;
   /** The task's key for flow control (docs/flow-control.md); the API's `key`. */
   flowKey: string | null;
+  /** 1: unkeyed, enqueued while its queue had a flow config (the flow lease's `tasks_unkeyed` index). */
+  flowUnkeyed: number | null;
   /** 0-100, reported by the holder. */
   progress: number | null;
   progressMessage: string | null;

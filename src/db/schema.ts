@@ -94,6 +94,9 @@ export const tasks = sqliteTable(
     /** The task's key for flow control (a tenant, an API account: docs/flow-control.md), the API's `key`;
      * null for an unkeyed task, which the `tasks_keyed` index leaves out (it costs what it did before). */
     flowKey: text("flow_key"),
+    /** 1 for an unkeyed task enqueued while its queue had a flow config (its `tasks_unkeyed` entry: the flow
+     * lease finds it behind a blocked keyed backlog); null otherwise, and no index entry (a plain task's cost). */
+    flowUnkeyed: integer("flow_unkeyed"),
     /** JSON array of the ids this task depends on (`depends_on` at enqueue), or null: what its dependencies'
      * listing reads (src/engine/dependencies.ts). */
     dependsOn: text("depends_on"),
@@ -132,6 +135,11 @@ export const tasks = sqliteTable(
     index("tasks_keyed")
       .on(t.queue, t.flowKey, t.startedAt, sql`${t.priority} DESC`, t.runAt, t.id)
       .where(sql`${t.flowKey} IS NOT NULL AND ${t.finishedAt} IS NULL`),
+    // The unkeyed live tasks of flow queues, in lease order (src/engine/flow-lease.ts): a lease finds them
+    // however many keyed tasks of blocked keys lead the queue. None for tasks of a queue without flow config.
+    index("tasks_unkeyed")
+      .on(t.queue, sql`${t.priority} DESC`, t.runAt, t.id)
+      .where(sql`${t.flowUnkeyed} IS NOT NULL AND ${t.finishedAt} IS NULL`),
     // No index for purge: ULID ids are time-ordered, so purge walks the primary key up to the
     // retention cutoff instead of paying an index entry on every task (src/engine/purge.ts).
     // `waiting` (on dependencies) is live; `expired` (not started by its deadline) is final. Both are in the

@@ -7,6 +7,7 @@ import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { storedJsonError } from "../contracts/json-value";
 import { countersSpec, countersUpsertSql } from "./counters";
 import { settledDependentsSql } from "./dependencies";
+import { flowUnkeyedSql } from "./flow-lease";
 
 export interface CompleteItem extends FencedItem {
   /** Any JSON value; stored as the task's result. */
@@ -30,7 +31,7 @@ function enqueueChildrenSql(ackNonce: string, fencesJson: string, now: number): 
   const childQueue = sql`coalesce(c.value->>'queue', p.queue)`;
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
-       slot, flow_key, created_at, updated_at)
+       slot, flow_key, flow_unkeyed, created_at, updated_at)
     SELECT ${encodeTime(now, 10)} || substr(p.id, 11, 4) || upper(hex(randomblob(6))), ${childQueue}, c.value->>'type', 'pending',
       coalesce(c.value->>'priority', p.priority),
       json_set(coalesce(c.value->'payload', '{}'), '$.parent',
@@ -41,7 +42,7 @@ function enqueueChildrenSql(ackNonce: string, fencesJson: string, now: number): 
       c.value->>'dedupe_key', coalesce(c.value->>'group', p.group_key),
       CASE WHEN c.value->>'then' IS NULL THEN NULL ELSE c.value->'then' END,
       CASE WHEN ${childQueue} = p.queue THEN p.slot END, coalesce(c.value->>'key', p.flow_key),
-      ${now}, ${now}
+      ${flowUnkeyedSql(sql`coalesce(c.value->>'key', p.flow_key)`, childQueue)}, ${now}, ${now}
     FROM json_each(${fencesJson}) AS j JOIN tasks p ON p.id = j.value->>'id', json_each(p.then_tasks) AS c
     WHERE p.lease_token = ${ackNonce} AND p.state = 'completed' AND p.then_tasks IS NOT NULL
     ON CONFLICT DO NOTHING

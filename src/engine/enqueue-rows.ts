@@ -6,6 +6,7 @@ import { overBytes, storedJsonError, utf8Bytes } from "../contracts/json-value";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_CHUNK_TASKS, MAX_PAYLOAD_BYTES } from "../contracts/limits";
 import { countersSpec, countersUpsertSql } from "./counters";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
+import { flowUnkeyedSql } from "./flow-lease";
 import { afterIdSql, keyedInsertGuardSql, uniqueJson, type UniqueJson, type UniqueKey } from "./unique-keys";
 import type { DependencyFailurePolicy } from "../contracts/dependencies";
 import { remoteRowFields, type RemoteDependency } from "./remote-dependencies";
@@ -222,13 +223,13 @@ export function insertSql(queue: string, chunk: InsertRow[], now: number, guard:
   const keyed = chunk.some((r) => r.unique !== null);
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
-       slot, flow_key, start_by, after_id, created_at, updated_at${shape.columns})
+       slot, flow_key, flow_unkeyed, start_by, after_id, created_at, updated_at${shape.columns})
     SELECT j.value->>'id', ${queue}, j.value->>'type', ${shape.state}, ${shape.priority}, j.value->'payload',
       coalesce(j.value->>'max_attempts', (SELECT max_attempts FROM queues WHERE name = ${queue}),
         ${DEFAULT_QUEUE_CONFIG.max_attempts}),
       ${shape.runAt}, j.value->>'dedupe_key', j.value->>'group_key',
       CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, j.value->>'slot', j.value->>'flow_key',
-      j.value->>'start_by', ${keyed ? afterIdSql(queue) : sql`NULL`}, ${now}, ${now}${shape.values}
+      ${flowUnkeyedSql(sql`j.value->>'flow_key'`, queue)}, j.value->>'start_by', ${keyed ? afterIdSql(queue) : sql`NULL`}, ${now}, ${now}${shape.values}
     FROM ${shape.source(json)} AS j
     WHERE ${keyed ? sql`${guard} AND ${keyedInsertGuardSql(queue)}` : guard}
     ON CONFLICT DO NOTHING

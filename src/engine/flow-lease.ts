@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { MAX_PRIORITY } from "../contracts/limits";
 import { leasableSql } from "./redelivery";
 
 /**
@@ -22,7 +23,9 @@ import { leasableSql } from "./redelivery";
  * retries due, lapsed leases), at most perKeyCap of them, and the lease takes the best of all offers up to
  * `max` and the queue's own tokens: by priority, then (fair) the round — a key's n-th task is in round
  * ⌊(n−1)/weight⌋ — and the key's place after the cursor, else by run_at and id. Unkeyed tasks of the queue
- * are offered as one more key without limits, from the first UNKEYED_FRONT(max) live tasks in lease order.
+ * are offered as one more key without limits: the first `max` leasable ones of the `tasks_unkeyed` index
+ * (however many keyed tasks of blocked keys lead the queue), and — for those enqueued before the queue had a
+ * flow config, which have no entry there — leasable ones among the first unkeyedFront(max) live tasks.
  *
  * Two statements, one batch: the first (grant) computes the pick and writes what it took — each
  * rate-limited key's tokens and grant, and the queue's row (its tokens, the cursor, the lease's total) —
@@ -43,6 +46,15 @@ export function keyWindow(max: number): number {
  * their own: one would cost every plain task a row). */
 export function unkeyedFront(max: number): number {
   return 4 * max;
+}
+
+/**
+ * A new task's `flow_unkeyed` (src/db/schema.ts): 1 when it has no key and its queue has a flow config, so
+ * the flow lease finds it by its `tasks_unkeyed` entry; else null (no entry: a plain task's cost). Reads the
+ * queue's row once per statement for a constant queue (an uncorrelated subquery).
+ */
+export function flowUnkeyedSql(key: SQL, queue: SQL | string): SQL {
+  return sql`CASE WHEN ${key} IS NULL THEN (SELECT 1 FROM queues WHERE name = ${queue} AND flow IS NOT NULL) END`;
 }
 
 /** What the flow lease needs of a lease request (src/engine/lease.ts's LeaseRequest). */
@@ -178,10 +190,15 @@ function pickCtes(request: FlowLeaseRequest, now: number, nonce: string, mode: "
         WHERE a.allow > 0)),
     ucand AS (SELECT id, NULL AS key, priority, run_at, 0 AS pos, 1 AS weight, ${max} AS allow,
         row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn
-      FROM (SELECT id, priority, run_at, flow_key, run_at <= ${now} AND ${leasableSql(now)} AS ok FROM tasks
-        WHERE queue = ${q} AND finished_at IS NULL AND (SELECT n FROM cap) > 0
-        ORDER BY priority DESC, run_at, id LIMIT ${sql.raw(String(unkeyedFront(request.max)))})
-      WHERE flow_key IS NULL AND ok),
+      FROM (SELECT id, priority, run_at FROM (SELECT id, priority, run_at FROM tasks INDEXED BY tasks_unkeyed
+            WHERE queue = ${q} AND flow_unkeyed IS NOT NULL AND finished_at IS NULL AND priority >= ${-MAX_PRIORITY}
+              AND run_at <= ${now} AND ${leasableSql(now)} AND (SELECT n FROM cap) > 0
+            ORDER BY priority DESC, run_at, id LIMIT ${max})
+          UNION
+          SELECT id, priority, run_at FROM (SELECT id, priority, run_at, flow_key, run_at <= ${now} AND ${leasableSql(now)} AS ok
+              FROM tasks WHERE queue = ${q} AND finished_at IS NULL AND (SELECT n FROM cap) > 0
+              ORDER BY priority DESC, run_at, id LIMIT ${sql.raw(String(unkeyedFront(request.max)))})
+            WHERE flow_key IS NULL AND ok)),
     picked AS (SELECT c.id, c.key, c.pos FROM (SELECT * FROM cand WHERE rn <= allow UNION ALL SELECT * FROM ucand) c, qs
       ORDER BY c.priority DESC, CASE WHEN qs.fair THEN (c.rn - 1) / c.weight ELSE 0 END,
         CASE WHEN qs.fair THEN c.pos ELSE 0 END, c.run_at, c.id

@@ -143,9 +143,11 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
       SELECT id FROM tasks
       WHERE queue = ${request.queue} AND finished_at IS NULL AND priority >= ${-MAX_PRIORITY} AND run_at <= ${now}
         AND ${leasableSql(now)}
-        AND NOT EXISTS (SELECT 1 FROM queues WHERE name = ${request.queue} AND flow IS NOT NULL)
       ORDER BY priority DESC, run_at, id
-      LIMIT ${request.max}
+      -- LIMIT 0 on a flow queue: the walk never starts (as a WHERE term, the check ran per live task: a flow
+      -- queue's lease read its whole backlog here). max is checked to be an integer (leaseRows): inlined.
+      LIMIT (SELECT CASE WHEN EXISTS (SELECT 1 FROM queues WHERE name = ${request.queue} AND flow IS NOT NULL)
+        THEN 0 ELSE ${sql.raw(String(request.max))} END)
     )
     ${leaseUpdateSql(request, now, sql`SELECT id FROM picked`, returning)}`;
 }
