@@ -34,7 +34,15 @@ export type Change =
   /** A heartbeat recorded progress (or a message) on a running task. */
   | { kind: "progress"; queue: string; id: string }
   /** Tasks became cancelled (pending ones at once; running ones when their holder next writes). */
-  | { kind: "cancelled"; queue: string; ids: string[] }
+  | {
+      kind: "cancelled";
+      queue: string;
+      ids: string[];
+      /** A cancelled task may have held its flow key (docs/flow-control.md): an ordered key's waiting retry,
+       * or a running keyed task ended by its heartbeat. Its partition's coordinator is woken at once, so
+       * waiting polls and push dispatch take the key's next task. One id when set. */
+      freesFlowKey?: boolean;
+    }
   /** Tasks that a cancel or the reaper finished settled their dependents (src/engine/dependencies.ts): the
    * released ones (pending) are due, the ended ones (dead, cancelled) are published. An ack reports its
    * dependents in its own outcomes. */

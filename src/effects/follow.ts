@@ -54,6 +54,11 @@ async function followChange(env: Env, change: Change, clock: () => number): Prom
     case "progress":
       return publish(env, change.queue, [change.id], "progress");
     case "cancelled":
+      if (change.freesFlowKey && change.ids.length > 0) {
+        const parts = await Promise.all(change.ids.map((id) => partOfTask(env, change.queue, id)));
+        const events = change.ids.map((id): PublishedEvent => ({ kind: "cancelled", id }));
+        return wakeCoordinator(env, change.queue, clock(), events, [...new Set(parts)]);
+      }
       return publish(env, change.queue, change.ids, "cancelled");
     case "dependents-settled":
       return followSettled(env, change.dependents, clock);

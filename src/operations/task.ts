@@ -27,8 +27,9 @@ export async function heartbeat(op: OperationContext, request: HeartbeatRequest)
     async (error: unknown) => {
       // `task_cancelled`: this heartbeat found the cancel request and ended the task cancelled — a change.
       if (error instanceof EdgeqError && error.code === "task_cancelled") {
-        const { queue } = await readTask(op, request.id);
-        op.effects.after({ kind: "cancelled", queue, ids: [request.id] });
+        const { queue, flowKey } = await readTask(op, request.id);
+        // A keyed task ended while running: its key's slot is free.
+        op.effects.after({ kind: "cancelled", queue, ids: [request.id], freesFlowKey: flowKey !== null });
       }
       throw error;
     },
@@ -52,7 +53,11 @@ export async function cancel(op: OperationContext, id: string): Promise<StoredTa
     const dependents = row.state === "cancelled" ? await shard.store.settledDependents([id], op.now) : [];
     return { row, dependents };
   });
-  if (row.state === "cancelled") op.effects.after({ kind: "cancelled", queue: row.queue, ids: [row.id] });
+  if (row.state === "cancelled") {
+    // A keyed task that had started (a retry waiting its turn) may have held an ordered key.
+    const freesFlowKey = row.flowKey !== null && row.startedAt !== null;
+    op.effects.after({ kind: "cancelled", queue: row.queue, ids: [row.id], freesFlowKey });
+  }
   if (dependents.length > 0) op.effects.after({ kind: "dependents-settled", dependents });
   return row;
 }
