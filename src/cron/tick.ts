@@ -37,6 +37,8 @@ export interface TickResult {
   keysPruned: number;
   /** Settlements delivered to dependents on other databases (src/shards/remote-settlements.ts). */
   settlementsDelivered: number;
+  /** Idle flow-control key rows pruned (src/engine/flow-prune.ts). */
+  flowKeysPruned: number;
   /** Queues not ok after this tick's health evaluation, and alerts delivered / failed. */
   unhealthy: string[];
   alerts: { delivered: number; failed: number };
@@ -52,7 +54,8 @@ const MAX_REAP_ROUNDS = 4;
  * The cron tick (every minute): reaps expired leases, prunes finished tasks past retention (a window of the
  * primary key at a time, from where the last tick stopped: src/engine/purge.ts), folds
  * old per-minute counters into their totals (src/engine/counters.ts), ends tasks not started by their start
- * deadline as `expired` and prunes keys past their claim (src/engine/store-deadlines.ts), evaluates every queue's health and
+ * deadline as `expired` and prunes keys past their claim (src/engine/store-deadlines.ts) and idle flow-control
+ * keys (src/engine/flow-prune.ts), evaluates every queue's health and
  * delivers the alerts owed (src/health/), fires due schedules and re-arms their alarm (src/schedules/), and
  * wakes the coordinator of every queue with due work — a safety net for a lost alarm or notification.
  *
@@ -78,6 +81,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   let folded = 0;
   let expired = 0;
   let keysPruned = 0;
+  let flowKeysPruned = 0;
   // queue -> when its coordinator should look: now for due work, the retry time for reaped tasks.
   const wake = new Map<string, number>();
   // queue -> the reaper's events (failed with the retry time, dead, cancelled, released), published on that wake-up.
@@ -138,6 +142,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
       if (ended.length < MAX_ROWS_PER_TICK_STATEMENT) break;
     }
     keysPruned += (await shard.store.pruneExpiredKeys(now)).pruned;
+    flowKeysPruned += (await shard.store.pruneIdleFlowKeys(now)).pruned;
   }
   // Tasks on a shard their queue is not placed on (a move under way, a chained child): delivered home.
   const relayed = await relayAll(env, now);
@@ -190,6 +195,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     expired,
     keysPruned,
     settlementsDelivered: owed.delivered,
+    flowKeysPruned,
     unhealthy,
     alerts: { delivered: alerts.delivered.length, failed: alerts.failed.length },
     scheduled,

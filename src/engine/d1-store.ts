@@ -20,6 +20,7 @@ import { expireOverdueTasks } from "./expire";
 import { pruneExpiredKeys } from "./unique-keys";
 import { failTasks } from "./fail";
 import { readQueueFlow, setFlowPaused } from "./flow-control";
+import { pruneIdleFlowKeys } from "./flow-prune";
 import { heartbeatTask } from "./heartbeat";
 import { lapseUnclaimed } from "./lapse";
 import { leaseAnswers, leaseTasks, nextRunAt } from "./lease";
@@ -136,6 +137,7 @@ function openStore(db: Db): TaskStore {
     // Flow control by key.
     setFlowPaused: (queue, key, paused, now) => setFlowPaused(db, queue, key, paused, now),
     readQueueFlow: (queue, limit, now) => readQueueFlow(db, queue, limit, now),
+    pruneIdleFlowKeys: (now) => pruneIdleFlowKeys(db, now),
     // Dependencies.
     enqueueFanOut: (queue, children, join, now, field) => enqueueFanOut(db, queue, children, join, now, field),
     listDependencies: (id, page) => listDependencies(db, id, page),

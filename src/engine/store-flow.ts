@@ -18,4 +18,10 @@ export interface FlowControl {
    * What stats, the dashboard, metrics and health show of flow control.
    */
   readQueueFlow(queue: string, limit: number, now: number): Promise<QueueFlowState>;
+  /**
+   * Forgets the state of keys nothing needs (no live task, not paused, a full bucket) and of queues without
+   * flow control any more, a bounded share per call, going on from where the last call stopped. A lease
+   * after it hands out what it would have before. The cron tick's step; idempotent.
+   */
+  pruneIdleFlowKeys(now: number): Promise<{ pruned: number }>;
 }
