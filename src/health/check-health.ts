@@ -3,6 +3,7 @@ import type { Db } from "../db/client";
 import { recentCounts } from "../engine/counters";
 import { EdgeqError } from "../contracts/errors";
 import { liveFigures } from "../engine/live-figures";
+import { starvedKeys, type StarvedKey } from "../engine/flow-starved";
 import { mergeShardRows } from "../shards/cross-shard";
 import {
   healthFigures,
@@ -20,6 +21,16 @@ import {
   type Thresholds,
   type ThresholdsPatchInput,
 } from "./thresholds";
+
+/** Each queue's most starved key over its partitions' answers: the one whose next task has waited longest. */
+function mostStarved(keys: StarvedKey[]): Map<string, StarvedKey> {
+  const by = new Map<string, StarvedKey>();
+  for (const key of keys) {
+    const seen = by.get(key.queue);
+    if (!seen || key.dueSince < seen.dueSince) by.set(key.queue, key);
+  }
+  return by;
+}
 
 /** One queue's health as evaluated now, with its alerting state. */
 export interface QueueHealth {
@@ -91,7 +102,7 @@ export async function evaluateHealth(
   taskDbs: Db[] = [db],
 ): Promise<QueueHealth[]> {
   const only = opts.queue === undefined ? sql`` : sql` AND queue = ${opts.queue}`;
-  const [live, recent, rows, configured, failing] = await Promise.all([
+  const [live, recent, rows, configured, failing, starved] = await Promise.all([
     (opts.live ? Promise.resolve(opts.live) : Promise.all(taskDbs.map((d) => liveFigures(d, now, opts.queue)))).then(
       (all: LiveHealthFigures[][]) => mergeShardRows(all, ["queue"], ["oldest_due_at"]),
     ),
@@ -103,6 +114,8 @@ export async function evaluateHealth(
     db.all<{ queue: string; n: number }>(
       sql`SELECT queue, count(*) AS n FROM schedules WHERE last_outcome = 'error'${only} GROUP BY queue`,
     ),
+    // A key lives in one database: each queue's most starved key over its partitions is the longest-waiting.
+    Promise.all(taskDbs.map((d) => starvedKeys(d, now, opts.queue))).then((all) => mostStarved(all.flat())),
   ]);
   const failingBy = new Map(failing.map((f) => [f.queue, f.n]));
   const names =
@@ -129,6 +142,7 @@ export async function evaluateHealth(
       now,
       thresholds.failure_rate_min_outcomes,
       failingBy.get(queue) ?? 0,
+      starved.get(queue),
     );
     const capped = (liveBy.get(queue)?.due_capped ?? 0) > 0;
     const { status, reasons } = judgeHealth(figures, thresholds, new Set(capped ? (["due_depth"] as const) : []));

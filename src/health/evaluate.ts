@@ -1,5 +1,6 @@
 import type { RecentCounts } from "../engine/counters";
 import type { LiveFigures } from "../engine/live-figures";
+import type { StarvedKey } from "../engine/flow-starved";
 import { CHECKS, type Check, type Thresholds } from "./thresholds";
 
 import { HEALTH_STATUSES, type HealthStatus } from "./health-status";
@@ -20,6 +21,10 @@ export interface HealthFigures {
   dead_1h: number;
   /** Schedules into this queue whose last firing failed to enqueue (src/schedules/). */
   schedule_errors: number;
+  /** Flow control: seconds the most starved key's next task has been due (src/engine/flow-starved.ts), 0: none. */
+  starved_key_age_s: number;
+  /** That key, or null. */
+  starved_key: string | null;
 }
 
 /** One check past a level. */
@@ -31,7 +36,7 @@ export interface HealthReason {
   message: string;
 }
 
-const DESCRIBE: Record<Check, (v: number) => string> = {
+const DESCRIBE: Record<Check, (v: number, f: HealthFigures) => string> = {
   due_depth: (v) => `${v} tasks are due and waiting`,
   oldest_due_age_s: (v) => `the oldest due task has waited ${Math.round(v)} s`,
   lease_expired: (v) => `${v} processing tasks are past their lease with no heartbeat`,
@@ -40,6 +45,8 @@ const DESCRIBE: Record<Check, (v: number) => string> = {
   failure_rate_15m: (v) => `${Math.round(v * 100)} % of attempts failed in the last 15 minutes`,
   dead_1h: (v) => `${v} tasks went dead in the last hour`,
   schedule_errors: (v) => `${v} schedules could not enqueue their task (see GET /v1/schedules)`,
+  starved_key_age_s: (v, f) =>
+    `key ${JSON.stringify(f.starved_key)} has had a task due for ${Math.round(v)} s, room to start it and nothing running`,
 };
 
 /** What health reads of a queue's live tasks: from `liveFigures` (a request), or from the cron tick's walk of
@@ -57,6 +64,7 @@ export function healthFigures(
   now: number,
   minOutcomes: number,
   scheduleErrors = 0,
+  starved: StarvedKey | undefined = undefined,
 ): HealthFigures {
   const rate = (failed: number, outcomes: number) =>
     outcomes >= minOutcomes && outcomes > 0 ? failed / outcomes : null;
@@ -71,6 +79,8 @@ export function healthFigures(
     outcomes_15m: recent?.outcomes_15m ?? 0,
     dead_1h: recent?.dead_1h ?? 0,
     schedule_errors: scheduleErrors,
+    starved_key_age_s: starved ? Math.max(0, (now - starved.dueSince) / 1000) : 0,
+    starved_key: starved?.key ?? null,
   };
 }
 
@@ -101,7 +111,7 @@ export function judgeHealth(
       status: level,
       value,
       threshold,
-      message: `${atLeast.has(check) ? "at least " : ""}${DESCRIBE[check](value)} (${level} at ${threshold})`,
+      message: `${atLeast.has(check) ? "at least " : ""}${DESCRIBE[check](value, figures)} (${level} at ${threshold})`,
     });
   }
   const status: HealthStatus = reasons.some((r) => r.status === "critical")

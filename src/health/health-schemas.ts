@@ -65,6 +65,8 @@ export const QueueHealthView = z
       outcomes_15m: z.number(),
       dead_1h: z.number(),
       schedule_errors: z.number(),
+      starved_key_age_s: z.number(),
+      starved_key: z.string().nullable(),
     }),
     thresholds: z.object({
       ...(Object.fromEntries(CHECKS.map((c) => [c, Levels])) as Record<(typeof CHECKS)[number], typeof Levels>),

@@ -11,6 +11,7 @@ export const CHECKS = [
   "failure_rate_15m",
   "dead_1h",
   "schedule_errors",
+  "starved_key_age_s",
 ] as const;
 export type Check = (typeof CHECKS)[number];
 
@@ -44,6 +45,9 @@ export type Thresholds = Record<Check, Levels> & {
  * - dead_1h 1 / 100: any task giving up is worth a look; a hundred is an incident.
  * - schedule_errors 1 / off: a schedule of the queue whose last firing could not enqueue its task (the error
  *   is on the schedule) — worth a warning, and the alert that comes with it; it clears on the next success.
+ * - starved_key_age_s 5 min / off (flow control): a key with due tasks, room to start them and nothing running
+ *   for 5 minutes is one the leases pass over (a larger key's backlog without fair shares, a higher priority):
+ *   the warning names it; critical is left to oldest_due_age_s, which the same wait also raises.
  */
 export const DEFAULT_THRESHOLDS: Thresholds = {
   due_depth: { warn: 1000, critical: 5000 },
@@ -54,6 +58,7 @@ export const DEFAULT_THRESHOLDS: Thresholds = {
   failure_rate_15m: { warn: 0.05, critical: 0.25 },
   dead_1h: { warn: 1, critical: 100 },
   schedule_errors: { warn: 1, critical: null },
+  starved_key_age_s: { warn: 300, critical: null },
   failure_rate_min_outcomes: 10,
 };
 
