@@ -26,6 +26,8 @@ import {
 } from "./scale-ops";
 import { leaseOnce, probeTick } from "./tick-ops";
 import { timePackCalls } from "./packs-call-time";
+import { flowConfig, flowEnqueue, flowLife, flowWaits, type FlowEnqueueRequest } from "./flow-ops";
+import type { FlowConfig } from "../src/contracts/flow";
 
 import {
   Coordinator as WorkerCoordinator,
@@ -63,7 +65,11 @@ export type BenchRequest =
   | { op: "model-enqueue"; system: "edgeq" | "packs"; queue: string; count: number }
   | ({ op: "model-burn" } & ModelBurnRequest)
   | { op: "packs-guarantees"; queue: string }
-  | { op: "packs-call-time"; queue: string; cycles: number };
+  | { op: "packs-call-time"; queue: string; cycles: number }
+  | ({ op: "flow-enqueue" } & FlowEnqueueRequest)
+  | { op: "flow-config"; queue: string; flow: FlowConfig | null }
+  | { op: "flow-waits"; queue: string; key: string; tasks: number; max: number; maxLeases: number }
+  | { op: "flow-life"; queue: string; keyed: boolean; flow: FlowConfig | null };
 
 async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
   switch (req.op) {
@@ -105,6 +111,14 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
       return checkGuarantees(env.DB, req.queue);
     case "packs-call-time":
       return timePackCalls(env.DB, req.queue, req.cycles);
+    case "flow-enqueue":
+      return flowEnqueue(env.DB, req);
+    case "flow-config":
+      return flowConfig(env.DB, req.queue, req.flow).then(() => ({ ok: true }));
+    case "flow-waits":
+      return flowWaits(env.DB, req);
+    case "flow-life":
+      return flowLife(env.DB, req);
   }
 }
 

@@ -28,6 +28,7 @@ import { runRpcSection } from "./section-rpc";
 import { runPacksSection } from "./section-packs";
 import { runSqsSection } from "./section-sqs";
 import { runBillSection } from "./section-bill";
+import { runFlowSection } from "./section-flow";
 import { startWorkerdBench } from "./workerd-host";
 
 const quick = process.argv.includes("--quick");
@@ -46,6 +47,7 @@ const SECTIONS = [
   "scale",
   "moves",
   "packs",
+  "flow",
 ] as const;
 // `--only http-profile` (or a comma list): just those sections, e.g. to check one after changing it.
 const onlyAt = process.argv.indexOf("--only");
@@ -292,6 +294,23 @@ if (wanted("packs")) {
   );
   results.packs = packs;
   results.durations.packs = packs.seconds;
+}
+
+if (wanted("flow")) {
+  // Sizes from the issue (100,000 of key A; 1,000,000 pending over 10,000 keys); BENCH_FLOW_PENDING runs a
+  // smaller size where that takes too long.
+  const pending = Number(process.env.BENCH_FLOW_PENDING ?? (quick ? 100_000 : 1_000_000));
+  const flow = await section("10. flow control by key", () =>
+    runFlowSection(root, {
+      fairA: quick ? 10_000 : 100_000,
+      pending,
+      keys: 10_000,
+      unfairCap: 500,
+      log,
+    }),
+  );
+  results.flow = flow;
+  results.durations.flow = flow.seconds;
 }
 
 results.durations.total = (performance.now() - started) / 1000;

@@ -1,4 +1,5 @@
 /** Renders docs/benchmarks.md and the throughput chart from one run's results. */
+import type { FlowSection } from "./section-flow";
 import { chartSvg, type Series } from "./chart";
 import { SCENARIOS, type Scenario } from "./engine-ops";
 import type { Machine } from "./machine";
@@ -69,6 +70,8 @@ export interface BenchResults {
   scale?: Outcome<ScaleSection>;
   moves?: Outcome<MovesSection>;
   packs?: Outcome<PacksSection>;
+  /** Section 10's figures are quoted in docs/flow-control.md (not rendered here). */
+  flow?: Outcome<FlowSection>;
 }
 
 /** D1's published prices (Workers Paid, beyond the included amounts). */
