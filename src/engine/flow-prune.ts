@@ -2,6 +2,12 @@ import { sql } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { QUEUE_ROW_KEY } from "./flow-lease";
 
+/** A flow_keys row a prune deleted (key '' : the queue's own). */
+export interface PrunedFlowKey {
+  queue: string;
+  key: string;
+}
+
 /** The prune's cursor in `sweep_cursors`. */
 const FLOW_KEY_PRUNE_CURSOR = "flow_keys";
 
@@ -27,7 +33,7 @@ export async function pruneIdleFlowKeys(
   db: Db,
   now: number,
   window: number = FLOW_KEY_PRUNE_WINDOW,
-): Promise<{ pruned: number }> {
+): Promise<{ pruned: number; keys: PrunedFlowKey[] }> {
   const cursor = await db.get<{ position: string }>(
     sql`SELECT position FROM sweep_cursors WHERE name = ${FLOW_KEY_PRUNE_CURSOR}`,
   );
@@ -44,7 +50,7 @@ export async function pruneIdleFlowKeys(
     OR fk.tokens + (${now} - coalesce(fk.refilled_at, ${now})) * (r ->> '$.count')
       / (CASE r ->> '$.per' WHEN 'minute' THEN 60000.0 ELSE 1000.0 END)
       >= coalesce(r ->> '$.burst', r ->> '$.count'))`;
-  const [deleted = []] = await batchAll<{ key: string }>(db, [
+  const [deleted = []] = await batchAll<PrunedFlowKey>(db, [
     sql`DELETE FROM flow_keys WHERE (queue, key) IN (
         SELECT fk.queue, fk.key FROM (SELECT *, ${rate} AS r FROM flow_keys fk
             WHERE (fk.queue, fk.key) > (${q}, ${k}) ${upTo} AND fk.paused = 0) fk
@@ -53,9 +59,9 @@ export async function pruneIdleFlowKeys(
             ELSE NOT EXISTS (SELECT 1 FROM tasks INDEXED BY tasks_keyed WHERE tasks.queue = fk.queue
                 AND tasks.flow_key = fk.key AND tasks.flow_key IS NOT NULL AND tasks.finished_at IS NULL)
               AND ${full} END)
-      RETURNING key`,
+      RETURNING queue, key`,
     sql`INSERT INTO sweep_cursors (name, position) VALUES (${FLOW_KEY_PRUNE_CURSOR}, ${next})
       ON CONFLICT (name) DO UPDATE SET position = excluded.position`,
   ]);
-  return { pruned: deleted.length };
+  return { pruned: deleted.length, keys: deleted };
 }

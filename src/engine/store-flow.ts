@@ -1,4 +1,5 @@
 import type { QueueFlowState } from "./flow-control";
+import type { PrunedFlowKey } from "./flow-prune";
 
 /**
  * Flow control by key (docs/flow-control.md), beside the lease that enforces it: a queue's limits are in its
@@ -21,7 +22,8 @@ export interface FlowControl {
   /**
    * Forgets the state of keys nothing needs (no live task, not paused, a full bucket) and of queues without
    * flow control any more, a bounded share per call, going on from where the last call stopped. A lease
-   * after it hands out what it would have before. The cron tick's step; idempotent.
+   * after it hands out what it would have before. The cron tick's step; idempotent. Answers the rows it
+   * deleted (at most a window's).
    */
-  pruneIdleFlowKeys(now: number): Promise<{ pruned: number }>;
+  pruneIdleFlowKeys(now: number): Promise<{ pruned: number; keys: PrunedFlowKey[] }>;
 }
