@@ -24,7 +24,7 @@ export interface FanOutResult {
 }
 
 /** How a fan-out names its join's fields in a refusal: `join.payload`. */
-const joinField: TaskField = (_i, name) => `join${name ? `.${name}` : ""}`;
+export const joinField: TaskField = (_i, name) => `join${name ? `.${name}` : ""}`;
 
 /**
  * Enqueues `children` and a `join` task that depends on every one of them (and on the join's own

@@ -2,6 +2,7 @@ import { ZodError } from "zod";
 import { describeZodError } from "../contracts/describe-zod-error";
 import { EdgeqError } from "../contracts/errors";
 import type { EnqueueResult, NewTask, TaskField } from "../engine/enqueue";
+import { joinField } from "../engine/fan-out";
 import { ProcessingChanged, processingOf, PULL, type QueueProcessing } from "../engine/queue-processing";
 import type { ProcessorRegistry } from "../processors/registry";
 import { queueConfigOf } from "../shards/queue-config-ops";
@@ -117,4 +118,29 @@ export async function enqueueChecked(
       remember(route.queue, processing);
     }
   }
+}
+
+/**
+ * Refuses a fan-out (children and their join) that a push queue could not run, with a 400 naming the field
+ * (`tasks[i].payload.text`, `join.type`), before anything is stored: each child and the join are checked as a
+ * plain enqueue's tasks are (`unrunnable`). The queue's processing is read first (one primary-key read): the
+ * fan-out's batch carries no guard, so memory is not trusted here, as for a queue spread over several shards.
+ * A config written between this read and the batch is checked by the processor at run time, as ever.
+ *
+ * @example
+ * await refuseUnrunnableFanOut(op, route, chapters, { type: "stitch" }, tasksField);
+ */
+export async function refuseUnrunnableFanOut(
+  op: OperationContext,
+  route: QueueRoute,
+  children: readonly NewTask[],
+  join: NewTask,
+  field: TaskField,
+): Promise<void> {
+  const processing = processingOf(await queueConfigOf(route));
+  remember(route.queue, processing);
+  const problem =
+    unrunnable(op.processors, route.queue, processing, children, field) ??
+    unrunnable(op.processors, route.queue, processing, [join], joinField);
+  if (problem !== null) throw new EdgeqError("invalid_request", problem);
 }

@@ -5,7 +5,7 @@ import { queueRoute } from "../shards/queue-route";
 import { fanOutOnQueue } from "../shards/fan-out";
 import type { FanOutResult } from "../engine/fan-out";
 import type { OperationContext } from "./context";
-import { enqueueChecked } from "./enqueue-checks";
+import { enqueueChecked, refuseUnrunnableFanOut } from "./enqueue-checks";
 
 /**
  * Enqueues tasks onto a queue (its partitions and shards: src/shards/queue-ops.ts) and reports them:
@@ -32,7 +32,8 @@ export async function enqueue(
 
 /**
  * Enqueues children and their join in one atomic call (src/engine/fan-out.ts) on one partition of the queue,
- * and reports every task it made as an enqueue (the join is published as enqueued while it waits; its
+ * after checking them against a push queue's processors as a plain enqueue's tasks are (a 400 naming the field,
+ * nothing stored), and reports every task it made as an enqueue (the join is published as enqueued while it waits; its
  * release publishes `ready`).
  *
  * @example
@@ -46,6 +47,7 @@ export async function enqueueFanOut(
   field: TaskField,
 ): Promise<FanOutResult> {
   const route = await queueRoute(op.env, queue, op.now);
+  await refuseUnrunnableFanOut(op, route, children, join, field);
   const result = await fanOutOnQueue(op.env, route, children, join, op.now, field);
   op.effects.after(
     enqueuedChange(queue, {

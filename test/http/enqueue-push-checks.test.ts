@@ -139,3 +139,61 @@ describe("a one-task body's refusals name its own fields", () => {
     expect(await stored(queue)).toBe(0);
   });
 });
+
+describe("a fan-out to a push queue checks its children and join like a plain enqueue", () => {
+  const child = (text: unknown) => ({ type: "echo", payload: { text } });
+
+  it("refuses a child whose payload the processor refuses, naming tasks[i].payload, and stores nothing", async () => {
+    const queue = await pushQueue();
+    const tasks = [child("a"), child("b"), child("c"), child(3)];
+    const res = await enqueue(queue, { tasks, join: { type: "echo", payload: { text: "join" } } });
+    expectError(res, 400, "invalid_request", /^tasks\[3\]\.payload\.text: .*processor "echo"/);
+    expect(await stored(queue)).toBe(0);
+  });
+
+  it("refuses a child of a type no processor runs, naming tasks[i].type", async () => {
+    const queue = await pushQueue();
+    const res = await enqueue(queue, { tasks: [child("a"), { type: "no-such" }], join: { type: "echo" } });
+    expectError(res, 400, "invalid_request", /^tasks\[1\]\.type: .*"no-such"/);
+    expect(await stored(queue)).toBe(0);
+  });
+
+  it("refuses a join of a type no processor runs, naming join.type, and one its schema refuses, naming join.payload", async () => {
+    const queue = await pushQueue();
+    const unknown = await enqueue(queue, { tasks: [child("a")], join: { type: "stitch-all" } });
+    expectError(unknown, 400, "invalid_request", /^join\.type: .*"stitch-all"/);
+    const untyped = await enqueue(queue, { tasks: [child("a")], join: { payload: { text: "x" } } });
+    expectError(untyped, 400, "invalid_request", /^join\.type: .*"default"/);
+    const refused = await enqueue(queue, { tasks: [child("a")], join: { type: "tag", payload: { words: 1 } } });
+    expectError(refused, 400, "invalid_request", /^join\.payload\.text: .*processor "tag"/);
+    expect(await stored(queue)).toBe(0);
+  });
+
+  it("takes a fan-out its processors can run, and leaves a pull queue's unchecked", async () => {
+    const queue = await pushQueue();
+    const ok = await enqueue(queue, { tasks: [child("a"), child("b")], join: { type: "tag", payload: { text: "j" } } });
+    expect(ok.status, ok.text).toBe(201);
+    expect(await stored(queue)).toBe(3);
+    const pull = uniqueQueue("pull-fan");
+    expect((await enqueue(pull, { tasks: [{ type: "no-such" }], join: { type: "nor-this" } })).status).toBe(201);
+  });
+
+  it("refuses alike over RPC", async () => {
+    const surface: Surface = {
+      method: "POST",
+      path: "/v1/queues/{queue}/tasks",
+      input: "json",
+      rpc: (e, p, i) => e.enqueue!(p.queue, i),
+    };
+    const queue = await pushQueue();
+    for (const input of [
+      { tasks: [child("a"), child(1)], join: { type: "echo" } },
+      { tasks: [child("a")], join: { type: "no-such" } },
+    ]) {
+      const [http, rpc] = [await overHttp(surface, { queue }, input), await overRpc(surface, { queue }, input)];
+      expect(http.ok).toBe(false);
+      expect(rpc).toEqual(http);
+    }
+    expect(await stored(queue)).toBe(0);
+  });
+});
