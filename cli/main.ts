@@ -23,6 +23,8 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   cancel: () => import("./commands/cancel").then((m) => m.cancel),
   retry: () => import("./commands/retry").then((m) => m.retry),
   wait: () => import("./commands/wait").then((m) => m.wait),
+  deps: () => import("./commands/deps").then((m) => m.deps),
+  dependents: () => import("./commands/deps").then((m) => m.dependents),
   bulk: () => import("./commands/bulk").then((m) => m.bulk),
   purge: () => import("./commands/purge").then((m) => m.purge),
   pause: () => import("./commands/pause").then((m) => m.pause),

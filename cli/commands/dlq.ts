@@ -1,6 +1,7 @@
 import { MAX_REDRIVE_PER_CALL } from "../../src/contracts/limits";
+import { REVIVABLE_STATES } from "../../src/contracts/states";
 import { expectOk } from "../client";
-import { intFlag, positionals, queueArg, stringFlag } from "../flags";
+import { intFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
 import type { Command } from "../command";
 import { plural, relativeTime, table, truncate, writeJson, writeJsonLines } from "../output";
 import { DEFAULT_LIMIT, describeFilter, fetchTasks, limitFlag } from "./list";
@@ -51,22 +52,33 @@ export const dlqList: Command = {
 };
 
 /**
- * `edgeq dlq redrive <queue>`: the queue's dead tasks (optionally one --group, at most --limit) back to
- * pending with attempts reset. The API revives at most MAX_REDRIVE_PER_CALL (5,000) per call, so without --limit the CLI calls
+ * `edgeq dlq redrive <queue>`: the queue's dead tasks (or, with --state, its expired or cancelled ones, as the
+ * API's redrive takes; optionally one --group, at most --limit) back to pending with attempts reset — an
+ * expired task without its start deadline. The API revives at most MAX_REDRIVE_PER_CALL (5,000) per call, so without --limit the CLI calls
  * again until none is left — stopping early if a task it revived is dead again (a push-mode processor
  * failing at once), which would otherwise loop forever.
  */
 export const dlqRedrive: Command = {
-  summary: "Move a queue's dead tasks back to pending, attempts reset",
-  usage: "edgeq dlq redrive <queue> [--group G] [--limit N] [--json]",
+  summary: "Move a queue's dead (or expired, cancelled) tasks back to pending, attempts reset",
+  usage: "edgeq dlq redrive <queue> [--state S] [--group G] [--limit N] [--json]",
   options: {
-    group: { type: "string", value: "G", description: "only this group's dead tasks" },
+    state: {
+      type: "string",
+      value: "S",
+      description: `the state to redrive: ${REVIVABLE_STATES.join(", ")}`,
+      default: "dead",
+    },
+    group: { type: "string", value: "G", description: "only this group's tasks" },
     limit: { type: "string", value: "N", description: "redrive at most N tasks", default: "all of them" },
     json: { type: "boolean", description: "print { redriven, ids } as JSON" },
   },
   async run(ctx) {
     const [queueRaw] = positionals(ctx, dlqRedrive, ["queue"]);
     const queue = queueArg(dlqRedrive, queueRaw);
+    const state = stringFlag(ctx, "state") ?? "dead";
+    if (!(REVIVABLE_STATES as readonly string[]).includes(state)) {
+      throw usageError(dlqRedrive, `--state: one of ${REVIVABLE_STATES.join(", ")}`);
+    }
     const group = stringFlag(ctx, "group");
     const limit = intFlag(ctx, dlqRedrive, "limit", { min: 1 });
     const ids: string[] = [];
@@ -76,7 +88,7 @@ export const dlqRedrive: Command = {
       const body = await expectOk(
         await ctx.client.v1.queues[":queue"].redrive.$post({
           param: { queue },
-          json: { state: "dead", group, limit: remaining },
+          json: { state: state as (typeof REVIVABLE_STATES)[number], group, limit: remaining },
         }),
       );
       const again = body.ids.some((id) => seen.has(id));
@@ -88,6 +100,6 @@ export const dlqRedrive: Command = {
     const unique = [...new Set(ids)];
     if (ctx.flags.json) return writeJson(ctx.stdout, { redriven: unique.length, ids: unique });
     const scope = group === undefined ? queue : `${queue} group ${group}`;
-    ctx.stdout.write(`redrove ${plural(unique.length, "dead task")} of ${scope} back to pending\n`);
+    ctx.stdout.write(`redrove ${plural(unique.length, `${state} task`)} of ${scope} back to pending\n`);
   },
 };

@@ -58,6 +58,8 @@ describe("the command line", () => {
       "purge",
       "dlq list",
       "dlq redrive",
+      "deps",
+      "dependents",
       "config get",
       "worker stop",
     ]) {

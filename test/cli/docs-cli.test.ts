@@ -19,6 +19,8 @@ it("docs/cli.md shows each command's --help as the CLI prints it", async () => {
     "show",
     "status",
     "watch",
+    "deps",
+    "dependents",
     "health",
     "schedule set",
     "schedule list",
