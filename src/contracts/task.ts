@@ -116,6 +116,10 @@ export const TaskSchema = z
       description:
         "dependencies not finished yet (the task is waiting while above 0); null for a task enqueued without depends_on",
     }),
+    dependency_count: z.number().int().nullable().meta({
+      description:
+        "how many tasks it depends on (its depends_on, a join's children among them, each once); null without dependencies. dependency_count - waiting_on of them have finished",
+    }),
     on_dependency_failure: z.enum(DEPENDENCY_FAILURE_POLICIES).nullable().meta({
       description: "what a dependency ending dead, cancelled or expired does to it; null without dependencies",
     }),

@@ -93,3 +93,36 @@ describeStore("the lease answer as the store renders it (leaseAnswers)", (kind) 
     expect(leased.map((t) => t.priority)).toEqual([...leased.map((t) => t.priority)].sort((a, b) => b - a));
   });
 });
+
+describeStore("a task's dependency count in both renderings", (kind) => {
+  const { store, row } = storeFixtures(kind);
+
+  it("counts each dependency once, in the SQL view and in the Worker's, and waiting_on falls as they finish", async () => {
+    const queue = uniqueQueue("depcount");
+    const now = Date.parse("2026-11-23T04:10:00.000Z");
+    const children = (await store().enqueueTasks(queue, [{}, {}, {}], now)).tasks.map((t) => t.id);
+    const plain = (await store().enqueueTasks(queue, [{ type: "plain" }], now)).tasks[0]!.id;
+    // A repeated id counts once.
+    const [join] = (
+      await store().enqueueTasks(queue, [{ type: "join", dependsOn: [...children, children[0]!] }], now + 1)
+    ).tasks;
+    const leased = await store().leaseTasks({ queue, max: 4, visibilityTimeoutS: 30, holder: "w" }, now + 2);
+    expect(leased).toHaveLength(4);
+    expect(await store().getTask(join!.id)).toMatchObject({ state: "waiting" });
+    const children2 = leased.filter((t) => children.includes(t.id));
+    await store().completeTasks(
+      children2.map((t) => ({ id: t.id, leaseToken: t.leaseToken!, result: null })),
+      now + 3,
+    );
+    const [answer] = await store().leaseAnswers(
+      { queue, max: 1, visibilityTimeoutS: 30, holder: "w", provisional: false },
+      now + 4,
+    );
+    expect(answer!.id).toBe(join!.id);
+    const view = JSON.parse(answer!.view);
+    const stored = await row(join!.id);
+    expect(view).toEqual(toLeasedTaskView(stored));
+    expect(view).toMatchObject({ dependency_count: 3, waiting_on: 0 });
+    expect(toLeasedTaskView(await row(plain))).toMatchObject({ dependency_count: null, waiting_on: null });
+  });
+});
