@@ -5,6 +5,8 @@ import type { countsEventSchema, streamMessageSchema } from "../../contracts/eve
 import type { HealthListResponse } from "../../health/health-schemas";
 import type {
   ArtifactListResponse,
+  DependenciesResponse,
+  DependentsResponse,
   ErrorSchema,
   QueueConfigSchema,
   QueueListResponse,
@@ -28,6 +30,8 @@ export type HealthList = z.output<typeof HealthListResponse>;
 export type QueueHealth = HealthList["queues"][number];
 export type Task = z.output<typeof TaskSchema>;
 export type TaskList = z.output<typeof TaskListResponse>;
+export type DependencyList = z.output<typeof DependenciesResponse>;
+export type DependentList = z.output<typeof DependentsResponse>;
 export type BulkAnswer = z.output<typeof BulkResponse>;
 export type ArtifactList = z.output<typeof ArtifactListResponse>;
 export type Artifact = ArtifactList["artifacts"][number];
