@@ -36,6 +36,7 @@ import {
 } from "../src/index";
 import { metered } from "./bill-meter";
 import { runBill, type BillRequest } from "./bill-ops";
+import { runDepsOps, type DepsOpsRequest } from "./deps-ops";
 
 // The Worker's own Durable Object classes, under the names wrangler.toml binds, with what they do metered for
 // the bill (bench/bill-meter.ts): same code, a counter beside each storage call.
@@ -51,6 +52,7 @@ interface BenchEnv {
 export type BenchRequest =
   | { op: "migrate"; statements: string[]; shard?: number }
   | ({ op: "bill" } & BillRequest)
+  | ({ op: "deps" } & DepsOpsRequest)
   | { op: "cost"; system: SystemName; scenario: Scenario; batch: number; tasks: number; queue: string }
   | { op: "enqueue"; system: SystemName; queue: string; count: number; chunk?: number }
   | { op: "burn"; system: SystemName; queue: string; batch: number; maxTasks: number; carry?: boolean }
@@ -81,6 +83,8 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
     }
     case "bill":
       return runBill(env as unknown as Env, req);
+    case "deps":
+      return runDepsOps(env.DB, req);
     case "cost":
       return runCostScenario(env.DB, req.system, req.scenario, req.batch, req.tasks, req.queue);
     case "enqueue":

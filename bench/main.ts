@@ -29,6 +29,7 @@ import { runPacksSection } from "./section-packs";
 import { runSqsSection } from "./section-sqs";
 import { runBillSection } from "./section-bill";
 import { runFlowSection } from "./section-flow";
+import { runDepsSection } from "./section-deps";
 import { startWorkerdBench } from "./workerd-host";
 
 const quick = process.argv.includes("--quick");
@@ -48,6 +49,7 @@ const SECTIONS = [
   "moves",
   "packs",
   "flow",
+  "deps",
 ] as const;
 // `--only http-profile` (or a comma list): just those sections, e.g. to check one after changing it.
 const onlyAt = process.argv.indexOf("--only");
@@ -276,6 +278,14 @@ if (wanted("moves")) {
   );
   results.moves = moves;
   results.durations.moves = moves.seconds;
+}
+
+if (wanted("deps")) {
+  const deps = await section("11. joins, wait, keys, deadlines", () =>
+    runDepsSection(root, { joinRuns: quick ? 2 : 5, waits: quick ? 30 : 200, log }),
+  );
+  results.deps = deps;
+  results.durations.deps = deps.seconds;
 }
 
 if (wanted("packs")) {

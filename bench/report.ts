@@ -10,6 +10,7 @@ import type { HttpSection } from "./section-http";
 import { httpProfileReportSection } from "./report-http-profile";
 import type { HttpProfileSection } from "./section-http-profile";
 import { movesReportSection, type MovesSection } from "./section-moves";
+import { depsReportSection, type DepsSection } from "./section-deps";
 import { rpcReportSection, type RpcSection } from "./section-rpc";
 import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./section-scale";
 import { packsHeadline, packsReportSection, type PacksSection } from "./section-packs";
@@ -72,6 +73,7 @@ export interface BenchResults {
   packs?: Outcome<PacksSection>;
   /** Section 10's figures are quoted in docs/flow-control.md (not rendered here). */
   flow?: Outcome<FlowSection>;
+  deps?: Outcome<DepsSection>;
 }
 
 /** D1's published prices (Workers Paid, beyond the included amounts). */
@@ -602,6 +604,7 @@ function notes(r: BenchResults, out: string[]) {
       ["7. scale-out", r.scale],
       ["8. a queue move", r.moves],
       ["9. packs prototype", r.packs],
+      ["11. joins, wait, keys, deadlines", r.deps],
     ] as Array<[string, Outcome<unknown> | undefined]>
   ).filter(([, o]) => !o || o.skipped);
   out.push("## Left out, and what these figures are not", "");
@@ -694,6 +697,7 @@ export function renderReport(r: BenchResults): string {
   sqsReportSection(r.sqs, out);
   scaleReportSection(r.scale, out);
   movesReportSection(r.moves, out);
+  depsReportSection(r.deps, out);
   packsReportSection(r.packs, r.plan.command, out);
   notes(r, out);
   return out.join("\n").replace(/\n{3,}/g, "\n\n");
