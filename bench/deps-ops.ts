@@ -6,7 +6,7 @@
 import { openDb } from "../src/db/client";
 import { d1TaskStore } from "../src/engine/d1-store";
 import type { NewTask } from "../src/engine/enqueue";
-import type { StoredTask } from "../src/engine/stored-task";
+import type { StoredTask } from "../src/contracts/stored-task";
 import type { TaskStore } from "../src/engine/store";
 import { meteredD1 } from "../test/support/metered-d1";
 
