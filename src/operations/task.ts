@@ -1,5 +1,7 @@
 import { EdgeqError } from "../contracts/errors";
 import type { StoredTask } from "../contracts/stored-task";
+import { MAX_INLINE_DEPENDENCY_RESULT_BYTES } from "../contracts/limits";
+import type { DependencyEntry, DependencyPage } from "../engine/dependency-reads";
 import type { HeartbeatRequest } from "../engine/heartbeat";
 import { onTaskShard } from "../shards/task-locator";
 import type { OperationContext } from "./context";
@@ -76,13 +78,42 @@ export async function retry(op: OperationContext, id: string): Promise<StoredTas
 
 /**
  * A page of a task's dependencies with their states and bounded results (src/engine/dependency-reads.ts),
- * read on the task's shard: what a join reads of its children.
+ * read on the task's shard: what a join reads of its children. A dependency the task's database does not
+ * hold is on another shard or pruned: each such one is looked up by id wherever it lives (at most a page of
+ * reads), and stays null only when it is pruned.
  *
  * @example
  * const { entries } = await readDependencies(op, joinId, { limit: 100 });
  */
-export function readDependencies(op: OperationContext, id: string, page: { cursor?: string; limit: number }) {
-  return onTaskShard(op.env, id, (shard) => shard.store.listDependencies(id, page));
+export async function readDependencies(
+  op: OperationContext,
+  id: string,
+  page: { cursor?: string; limit: number },
+): Promise<DependencyPage<DependencyEntry>> {
+  const found = await onTaskShard(op.env, id, (shard) => shard.store.listDependencies(id, page));
+  const entries = await Promise.all(
+    found.entries.map(async (entry) => (entry.queue !== null ? entry : ((await elsewhere(op, entry.id)) ?? entry))),
+  );
+  return { ...found, entries };
+}
+
+/** A dependency read on whichever shard holds it, its result inline up to the page's bound; null if pruned. */
+async function elsewhere(op: OperationContext, id: string): Promise<DependencyEntry | null> {
+  const task = await readTask(op, id).catch((error: unknown) => {
+    if (error instanceof EdgeqError && error.code === "not_found") return null;
+    throw error;
+  });
+  if (task === null) return null;
+  // Bytes of UTF-8, as SQLite's length(CAST(result AS BLOB)) counts them on the task's own shard.
+  const bytes = task.result === null ? null : new TextEncoder().encode(task.result).length;
+  return {
+    id,
+    queue: task.queue,
+    type: task.type,
+    state: task.state,
+    result: bytes !== null && bytes <= MAX_INLINE_DEPENDENCY_RESULT_BYTES ? task.result : null,
+    resultBytes: bytes,
+  };
 }
 
 /**

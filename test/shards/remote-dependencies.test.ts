@@ -57,6 +57,23 @@ describe("dependencies across shards", () => {
     expect(deps.body.dependencies.map((d) => d.id).sort()).toEqual([x, local].sort());
   });
 
+  it("a join's dependencies page reads a dependency on another shard where it lives, its result inline", async () => {
+    const far = queueOn("DB_1", "xs-page-far");
+    const near = queueOn("DB", "xs-page");
+    const x = await enqueueOne(far, { type: "tts" });
+    const [join] = await enqueue(near, { type: "join", depends_on: [x] });
+    const leased = await leaseOne(far);
+    expect((await complete(x, leased.lease_token, { url: "r2://a.mp3" })).status).toBe(200);
+    const page = await call("GET", `/v1/tasks/${join!.id}/dependencies`);
+    expect(page.status, page.text).toBe(200);
+    expect(page.body).toEqual({
+      dependencies: [
+        { id: x, queue: far, type: "tts", state: "completed", result: { url: "r2://a.mp3" }, result_bytes: 20 },
+      ],
+      next_cursor: null,
+    });
+  });
+
   it("a fan-out's join may wait on a task of another shard besides its children", async () => {
     const far = queueOn("DB_1", "xs-fan-far");
     const near = queueOn("DB", "xs-fan");
