@@ -45,10 +45,18 @@ export function carriesSlot(id: string, slot: number): boolean {
   return decodeSlot(id) === slot;
 }
 
-/** A generator of time-ordered ids carrying a slot (monotonic within a millisecond, like `ulid`'s). */
+/**
+ * A generator of time-ordered ids carrying a slot (monotonic within a millisecond, like `ulid`'s). When `now`
+ * goes back (an injected clock, a clock stepped back), it starts a fresh monotonic sequence at `now`: `ulid`'s
+ * factory would answer with the later time it saw last, an id from the future for this `now`, which the
+ * engine refuses (ids must not be ahead of their enqueue: purges walk ids in time order).
+ */
 export function slotIdFactory(): (slot: number, now: number) => string {
-  const next = monotonicFactory();
+  let next = monotonicFactory();
+  let last = -Infinity;
   return (slot, now) => {
+    if (now < last) next = monotonicFactory();
+    last = now;
     const id = next(now);
     return id.slice(0, SLOT_OFFSET) + encodeSlot(slot) + id.slice(SLOT_OFFSET + SLOT_CHARS);
   };
