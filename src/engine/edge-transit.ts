@@ -17,7 +17,9 @@ import { sql, type SQL } from "drizzle-orm";
  * Statements for the take-out's batch, after its insert into transit and before its delete from `tasks`:
  * a task with no edges of any kind costs probes read, nothing written.
  */
-const MOVING = sql`moving AS (SELECT tt.id FROM task_transit tt JOIN tasks t ON t.id = tt.id)`;
+// CROSS JOIN: SQLite keeps the left table outer, so each statement walks the transit rows and probes `tasks` by
+// primary key; left to choose, the planner may scan `tasks` (every task of the database) per statement.
+const MOVING = sql`moving AS (SELECT tt.id FROM task_transit tt CROSS JOIN tasks t ON t.id = tt.id)`;
 
 export function carryEdgesSql(now: number): SQL[] {
   const id = sql`task_transit.id`;
@@ -39,7 +41,7 @@ export function carryEdgesSql(now: number): SQL[] {
           UNION ALL
           SELECT e.dependent, t.queue, NULL, NULL, ${now} FROM task_edges e JOIN tasks t ON t.id = e.dependent
           WHERE e.dependency = ${id} AND e.outcome IS NULL AND e.dependent NOT IN (SELECT id FROM moving)) AS o)))`;
-  const inEdges = sql`SELECT d.value AS dependency, t.id AS dependent FROM moving m JOIN tasks t ON t.id = m.id
+  const inEdges = sql`SELECT d.value AS dependency, t.id AS dependent FROM moving m CROSS JOIN tasks t ON t.id = m.id
     JOIN json_each(t.depends_on) AS d WHERE t.depends_on IS NOT NULL`;
   return [
     sql`WITH ${MOVING} UPDATE task_transit SET edges = ${carried}
@@ -59,7 +61,7 @@ export function carryEdgesSql(now: number): SQL[] {
     // A dependent staying here waits remotely for the dependency leaving.
     sql`WITH ${MOVING}
       INSERT INTO remote_waits (dependent, dependency, outcome)
-      SELECT e.dependent, e.dependency, NULL FROM moving m JOIN task_edges e ON e.dependency = m.id
+      SELECT e.dependent, e.dependency, NULL FROM moving m CROSS JOIN task_edges e ON e.dependency = m.id
       WHERE e.outcome IS NULL AND e.dependent NOT IN (SELECT id FROM moving)
         AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = e.dependent)
       ON CONFLICT DO NOTHING`,
