@@ -1,5 +1,6 @@
 import chromium from "@sparticuz/chromium";
 import { chromium as playwright, type Browser, type Page } from "playwright-core";
+import { expect, inject } from "vitest";
 
 /**
  * Chromium from npm (@sparticuz/chromium's binary, unpacked at run time) driven by Playwright: what the
@@ -30,4 +31,18 @@ export async function signInToDashboard(page: Page, url: string, token: string):
   await page.getByLabel("API token").fill(token);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByRole("heading", { name: "Queues" }).waitFor();
+}
+
+/**
+ * A call to the test server's HTTP API with its token (the page's setup and checks), failing the test on
+ * anything but 2xx; answers the JSON body.
+ */
+export async function callApi<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${inject("edgeqUrl")}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${inject("edgeqToken")}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  expect(res.status, `${method} ${path}`).toBeLessThan(300);
+  return (await res.json()) as T;
 }

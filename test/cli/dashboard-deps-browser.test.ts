@@ -1,6 +1,6 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { launchChromium, signInToDashboard } from "./browser-support";
+import { callApi as call, launchChromium, signInToDashboard } from "./browser-support";
 import { uniqueQueue } from "./commands-support";
 
 // A task's dependencies and dependents on its dashboard page, a join's progress, and the waiting and expired
@@ -16,16 +16,6 @@ const SCREENSHOTS = process.env.EDGEQ_SCREENSHOTS === "1";
 let browser: Browser;
 let page: Page;
 const url = () => inject("edgeqUrl");
-
-async function call<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${url()}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${inject("edgeqToken")}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  expect(res.status, `${method} ${path}`).toBeLessThan(300);
-  return (await res.json()) as T;
-}
 
 /** Leases `n` tasks of the queue and completes each with `{ part }`; answers their ids. */
 async function completeSome(queue: string, n: number): Promise<string[]> {

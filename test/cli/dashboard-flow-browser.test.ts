@@ -1,6 +1,6 @@
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { launchChromium, signInToDashboard } from "./browser-support";
+import { callApi as call, launchChromium, signInToDashboard } from "./browser-support";
 import { uniqueQueue } from "./commands-support";
 
 // The queue page's flow control in a real Chromium (docs/flow-control.md): the queue's pause and its busiest
@@ -14,16 +14,6 @@ const SCREENSHOTS = process.env.EDGEQ_SCREENSHOTS === "1";
 let browser: Browser;
 let page: Page;
 const url = () => inject("edgeqUrl");
-
-async function call(method: string, path: string, body?: unknown): Promise<unknown> {
-  const res = await fetch(`${url()}${path}`, {
-    method,
-    headers: { Authorization: `Bearer ${inject("edgeqToken")}`, "Content-Type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  expect(res.status, `${method} ${path}`).toBeLessThan(300);
-  return res.json();
-}
 
 beforeAll(async () => {
   browser = await launchChromium();
