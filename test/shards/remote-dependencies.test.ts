@@ -7,8 +7,7 @@ import { startMove } from "../../src/shards/move";
 import { enqueueToQueue } from "../../src/shards/queue-ops";
 import { queueRoute } from "../../src/shards/queue-route";
 import { deliverOwedSettlements, ORPHAN_SETTLEMENT_MS } from "../../src/shards/remote-settlements";
-import { failingD1 } from "../support/failing-d1";
-import { withDatabases } from "../support/metered-env";
+import { atEveryD1Call } from "../support/failing-d1";
 import { until } from "../support/until";
 import { call, complete, enqueue, enqueueOne, expectError, getTask, lease, leaseOne, MISSING_ID } from "../http/api";
 import { copyAll, finishMove, queueOn, shard } from "./support";
@@ -196,13 +195,9 @@ describe("dependencies across shards: interrupted", () => {
   }
 
   it("a delivery stopped at any D1 call is made good by the next pass: counted once, none stranded", async () => {
-    let stoppedAt: number | undefined;
-    for (let failAt = 1; ; failAt++) {
-      expect(failAt).toBeLessThan(100);
+    const points = await atEveryD1Call(env, 100, async (broken) => {
       const now = Date.now();
       const s = await scenario(now);
-      const calls = { n: 0 };
-      const broken = withDatabases(env, (d1) => failingD1(d1, failAt, calls));
       const outcome = await deliverOwedSettlements(broken, now + 2).then(
         () => "finished",
         (error: unknown) => String(error),
@@ -213,25 +208,17 @@ describe("dependencies across shards: interrupted", () => {
       expect(await storeOf("DB").getTask(s.join)).toMatchObject({ state: "waiting", waitingOn: 1 });
       expect(await storeOf("DB").listRemoteWaits(s.join)).toEqual([{ id: s.x, outcome: "completed" }]);
       expect(await owed(s.x)).toEqual([]);
-      if (calls.n < failAt) {
-        expect(outcome).toBe("finished");
-        stoppedAt = failAt;
-        break;
-      }
-    }
-    expect(stoppedAt).toBeGreaterThan(3);
+      return outcome;
+    });
+    expect(points).toBeGreaterThan(3);
   }, 120_000);
 
   it("an enqueue stopped at any D1 call leaves no dependent stranded and no settlement owed for ever", async () => {
-    let stoppedAt: number | undefined;
-    for (let failAt = 1; ; failAt++) {
-      expect(failAt).toBeLessThan(100);
+    const points = await atEveryD1Call(env, 100, async (broken) => {
       const now = Date.now();
       const far = queueOn("DB_1", "xs-int-enq");
       const near = queueOn("DB", "xs-int-enq-near");
       const x = (await storeOf("DB_1").enqueueTasks(far, [{}], now)).tasks[0]!.id;
-      const calls = { n: 0 };
-      const broken = withDatabases(env, (d1) => failingD1(d1, failAt, calls));
       const made = await queueRoute(broken, near, now)
         .then((route) => enqueueToQueue(broken, route, [{ dependsOn: [x] }], now))
         .then(
@@ -252,12 +239,8 @@ describe("dependencies across shards: interrupted", () => {
       // A settlement whose dependent was never inserted is dropped once no enqueue can still insert it.
       await deliverOwedSettlements(env, now + ORPHAN_SETTLEMENT_MS + 1);
       expect(await owed(x)).toEqual([]);
-      if (calls.n < failAt) {
-        expect(made).not.toBeNull();
-        stoppedAt = failAt;
-        break;
-      }
-    }
-    expect(stoppedAt).toBeGreaterThan(2);
+      return made === null ? "refused" : "finished";
+    });
+    expect(points).toBeGreaterThan(2);
   }, 120_000);
 });

@@ -1,3 +1,7 @@
+import { expect } from "vitest";
+import type { Env } from "../../src/env";
+import { withDatabases } from "./metered-env";
+
 /**
  * A D1 binding that stops working at a chosen call, as a Worker killed half way through an invocation
  * would: calls before the `failAt`-th (1-based; a statement or a whole batch) go to the real database,
@@ -37,4 +41,38 @@ export function failingD1(db: D1Database, failAt: number, calls: { n: number }):
     },
     dump: () => db.dump(),
   } as unknown as D1Database;
+}
+
+/**
+ * Runs `attempt` at every D1 call it can be stopped at: with `env`'s databases (sharing one counter) failing
+ * at call 1, then 2, … until an attempt makes fewer calls than the one set to fail — every interruption point
+ * tried. `attempt` sets up its own scenario, runs the step under test on `broken`, makes it good and checks
+ * the state; it answers "finished" when the step ran to its end, else the error's text. The last attempt,
+ * never interrupted, must have finished. Answers how many points there were (the calls of a whole run + 1).
+ *
+ * @example
+ * const points = await atEveryD1Call(env, 100, async (broken) => {
+ *   const outcome = await runTick(broken, now).then(() => "finished", String);
+ *   await runTick(env, now);
+ *   await expectTicked();
+ *   return outcome;
+ * });
+ */
+export async function atEveryD1Call(
+  env: Env,
+  limit: number,
+  attempt: (broken: Env, failAt: number) => Promise<string>,
+): Promise<number> {
+  for (let failAt = 1; ; failAt++) {
+    expect(failAt).toBeLessThan(limit);
+    const calls = { n: 0 };
+    const outcome = await attempt(
+      withDatabases(env, (d1) => failingD1(d1, failAt, calls)),
+      failAt,
+    );
+    if (calls.n < failAt) {
+      expect(outcome).toBe("finished");
+      return failAt;
+    }
+  }
 }
