@@ -34,6 +34,14 @@ async function enqueue(queue: string, body: unknown) {
   return call<Enqueued | ErrorBody>("POST", tasksOf(queue), { body });
 }
 
+/** The enqueue as HTTP and RPC take it, for comparing their refusals. */
+const ENQUEUE: Surface = {
+  method: "POST",
+  path: "/v1/queues/{queue}/tasks",
+  input: "json",
+  rpc: (e, p, i) => e.enqueue!(p.queue, i),
+};
+
 describe("enqueue to a push queue checks its tasks against the processors", () => {
   it("refuses a type no processor runs, naming tasks[i].type, and stores none of the batch", async () => {
     const queue = await pushQueue();
@@ -109,15 +117,9 @@ describe("enqueue to a push queue checks its tasks against the processors", () =
   });
 
   it("refuses alike over RPC", async () => {
-    const surface: Surface = {
-      method: "POST",
-      path: "/v1/queues/{queue}/tasks",
-      input: "json",
-      rpc: (e, p, i) => e.enqueue!(p.queue, i),
-    };
     const queue = await pushQueue();
     for (const input of [{ type: "no-such" }, { tasks: [{}, { type: "echo", payload: { text: [] } }] }]) {
-      const [http, rpc] = [await overHttp(surface, { queue }, input), await overRpc(surface, { queue }, input)];
+      const [http, rpc] = [await overHttp(ENQUEUE, { queue }, input), await overRpc(ENQUEUE, { queue }, input)];
       expect(http.ok).toBe(false);
       expect(rpc).toEqual(http);
     }
@@ -179,18 +181,12 @@ describe("a fan-out to a push queue checks its children and join like a plain en
   });
 
   it("refuses alike over RPC", async () => {
-    const surface: Surface = {
-      method: "POST",
-      path: "/v1/queues/{queue}/tasks",
-      input: "json",
-      rpc: (e, p, i) => e.enqueue!(p.queue, i),
-    };
     const queue = await pushQueue();
     for (const input of [
       { tasks: [child("a"), child(1)], join: { type: "echo" } },
       { tasks: [child("a")], join: { type: "no-such" } },
     ]) {
-      const [http, rpc] = [await overHttp(surface, { queue }, input), await overRpc(surface, { queue }, input)];
+      const [http, rpc] = [await overHttp(ENQUEUE, { queue }, input), await overRpc(ENQUEUE, { queue }, input)];
       expect(http.ok).toBe(false);
       expect(rpc).toEqual(http);
     }
