@@ -55,6 +55,34 @@ function resultText(d: DependencyPage["dependencies"][number], width: number): s
 }
 
 /**
+ * A listing of the tasks related to one task (`<id>`): its pages followed up to --limit (or --all), printed
+ * as JSON lines with --json, else as `render`'s table, or `none` on stderr when there is nothing.
+ */
+async function listRelated<T>(
+  ctx: CommandContext,
+  command: Command,
+  page: (id: string, want: number, cursor?: string) => Promise<{ items: T[]; next_cursor: string | null }>,
+  none: (id: string) => string,
+  render: (items: T[]) => string,
+): Promise<void> {
+  const [idRaw] = positionals(ctx, command, ["id"]);
+  const id = taskIdArg(command, idRaw);
+  const json = ctx.flags.json === true;
+  const { items, more } = await follow(
+    limitFlag(ctx, command),
+    (want, cursor) => page(id, want, cursor),
+    (got) => {
+      if (json) writeJsonLines(ctx.stdout, got);
+    },
+  );
+  if (!json) {
+    if (items.length === 0) ctx.stderr.write(`${none(id)}\n`);
+    else ctx.stdout.write(render(items));
+  }
+  if (more) ctx.stderr.write(`(first ${plural(items.length, "task")}; more with --limit N or --all)\n`);
+}
+
+/**
  * `edgeq deps <id>`: the tasks a task depends on (GET /v1/tasks/{id}/dependencies), in id order — each one's
  * queue, type, state and result (what a join reads); a pruned one shows `-`. --json prints them as the API
  * returns them, one per line.
@@ -63,23 +91,16 @@ export const deps: Command = {
   summary: "List the tasks a task depends on, with their states and results",
   usage: "edgeq deps <id> [--limit N | --all] [--json]",
   options,
-  async run(ctx: CommandContext) {
-    const [idRaw] = positionals(ctx, deps, ["id"]);
-    const id = taskIdArg(deps, idRaw);
-    const json = ctx.flags.json === true;
-    const { items, more } = await follow(
-      limitFlag(ctx, deps),
-      async (want, cursor) => {
+  run: (ctx: CommandContext) =>
+    listRelated(
+      ctx,
+      deps,
+      async (id, want, cursor) => {
         const page: DependencyPage = await dependencyPage(ctx.client, id, want, cursor);
         return { items: page.dependencies, next_cursor: page.next_cursor };
       },
-      (page) => {
-        if (json) writeJsonLines(ctx.stdout, page);
-      },
-    );
-    if (!json) {
-      if (items.length === 0) ctx.stderr.write(`task ${id} depends on no task\n`);
-      else {
+      (id) => `task ${id} depends on no task`,
+      (items) => {
         const width = Math.max(20, (ctx.stdout.columns ?? 120) - 70);
         const rows = items.map((d) => [
           d.id,
@@ -88,11 +109,9 @@ export const deps: Command = {
           d.state ?? "(pruned)",
           resultText(d, width),
         ]);
-        ctx.stdout.write(table(["ID", "QUEUE", "TYPE", "STATE", "RESULT"], rows));
-      }
-    }
-    if (more) ctx.stderr.write(`(first ${plural(items.length, "task")}; more with --limit N or --all)\n`);
-  },
+        return table(["ID", "QUEUE", "TYPE", "STATE", "RESULT"], rows);
+      },
+    ),
 };
 
 /**
@@ -103,27 +122,19 @@ export const dependents: Command = {
   summary: "List the tasks that depend on a task, with their states",
   usage: "edgeq dependents <id> [--limit N | --all] [--json]",
   options,
-  async run(ctx: CommandContext) {
-    const [idRaw] = positionals(ctx, dependents, ["id"]);
-    const id = taskIdArg(dependents, idRaw);
-    const json = ctx.flags.json === true;
-    const { items, more } = await follow(
-      limitFlag(ctx, dependents),
-      async (want, cursor) => {
+  run: (ctx: CommandContext) =>
+    listRelated(
+      ctx,
+      dependents,
+      async (id, want, cursor) => {
         const page: DependentPage = await dependentPage(ctx.client, id, want, cursor);
         return { items: page.dependents, next_cursor: page.next_cursor };
       },
-      (page) => {
-        if (json) writeJsonLines(ctx.stdout, page);
-      },
-    );
-    if (!json) {
-      if (items.length === 0) ctx.stderr.write(`no task depends on ${id}\n`);
-      else {
-        const rows = items.map((d) => [d.id, d.queue, d.type, d.state, d.outcome ?? "-"]);
-        ctx.stdout.write(table(["ID", "QUEUE", "TYPE", "STATE", "OUTCOME"], rows));
-      }
-    }
-    if (more) ctx.stderr.write(`(first ${plural(items.length, "task")}; more with --limit N or --all)\n`);
-  },
+      (id) => `no task depends on ${id}`,
+      (items) =>
+        table(
+          ["ID", "QUEUE", "TYPE", "STATE", "OUTCOME"],
+          items.map((d) => [d.id, d.queue, d.type, d.state, d.outcome ?? "-"]),
+        ),
+    ),
 };
