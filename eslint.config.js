@@ -122,6 +122,7 @@ export default tseslint.config(
       "bin/**/*.mjs",
       "examples/**/*.mjs",
       "create-edgeq/*.mjs",
+      "create-edgeq/template/*.mjs",
       "*.config.ts",
       "*.config.js",
     ],

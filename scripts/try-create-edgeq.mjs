@@ -20,8 +20,10 @@ const seconds = (started) => ((Date.now() - started) / 1000).toFixed(1);
 
 /**
  * The README's first-hour commands: the bash blocks of its "Use edgeq in your own Worker" section (the
- * first: create, install, test, dev; the second: the curl calls against `npm run dev`) and the command it
- * gives to stand in for `npm create edgeq@latest` while neither package is on the registry.
+ * first: create, install, test, dev; the second: the curl calls against `npm run dev`; the third: `npm run
+ * caller`, the project's second Worker; the fourth: a call of that Worker, which enqueues over RPC, an
+ * enqueue for the Node worker, and `npm run worker`) and the command it gives to stand in for `npm create
+ * edgeq@latest` while neither package is on the registry.
  * @param {string} readme README.md's text
  */
 export function readmeFirstHour(readme) {
@@ -29,9 +31,12 @@ export function readmeFirstHour(readme) {
   if (section === undefined) throw new Error('README.md has no "## Use edgeq in your own Worker" section');
   const blocks = [...section.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => /** @type {string} */ (m[1]));
   const standIn = section.match(/`(npm exec --package=[^`]+)`/)?.[1]?.replace(/\s+/g, " ");
-  const [setup, calls] = blocks;
+  const [setup, calls, caller, elsewhere] = blocks;
   if (setup === undefined || calls === undefined || standIn === undefined) {
     throw new Error("README.md's section lacks its two bash blocks or the npm exec line standing in for npm create");
+  }
+  if (caller?.trim().split("\n").length !== 1 || !caller.startsWith("npm run caller") || elsewhere === undefined) {
+    throw new Error("README.md's section lacks its third block (npm run caller alone) or its fourth (RPC and Node)");
   }
   const lines = setup.trim().split("\n");
   const dev = lines.pop();
@@ -39,7 +44,26 @@ export function readmeFirstHour(readme) {
   if (!create?.startsWith("npm create edgeq@latest my-queue") || !dev?.startsWith("npm run dev")) {
     throw new Error(`README.md's first block does not start with npm create and end with npm run dev:\n${setup}`);
   }
-  return { standIn, setup: [standIn, ...lines], dev: dev.replace(/\s+#.*$/, ""), calls };
+  return {
+    standIn,
+    setup: [standIn, ...lines],
+    dev: dev.replace(/\s+#.*$/, ""),
+    calls,
+    caller: caller.trim().replace(/\s+#.*$/, ""),
+    elsewhere: commandsOf(elsewhere),
+  };
+}
+
+/**
+ * A bash block's commands as a user types them: a line ending in `\` goes on with the next.
+ * @param {string} block
+ */
+function commandsOf(block) {
+  return block
+    .trim()
+    .replace(/\\\n\s*/g, " ")
+    .split("\n")
+    .map((line) => line.replace(/\s+#.*$/, ""));
 }
 
 /** npm's own settings for every step (environment, not the commands): no prompt, from its cache, quietly.
@@ -87,9 +111,7 @@ export async function tryCreateEdgeq({ root, scratch, edgeq }) {
   const started = Date.now();
   try {
     await serveAndRun(dir, firstHour);
-    console.log(
-      `create-edgeq: npm run dev served the new project; its processor completed a task (${seconds(started)} s)`,
-    );
+    console.log(`create-edgeq: the README's first hour passed: HTTP, RPC and a Node worker (${seconds(started)} s)`);
     return true;
   } catch (error) {
     console.error(`create-edgeq: npm run dev: ${error instanceof Error ? error.message : String(error)}`);
@@ -98,53 +120,128 @@ export async function tryCreateEdgeq({ root, scratch, edgeq }) {
 }
 
 /**
- * The README's `npm run dev` in the new project, on a free port; with it serving, the README's curl calls (the
- * port theirs but for that): the text-stats task they enqueue completes.
- * @param {string} dir @param {ReturnType<typeof readmeFirstHour>} firstHour
+ * A long-running command of the README (`npm run dev`, `npm run caller`, `npm run worker`) in its own process
+ * group, stopped whole (npm does not pass signals on to wrangler), its output kept for a failure's message.
+ * @param {string} command @param {string} cwd @param {NodeJS.ProcessEnv} [env]
  */
-async function serveAndRun(dir, firstHour) {
-  const port = await freePort();
-  // Its own process group, stopped whole: npm does not pass SIGTERM on to wrangler.
-  const child = spawn("bash", ["-c", `${firstHour.dev} -- --ip 127.0.0.1 --port ${port}`], {
-    cwd: dir,
-    env: { ...process.env, ...NPM_QUIET, WRANGLER_SEND_METRICS: "false" },
+function background(command, cwd, env = {}) {
+  const child = spawn("bash", ["-c", command], {
+    cwd,
+    env: { ...process.env, ...NPM_QUIET, WRANGLER_SEND_METRICS: "false", ...env },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
   let output = "";
   for (const stream of [child.stdout, child.stderr])
     stream.on("data", (chunk) => (output = (output + chunk).slice(-20_000)));
+  return {
+    output: () => output,
+    exited: () => child.exitCode !== null,
+    /** @param {NodeJS.Signals} signal @returns {Promise<string>} how it ended: `exit 0`, `SIGINT` */
+    stop: async (signal = "SIGTERM") => {
+      if (child.exitCode === null && child.signalCode === null) {
+        if (child.pid !== undefined) process.kill(-child.pid, signal);
+        await new Promise((resolve) => child.once("exit", resolve));
+      }
+      return child.signalCode ?? `exit ${child.exitCode}`;
+    },
+  };
+}
+
+/** Answers once `url` answers anything, or throws with the server's output. @param {string} url
+ * @param {ReturnType<typeof background>} server */
+async function served(url, server) {
+  await until(async () => {
+    if (server.exited()) throw new Error(`exited:\n${server.output()}`);
+    return (await fetch(url).catch(() => undefined))?.status;
+  }, START_TIMEOUT_MS).catch((error) => {
+    throw new Error(`${url} did not serve: ${error.message}\n${server.output()}`);
+  });
+}
+
+/** The last task id in a command's output. @param {string} output */
+const lastId = (output) => [...output.matchAll(/"id":"([0-9A-HJKMNP-TV-Z]{26})"/g)].at(-1)?.[1];
+
+/**
+ * The README's `npm run dev` in the new project, on a free port; with it serving, the README's curl calls (the
+ * port theirs but for that): the text-stats task they enqueue completes. Then its `npm run caller` (the
+ * project's second Worker, on a free port of its own) and its fourth block: the caller's answer is a task
+ * enqueued over RPC and completed; the Node worker of `npm run worker` completes the task enqueued for it
+ * and stops on Ctrl-C (SIGINT) with exit code 0.
+ * @param {string} dir @param {ReturnType<typeof readmeFirstHour>} firstHour
+ */
+async function serveAndRun(dir, firstHour) {
+  const port = await freePort();
+  const callerPort = await freePort();
+  /** The README's addresses, on the ports this run serves. @param {string} text */
+  const ported = (text) =>
+    text.replaceAll("localhost:8787", `127.0.0.1:${port}`).replaceAll("localhost:8788", `127.0.0.1:${callerPort}`);
   const url = `http://127.0.0.1:${port}`;
+  const dev = background(`${firstHour.dev} -- --ip 127.0.0.1 --port ${port}`, dir);
+  /** @type {ReturnType<typeof background>[]} */
+  const running = [dev];
   try {
-    await until(async () => {
-      if (child.exitCode !== null) throw new Error(`exited (${child.exitCode})`);
-      return (await fetch(`${url}/health`).catch(() => undefined))?.status;
-    }, START_TIMEOUT_MS).catch((error) => {
-      throw new Error(`did not serve: ${error.message}\n${output}`);
-    });
-    const calls = spawnSync("bash", ["-e", "-c", firstHour.calls.replaceAll("localhost:8787", `127.0.0.1:${port}`)], {
-      cwd: dir,
-      encoding: "utf8",
-    });
+    await served(`${url}/health`, dev);
+    const calls = spawnSync("bash", ["-e", "-c", ported(firstHour.calls)], { cwd: dir, encoding: "utf8" });
     console.log(`create-edgeq: README's curl calls answered:\n${calls.stdout}`);
     if (calls.status !== 0) throw new Error(`the README's curl calls failed (${calls.status}): ${calls.stderr}`);
     // The last answer is the enqueue's: `{"tasks":[{"id":…}]}`.
-    const id = [...calls.stdout.matchAll(/"id":"([0-9A-HJKMNP-TV-Z]{26})"/g)].at(-1)?.[1];
+    const id = lastId(calls.stdout);
     if (id === undefined) throw new Error(`the README's enqueue answered no task id: ${calls.stdout}`);
     const token = readFileSync(join(dir, ".dev.vars"), "utf8").match(/^EDGEQ_TOKEN=(.+)$/m)?.[1];
     if (token === undefined) throw new Error("the new project's .dev.vars has no EDGEQ_TOKEN");
     const call = apiCaller(() => url, token);
-    const task = await until(async () => {
-      const { body: current } = await call("GET", `/v1/tasks/${id}`);
-      return ["completed", "dead"].includes(current.state) ? current : undefined;
-    });
+    /** The task once finished. @param {string} taskId */
+    const finished = (taskId) =>
+      until(async () => {
+        const { body: current } = await call("GET", `/v1/tasks/${taskId}`);
+        return ["completed", "dead"].includes(current.state) ? current : undefined;
+      });
+    const task = await finished(id);
     if (task.state !== "completed" || JSON.stringify(task.result) !== '{"words":3,"reading_s":1}') {
-      throw new Error(`the task ended ${task.state}: ${JSON.stringify(task)}\n${output}`);
+      throw new Error(`the task ended ${task.state}: ${JSON.stringify(task)}\n${dev.output()}`);
+    }
+    console.log("create-edgeq: npm run dev served the new project; its processor completed a task");
+
+    const caller = background(`${firstHour.caller} -- --ip 127.0.0.1 --port ${callerPort}`, dir);
+    running.push(caller);
+    await served(`http://127.0.0.1:${callerPort}/`, caller);
+    // The fourth block in the shell of the second: its `$TOKEN` is the second block's.
+    const tokenLine = firstHour.calls.split("\n").find((line) => line.startsWith("TOKEN="));
+    if (tokenLine === undefined) throw new Error("the README's curl calls set no TOKEN");
+    let answered = "";
+    for (const command of firstHour.elsewhere) {
+      if (!command.startsWith("npm run worker")) {
+        const run = spawnSync("bash", ["-e", "-c", `${tokenLine}\n${ported(command)}`], { cwd: dir, encoding: "utf8" });
+        console.log(`create-edgeq: README's \`${command.slice(0, 60)}…\` answered: ${run.stdout.trim()}`);
+        if (run.status !== 0) throw new Error(`the README's \`${command}\` failed (${run.status}): ${run.stderr}`);
+        answered = run.stdout;
+        // The caller's answer: the task it enqueued over RPC, finished.
+        if (command.includes("localhost:8788") && !/"state":"completed","result":\{"words":\d+/.test(answered)) {
+          throw new Error(`the caller Worker's task did not complete: ${answered}\n${caller.output()}`);
+        }
+        continue;
+      }
+      // The last call enqueued the Node worker's task; the worker runs until Ctrl-C.
+      const draftId = lastId(answered);
+      if (draftId === undefined)
+        throw new Error(`the README's enqueue for the Node worker answered no id: ${answered}`);
+      const worker = background(command, dir, { EDGEQ_URL: url });
+      running.push(worker);
+      const draft = await finished(draftId);
+      if (draft.state !== "completed")
+        throw new Error(`the Node worker's task ended ${draft.state}: ${worker.output()}`);
+      // Its log line is written as the ack is sent: give it the moment to reach the pipe.
+      await until(async () => (worker.output().includes(`completed ${draftId}`) ? true : undefined), 10_000);
+      // Ctrl-C in a terminal signals the whole foreground group: npm ends by the signal, the worker (which
+      // handles it) by finishing its running tasks and handing the rest back.
+      const ended = await worker.stop("SIGINT");
+      console.log(`create-edgeq: README's \`npm run worker\` completed ${draftId} and stopped on Ctrl-C (${ended})`);
+      if (!["exit 0", "SIGINT"].includes(ended) || /error/i.test(worker.output())) {
+        throw new Error(`npm run worker ended ${ended} on Ctrl-C:\n${worker.output()}`);
+      }
     }
   } finally {
-    if (child.exitCode === null) {
-      if (child.pid !== undefined) process.kill(-child.pid, "SIGTERM");
-      await new Promise((resolve) => child.once("exit", resolve));
-    }
+    for (const server of running.reverse()) await server.stop();
   }
 }

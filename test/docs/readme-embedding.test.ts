@@ -28,6 +28,10 @@ describe("README's Use edgeq in your own Worker", () => {
     expect(fences(sdkDoc, "A whole program")).toContain(nodeWorker);
   });
 
+  it("is a guide of at most 300 lines (reference material lives in docs/)", () => {
+    expect(readme.trimEnd().split("\n").length).toBeLessThanOrEqual(300);
+  });
+
   it("keeps the Worker's code within 30 lines", () => {
     expect(workerCode.trimEnd().split("\n").length).toBeLessThanOrEqual(30);
   });

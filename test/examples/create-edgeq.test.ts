@@ -66,6 +66,12 @@ describe("create-edgeq", () => {
     ]);
     expect(firstHour.dev).toBe("npm run dev");
     expect(firstHour.calls).toContain("localhost:8787/v1/queues/transcripts/tasks");
+    expect(firstHour.caller).toBe("npm run caller");
+    expect(firstHour.elsewhere).toEqual([
+      expect.stringMatching(/^curl -X POST localhost:8788 -d '\{"text":/),
+      expect.stringMatching(/^curl -X POST localhost:8787\/v1\/queues\/drafts\/tasks -H .* -d '\{"type":"count"/),
+      "npm run worker",
+    ]);
   });
 
   it("refuses a folder that is not empty, and a name no Worker can carry, writing nothing", () => {

@@ -23,6 +23,14 @@ it("every example installs from the packed tarball and passes its own tests; so 
   }
   expect(output).toContain("create-edgeq: README's curl calls answered");
   expect(output).toContain("create-edgeq: npm run dev served the new project; its processor completed a task");
+  // The README's RPC and Node steps: the project's caller Worker and worker.mjs, run as written.
+  expect(output).toMatch(
+    /create-edgeq: README's `curl -X POST localhost:8788 .*answered: \{"id":"\w{26}","state":"completed"/,
+  );
+  expect(output).toMatch(
+    /create-edgeq: README's `npm run worker` completed \w{26} and stopped on Ctrl-C \((exit 0|SIGINT)\)/,
+  );
+  expect(output).toContain("create-edgeq: the README's first hour passed: HTTP, RPC and a Node worker");
   expect(output).toMatch(/# fail 0/);
   expect(output).not.toMatch(/# fail [1-9]/);
 });
