@@ -137,20 +137,28 @@ export async function refuseUnknownDependencies(db: Db, rows: InsertRow[], field
 /**
  * The dependents that the finishing of the items (`fencesJson`: the ack's `{ id }`s) settled at `now`, read
  * last in the ack's batch for the effects owner (a released one's queue is woken, each one's event
- * published): each dependent of an item whose edge now has an outcome and that changed state at `now`. One
- * primary-key probe of task_edges per item: a task without dependents reads nothing more. A dependent ended
- * further down a cascade is not reported (its dependency is not an item): it has no queue to wake. A
- * dependent on another database whose settlement the finish made owed is reported `remote` (still waiting
- * there): the effects owner delivers it (src/shards/remote-settlements.ts); one more primary-key probe.
+ * published): each dependent of an item whose edge now has an outcome and that changed state at `now` — and,
+ * down a cascade, the dependents of each dependent the finish ended (dead or cancelled by its policy), which
+ * the trigger of migration 0016 settled in the same statement: one of those released (policy continue) has
+ * a queue to wake too. Each is reported under the item whose finish reached it (`by_id`). One primary-key
+ * probe of task_edges per item, and one per ended dependent: a task without dependents reads nothing more.
+ * A dependent on another database whose settlement the finish (or the cascade) made owed is reported `remote`
+ * (still waiting there): the effects owner delivers it (src/shards/remote-settlements.ts).
  */
 export function settledDependentsSql(fencesJson: string, now: number): SQL {
-  return sql`SELECT e.dependency AS by_id, t.id, t.queue, t.state, t.run_at, NULL AS remote
-    FROM json_each(${fencesJson}) AS j JOIN task_edges e ON e.dependency = j.value->>'id'
-      JOIN tasks t ON t.id = e.dependent
-    WHERE e.outcome IS NOT NULL AND t.updated_at = ${now} AND t.state IN ('pending', 'dead', 'cancelled')
+  return sql`WITH RECURSIVE walk(by_id, id, ended) AS (
+      SELECT j.value->>'id', j.value->>'id', 1 FROM json_each(${fencesJson}) AS j
+      UNION
+      SELECT w.by_id, t.id, t.state IN ('dead', 'cancelled')
+      FROM walk w JOIN task_edges e ON e.dependency = w.id AND e.outcome IS NOT NULL
+        JOIN tasks t ON t.id = e.dependent
+      WHERE w.ended AND t.updated_at = ${now} AND t.state IN ('pending', 'dead', 'cancelled')
+    )
+    SELECT w.by_id, t.id, t.queue, t.state, t.run_at, NULL AS remote
+    FROM walk w JOIN tasks t ON t.id = w.id WHERE w.id <> w.by_id
     UNION ALL
-    SELECT r.dependency, r.dependent, r.dependent_queue, 'waiting', 0, 1
-    FROM json_each(${fencesJson}) AS j JOIN remote_edges r ON r.dependency = j.value->>'id' AND r.outcome IS NOT NULL`;
+    SELECT w.by_id, r.dependent, r.dependent_queue, 'waiting', 0, 1
+    FROM walk w JOIN remote_edges r ON r.dependency = w.id AND r.outcome IS NOT NULL WHERE w.ended`;
 }
 
 /**

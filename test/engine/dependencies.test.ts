@@ -153,6 +153,41 @@ describeStore("dependencies: a task waits for its dependencies", (kind) => {
     expect(await store().settledDependents([], T0 + 5)).toEqual([]);
   });
 
+  it("reports the dependents down a cascade too: one released two levels down has a queue to wake", async () => {
+    const [q, w] = [uniqueQueue("deps-cascade"), uniqueQueue("deps-cascade-w")];
+    const x = await enqueueOne(q);
+    const a = await dependent(w, [x]); // policy fail: dead when x is
+    const b = await dependent(w, [a.id], { onDependencyFailure: "continue" }); // released when a ends
+    const c = await dependent(w, [a.id]); // dead with a
+    const d = await dependent(w, [c.id], { onDependencyFailure: "cancel" }); // three levels down: cancelled
+    const leased = await leaseOne(q, T0 + 10);
+    const [outcome] = await store().failTasks(
+      [{ id: x, leaseToken: leased.leaseToken, message: "no", retryable: false }],
+      T0 + 20,
+    );
+    const byId = <T extends { id: string }>(list: T[]) => [...list].sort((m, n) => (m.id < n.id ? -1 : 1));
+    expect(outcome).toMatchObject({ ok: true });
+    expect(byId((outcome as { dependents: Array<{ id: string }> }).dependents)).toEqual(
+      byId([
+        { id: a.id, queue: w, state: "dead", run_at: T0 },
+        { id: b.id, queue: w, state: "pending", run_at: T0 + 20 },
+        { id: c.id, queue: w, state: "dead", run_at: T0 },
+        { id: d.id, queue: w, state: "cancelled", run_at: T0 },
+      ]),
+    );
+    // The cancel's read reports the same cascade for the effects owner.
+    const y = await enqueueOne(q);
+    const e = await dependent(w, [y]);
+    const f = await dependent(w, [e.id], { onDependencyFailure: "continue" });
+    await store().cancelTask(y, T0 + 30);
+    expect(byId(await store().settledDependents([y], T0 + 30))).toEqual(
+      byId([
+        { id: e.id, queue: w, state: "dead", run_at: T0 },
+        { id: f.id, queue: w, state: "pending", run_at: T0 + 30 },
+      ]),
+    );
+  });
+
   it("a waiting task can be cancelled; its dependency finishing later changes nothing", async () => {
     const q = uniqueQueue("deps-cancel-waiting");
     const a = await enqueueOne(q);
