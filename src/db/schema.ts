@@ -459,7 +459,8 @@ export const taskEdges = sqliteTable(
  * Dependencies across databases, the dependency's half (src/engine/remote-dependencies.ts): a dependent on
  * another database. `outcome` is set by the trigger `tasks_owe_remote_settlements` (migrations/0018) in the
  * statement that finishes the dependency: from then on the row is a settlement owed, delivered by the effects
- * owner (or the cron's reconcile) to wherever the dependent is then, and deleted once delivered.
+ * owner (or the cron's reconcile) to wherever the dependent is then, and marked `delivered_at` once delivered:
+ * kept for the dependency's dependents page, deleted with the dependency by the retention prune.
  */
 export const remoteEdges = sqliteTable(
   "remote_edges",
@@ -472,13 +473,15 @@ export const remoteEdges = sqliteTable(
     outcome: text("outcome"),
     finishedAt: integer("finished_at"),
     createdAt: integer("created_at").notNull(),
+    /** When the settlement was delivered (kept for the dependents page until the dependency is pruned). */
+    deliveredAt: integer("delivered_at"),
   },
   (t) => [
     primaryKey({ columns: [t.dependency, t.dependent] }),
     // Only settlements owed: the reconcile reads those and nothing else.
     index("remote_edges_owed")
       .on(t.finishedAt)
-      .where(sql`${t.outcome} IS NOT NULL`),
+      .where(sql`${t.outcome} IS NOT NULL AND ${t.deliveredAt} IS NULL`),
   ],
 );
 

@@ -146,7 +146,7 @@ function openStore(db: Db): TaskStore {
     // Dependencies across stores.
     recordRemoteEdges: (edges, now) => recordRemoteEdges(db, edges, now),
     owedSettlements: (limit) => owedSettlements(db, limit),
-    dropSettlements: (edges) => dropSettlements(db, edges),
+    dropSettlements: (edges, now) => dropSettlements(db, edges, now),
     settleRemoteWait: (settlement, now) => settleRemoteWait(db, settlement, now),
     listRemoteWaits: (dependent) => listRemoteWaits(db, dependent),
     // Start deadlines and keys.

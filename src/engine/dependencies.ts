@@ -158,7 +158,8 @@ export function settledDependentsSql(fencesJson: string, now: number): SQL {
     FROM walk w JOIN tasks t ON t.id = w.id WHERE w.id <> w.by_id
     UNION ALL
     SELECT w.by_id, r.dependent, r.dependent_queue, 'waiting', 0, 1
-    FROM walk w JOIN remote_edges r ON r.dependency = w.id AND r.outcome IS NOT NULL WHERE w.ended`;
+    FROM walk w JOIN remote_edges r ON r.dependency = w.id AND r.outcome IS NOT NULL AND r.delivered_at IS NULL
+    WHERE w.ended`;
 }
 
 /**

@@ -30,6 +30,12 @@ export interface DependentEntry {
   outcome: string | null;
 }
 
+/** A dependent as its dependency's store knows it: one here, or one on another database (`remote`), found
+ * from the dependency's outbox (remote_edges), whose type and state live there. */
+export type StoredDependent =
+  | (DependentEntry & { remote?: undefined })
+  | { id: string; queue: string; type: null; state: null; outcome: string | null; remote: true };
+
 /** A page of entries in id order, and where the next one starts. */
 export interface DependencyPage<T> {
   entries: T[];
@@ -76,8 +82,10 @@ export async function listDependencies(
 }
 
 /**
- * A page of a task's dependents (the tasks that wait or waited for it, on this database) in id order, after
- * `cursor`: a prefix of task_edges' primary key. Throws `not_found` for an unknown task.
+ * A page of a task's dependents (the tasks that wait or waited for it) in id order, after `cursor`: those on
+ * this database from task_edges, those on others from its outbox (remote_edges, `remote`, their type and state
+ * left to the shard layer to read where they live) — each a prefix of its table's primary key, at most a page
+ * from each. Throws `not_found` for an unknown task.
  *
  * @example
  * const { entries } = await listDependents(db, childId, { limit: 100 });
@@ -86,14 +94,21 @@ export async function listDependents(
   db: Db,
   id: string,
   page: { cursor?: string; limit: number },
-): Promise<DependencyPage<DependentEntry>> {
+): Promise<DependencyPage<StoredDependent>> {
   const task = await db.get<{ id: string }>(sql`SELECT id FROM tasks WHERE id = ${id}`);
   if (!task) throw new NotFoundError(`task ${id}`);
-  const rows = await db.all<DependentEntry>(sql`SELECT t.id, t.queue, t.type, t.state, e.outcome
-    FROM task_edges e JOIN tasks t ON t.id = e.dependent
-    WHERE e.dependency = ${id} AND e.dependent > ${page.cursor ?? ""}
-    ORDER BY e.dependent LIMIT ${page.limit + 1}`);
-  const entries = rows.slice(0, page.limit);
+  const after = page.cursor ?? "";
+  const rows = await db.all<Omit<StoredDependent, "remote"> & { remote: number }>(sql`SELECT * FROM (
+      SELECT * FROM (SELECT t.id, t.queue, t.type, t.state, e.outcome, 0 AS remote
+        FROM task_edges e JOIN tasks t ON t.id = e.dependent
+        WHERE e.dependency = ${id} AND e.dependent > ${after} ORDER BY e.dependent LIMIT ${page.limit + 1})
+      UNION ALL
+      SELECT * FROM (SELECT dependent, dependent_queue, NULL, NULL, outcome, 1 FROM remote_edges
+        WHERE dependency = ${id} AND dependent > ${after} ORDER BY dependent LIMIT ${page.limit + 1})
+    ) ORDER BY id LIMIT ${page.limit + 1}`);
+  const entries = rows
+    .slice(0, page.limit)
+    .map(({ remote, ...entry }) => (remote ? { ...entry, remote: true } : entry) as StoredDependent);
   return { entries, nextCursor: rows.length > page.limit ? entries.at(-1)!.id : null };
 }
 

@@ -35,11 +35,11 @@ export function carryEdgesSql(now: number): SQL[] {
           WHERE t.id = ${id} AND t.depends_on IS NOT NULL AND e.outcome IS NULL
             AND e.dependency NOT IN (SELECT id FROM moving)) AS w)),
       'out', json((SELECT json_group_array(json_object('dependent', o.dependent, 'queue', o.queue, 'outcome', o.outcome,
-          'finished_at', o.finished_at, 'created_at', o.created_at)) FROM (
-          SELECT dependent, dependent_queue AS queue, outcome, finished_at, created_at FROM remote_edges
+          'finished_at', o.finished_at, 'created_at', o.created_at, 'delivered_at', o.delivered_at)) FROM (
+          SELECT dependent, dependent_queue AS queue, outcome, finished_at, created_at, delivered_at FROM remote_edges
           WHERE dependency = ${id}
           UNION ALL
-          SELECT e.dependent, t.queue, NULL, NULL, ${now} FROM task_edges e JOIN tasks t ON t.id = e.dependent
+          SELECT e.dependent, t.queue, NULL, NULL, ${now}, NULL FROM task_edges e JOIN tasks t ON t.id = e.dependent
           WHERE e.dependency = ${id} AND e.outcome IS NULL AND e.dependent NOT IN (SELECT id FROM moving)) AS o)))`;
   const inEdges = sql`SELECT d.value AS dependency, t.id AS dependent FROM moving m CROSS JOIN tasks t ON t.id = m.id
     JOIN json_each(t.depends_on) AS d WHERE t.depends_on IS NOT NULL`;
@@ -88,9 +88,10 @@ export function landEdgesSql(json: string): SQL[] {
     sql`INSERT INTO remote_waits (dependent, dependency, outcome)
       SELECT r.value->>'id', x.value->>'dependency', x.value->>'outcome' ${from("waits")}
       ON CONFLICT DO NOTHING`,
-    sql`INSERT INTO remote_edges (dependency, dependent, dependent_queue, outcome, finished_at, created_at)
+    sql`INSERT INTO remote_edges (dependency, dependent, dependent_queue, outcome, finished_at, created_at,
+        delivered_at)
       SELECT r.value->>'id', x.value->>'dependent', x.value->>'queue', x.value->>'outcome',
-        x.value->>'finished_at', x.value->>'created_at' ${from("out")}
+        x.value->>'finished_at', x.value->>'created_at', x.value->>'delivered_at' ${from("out")}
       ON CONFLICT DO NOTHING`,
   ];
 }

@@ -111,6 +111,13 @@ export async function pruneWindow(
             // A pruned dependent's waits on other databases (src/engine/remote-dependencies.ts) go with it.
             sql`DELETE FROM remote_waits WHERE dependent IN (SELECT d.id FROM tasks d
               WHERE ${prunable(sql`d`, now, walk.after, last)} AND d.depends_on IS NOT NULL)`,
+            // A pruned dependency's delivered settlements (kept for its dependents page) go with it, found
+            // from remote_edges' own key range of the window (few rows: only cross-database edges), each
+            // checked against its task. One still owed stays for its delivery, which deletes it then.
+            sql`DELETE FROM remote_edges WHERE dependency > ${walk.after} AND dependency <= ${last}
+              AND delivered_at IS NOT NULL
+              AND EXISTS (SELECT 1 FROM tasks d WHERE d.id = remote_edges.dependency
+                AND ${prunable(sql`d`, now, walk.after, last)})`,
             sql`DELETE FROM tasks WHERE ${prunable(sql`tasks`, now, walk.after, last)} RETURNING id`,
           ])
         ).at(-1) ?? []);

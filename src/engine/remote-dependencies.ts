@@ -136,24 +136,33 @@ export async function recordRemoteEdges(
 export async function owedSettlements(db: Db, limit: number): Promise<OwedSettlement[]> {
   return db.all<OwedSettlement>(sql`SELECT dependency, dependent, dependent_queue AS dependentQueue, outcome,
       finished_at AS finishedAt, created_at AS createdAt
-    FROM remote_edges WHERE outcome IS NOT NULL ORDER BY finished_at LIMIT ${limit}`);
+    FROM remote_edges WHERE outcome IS NOT NULL AND delivered_at IS NULL ORDER BY finished_at LIMIT ${limit}`);
 }
 
 /**
- * Forgets delivered settlements (the outbox's delete); returns how many this call removed.
+ * Marks delivered settlements delivered at `now`: out of the owed index, kept for the dependency's dependents
+ * page until the retention prune deletes the dependency (src/engine/purge.ts); one whose dependency is gone
+ * already (pruned while its settlement was owed) is deleted instead, as nothing would prune it later. Returns
+ * how many this call took off the owed list (a repeated call: 0).
  *
  * @example
- * await dropSettlements(db, [{ dependency: x, dependent: d }]);
+ * await dropSettlements(db, [{ dependency: x, dependent: d }], now);
  */
 export async function dropSettlements(
   db: Db,
   edges: Array<{ dependency: string; dependent: string }>,
+  now: number,
 ): Promise<number> {
   if (edges.length === 0) return 0;
-  const rows = await db.all<{ one: number }>(sql`DELETE FROM remote_edges WHERE (dependency, dependent) IN (
+  const owed = sql`(dependency, dependent) IN (
       SELECT e.value->>'dependency', e.value->>'dependent' FROM json_each(${JSON.stringify(edges)}) AS e)
-    RETURNING 1 AS one`);
-  return rows.length;
+    AND outcome IS NOT NULL AND delivered_at IS NULL`;
+  const [marked = [], deleted = []] = await batchAll<{ one: number }>(db, [
+    sql`UPDATE remote_edges SET delivered_at = ${now}
+      WHERE ${owed} AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = remote_edges.dependency) RETURNING 1 AS one`,
+    sql`DELETE FROM remote_edges WHERE ${owed} RETURNING 1 AS one`,
+  ]);
+  return marked.length + deleted.length;
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { SettledDependent } from "./ack";
-import type { DependencyEntry, DependencyPage, DependentEntry } from "./dependency-reads";
+import type { DependencyEntry, DependencyPage, StoredDependent } from "./dependency-reads";
 import type { TaskField, NewTask } from "./enqueue-rows";
 import type { FanOutResult } from "./fan-out";
 
@@ -27,8 +27,9 @@ export interface Dependencies {
    * MAX_INLINE_DEPENDENCY_RESULT_BYTES (`resultBytes` otherwise). `not_found` for an unknown task. */
   listDependencies(id: string, page: { cursor?: string; limit: number }): Promise<DependencyPage<DependencyEntry>>;
   /** A page of the tasks that depend on a task, in id order, each with the outcome its finishing was counted
-   * as. `not_found` for an unknown task. */
-  listDependents(id: string, page: { cursor?: string; limit: number }): Promise<DependencyPage<DependentEntry>>;
+   * as: those in this store, and those elsewhere it owes (or owed) a settlement (`remote`, type and state
+   * null: read where they live). `not_found` for an unknown task. */
+  listDependents(id: string, page: { cursor?: string; limit: number }): Promise<DependencyPage<StoredDependent>>;
   /** The dependents that `ids` finishing at `now` settled (released: pending; or ended by a failure), each
    * once: read after a cancel or a reap, whose writes do not report them, for the effects owner. */
   settledDependents(ids: string[], now: number): Promise<SettledDependent[]>;

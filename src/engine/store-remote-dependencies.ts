@@ -23,8 +23,9 @@ export interface RemoteDependencies {
   /** Up to `limit` settlements owed (dependency finished, dependent not yet told), oldest finish first;
    * reads those and nothing else. */
   owedSettlements(limit: number): Promise<OwedSettlement[]>;
-  /** Forgets delivered settlements; answers how many this call removed. */
-  dropSettlements(edges: Array<{ dependency: string; dependent: string }>): Promise<number>;
+  /** Takes delivered settlements off the owed list at `now` (kept for the dependency's dependents page until
+   * it is pruned); answers how many this call took off (a repeated call: 0). */
+  dropSettlements(edges: Array<{ dependency: string; dependent: string }>, now: number): Promise<number>;
   /** Counts a settlement off its dependent here, once: released at zero, or ended by a failure as its policy
    * says (cascading here as a local failure does). Answers the dependent when this call settled it, else
    * null; `not_found` when the dependent is not in this store. */

@@ -1,7 +1,7 @@
 import { EdgeqError } from "../contracts/errors";
 import type { StoredTask } from "../contracts/stored-task";
 import { MAX_INLINE_DEPENDENCY_RESULT_BYTES } from "../contracts/limits";
-import type { DependencyEntry, DependencyPage } from "../engine/dependency-reads";
+import type { DependencyEntry, DependencyPage, DependentEntry } from "../engine/dependency-reads";
 import type { HeartbeatRequest } from "../engine/heartbeat";
 import { onTaskShard } from "../shards/task-locator";
 import type { OperationContext } from "./context";
@@ -117,11 +117,28 @@ async function elsewhere(op: OperationContext, id: string): Promise<DependencyEn
 }
 
 /**
- * A page of the tasks that depend on a task, on its shard.
+ * A page of the tasks that depend on a task: read on its shard, each dependent on another shard then read
+ * where it lives for its type and state (one lookup by id per such entry); one pruned there since is left
+ * out, as a pruned dependent on the task's own shard is.
  *
  * @example
  * const { entries } = await readDependents(op, childId, { limit: 100 });
  */
-export function readDependents(op: OperationContext, id: string, page: { cursor?: string; limit: number }) {
-  return onTaskShard(op.env, id, (shard) => shard.store.listDependents(id, page));
+export async function readDependents(
+  op: OperationContext,
+  id: string,
+  page: { cursor?: string; limit: number },
+): Promise<DependencyPage<DependentEntry>> {
+  const found = await onTaskShard(op.env, id, (shard) => shard.store.listDependents(id, page));
+  const entries = await Promise.all(
+    found.entries.map(async (entry): Promise<DependentEntry | null> => {
+      if (!entry.remote) return entry;
+      const task = await readTask(op, entry.id).catch((error: unknown) => {
+        if (error instanceof EdgeqError && error.code === "not_found") return null;
+        throw error;
+      });
+      return task && { id: entry.id, queue: task.queue, type: task.type, state: task.state, outcome: entry.outcome };
+    }),
+  );
+  return { ...found, entries: entries.filter((e) => e !== null) };
 }

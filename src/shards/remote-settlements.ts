@@ -64,7 +64,7 @@ async function deliverOn(env: Env, shards: Shard[], now: number, result: Deliver
       if (outcome !== "orphan" && outcome !== null) result.settled.push(outcome);
       done.push(settlement);
     }
-    result.delivered += await shard.store.dropSettlements(done);
+    result.delivered += await shard.store.dropSettlements(done, now);
   }
   return result;
 }

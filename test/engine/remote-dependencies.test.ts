@@ -65,9 +65,13 @@ describeStore("dependencies across stores", (kind) => {
         createdAt: T0,
       },
     ]);
-    expect(await store().dropSettlements([{ dependency: x, dependent: "D1" }])).toBe(1);
-    expect(await store().dropSettlements([{ dependency: x, dependent: "D1" }])).toBe(0);
+    expect(await store().dropSettlements([{ dependency: x, dependent: "D1" }], T0 + 3)).toBe(1);
+    expect(await store().dropSettlements([{ dependency: x, dependent: "D1" }], T0 + 3)).toBe(0);
     expect(await owedFor(store(), x)).toEqual([]);
+    // Delivered and kept: the dependency's dependents page still lists it, with its outcome.
+    expect((await store().listDependents(x, { limit: 10 })).entries).toEqual([
+      { id: "D1", queue: "joins", type: null, state: null, outcome: "completed", remote: true },
+    ]);
   });
 
   it("owes it for a dependent ended by a cascade (a failure ending a local dependent with a remote one)", async () => {
@@ -238,6 +242,9 @@ describeStore("dependencies across stores", (kind) => {
     expect(await store().settleRemoteWait({ dependency: y, dependent: e, outcome: "dead" }, T0 + 7)).toMatchObject({
       state: "dead",
     });
-    await other().dropSettlements((await owedFor(other(), y)).map((o) => o));
+    await other().dropSettlements(
+      (await owedFor(other(), y)).map((o) => o),
+      T0 + 8,
+    );
   });
 });

@@ -73,6 +73,45 @@ describe("dependencies across shards", () => {
     });
   });
 
+  it("a task's dependents page lists its dependents on other shards, before and after they were told", async () => {
+    const far = queueOn("DB_1", "xs-dependents-far");
+    const near = queueOn("DB", "xs-dependents");
+    const x = await enqueueOne(far, { type: "stt" });
+    const [local] = await enqueue(far, { type: "join-here", depends_on: [x] });
+    const [away] = await enqueue(near, { type: "join-away", depends_on: [x] });
+    const page = async () =>
+      (await call<{ dependents: unknown[]; next_cursor: string | null }>("GET", `/v1/tasks/${x}/dependents`)).body;
+    const sorted = <T extends { id: string }>(list: T[]) => [...list].sort((a, b) => (a.id < b.id ? -1 : 1));
+    expect(sorted((await page()).dependents as Array<{ id: string }>)).toEqual(
+      sorted([
+        { id: local!.id, queue: far, type: "join-here", state: "waiting", outcome: null },
+        { id: away!.id, queue: near, type: "join-away", state: "waiting", outcome: null },
+      ]),
+    );
+    await completeOne(far, x);
+    await until("the remote settlement to be delivered", async () => (await owed(x)).length === 0);
+    await until("the away join to be released", async () => (await getTask(away!.id)).state === "pending");
+    // Delivered, and still listed: read where it lives, with what the finish counted as for it.
+    expect(sorted((await page()).dependents as Array<{ id: string }>)).toEqual(
+      sorted([
+        { id: local!.id, queue: far, type: "join-here", state: "pending", outcome: "completed" },
+        { id: away!.id, queue: near, type: "join-away", state: "pending", outcome: "completed" },
+      ]),
+    );
+    // Pages in id order across both kinds: one entry a page.
+    const first = await call<{ dependents: Array<{ id: string }>; next_cursor: string }>(
+      "GET",
+      `/v1/tasks/${x}/dependents?limit=1`,
+    );
+    const second = await call<{ dependents: Array<{ id: string }>; next_cursor: string | null }>(
+      "GET",
+      `/v1/tasks/${x}/dependents?limit=1&cursor=${first.body.next_cursor}`,
+    );
+    expect([...first.body.dependents, ...second.body.dependents].map((d) => d.id)).toEqual(
+      [local!.id, away!.id].sort(),
+    );
+  });
+
   it("a fan-out's join may wait on a task of another shard besides its children", async () => {
     const far = queueOn("DB_1", "xs-fan-far");
     const near = queueOn("DB", "xs-fan");

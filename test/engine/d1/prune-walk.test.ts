@@ -171,4 +171,33 @@ describe("the retention prune and dependency edges", () => {
     await pruneWalk(t + 32 * DAY_MS + 2 * HOUR_MS); // its last end pruned: gone
     expect(await edgesOf(live)).toBe(0);
   });
+
+  it("deletes a dependency's delivered settlements to other databases with it; one still owed stays", async () => {
+    const t = clock.day(700);
+    const q = uniqueQueue("prune-remote-edges");
+    await store().putQueueConfig(q, { retention_s: 3600 }, t, PROCESSORS);
+    const [x, y] = [await enqueueOne(q, {}, t), await enqueueOne(q, {}, t)];
+    await store().recordRemoteEdges(
+      [
+        { dependency: x, dependent: "D-told", dependentQueue: "joins" },
+        { dependency: y, dependent: "D-owed", dependentQueue: "joins" },
+      ],
+      t,
+    );
+    await store().cancelQueueTasks(q, {}, t + 1); // both finish: both settlements owed
+    expect(await store().dropSettlements([{ dependency: x, dependent: "D-told" }], t + 2)).toBe(1);
+    const outbox = async () =>
+      (
+        await db().all<{ dependent: string }>(
+          sql`SELECT dependent FROM remote_edges WHERE dependency IN (${x}, ${y}) ORDER BY dependent`,
+        )
+      ).map((r) => r.dependent);
+    expect(await outbox()).toEqual(["D-owed", "D-told"]); // the delivered one kept for x's dependents page
+
+    await pruneWalk(t + 2 * HOUR_MS); // x and y pruned
+    expect([await exists(x), await exists(y)]).toEqual([false, false]);
+    expect(await outbox()).toEqual(["D-owed"]); // still owed: its delivery deletes it (the dependency is gone)
+    expect(await store().dropSettlements([{ dependency: y, dependent: "D-owed" }], t + 3 * HOUR_MS)).toBe(1);
+    expect(await outbox()).toEqual([]);
+  });
 });
