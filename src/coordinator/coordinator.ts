@@ -6,6 +6,7 @@ import { eventRowOf, type Change } from "../effects/changes";
 import { Effects } from "../effects/follow";
 import { leaseFromQueue, nextRunOn } from "../shards/queue-ops";
 import { queueConfigOf } from "../shards/queue-config-ops";
+import { dependencyPageAnywhere } from "../shards/dependency-pages";
 import { queueRoute, type QueueRoute } from "../shards/queue-route";
 import type { Shard } from "../shards/shard-set";
 import type { ProcessorRegistry } from "../processors/registry";
@@ -309,6 +310,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
           effects: this.effects,
           queue,
           limiter: this.limiter,
+          dependencies: (id, page) => dependencyPageAnywhere(this.env, id, page),
         });
         if (drained.nextAt !== null) drainNextAt = Math.min(drainNextAt ?? Infinity, drained.nextAt);
       }

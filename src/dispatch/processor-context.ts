@@ -1,7 +1,7 @@
 import type { Db } from "../db/client";
 import type { StoredTask } from "../contracts/stored-task";
 import { MAX_DEPENDENCY_PAGE } from "../contracts/limits";
-import { dependencyPageView } from "../engine/dependency-reads";
+import { dependencyPageView, type DependencyEntry, type DependencyPage } from "../engine/dependency-reads";
 import type { TaskStore } from "../engine/store";
 import type { Env } from "../env";
 import type { ProcessorContext } from "../processors/types";
@@ -10,10 +10,19 @@ import { taskArtifacts } from "../storage/artifacts";
 /** A fenced heartbeat of the running task, carrying progress and/or a checkpoint. */
 export type Beat = (fields: { progress?: number; progressMessage?: string; checkpoint?: unknown }) => Promise<void>;
 
+/** A page of a task's dependencies, each read wherever it lives. */
+export type DependencyReader = (
+  id: string,
+  page: { cursor?: string; limit: number },
+) => Promise<DependencyPage<DependencyEntry>>;
+
 /** What `processorContext` binds: the leased task and the dispatcher's own handles. */
 export interface ProcessorContextDeps {
-  /** The task's store: its dependencies and completed results are read through it. */
+  /** The task's store: its completed results are read through it, and its dependencies without `dependencies`. */
   store: TaskStore;
+  /** Reads dependencies across shards (a dependency on another shard with its state and result); absent,
+   * the store's own page, where such a dependency shows as a pruned one. */
+  dependencies?: DependencyReader;
   db: Db;
   env: Env;
   now: () => number;
@@ -50,13 +59,14 @@ export function processorContext(task: StoredTask, deps: ProcessorContextDeps): 
         progressMessage: progress?.message,
       }),
     artifacts: taskArtifacts(env.ARTIFACTS, task.id),
-    dependencies: async (page = {}) =>
-      dependencyPageView(
-        await store.listDependencies(task.id, {
-          cursor: page.cursor,
-          limit: Math.max(1, Math.min(page.limit ?? MAX_DEPENDENCY_PAGE, MAX_DEPENDENCY_PAGE)),
-        }),
-      ),
+    dependencies: async (page = {}) => {
+      const request = {
+        cursor: page.cursor,
+        limit: Math.max(1, Math.min(page.limit ?? MAX_DEPENDENCY_PAGE, MAX_DEPENDENCY_PAGE)),
+      };
+      const read = deps.dependencies ?? ((id: string, p: typeof request) => store.listDependencies(id, p));
+      return dependencyPageView(await read(task.id, request));
+    },
     results: { completed: (scope, limit, pick) => store.collectCompletedResults(scope, limit, pick) },
     db: db.$client,
   };

@@ -11,7 +11,7 @@ import type { Env } from "../env";
 import { PermanentError, RetryAfterError } from "../processors/errors";
 import type { ProcessorRegistry } from "../processors/registry";
 import type { ProcessorContext } from "../processors/types";
-import { processorContext, type Beat } from "./processor-context";
+import { processorContext, type Beat, type DependencyReader } from "./processor-context";
 
 /** What the coordinator needs to run one leased task. */
 export interface RunTaskDeps {
@@ -25,6 +25,9 @@ export interface RunTaskDeps {
   /** Where a run reports its changes (the effects owner, src/effects/): a heartbeat's progress here; the
    * drain reports its leases and settled tasks. */
   effects: Pick<Effects, "after">;
+  /** A page of a task's dependencies, each read where it lives (the coordinator passes the shard layer's
+   * reader, src/shards/dependency-pages.ts); absent, `ctx.dependencies()` reads the task's own store only. */
+  dependencies?: DependencyReader;
 }
 
 export type RunOutcome = "completed" | "retrying" | "dead" | "cancelled" | "lease_lost";
@@ -104,7 +107,15 @@ export async function runTask(deps: RunTaskDeps, task: StoredTask): Promise<Task
     MAX_TASK_RUN_MS,
   );
 
-  const ctx = processorContext(task, { store: deps.store, db, env, now, signal: abort.signal, beat });
+  const ctx = processorContext(task, {
+    store: deps.store,
+    dependencies: deps.dependencies,
+    db,
+    env,
+    now,
+    signal: abort.signal,
+    beat,
+  });
 
   try {
     // ctx.env is the Worker's env, typed as the processor's author declared it (a claim nothing checks).

@@ -1,8 +1,7 @@
 import { EdgeqError } from "../contracts/errors";
 import type { StoredTask } from "../contracts/stored-task";
-import { MAX_INLINE_DEPENDENCY_RESULT_BYTES } from "../contracts/limits";
-import type { DependencyEntry, DependencyPage, DependentEntry } from "../engine/dependency-reads";
 import type { HeartbeatRequest } from "../engine/heartbeat";
+import { dependencyPageAnywhere, dependentPageAnywhere, type PageRequest } from "../shards/dependency-pages";
 import { onTaskShard } from "../shards/task-locator";
 import type { OperationContext } from "./context";
 
@@ -77,68 +76,21 @@ export async function retry(op: OperationContext, id: string): Promise<StoredTas
 }
 
 /**
- * A page of a task's dependencies with their states and bounded results (src/engine/dependency-reads.ts),
- * read on the task's shard: what a join reads of its children. A dependency the task's database does not
- * hold is on another shard or pruned: each such one is looked up by id wherever it lives (at most a page of
- * reads), and stays null only when it is pruned.
+ * A page of a task's dependencies, each read where it lives (src/shards/dependency-pages.ts).
  *
  * @example
- * const { entries } = await readDependencies(op, joinId, { limit: 100 });
+ * const { entries, nextCursor } = await readDependencies(op, joinId, { limit: 100 });
  */
-export async function readDependencies(
-  op: OperationContext,
-  id: string,
-  page: { cursor?: string; limit: number },
-): Promise<DependencyPage<DependencyEntry>> {
-  const found = await onTaskShard(op.env, id, (shard) => shard.store.listDependencies(id, page));
-  const entries = await Promise.all(
-    found.entries.map(async (entry) => (entry.queue !== null ? entry : ((await elsewhere(op, entry.id)) ?? entry))),
-  );
-  return { ...found, entries };
-}
-
-/** A dependency read on whichever shard holds it, its result inline up to the page's bound; null if pruned. */
-async function elsewhere(op: OperationContext, id: string): Promise<DependencyEntry | null> {
-  const task = await readTask(op, id).catch((error: unknown) => {
-    if (error instanceof EdgeqError && error.code === "not_found") return null;
-    throw error;
-  });
-  if (task === null) return null;
-  // Bytes of UTF-8, as SQLite's length(CAST(result AS BLOB)) counts them on the task's own shard.
-  const bytes = task.result === null ? null : new TextEncoder().encode(task.result).length;
-  return {
-    id,
-    queue: task.queue,
-    type: task.type,
-    state: task.state,
-    result: bytes !== null && bytes <= MAX_INLINE_DEPENDENCY_RESULT_BYTES ? task.result : null,
-    resultBytes: bytes,
-  };
+export function readDependencies(op: OperationContext, id: string, page: PageRequest) {
+  return dependencyPageAnywhere(op.env, id, page);
 }
 
 /**
- * A page of the tasks that depend on a task: read on its shard, each dependent on another shard then read
- * where it lives for its type and state (one lookup by id per such entry); one pruned there since is left
- * out, as a pruned dependent on the task's own shard is.
+ * A page of the tasks that depend on a task, each read where it lives (src/shards/dependency-pages.ts).
  *
  * @example
  * const { entries } = await readDependents(op, childId, { limit: 100 });
  */
-export async function readDependents(
-  op: OperationContext,
-  id: string,
-  page: { cursor?: string; limit: number },
-): Promise<DependencyPage<DependentEntry>> {
-  const found = await onTaskShard(op.env, id, (shard) => shard.store.listDependents(id, page));
-  const entries = await Promise.all(
-    found.entries.map(async (entry): Promise<DependentEntry | null> => {
-      if (!entry.remote) return entry;
-      const task = await readTask(op, entry.id).catch((error: unknown) => {
-        if (error instanceof EdgeqError && error.code === "not_found") return null;
-        throw error;
-      });
-      return task && { id: entry.id, queue: task.queue, type: task.type, state: task.state, outcome: entry.outcome };
-    }),
-  );
-  return { ...found, entries: entries.filter((e) => e !== null) };
+export function readDependents(op: OperationContext, id: string, page: PageRequest) {
+  return dependentPageAnywhere(op.env, id, page);
 }

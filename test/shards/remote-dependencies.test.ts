@@ -7,6 +7,9 @@ import { startMove } from "../../src/shards/move";
 import { enqueueToQueue } from "../../src/shards/queue-ops";
 import { queueRoute } from "../../src/shards/queue-route";
 import { deliverOwedSettlements, ORPHAN_SETTLEMENT_MS } from "../../src/shards/remote-settlements";
+import { dependencyPageAnywhere } from "../../src/shards/dependency-pages";
+import { runTask } from "../../src/dispatch/run-task";
+import { Clock, runDeps, testProcessor } from "../dispatch/support";
 import { atEveryD1Call } from "../support/failing-d1";
 import { until } from "../support/until";
 import { call, complete, enqueue, enqueueOne, expectError, getTask, lease, leaseOne, MISSING_ID } from "../http/api";
@@ -110,6 +113,34 @@ describe("dependencies across shards", () => {
     expect([...first.body.dependents, ...second.body.dependents].map((d) => d.id)).toEqual(
       [local!.id, away!.id].sort(),
     );
+  });
+
+  it("a push processor's ctx.dependencies() reads a dependency on another shard where it lives", async () => {
+    const far = queueOn("DB_1", "xs-ctx-far");
+    const near = queueOn("DB", "xs-ctx");
+    const x = await enqueueOne(far, { type: "stt" });
+    const [join] = await enqueue(near, { type: "probe", depends_on: [x] });
+    const leased = await leaseOne(far);
+    expect((await complete(x, leased.lease_token, { text: "hello" })).status).toBe(200);
+    await until("the join to be released", async () => (await getTask(join!.id)).state === "pending");
+    const task = (
+      await storeOf("DB").leaseTasks({ queue: near, max: 1, visibilityTimeoutS: 30, holder: "push" }, Date.now())
+    )[0]!;
+    expect(task.id).toBe(join!.id);
+    let seen: unknown;
+    const probe = testProcessor("probe", async (_payload, ctx) => (seen = await ctx.dependencies()));
+    // The reader the coordinator hands push dispatch (src/coordinator/coordinator.ts).
+    const deps = {
+      ...runDeps([probe], new Clock(Date.now())),
+      dependencies: (id: string, page: { limit: number }) => dependencyPageAnywhere(env, id, page),
+    };
+    expect((await runTask(deps, task)).outcome).toBe("completed");
+    expect(seen).toEqual({
+      dependencies: [
+        { id: x, queue: far, type: "stt", state: "completed", result: { text: "hello" }, result_bytes: 16 },
+      ],
+      next_cursor: null,
+    });
   });
 
   it("a fan-out's join may wait on a task of another shard besides its children", async () => {
