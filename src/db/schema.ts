@@ -220,12 +220,15 @@ export const flowKeys = sqliteTable(
     refilledAt: integer("refilled_at"),
     /** '' row only: the last key a lease served or passed, where the next lease's round starts. */
     cursor: text("cursor"),
-    /** '' row only: where the last lease's round started (the second statement of its batch reads it). */
+    /** No longer written (null): where a lease's round started, when its second statement computed the pick
+     * again (before migration 0019). */
     windowFrom: text("window_from"),
-    /** What the lease `lease_nonce` granted: a rate-limited key's tasks, or ('' row) the lease's total —
-     * written by the first statement of the lease's batch, read by the second, which leases exactly that. */
+    /** What the lease `lease_nonce` granted: a rate-limited key's tasks, or ('' row) the lease's total. */
     granted: integer("granted"),
     leaseNonce: text("lease_nonce"),
+    /** '' row only: the ids the lease `lease_nonce` picked (JSON array), written by the first statement of the
+     * lease's batch and leased by the second — the pick is computed once. Stale between leases. */
+    picked: text("picked"),
     updatedAt: integer("updated_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.queue, t.key] })],

@@ -27,11 +27,14 @@ import { leasableSql } from "./redelivery";
  * (however many keyed tasks of blocked keys lead the queue), and — for those enqueued before the queue had a
  * flow config, which have no entry there — leasable ones among the first unkeyedFront(max) live tasks.
  *
- * Two statements, one batch: the first (grant) computes the pick and writes what it took — each
- * rate-limited key's tokens and grant, and the queue's row (its tokens, the cursor, the lease's total) —
- * under a nonce; the second (lease) computes the same pick again, with each rate-limited key offering
- * exactly its grant, and leases it. Between them only flow_keys changed, so the second picks what the first
- * counted. Rows written beyond the tasks: one per rate-limited key served, one for the queue's row.
+ * Two statements, one batch, one pick: the first (grant) computes the pick and writes what it took — each
+ * rate-limited key's tokens and grant, and the queue's row (its tokens, the cursor, the lease's total and the
+ * picked ids, `flow_keys.picked`) — under a nonce; the second (lease) leases exactly the ids written under
+ * that nonce, re-checking each is leasable (nothing else ran between them: a batch is a transaction). Rows
+ * written beyond the tasks: one per rate-limited key served, one for the queue's row. (Until migration 0019
+ * the second statement computed the same pick again, with each rate-limited key offering its grant: every
+ * lease read its keys twice — 139.6 ms against 38.3 ms for a plain lease in the bench's run of 2026-11-27
+ * 09:58 UTC, docs/flow-control.md.)
  */
 
 /** Most keys one lease looks at: twice its max, so a lease of one-task-per-key rounds fills even when half
@@ -72,27 +75,31 @@ export const QUEUE_ROW_KEY = "";
  */
 export function flowLeaseSql(request: FlowLeaseRequest, now: number, update: (picked: SQL) => SQL): [SQL, SQL] {
   const nonce = crypto.randomUUID();
-  const grant = sql`WITH RECURSIVE ${pickCtes(request, now, nonce, "grant")},
+  // `picked` is read three times below (per key, the total, the ids): MATERIALIZED, so it is computed once.
+  const grant = sql`WITH RECURSIVE ${pickCtes(request, now)},
     taken AS (SELECT key, count(*) AS n FROM picked WHERE key IS NOT NULL GROUP BY key),
     total AS (SELECT count(*) AS n, (SELECT key FROM picked WHERE key IS NOT NULL ORDER BY pos DESC LIMIT 1) AS last_served,
-      (SELECT k FROM keys ORDER BY pos DESC LIMIT 1) AS last_seen FROM picked)
-    INSERT INTO flow_keys (queue, key, tokens, refilled_at, cursor, window_from, granted, lease_nonce, updated_at)
+      (SELECT k FROM keys ORDER BY pos DESC LIMIT 1) AS last_seen, (SELECT json_group_array(id) FROM picked) AS ids
+      FROM picked)
+    INSERT INTO flow_keys (queue, key, tokens, refilled_at, cursor, window_from, granted, lease_nonce, picked, updated_at)
     SELECT * FROM (
-      SELECT ${request.queue}, a.k, a.ktok - t.n, ${now}, NULL, NULL, t.n, ${nonce}, ${now}
+      SELECT ${request.queue}, a.k, a.ktok - t.n, ${now}, NULL, NULL, t.n, ${nonce}, NULL, ${now}
         FROM allow a JOIN taken t ON t.key = a.k WHERE a.rc IS NOT NULL
       UNION ALL
       SELECT ${request.queue}, ${QUEUE_ROW_KEY}, CASE WHEN q.qtok IS NULL THEN NULL ELSE q.qtok - total.n END, ${now},
         CASE WHEN total.n >= cap.n THEN coalesce(total.last_served, q.cur) ELSE coalesce(total.last_seen, q.cur) END,
-        q.cur, total.n, ${nonce}, ${now}
+        NULL, total.n, ${nonce}, total.ids, ${now}
         FROM qt q, total, cap
         WHERE total.n > 0 OR q.cur IS NOT coalesce(total.last_seen, q.cur)
     ) WHERE true
     ON CONFLICT (queue, key) DO UPDATE SET tokens = excluded.tokens, refilled_at = excluded.refilled_at,
       cursor = CASE WHEN excluded.key = ${QUEUE_ROW_KEY} THEN excluded.cursor ELSE flow_keys.cursor END,
-      window_from = excluded.window_from, granted = excluded.granted, lease_nonce = excluded.lease_nonce,
+      window_from = NULL, granted = excluded.granted, lease_nonce = excluded.lease_nonce,
+      picked = CASE WHEN excluded.key = ${QUEUE_ROW_KEY} THEN excluded.picked ELSE flow_keys.picked END,
       updated_at = excluded.updated_at`;
-  const lease = sql`WITH RECURSIVE ${pickCtes(request, now, nonce, "lease")}
-    ${update(sql`SELECT id FROM picked`)}`;
+  // The ids the grant wrote under this lease's nonce; none when it wrote no queue row (nothing picked).
+  const lease = update(sql`SELECT value FROM json_each((SELECT picked FROM flow_keys
+    WHERE queue = ${request.queue} AND key = ${QUEUE_ROW_KEY} AND lease_nonce = ${nonce}))`);
   return [grant, lease];
 }
 
@@ -102,16 +109,17 @@ function limitSql(path: string, json: (expr: string, path: string) => string = (
 }
 
 /**
- * The pick, as CTEs ending in `picked` (id, key, pos): computed from the stored state in `grant` mode, and
- * from what the grant wrote under `nonce` in `lease` mode (the same window, each rate-limited key's grant,
- * the total).
+ * The pick, as CTEs ending in `picked` (id, key, pos), computed from the stored state. `allow` (each key's
+ * room: a count of its running tasks, an index seek or two) and `picked` are MATERIALIZED: each is read by
+ * several later CTEs, and inlined they were computed again for each (the plan showed every key's count
+ * three times over).
  */
-function pickCtes(request: FlowLeaseRequest, now: number, nonce: string, mode: "grant" | "lease"): SQL {
+function pickCtes(request: FlowLeaseRequest, now: number): SQL {
   const q = request.queue;
   // Inlined, not bound: D1 binds a JS number as a REAL, and integer arithmetic (a LIMIT's) must stay integer.
   // request.max is checked to be an integer of 1..MAX_BATCH before any statement is built (lease.ts).
   const max = sql.raw(String(Math.trunc(request.max)));
-  const leasing = mode === "lease";
+  const window = sql.raw(String(keyWindow(request.max)));
   const nextKey = (after: SQL) =>
     sql`(SELECT min(flow_key) FROM tasks INDEXED BY tasks_keyed WHERE queue = ${q} AND flow_key > ${after} AND flow_key IS NOT NULL
       AND finished_at IS NULL)`;
@@ -123,35 +131,40 @@ function pickCtes(request: FlowLeaseRequest, now: number, nonce: string, mode: "
     AND NOT (tasks.claim_by IS NOT NULL AND tasks.claim_by <= ${now}))`;
   const keyRange = sql`tasks.queue = ${q} AND tasks.flow_key = a.k AND tasks.flow_key IS NOT NULL
     AND tasks.finished_at IS NULL`;
+  // A walk's LIMIT, 0 when the lease may start nothing (no flow config, paused, no token): the walk never
+  // starts. As a WHERE term instead, SQLite 3.51 checked it per row and walked the queue's whole backlog.
+  const open = (n: SQL) => sql`coalesce((SELECT CASE WHEN n > 0 THEN ${n} ELSE 0 END FROM cap), 0)`;
   return sql`cfg AS (SELECT flow AS f FROM queues WHERE name = ${q} AND flow IS NOT NULL),
     qrow AS (SELECT * FROM flow_keys WHERE queue = ${q} AND key = ${QUEUE_ROW_KEY}),
     qs AS (SELECT f, f -> '$.default' AS def, coalesce(f ->> '$.fair', 0) AS fair,
         coalesce((SELECT paused FROM qrow), 0) AS paused,
         f ->> '$.rate.count' AS rc, CASE f ->> '$.rate.per' WHEN 'minute' THEN 60000.0 ELSE 1000.0 END AS rp,
         coalesce(f ->> '$.rate.burst', f ->> '$.rate.count') AS rb,
-        ${leasing ? sql`(SELECT window_from FROM qrow WHERE lease_nonce = ${nonce})` : sql`coalesce((SELECT cursor FROM qrow), '')`} AS cur
+        coalesce((SELECT cursor FROM qrow), '') AS cur
       FROM cfg),
     qt AS (SELECT *, CASE WHEN rc IS NULL THEN NULL ELSE min(rb, coalesce((SELECT tokens FROM qrow), rb)
         + (${now} - coalesce((SELECT refilled_at FROM qrow), ${now})) * rc / rp) END AS qtok FROM qs),
-    cap AS (SELECT ${
-      leasing
-        ? sql`coalesce((SELECT granted FROM qrow WHERE lease_nonce = ${nonce}), 0)`
-        : sql`CASE WHEN paused = 1 THEN 0 WHEN qtok IS NULL THEN ${max} ELSE min(${max}, CAST(qtok AS INTEGER)) END`
-    } AS n FROM qt),
-    win(k, lap, n) AS (
-      SELECT cur, 0, 0 FROM qs WHERE cur IS NOT NULL AND (SELECT n FROM cap) > 0
+    cap AS (SELECT CASE WHEN paused = 1 THEN 0 WHEN qtok IS NULL THEN ${max} ELSE min(${max}, CAST(qtok AS INTEGER)) END
+      AS n FROM qt),
+    -- The round's keys: those after the cursor (lap 0), then from the first up to the cursor (lap 1), at most
+    -- the window in all; one seek in tasks_keyed per key.
+    lap0(k, n) AS (
+      SELECT cur, 0 FROM qs WHERE (SELECT n FROM cap) > 0
       UNION ALL
-      SELECT CASE WHEN ${nextKey(sql`win.k`)} IS NOT NULL THEN ${nextKey(sql`win.k`)}
-          WHEN win.lap = 0 THEN ${nextKey(sql`''`)} END,
-        CASE WHEN ${nextKey(sql`win.k`)} IS NOT NULL THEN win.lap ELSE 1 END, win.n + 1
-      FROM win, qs WHERE win.k IS NOT NULL AND win.n < ${sql.raw(String(keyWindow(request.max)))} AND NOT (win.lap = 1 AND win.k >= qs.cur)
-    ),
+      SELECT ${nextKey(sql`lap0.k`)}, lap0.n + 1 FROM lap0 WHERE lap0.k IS NOT NULL AND lap0.n < ${window}),
+    lap1(k, n) AS (
+      SELECT '', (SELECT count(*) FROM lap0 WHERE n > 0 AND k IS NOT NULL) AS n FROM qs WHERE cur <> ''
+        AND (SELECT n FROM cap) > 0
+      UNION ALL
+      SELECT ${nextKey(sql`lap1.k`)}, lap1.n + 1 FROM lap1, qs
+      WHERE lap1.k IS NOT NULL AND lap1.k < qs.cur AND lap1.n < ${window}),
+    win(k, n) AS (SELECT k, n FROM lap0 WHERE n > 0 AND k IS NOT NULL
+      UNION ALL SELECT k, n FROM lap1, qs WHERE lap1.k <> '' AND lap1.k IS NOT NULL AND lap1.k <= qs.cur),
     keys AS (SELECT w.k, w.n AS pos, coalesce(fk.paused, 0) AS kpaused, fk.tokens AS ktokens,
-        fk.refilled_at AS krefilled, fk.granted AS kgranted, fk.lease_nonce AS knonce, ov.value AS o, qs.def
+        fk.refilled_at AS krefilled, ov.value AS o, qs.def
       FROM win w CROSS JOIN qs LEFT JOIN flow_keys fk ON fk.queue = ${q} AND fk.key = w.k
-        LEFT JOIN json_each(qs.f, '$.keys') ov ON ov.key = w.k
-      WHERE w.n > 0 AND w.k IS NOT NULL AND NOT (w.lap = 1 AND w.k > qs.cur)),
-    lim AS (SELECT k, pos, kpaused, ktokens, krefilled, kgranted, knonce,
+        LEFT JOIN json_each(qs.f, '$.keys') ov ON ov.key = w.k),
+    lim AS (SELECT k, pos, kpaused, ktokens, krefilled,
         ${sql.raw(limitSql("$.concurrency"))} AS conc,
         ${sql.raw(limitSql("$.rate", (e, p) => `${e} -> '${p}'`))} AS rate,
         coalesce(${sql.raw(limitSql("$.ordered"))}, 0) AS ordered,
@@ -159,12 +172,8 @@ function pickCtes(request: FlowLeaseRequest, now: number, nonce: string, mode: "
       FROM keys),
     kst AS (SELECT *, rate ->> '$.count' AS rc, CASE rate ->> '$.per' WHEN 'minute' THEN 60000.0 ELSE 1000.0 END AS rp,
         coalesce(rate ->> '$.burst', rate ->> '$.count') AS rb FROM lim),
-    allow AS (SELECT *, ${
-      leasing
-        ? sql`CASE WHEN rc IS NOT NULL THEN (CASE WHEN knonce = ${nonce} THEN kgranted ELSE 0 END) ELSE base END`
-        : sql`CASE WHEN rc IS NOT NULL THEN min(base, CAST(ktok AS INTEGER)) ELSE base END`
-    } AS allow FROM (
-      SELECT a.*, CASE WHEN a.rc IS NULL THEN NULL ELSE min(a.rb, coalesce(a.ktokens, a.rb)
+    -- Its own CTE, so each key's count runs once (flattened into allow's CASE, it ran once per mention).
+    room AS MATERIALIZED (SELECT a.*, CASE WHEN a.rc IS NULL THEN NULL ELSE min(a.rb, coalesce(a.ktokens, a.rb)
           + (${now} - coalesce(a.krefilled, ${now})) * a.rc / a.rp) END AS ktok,
         CASE
           WHEN a.kpaused = 1 THEN 0
@@ -173,7 +182,9 @@ function pickCtes(request: FlowLeaseRequest, now: number, nonce: string, mode: "
           WHEN a.conc IS NULL THEN ${max}
           ELSE max(0, a.conc - (SELECT count(*) FROM tasks INDEXED BY tasks_keyed WHERE ${keyRange} AND tasks.started_at IS NOT NULL AND ${running}))
         END AS base
-      FROM kst a)),
+      FROM kst a),
+    allow AS MATERIALIZED (SELECT *, CASE WHEN rc IS NOT NULL THEN min(base, CAST(ktok AS INTEGER)) ELSE base END AS allow
+      FROM room),
     lcap AS (SELECT max(1, (${max} + count(*) - 1) / max(count(*), 1)) * max(coalesce(max(weight), 1), 1) AS l
       FROM allow WHERE allow > 0),
     cand AS (SELECT id, key, priority, run_at, pos, weight, allow,
@@ -192,14 +203,14 @@ function pickCtes(request: FlowLeaseRequest, now: number, nonce: string, mode: "
         row_number() OVER (ORDER BY priority DESC, run_at, id) AS rn
       FROM (SELECT id, priority, run_at FROM (SELECT id, priority, run_at FROM tasks INDEXED BY tasks_unkeyed
             WHERE queue = ${q} AND flow_unkeyed IS NOT NULL AND finished_at IS NULL AND priority >= ${-MAX_PRIORITY}
-              AND run_at <= ${now} AND ${leasableSql(now)} AND (SELECT n FROM cap) > 0
-            ORDER BY priority DESC, run_at, id LIMIT ${max})
+              AND run_at <= ${now} AND ${leasableSql(now)}
+            ORDER BY priority DESC, run_at, id LIMIT ${open(max)})
           UNION
           SELECT id, priority, run_at FROM (SELECT id, priority, run_at, flow_key, run_at <= ${now} AND ${leasableSql(now)} AS ok
-              FROM tasks WHERE queue = ${q} AND finished_at IS NULL AND (SELECT n FROM cap) > 0
-              ORDER BY priority DESC, run_at, id LIMIT ${sql.raw(String(unkeyedFront(request.max)))})
+              FROM tasks WHERE queue = ${q} AND finished_at IS NULL
+              ORDER BY priority DESC, run_at, id LIMIT ${open(sql.raw(String(unkeyedFront(request.max))))})
             WHERE flow_key IS NULL AND ok)),
-    picked AS (SELECT c.id, c.key, c.pos FROM (SELECT * FROM cand WHERE rn <= allow UNION ALL SELECT * FROM ucand) c, qs
+    picked AS MATERIALIZED (SELECT c.id, c.key, c.pos FROM (SELECT * FROM cand WHERE rn <= allow UNION ALL SELECT * FROM ucand) c, qs
       ORDER BY c.priority DESC, CASE WHEN qs.fair THEN (c.rn - 1) / c.weight ELSE 0 END,
         CASE WHEN qs.fair THEN c.pos ELSE 0 END, c.run_at, c.id
       LIMIT coalesce((SELECT n FROM cap), 0))`;
