@@ -181,7 +181,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   const health = await evaluateHealth(
     db,
     now,
-    { live },
+    { live, advanceStarved: true },
     allShards(env).map((s) => s.db),
   );
   const alerts = await deliverAlerts(db, env.WEBHOOK_SECRET, now);

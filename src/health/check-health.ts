@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import { recentCounts } from "../engine/counters";
 import { EdgeqError } from "../contracts/errors";
 import { liveFigures } from "../engine/live-figures";
-import { starvedKeys, type StarvedKey } from "../engine/flow-starved";
+import { advanceStarvedKeys, starvedKeys, type StarvedKey } from "../engine/flow-starved";
 import { mergeShardRows } from "../shards/cross-shard";
 import {
   healthFigures,
@@ -90,7 +90,8 @@ export async function dueCountsNeeded(db: Db): Promise<(queue: string) => number
  * live index's front — and the last hour of counters, never finished tasks. A status that changed is
  * recorded (compare and set: exactly once however many evaluations race) and, when the queue or the
  * defaults have an alert URL, an alert is queued for `deliverAlerts`. Writes nothing while statuses stay the
- * same.
+ * same — but for `advanceStarved` (the cron tick's evaluation): each flow queue's window of keys for starved
+ * keys moves on (src/engine/flow-starved.ts; one row of `sweep_cursors` per flow queue whose window moved).
  *
  * @example
  * const [emails] = await evaluateHealth(db, Date.now(), { queue: "emails" });
@@ -98,7 +99,7 @@ export async function dueCountsNeeded(db: Db): Promise<(queue: string) => number
 export async function evaluateHealth(
   db: Db,
   now: number,
-  opts: { queue?: string; live?: LiveHealthFigures[][] } = {},
+  opts: { queue?: string; live?: LiveHealthFigures[][]; advanceStarved?: boolean } = {},
   taskDbs: Db[] = [db],
 ): Promise<QueueHealth[]> {
   const only = opts.queue === undefined ? sql`` : sql` AND queue = ${opts.queue}`;
@@ -115,7 +116,10 @@ export async function evaluateHealth(
       sql`SELECT queue, count(*) AS n FROM schedules WHERE last_outcome = 'error'${only} GROUP BY queue`,
     ),
     // A key lives in one database: each queue's most starved key over its partitions is the longest-waiting.
-    Promise.all(taskDbs.map((d) => starvedKeys(d, now, opts.queue))).then((all) => mostStarved(all.flat())),
+    // The cron tick's evaluation moves each queue's window of keys on (every key in its turn); others only read.
+    Promise.all(
+      taskDbs.map((d) => (opts.advanceStarved ? advanceStarvedKeys(d, now) : starvedKeys(d, now, opts.queue))),
+    ).then((all) => mostStarved(all.flat())),
   ]);
   const failingBy = new Map(failing.map((f) => [f.queue, f.n]));
   const names =

@@ -56,4 +56,36 @@ describe("health: starved keys", () => {
     expect(next.map((t) => t.flowKey)).toContain("starved");
     expect((await health(queue, T + 303_000)).figures).toMatchObject({ starved_key: null, starved_key_age_s: 0 });
   });
+
+  it("finds a starved key past the first 200 keys: the tick's evaluations move the window on, and remember it", async () => {
+    const store = d1TaskStore(db());
+    const queue = uniqueQueue("starved");
+    const t = T + 86_400_000;
+    await store.putQueueConfig(queue, { flow: { fair: true } }, t, PROCESSORS);
+    // 200 keys first in key order, each with a task not yet due (so none is starved), then "zz", due at t.
+    await store.enqueueTasks(
+      queue,
+      [
+        ...Array.from({ length: 200 }, (_, i) => ({ key: `a${String(i).padStart(3, "0")}`, runAt: t + 3_600_000 })),
+        { key: "zz" },
+      ],
+      t,
+    );
+    const now = t + 301_000;
+    const starvedOf = (all: Awaited<ReturnType<typeof evaluateHealth>>) =>
+      all.find((h) => h.queue === queue)!.figures.starved_key;
+    // One evaluation looks at a window of 200 keys: the first 200, where "zz" is not.
+    expect((await health(queue, now)).figures.starved_key).toBeNull();
+    // The tick's evaluation moves the window on: the first looks at the first 200, the next at the rest.
+    expect(starvedOf(await evaluateHealth(db(), now, { advanceStarved: true }))).toBeNull();
+    expect(starvedOf(await evaluateHealth(db(), now + 60_000, { advanceStarved: true }))).toBe("zz");
+    // Remembered: every evaluation after it looks at "zz" again, whichever window it reads, until it runs.
+    expect((await health(queue, now + 61_000)).figures).toMatchObject({ starved_key: "zz", starved_key_age_s: 362 });
+    expect(starvedOf(await evaluateHealth(db(), now + 120_000, { advanceStarved: true }))).toBe("zz");
+    // A lease looks at a window of keys too (200 for a lease of 100): the second goes on past the first 200.
+    const lease = () => store.leaseTasks({ queue, max: 100, visibilityTimeoutS: 3600, holder: "w" }, now + 121_000);
+    const leased = [...(await lease()), ...(await lease())];
+    expect(leased.map((l) => l.flowKey)).toEqual(["zz"]);
+    expect(starvedOf(await evaluateHealth(db(), now + 180_000, { advanceStarved: true }))).toBeNull();
+  });
 });
