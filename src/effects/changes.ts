@@ -39,8 +39,10 @@ export type Change =
       queue: string;
       ids: string[];
       /** A cancelled task may have held its flow key (docs/flow-control.md): an ordered key's waiting retry,
-       * or a running keyed task ended by its heartbeat. Its partition's coordinator is woken at once, so
-       * waiting polls and push dispatch take the key's next task. One id when set. */
+       * or a running keyed task ended by its heartbeat or a lease extension. The coordinators are woken at
+       * once, so waiting polls and push dispatch take the key's next task: the task's partition's for one
+       * id, every partition of the queue for more (a queue or bulk cancel: one call per partition rather than
+       * a lookup per task). */
       freesFlowKey?: boolean;
     }
   /** Tasks that a cancel or the reaper finished settled their dependents (src/engine/dependencies.ts): the

@@ -55,9 +55,9 @@ async function followChange(env: Env, change: Change, clock: () => number): Prom
       return publish(env, change.queue, [change.id], "progress");
     case "cancelled":
       if (change.freesFlowKey && change.ids.length > 0) {
-        const parts = await Promise.all(change.ids.map((id) => partOfTask(env, change.queue, id)));
+        const parts = change.ids.length === 1 ? [await partOfTask(env, change.queue, change.ids[0]!)] : undefined;
         const events = change.ids.map((id): PublishedEvent => ({ kind: "cancelled", id }));
-        return wakeCoordinator(env, change.queue, clock(), events, [...new Set(parts)]);
+        return wakeCoordinator(env, change.queue, clock(), events, parts);
       }
       return publish(env, change.queue, change.ids, "cancelled");
     case "dependents-settled":

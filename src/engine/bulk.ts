@@ -84,6 +84,9 @@ export interface BulkChanged {
   ids: string[];
   /** Whether tasks the action would change remain (more than the cap matched). */
   more: boolean;
+  /** A cancel: a task it cancelled may have held its flow key (keyed and started: an ordered key's retry
+   * waiting its turn), so the key's next task may be handed out now. */
+  freesFlowKey: boolean;
 }
 
 /**
@@ -108,15 +111,17 @@ export async function applyBulk(
   const picked = sql`id IN (SELECT id FROM tasks WHERE ${eligible} ORDER BY id LIMIT ${cap})`;
   let count: number;
   let ids: string[];
+  let freesFlowKey = false;
   if (action === "cancel") {
-    const rows = await db.all<{ id: string; state: string; type: string }>(sql`UPDATE tasks SET
+    const rows = await db.all<{ id: string; state: string; type: string; frees: number }>(sql`UPDATE tasks SET
         state = CASE WHEN state = 'pending' THEN 'cancelled' ELSE state END,
         finished_at = CASE WHEN state = 'pending' THEN ${now} ELSE finished_at END,
         cancel_requested = CASE WHEN state = 'processing' THEN 1 ELSE cancel_requested END,
         updated_at = ${now}
       WHERE ${picked}
-      RETURNING id, state, type`);
+      RETURNING id, state, type, flow_key IS NOT NULL AND started_at IS NOT NULL AS frees`);
     const cancelled = rows.filter((r) => r.state === "cancelled");
+    freesFlowKey = cancelled.some((r) => r.frees === 1);
     await recordCounters(
       db,
       cancelled.map((r) => ({ queue, type: r.type, counter: "cancelled" as const })),
@@ -131,5 +136,5 @@ export async function applyBulk(
     ids = rows.map((r) => r.id);
   }
   const left = await db.get<{ one: number }>(sql`SELECT 1 AS one FROM tasks WHERE ${eligible} LIMIT 1`);
-  return { count, ids, more: left !== undefined };
+  return { count, ids, more: left !== undefined, freesFlowKey };
 }

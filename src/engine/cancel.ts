@@ -51,7 +51,8 @@ export async function cancelTask(db: Db, id: string, now: number): Promise<Store
 
 /**
  * Cancels every live task of a queue, optionally of one group: pending ones at once, processing ones by
- * cancel request.
+ * cancel request. `freesFlowKey`: a task it cancelled may have held its flow key (keyed, and started: an
+ * ordered key's retry waiting its turn) — the key's next task may be handed out now.
  *
  * @example
  * const { cancelled, cancel_requested } = await cancelQueueTasks(db, "renders", { group: "album-7" }, Date.now());
@@ -63,7 +64,7 @@ export async function cancelQueueTasks(
   now: number,
   /** Filled with the ids of the tasks this call cancelled (for their events); not those only asked to stop. */
   cancelledIds: string[] = [],
-): Promise<{ cancelled: number; cancel_requested: number }> {
+): Promise<{ cancelled: number; cancel_requested: number; freesFlowKey: boolean }> {
   const rows = await db
     .update(tasks)
     .set(cancelSet(now))
@@ -76,7 +77,13 @@ export async function cancelQueueTasks(
         scope.group === undefined ? undefined : eq(tasks.groupKey, scope.group),
       ),
     )
-    .returning({ id: tasks.id, state: tasks.state, type: tasks.type });
+    .returning({
+      id: tasks.id,
+      state: tasks.state,
+      type: tasks.type,
+      flowKey: tasks.flowKey,
+      startedAt: tasks.startedAt,
+    });
   cancelledIds.push(...rows.filter((r) => r.state === "cancelled").map((r) => r.id));
   await recordCounters(
     db,
@@ -86,5 +93,7 @@ export async function cancelQueueTasks(
   return {
     cancelled: rows.filter((r) => r.state === "cancelled").length,
     cancel_requested: rows.filter((r) => r.state === "processing").length,
+    // A keyed task cancelled after it started (a retry waiting its turn) may have held an ordered key.
+    freesFlowKey: rows.some((r) => r.state === "cancelled" && r.flowKey !== null && r.startedAt !== null),
   };
 }

@@ -106,6 +106,8 @@ export interface QueueCancelled {
   cancel_requested: number;
   /** The ids of the tasks this call cancelled (for their events), not of those only asked to stop. */
   ids: string[];
+  /** A task it cancelled may have held its flow key (keyed and started): the key's next task may go now. */
+  freesFlowKey: boolean;
 }
 
 /** An operator's writes: cancel, retry, redrive, purge. */

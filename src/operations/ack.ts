@@ -84,7 +84,9 @@ export async function extendTaskLeases(
   const outcomes = await ackOnRoute(route, items, (store, group) => store.extendLeases(group, op.now, { queue }));
   // `task_cancelled`: this extension found the cancel request and ended the task cancelled — a change.
   const cancelled = outcomes.filter((o) => !o.ok && o.error.code === "task_cancelled").map((o) => o.id);
-  if (cancelled.length > 0) op.effects.after({ kind: "cancelled", queue, ids: cancelled });
+  // Each was running: a keyed one held its key's slot (the outcome does not say whether it was keyed; a wake-up
+  // too many costs a coordinator call, one too few leaves a poll waiting for its timeout).
+  if (cancelled.length > 0) op.effects.after({ kind: "cancelled", queue, ids: cancelled, freesFlowKey: true });
   return outcomes;
 }
 

@@ -15,8 +15,15 @@ import type { OperationContext } from "./context";
 export async function cancelQueue(op: OperationContext, queue: string, scope: { group?: string }) {
   const ids: string[] = [];
   const dependents: SettledDependent[] = [];
-  const result = await cancelQueueOf(await queueRoute(op.env, queue, op.now), scope, op.now, ids, dependents);
-  op.effects.after({ kind: "cancelled", queue, ids });
+  const { freesFlowKey, ...result } = await cancelQueueOf(
+    await queueRoute(op.env, queue, op.now),
+    scope,
+    op.now,
+    ids,
+    dependents,
+  );
+  // A keyed task it cancelled may have held its key's slot: the queue's waiting polls and push dispatch go on.
+  op.effects.after({ kind: "cancelled", queue, ids, freesFlowKey });
   if (dependents.length > 0) op.effects.after({ kind: "dependents-settled", dependents });
   return result;
 }

@@ -1,6 +1,5 @@
 import type { StoredTask } from "../contracts/stored-task";
 import type { Env } from "../env";
-import { cancelQueueTasks } from "../engine/cancel";
 import {
   enqueueTasks,
   tasksField,
@@ -190,8 +189,7 @@ export async function cancelQueueOf(
 ) {
   const all = await Promise.all(
     routeShards(route).map(async (shard) => {
-      const ids: string[] = [];
-      const counts = await cancelQueueTasks(shard.db, route.queue, scope, now, ids);
+      const { ids, ...counts } = await shard.store.cancelQueueTasks(route.queue, scope, now);
       cancelledIds.push(...ids);
       settled.push(...(await shard.store.settledDependents(ids, now)));
       return counts;
@@ -200,6 +198,8 @@ export async function cancelQueueOf(
   return {
     cancelled: all.reduce((n, c) => n + c.cancelled, 0),
     cancel_requested: all.reduce((n, c) => n + c.cancel_requested, 0),
+    /** Not for the answer: whether a cancelled task may have held its flow key (the effects owner wakes). */
+    freesFlowKey: all.some((c) => c.freesFlowKey),
   };
 }
 

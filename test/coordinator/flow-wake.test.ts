@@ -66,6 +66,38 @@ describe("flow control wakes waiting polls", () => {
     expect(answered.body.tasks[0]!.id).not.toBe(held.id);
   });
 
+  it.each([
+    ["a queue cancel", (queue: string) => call("POST", `/v1/queues/${queue}/cancel`, { body: { group: "old" } })],
+    [
+      "a bulk cancel",
+      (queue: string) =>
+        call("POST", `/v1/queues/${queue}/bulk`, { body: { action: "cancel", filter: { group: "old" } } }),
+    ],
+  ] as const)(
+    "a long poll on an ordered key held by its waiting retry is answered when %s ends that retry",
+    async (_what, cancelOld) => {
+      const queue = uniqueQueue("flwake");
+      await call("PUT", `/v1/queues/${queue}/config`, { body: { flow: { default: { ordered: true } } } });
+      await call("POST", `/v1/queues/${queue}/tasks`, {
+        body: { tasks: [{ key: "k", group: "old" }, { key: "k" }] },
+      });
+      const first = await call<Leased>("POST", `/v1/queues/${queue}/lease`, { body: { max: 10 } });
+      expect(first.body.tasks).toHaveLength(1);
+      const held = first.body.tasks[0]!;
+      const failed = await fail(held.id, { lease_token: held.lease_token, error: "later", retry_after_s: 600 });
+      expect(failed.body).toMatchObject({ state: "pending" });
+
+      const poll = call<Leased>("POST", `/v1/queues/${queue}/lease`, { body: { max: 1, wait_s: 20 } });
+      await untilWaiting(queue, 1);
+      const cancelled = await cancelOld(queue);
+      expect(cancelled.status, cancelled.text).toBe(200);
+      const answered = await within(poll, ANSWERED_WITHIN_MS, "the waiting poll");
+      expect(answered.body.tasks).toHaveLength(1);
+      expect(answered.body.tasks[0]!.key).toBe("k");
+      expect(answered.body.tasks[0]!.id).not.toBe(held.id);
+    },
+  );
+
   it("a long poll on a rate-limited key is answered at its next token, by the coordinator's alarm", async () => {
     const queue = uniqueQueue("flwake");
     const store = d1TaskStore(db());

@@ -181,6 +181,29 @@ describe("every entry point hands its changes to the one effects owner", () => {
     }
   });
 
+  it("cancel of a task holding its flow key — HTTP (task, queue, bulk), RPC (task, bulk): the coordinator woken, `cancelled` published", async () => {
+    // An ordered key's retry waiting its turn holds the key: its cancel frees it, so waiting polls go on.
+    const expected = { woken: ["COORDINATOR.notify queue"], published: { queue: [["cancelled", 0]] } };
+    const cases: Array<(queue: string, id: string) => Promise<{ calls: Parameters<typeof effectsOf>[0] }>> = [
+      (_queue, id) => overHttp(http("POST", `/v1/tasks/${id}/cancel`)),
+      (queue) => overHttp(http("POST", `/v1/queues/${queue}/cancel`, { all: true })),
+      (queue) => overHttp(http("POST", `/v1/queues/${queue}/bulk`, { action: "cancel", filter: {} })),
+      (_queue, id) => overRpc((rpc) => rpc.cancel(id)),
+      (queue) => overRpc((rpc) => rpc.bulk(queue, { action: "cancel", filter: {} })),
+    ];
+    for (const cancel of cases) {
+      const queue = uniqueQueue("every-cancel-key");
+      await call("PUT", `/v1/queues/${queue}/config`, { body: { flow: { default: { ordered: true } } } });
+      const id = await enqueueOne(queue, { key: "k" });
+      const held = await leaseOne(queue);
+      await call("POST", `/v1/tasks/${held.id}/fail`, {
+        body: { lease_token: held.lease_token, error: "later", retry_after_s: 600 },
+      });
+      const { calls } = await cancel(queue, id);
+      expect(effectsOf(calls, queueOf(queue), [id])).toEqual(expected);
+    }
+  });
+
   it("config to push — HTTP, RPC: every partition's coordinator woken, the backlog run; pull mode wakes nothing", async () => {
     for (const configure of [
       (queue: string, patch: object) => overHttp(http("PUT", `/v1/queues/${queue}/config`, patch)),

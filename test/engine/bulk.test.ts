@@ -33,7 +33,7 @@ describeStore("bulk actions by filter", (kind) => {
 
     expect(await store().countForBulk(queue, "cancel", filter, 100)).toBe(2);
     const changed = await store().applyBulk(queue, "cancel", filter, 100, T0 + 20_000);
-    expect(changed).toEqual({ count: 2, ids: [pending], more: false });
+    expect(changed).toEqual({ count: 2, ids: [pending], more: false, freesFlowKey: false });
     expect(await row(pending!)).toMatchObject({ state: "cancelled", finishedAt: T0 + 20_000 });
     expect(await row(running)).toMatchObject({ state: "processing", cancelRequested: 1 });
     for (const id of [otherType, otherGroup, late]) expect((await row(id!)).state).toBe("pending");
@@ -44,6 +44,7 @@ describeStore("bulk actions by filter", (kind) => {
       count: 0,
       ids: [],
       more: false,
+      freesFlowKey: false,
     });
     const { counts } = await store().queueStats(queue, {}, T0 + 20_002);
     expect(counts.cancelled).toBe(1);
@@ -59,11 +60,11 @@ describeStore("bulk actions by filter", (kind) => {
     expect(await store().countForBulk(queue, "cancel", {}, 2)).toBe(3); // counts at most cap + 1
     expect(await store().countForBulk(queue, "cancel", {}, 10)).toBe(5);
     const first = await store().applyBulk(queue, "cancel", {}, 2, T0 + 1);
-    expect(first).toEqual({ count: 2, ids: ids.slice(0, 2), more: true });
+    expect(first).toEqual({ count: 2, ids: ids.slice(0, 2), more: true, freesFlowKey: false });
     const second = await store().applyBulk(queue, "cancel", {}, 2, T0 + 2);
-    expect(second).toEqual({ count: 2, ids: ids.slice(2, 4), more: true });
+    expect(second).toEqual({ count: 2, ids: ids.slice(2, 4), more: true, freesFlowKey: false });
     const third = await store().applyBulk(queue, "cancel", {}, 2, T0 + 3);
-    expect(third).toEqual({ count: 1, ids: ids.slice(4), more: false });
+    expect(third).toEqual({ count: 1, ids: ids.slice(4), more: false, freesFlowKey: false });
   });
 
   it("a retry revives dead and cancelled tasks; a redrive the dead only; a held dedupe key is skipped", async () => {
@@ -80,17 +81,39 @@ describeStore("bulk actions by filter", (kind) => {
       count: 1,
       ids: [dead],
       more: false,
+      freesFlowKey: false,
     });
     expect(await row(dead)).toMatchObject({ state: "pending", attempts: 0, runAt: T0 + 5, finishedAt: null });
     expect((await row(cancelled)).state).toBe("cancelled");
 
     const retried = await store().applyBulk(queue, "retry", { type: "t" }, 100, T0 + 6);
-    expect(retried).toEqual({ count: 1, ids: [cancelled], more: false });
+    expect(retried).toEqual({ count: 1, ids: [cancelled], more: false, freesFlowKey: false });
     expect((await row(heldDead)).state).toBe("dead");
     expect((await row(holder)).state).toBe("pending");
     expect((await row(otherType)).state).toBe("dead");
     // The state filter narrows within the action's states.
     expect(await store().countForBulk(queue, "retry", { state: "dead" }, 100)).toBe(1); // otherType; heldDead skipped
+  });
+
+  it("a cancel says when a task it ended may have held its flow key (keyed, and started: a waiting retry)", async () => {
+    for (const cancel of [
+      (queue: string) => store().applyBulk(queue, "cancel", {}, 100, T0 + 2),
+      (queue: string) => store().cancelQueueTasks(queue, {}, T0 + 2),
+    ]) {
+      const queue = uniqueQueue("bulk-frees");
+      const id = await enqueueOne(queue, { key: "k" }, T0);
+      const leased = await leaseOne(queue, T0);
+      const [failed] = await store().failTasks(
+        [{ id, leaseToken: leased.leaseToken, message: "later", retryable: true, retryAfterS: 600 }],
+        T0 + 1,
+      );
+      expect(failed).toMatchObject({ ok: true, state: "pending" });
+      expect(await cancel(queue)).toMatchObject({ ids: [id], freesFlowKey: true });
+      // Fresh keyed tasks hold nothing.
+      const fresh = uniqueQueue("bulk-frees");
+      await enqueueMany(fresh, [{ key: "k" }, { key: "k" }], T0);
+      expect(await store().applyBulk(fresh, "cancel", {}, 100, T0 + 2)).toMatchObject({ freesFlowKey: false });
+    }
   });
 
   it("filters by flow-control key", async () => {
@@ -100,6 +123,7 @@ describeStore("bulk actions by filter", (kind) => {
       count: 2,
       ids: [a1, a2],
       more: false,
+      freesFlowKey: false,
     });
     expect((await row(b1!)).state).toBe("pending");
   });

@@ -95,6 +95,7 @@ describeStore("cancelQueueTasks", (kind) => {
       cancelled: 2,
       cancel_requested: 1,
       ids: [a1!, a2!].sort(),
+      freesFlowKey: false,
     });
     expect(await row(a1!)).toMatchObject({ state: "cancelled", finishedAt: T0 + 5 });
     expect(await row(a2!)).toMatchObject({ state: "cancelled", finishedAt: T0 + 5 });
@@ -109,6 +110,7 @@ describeStore("cancelQueueTasks", (kind) => {
       cancelled: 0,
       cancel_requested: 0,
       ids: [],
+      freesFlowKey: false,
     });
     // Without a group: the rest of the queue.
     const rest = await store().cancelQueueTasks(queue, {}, T0 + 7);
@@ -116,6 +118,7 @@ describeStore("cancelQueueTasks", (kind) => {
       cancelled: 2,
       cancel_requested: 0,
       ids: [b1!, none!].sort(),
+      freesFlowKey: false,
     });
     expect(await row(otherA)).toMatchObject({ state: "pending" });
   });
