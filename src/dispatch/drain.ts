@@ -50,6 +50,8 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
   const outcomes: AckOutcome[] = [];
   const kinds: AckKind[] = [];
   const cancelled: string[] = [];
+  // Those of them that held a flow key's slot (keyed, and running): their cancel frees it for a waiting poll.
+  let cancelledKeyed = false;
   const report = () => {
     if (outcomes.length > 0) {
       deps.effects.after({
@@ -59,7 +61,11 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
         drainedQueue: deps.queue,
       });
     }
-    if (cancelled.length > 0) deps.effects.after({ kind: "cancelled", queue: deps.queue, ids: cancelled.splice(0) });
+    if (cancelled.length > 0) {
+      const ids = cancelled.splice(0);
+      deps.effects.after({ kind: "cancelled", queue: deps.queue, ids, freesFlowKey: cancelledKeyed });
+      cancelledKeyed = false;
+    }
   };
 
   const start = (task: Parameters<typeof runTask>[1]) => {
@@ -74,7 +80,10 @@ export async function drainQueue(deps: DrainDeps, maxTasks = MAX_TASKS_PER_DRAIN
         }
         // The ack reports no event for a task it found cancelled (an HTTP holder is told task_cancelled);
         // push dispatch publishes the cancel it observed, as it did before.
-        if (result.outcome === "cancelled") cancelled.push(result.id);
+        if (result.outcome === "cancelled") {
+          cancelled.push(result.id);
+          cancelledKeyed ||= task.flowKey !== null;
+        }
         if (result.outcome === "retrying" && result.runAt !== undefined) {
           nextAt = Math.min(nextAt ?? Infinity, result.runAt);
         }

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { drainQueue } from "../../src/dispatch/drain";
 import type { Change } from "../../src/effects/changes";
+import { cancelTask } from "../../src/engine/cancel";
 import { RetryAfterError } from "../../src/processors/errors";
 import { enqueueMany, enqueueOne } from "../engine/fixtures";
 import { T0, db, row, uniqueQueue } from "../helpers";
@@ -172,5 +173,28 @@ describe("drainQueue", () => {
     expect(await row(sameChild!.id)).toMatchObject({ state: "completed", queue });
     expect(await row(laterChild!.id)).toMatchObject({ state: "pending", queue, runAt: T0 + 100 + 60_000 });
     expect(await row(otherChild!.id)).toMatchObject({ state: "pending", queue: other, attempts: 0 });
+  });
+
+  it("reports a run a cancel stopped as cancelled, saying whether it held a flow key's slot", async () => {
+    const queue = uniqueQueue("drain-cancel");
+    const cancelledWhileRunning = testProcessor("victim", async (_payload, ctx) => {
+      await cancelTask(db(), ctx.taskId, T0 + 1);
+      await ctx.progress(50); // the heartbeat finds the cancel: the run stops, the task ends cancelled
+      return null;
+    });
+    const keyed = await enqueueOne(queue, { type: "victim", key: "acme" });
+    const deps = drainDeps(queue, [cancelledWhileRunning], new Clock(T0 + 1));
+    const { results } = await drainQueue(deps);
+    expect(results).toMatchObject([{ id: keyed, outcome: "cancelled" }]);
+    const cancels = deps.changes.filter((c: Change) => c.kind === "cancelled");
+    expect(cancels).toEqual([{ kind: "cancelled", queue, ids: [keyed], freesFlowKey: true }]);
+
+    const plainQueue = uniqueQueue("drain-cancel-plain");
+    const plain = await enqueueOne(plainQueue, { type: "victim" });
+    const plainDeps = drainDeps(plainQueue, [cancelledWhileRunning], new Clock(T0 + 1));
+    await drainQueue(plainDeps);
+    expect(plainDeps.changes.filter((c: Change) => c.kind === "cancelled")).toEqual([
+      { kind: "cancelled", queue: plainQueue, ids: [plain], freesFlowKey: false },
+    ]);
   });
 });
