@@ -4,10 +4,12 @@ import { describe, expect, it } from "vitest";
 import { runTick } from "../../src/cron/tick";
 import { completeTasks } from "../../src/engine/complete";
 import { minuteOf } from "../../src/engine/counters";
+import { d1TaskStore } from "../../src/engine/d1-store";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { leaseTasks } from "../../src/engine/lease";
 import { putQueueConfig } from "../../src/engine/queue-config";
 import { db, PROCESSORS, row, uniqueQueue } from "../helpers";
+import { clearQueue } from "../support/clear-queue";
 import { clockRange } from "../support/clock-range";
 import { atEveryD1Call } from "../support/failing-d1";
 
@@ -41,6 +43,10 @@ async function scenario(t: number) {
 }
 
 type Scenario = Awaited<ReturnType<typeof scenario>>;
+
+/** Ends and deletes what a scenario left (the live lease too), so a later point's ticks sweep only their own. */
+const clearScenario = (s: Scenario) =>
+  clearQueue(d1TaskStore(db()), s.queue, s.now, [{ id: s.live.id, leaseToken: s.live.leaseToken! }]);
 
 /** What every tick — whole, or interrupted and then run again — must leave. */
 async function expectTicked(s: Scenario) {
@@ -78,6 +84,7 @@ describe("cron tick: interrupted half way", () => {
     const reference = await scenario(clock.day(0));
     await runTick(env, reference.now);
     await expectTicked(reference);
+    await clearScenario(reference);
 
     // A tick makes a few dozen D1 calls.
     const points = await atEveryD1Call(env, 200, async (broken, failAt) => {
@@ -89,6 +96,7 @@ describe("cron tick: interrupted half way", () => {
       // Then the next tick, whole.
       await runTick(env, s.now);
       await expectTicked(s);
+      await clearScenario(s);
       // Stopped at call failAt: the injected error ended the tick (wrapped by Drizzle, which names the query),
       // or a step that tolerates a failure (a coordinator's wake-up) logged it and the tick went on.
       expect(outcome === "finished" || /injected D1 failure|Failed query/.test(outcome)).toBe(true);

@@ -46,8 +46,9 @@ export function failingD1(db: D1Database, failAt: number, calls: { n: number }):
 /**
  * Runs `attempt` at every D1 call it can be stopped at: with `env`'s databases (sharing one counter) failing
  * at call 1, then 2, … until an attempt makes fewer calls than the one set to fail — every interruption point
- * tried. `attempt` sets up its own scenario, runs the step under test on `broken`, makes it good and checks
- * the state; it answers "finished" when the step ran to its end, else the error's text. The last attempt,
+ * tried. `attempt` sets up its own scenario, runs the step under test on `broken`, makes it good, checks
+ * the state and clears the scenario away (test/support/clear-queue.ts: else every later point's step sweeps
+ * it again, and the calls of a run grow with the points before it); it answers "finished" when the step ran to its end, else the error's text. The last attempt,
  * never interrupted, must have finished. Answers how many points there were (the calls of a whole run + 1).
  *
  * @example
