@@ -6,6 +6,7 @@ import { d1TaskStore } from "../../src/engine/d1-store";
 import { enqueueToQueue } from "../../src/shards/queue-ops";
 import { queueRoute } from "../../src/shards/queue-route";
 import { clockRange } from "../support/clock-range";
+import { clearQueue } from "../support/clear-queue";
 import { atEveryD1Call } from "../support/failing-d1";
 import { queueOn } from "./support";
 
@@ -26,7 +27,13 @@ async function scenario(t: number) {
   const join = (await enqueueToQueue(env, route, [{ dependsOn: [x, holder] }], t)).tasks[0]!.id;
   const [leased] = await storeOf("DB_1").leaseTasks({ queue: far, max: 1, visibilityTimeoutS: 30, holder: "w" }, t);
   await storeOf("DB_1").completeTasks([{ id: x, leaseToken: leased!.leaseToken! }], t + 1);
-  return { x, join, now: t + HOUR };
+  return { x, join, far, near, now: t + HOUR };
+}
+
+/** Ends and deletes what a scenario left on both shards, so a later point's ticks sweep only their own. */
+async function clearScenario(s: Awaited<ReturnType<typeof scenario>>) {
+  await clearQueue(storeOf("DB"), s.near, s.now);
+  await clearQueue(storeOf("DB_1"), s.far, s.now);
 }
 
 async function expectSettledOnce(s: Awaited<ReturnType<typeof scenario>>) {
@@ -45,6 +52,7 @@ describe("cron tick: settlements owed across shards", () => {
     // on this shared database: either way, once).
     await runTick(env, s.now);
     await expectSettledOnce(s);
+    await clearScenario(s);
   });
 
   it("stopped at any D1 call, the next tick makes it good: counted once, none stranded", async () => {
@@ -57,6 +65,7 @@ describe("cron tick: settlements owed across shards", () => {
       );
       await runTick(env, s.now);
       await expectSettledOnce(s);
+      await clearScenario(s);
       return outcome;
     });
     expect(points).toBeGreaterThan(10);
