@@ -10,7 +10,8 @@ import { waitFor } from "./worker-support";
  * EDGEQ_LOCAL_CRONS replaces the minute schedule with one that ticks every second, so a tick is seen
  * in seconds; the driver and the route it calls (POST /__tick) are the same. Its state is a copy of the run's
  * migrated one (test/cli/migrated-state.ts): npm start still runs wrangler's `d1 migrations apply`, which
- * finds nothing to apply (a fresh apply is what made that state, by the same launcher). */
+ * must find nothing to apply there (the template is made without wrangler: this is the check that it is
+ * what wrangler's own apply leaves). */
 const state = migratedStateCopy(inject("edgeqMigratedState"));
 /** How long `npm start` may take to serve: migrations, then wrangler dev's build and workerd. It starts
  * beside the cli project's other files, among them the first `npx edgeq` of a fresh clone, which installs the
@@ -60,6 +61,11 @@ afterAll(async () => {
 describe("npm start", () => {
   it("prints the address only once it serves", () => {
     expect(healthWhenAnnounced, output).toBe(200);
+  });
+
+  it("finds the run's migrated state complete: wrangler's own apply has nothing left to apply", () => {
+    expect(output).toMatch(/No migrations to apply/);
+    expect(output).not.toMatch(/Migrations to be applied/);
   });
 
   it("does not show wrangler's warning about the ai binding the local environment leaves out", () => {
