@@ -9,6 +9,9 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  * schedules/eviction is here for another reason: its ticks run in 2100 (test/support/clock-range.ts) and so
  * sweep every task the files before it left in their workerd's D1 — 11 s when it ran early, 60 s late
  * (`--reporter=json`, two whole runs at load 13-17). First, it finds an empty database.
+ *
+ * shards/remote-dependencies-tick (its tick stopped at each of ~57 D1 calls: 55 s alone at load 11) is a short
+ * file, 108th of the worker project's 159 by size: last but for this list, it would run alone at the end.
  */
 export const SLOWEST_FILES = [
   "test/cli/npm-start.test.ts",
@@ -18,6 +21,7 @@ export const SLOWEST_FILES = [
   "test/cron/tick-interrupted.test.ts",
   "test/rpc/same-answers.test.ts",
   "test/schedules/eviction.test.ts",
+  "test/shards/remote-dependencies-tick.test.ts",
 ];
 
 /** Vitest's own order (projects one after another), with each project's SLOWEST_FILES moved to its front. */
