@@ -56,7 +56,8 @@ export interface EdgeqClientOptions {
   timeoutMs?: number;
   /**
    * Coalesced enqueues: single-task enqueues to one queue within `lingerMs` (default 5) go in one call of
-   * up to `maxBatch` (default 100) tasks; `{ lingerMs: 0 }` sends each alone (docs/sdk.md).
+   * up to `maxBatch` (default 100) tasks and `maxBytes` (default 512 KiB) of JSON; `{ lingerMs: 0 }` sends
+   * each alone (docs/sdk.md). Inside a Worker, make the client in the request that uses it (docs/rpc.md).
    */
   linger?: LingerOptions;
 }

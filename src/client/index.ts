@@ -7,6 +7,11 @@
  * await edgeq.enqueue("emails", { type: "welcome", payload: { to: "a@example.com" } });
  */
 export { EdgeqClient, type CallOptions, type EdgeqClientOptions } from "./edgeq-client";
-export { DEFAULT_LINGER_MAX_BATCH, DEFAULT_LINGER_MS, type LingerOptions } from "../contracts/enqueue-linger";
+export {
+  DEFAULT_LINGER_MAX_BATCH,
+  DEFAULT_LINGER_MAX_BYTES,
+  DEFAULT_LINGER_MS,
+  type LingerOptions,
+} from "../contracts/enqueue-linger";
 export { EdgeqError, ERRORS, type EdgeqErrorCode, type ErrorCode } from "../contracts/errors";
 export type * from "./types";

@@ -1,4 +1,5 @@
 import { EdgeqError, isErrorCode } from "./errors";
+import { MAX_ENQUEUE_CHUNK_BYTES } from "./limits";
 
 /**
  * How long a single-task enqueue waits for others to the same queue before its call is sent, in ms. 5 ms,
@@ -12,18 +13,30 @@ export const DEFAULT_LINGER_MS = 5;
 
 /**
  * At most this many tasks go in one coalesced call; a full batch is sent at once, without waiting out the
- * linger. 100: past it the per-call rows are already ≤ 0.03 a task (3 counter rows a call), so a bigger
- * call saves nothing measurable, while it holds D1 longer in one statement and lets one caller's bad task
- * (a whole-call refusal, resent one by one) cost more resends.
+ * linger. 100: past it the per-call rows are already ≤ 0.01 a task (the call's one counter row), so a
+ * bigger call saves nothing measurable, while it holds D1 longer in one statement and lets a refusal that
+ * names no task (its tasks then resent one by one) cost more resends.
  */
 export const DEFAULT_LINGER_MAX_BATCH = 100;
 
-/** How enqueues coalesce: `lingerMs` (0 turns coalescing off) and `maxBatch`. */
+/**
+ * At most this many bytes of the tasks' JSON go in one coalesced call; a call that would grow past it is sent
+ * first. Half of MAX_ENQUEUE_CHUNK_BYTES (1 MiB, the most one enqueue statement binds): a call under it is
+ * one statement on the server, all or nothing (src/engine/enqueue.ts), so a failure of D1 midway can never
+ * leave some callers' tasks stored and others' not; the other half is room for what the stored row adds to
+ * each task's JSON (its id, run time and defaults: ~150 bytes a task, src/engine/enqueue-rows.ts's
+ * insertRows; 15 KB for a full call of 100). A task larger than this goes alone, at once.
+ */
+export const DEFAULT_LINGER_MAX_BYTES = MAX_ENQUEUE_CHUNK_BYTES / 2;
+
+/** How enqueues coalesce: `lingerMs` (0 turns coalescing off), `maxBatch` and `maxBytes`. */
 export interface LingerOptions {
   /** How long a single-task enqueue waits for others, in ms (default 5, 0 = off). */
   lingerMs?: number;
   /** The most tasks one coalesced call carries (default 100). */
   maxBatch?: number;
+  /** The most bytes of the tasks' JSON one coalesced call carries (default 512 KiB). */
+  maxBytes?: number;
 }
 
 /** One task's answer in an enqueue's `tasks`. */
@@ -48,14 +61,16 @@ interface Waiting<Task, Answer> {
 
 interface Gathering<Task, Answer> {
   waiting: Array<Waiting<Task, Answer>>;
+  /** Bytes of the waiting tasks' JSON. */
+  bytes: number;
   timer: ReturnType<typeof setTimeout>;
 }
 
 /**
- * Whether a coalesced call's failure may be one task's doing, so that each task is sent again on its own: a
- * refusal the API answered (a code of its ERRORS table) that is not transient — `invalid_request` naming
+ * Whether a coalesced call's failure may be one task's doing, so that its tasks are sent again: a refusal
+ * the API answered (a code of its ERRORS table) that is not transient — `invalid_request` naming
  * `tasks[3].priority`, `payload_too_large`, `id_in_other_queue`. The API refuses such a call whole and
- * stores none of it (every check runs before the insert, src/engine/enqueue.ts), so sending each task again
+ * stores none of it (every check runs before the insert, src/engine/enqueue.ts), so sending the tasks again
  * can double none. A transient failure (`rate_limited`, 5xx, `timeout`, `unreachable`) is every caller's:
  * the call may have been applied, so nothing is sent again here.
  */
@@ -63,13 +78,33 @@ function mayBeOneTasks(error: unknown): boolean {
   return error instanceof EdgeqError && isErrorCode(error.code) && !error.transient;
 }
 
+/** The task a refusal names first (`tasks[3].priority: …` → 3), or null when it names none of `count`. */
+function namedTask(error: EdgeqError, count: number): number | null {
+  const named = /^tasks\[(\d+)\]/.exec(error.message);
+  const index = named === null ? -1 : Number(named[1]);
+  return index >= 0 && index < count ? index : null;
+}
+
+/** Bytes of a task's JSON (what it adds to a call), or null when it is not JSON: sent alone, it fails alone. */
+function jsonBytes(task: unknown): number | null {
+  try {
+    const json = JSON.stringify(task);
+    return json === undefined ? null : new TextEncoder().encode(json).byteLength + 1;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Coalesces single-task enqueues made within `lingerMs` of each other, to the same queue and with the same
  * call context (an abort signal, say: compared by identity), into one enqueue call — as a Kafka producer
- * lingers — so that callers that each enqueue one task make multi-task calls under load. Each caller gets
- * its own task's answer, or its own error:
- * - a non-transient refusal of the whole call (one task's bad field) sends each task again on its own, so
- *   only that task's caller is refused, with the message it would have got alone;
+ * lingers — so that callers that each enqueue one task make multi-task calls under load. A call is sent when
+ * the linger of its first task ends, or at once when it holds `maxBatch` tasks or `maxBytes` of their JSON,
+ * so a caller waits at most the linger plus its call (plus the resends below when a neighbour's task is
+ * refused). Each caller gets its own task's answer, or its own error:
+ * - a non-transient refusal of the whole call that names one task (`tasks[3].priority: …`) sends the other
+ *   tasks again as one call, then the named one alone: its caller gets the refusal it gets alone (with its own
+ *   message), its neighbours their tasks. A refusal that names no task sends each task again on its own;
  * - a transient failure rejects every caller of the call with it; none is sent again (it may have been
  *   applied: a caller's retry with a client `id` or `dedupe_key` answers `deduplicated`, never a second task).
  * Tasks go in call order, so one caller's sequential awaits keep their order.
@@ -81,6 +116,7 @@ function mayBeOneTasks(error: unknown): boolean {
 export class EnqueueLinger<Task, Answer extends EnqueuedTask, Context = undefined> {
   readonly lingerMs: number;
   readonly maxBatch: number;
+  readonly maxBytes: number;
   private readonly gathering = new Map<string, Map<Context, Gathering<Task, Answer>>>();
 
   constructor(
@@ -89,21 +125,26 @@ export class EnqueueLinger<Task, Answer extends EnqueuedTask, Context = undefine
   ) {
     this.lingerMs = Math.max(0, options.lingerMs ?? DEFAULT_LINGER_MS);
     this.maxBatch = Math.max(1, Math.floor(options.maxBatch ?? DEFAULT_LINGER_MAX_BATCH));
+    this.maxBytes = Math.max(1, options.maxBytes ?? DEFAULT_LINGER_MAX_BYTES);
   }
 
   /** Enqueues one task, alone when lingering is off, else in the next coalesced call of its queue. */
   enqueue(queue: string, task: Task, context: Context): Promise<{ tasks: Answer[] }> {
-    if (this.lingerMs === 0 || this.maxBatch === 1) return this.send(queue, [task], context);
+    const bytes = this.lingerMs === 0 || this.maxBatch === 1 ? null : jsonBytes(task);
+    if (bytes === null) return this.send(queue, [task], context);
     return new Promise<Answer>((resolve, reject) => {
+      // A call this task would take past maxBytes goes now, and the task starts the next one.
+      if ((this.gathering.get(queue)?.get(context)?.bytes ?? 0) + bytes > this.maxBytes) this.flush(queue, context);
       let byContext = this.gathering.get(queue);
       if (byContext === undefined) this.gathering.set(queue, (byContext = new Map()));
       let batch = byContext.get(context);
       if (batch === undefined) {
         const timer = setTimeout(() => this.flush(queue, context), this.lingerMs);
-        byContext.set(context, (batch = { waiting: [], timer }));
+        byContext.set(context, (batch = { waiting: [], bytes: 0, timer }));
       }
       batch.waiting.push({ task, resolve, reject });
-      if (batch.waiting.length >= this.maxBatch) this.flush(queue, context);
+      batch.bytes += bytes;
+      if (batch.waiting.length >= this.maxBatch || batch.bytes >= this.maxBytes) this.flush(queue, context);
     }).then((answer) => ({ tasks: [answer] }));
   }
 
@@ -131,8 +172,21 @@ export class EnqueueLinger<Task, Answer extends EnqueuedTask, Context = undefine
       waiting.forEach((w, i) => w.resolve(tasks[i]!));
     } catch (error) {
       if (waiting.length > 1 && mayBeOneTasks(error)) {
-        // Each again on its own, all at once and in call order: each caller gets what it would have alone.
-        await Promise.all(waiting.map((w) => this.sendAll(queue, [w], context)));
+        const named = namedTask(error as EdgeqError, waiting.length);
+        if (named === null) {
+          // Each again on its own, all at once and in call order: each caller gets what it would have alone.
+          await Promise.all(waiting.map((w) => this.sendAll(queue, [w], context)));
+          return;
+        }
+        // The others first, as one call in their order; then the named task alone, after the tasks called
+        // before it (a debounce key two callers share is refused twice in one call, and answered in call
+        // order alone): one more call for the others, not one each.
+        await this.sendAll(
+          queue,
+          waiting.filter((_, i) => i !== named),
+          context,
+        );
+        await this.sendAll(queue, [waiting[named]!], context);
         return;
       }
       waiting.forEach((w) => w.reject(error));

@@ -29,7 +29,8 @@ export type EdgeqRpc = {
  * into a thrown EdgeqError here, in the caller, where `try`/`catch` and a `code` to switch on belong.
  *
  * Single-task `enqueue`s to one queue within `options.lingerMs` (default 5 ms) go in one binding call of up
- * to `options.maxBatch` (default 100) tasks, each caller answered with its own task or its own refusal;
+ * to `options.maxBatch` (default 100) tasks and `options.maxBytes` (default 512 KiB) of JSON, each caller
+ * answered with its own task or its own refusal;
  * `{ lingerMs: 0 }` sends each alone (docs/rpc.md, "Coalesced enqueues"). Coalescing spans the calls made
  * through one wrapper (within one request: tested; shared across requests: untested, docs/rpc.md).
  *

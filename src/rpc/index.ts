@@ -8,7 +8,12 @@
  * const { tasks } = await edgeqRpc(env.EDGEQ).enqueue("renders", { payload: { text: "hi" } });
  */
 export { edgeqRpc, valueOf, type EdgeqRpc } from "./edgeq-rpc";
-export { DEFAULT_LINGER_MAX_BATCH, DEFAULT_LINGER_MS, type LingerOptions } from "../contracts/enqueue-linger";
+export {
+  DEFAULT_LINGER_MAX_BATCH,
+  DEFAULT_LINGER_MAX_BYTES,
+  DEFAULT_LINGER_MS,
+  type LingerOptions,
+} from "../contracts/enqueue-linger";
 export type { RpcOutcome, RpcRefusal } from "./rpc-outcome";
 export { EdgeqError, type EdgeqErrorCode, type ErrorCode } from "../contracts/errors";
 export type { EdgeqEntrypoint, EdgeqService, JsonValue, RpcLeasedTask, RpcSchedule, RpcTask } from "./edgeq-entrypoint";
