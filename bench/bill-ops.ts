@@ -10,6 +10,7 @@ import type { Env } from "../src/env";
 import { openDb } from "../src/db/client";
 import { pruneByRetention } from "../src/engine/purge";
 import { DEFAULT_QUEUE_CONFIG } from "../src/engine/queue-config";
+import { EdgeqClient } from "../src/client/edgeq-client";
 import { meteredD1 } from "../test/support/metered-d1";
 import { objectUsage, resetObjectUsage, type ObjectUsage } from "./bill-meter";
 
@@ -27,6 +28,12 @@ export interface BillRequest {
   beat: "each" | "batch";
   /** The queue's config, set first (PUT /v1/queues/{q}/config), e.g. { retention_s: 0 }. */
   config?: Record<string, unknown>;
+  /**
+   * Producers that enqueue one task each: each round's `batch` tasks are `batch` concurrent single-task
+   * enqueues through one edgeq/client with this linger (0: each its own request), instead of one call of
+   * `batch`; `sequential` awaits each before the next (a lone producer, nothing to coalesce with).
+   */
+  producers?: { lingerMs: number; sequential?: boolean };
 }
 
 /** What the workload cost, summed over every task (the Node side divides). */
@@ -42,6 +49,8 @@ export interface BillCounts {
   /** Bytes the database grew by while holding these tasks finished (D1's meta.size_after). */
   bytesKept: number;
   retentionS: number;
+  /** With `producers`: each enqueue's wait as its caller saw it (ms, workerd's clock), in call order. */
+  enqueueMs?: number[];
 }
 
 /** `namespace` with every request to its objects counted in `calls`. */
@@ -98,25 +107,28 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     SCHEDULER: counting("SCHEDULER", env.SCHEDULER, objectCalls),
   };
   let workerRequests = 0;
-  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const pending: Array<Promise<unknown>> = [];
+  // Requests' waitUntil work (wake-ups, events): part of their bill, waited for before the next step.
+  const pending: Array<Promise<unknown>> = [];
+  const settle = async () => {
+    while (pending.length > 0) await Promise.allSettled(pending.splice(0));
+  };
+  /** One request to the Worker, answered as it answers (its waitUntil work left running, in `pending`). */
+  const send: typeof fetch = async (input, init) => {
     const ctx = {
       waitUntil: (p: Promise<unknown>) => void pending.push(p),
       passThroughOnException: () => undefined,
       props: {},
     } as unknown as ExecutionContext;
-    const res = await worker.fetch(
-      new Request(`https://edgeq.bench${path}`, {
-        method,
-        headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-      billEnv,
-      ctx,
-    );
     workerRequests += 1;
-    // The call's waitUntil work (wake-ups, events) is part of its bill: wait for all of it.
-    while (pending.length > 0) await Promise.allSettled(pending.splice(0));
+    return worker.fetch(new Request(input, init), billEnv, ctx);
+  };
+  const call = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await send(`https://edgeq.bench${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${TOKEN}`, "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    await settle();
     const text = await res.text();
     if (res.status >= 300) throw new Error(`bill: ${method} ${path}: ${res.status} ${text}`);
     return JSON.parse(text) as T;
@@ -135,9 +147,27 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
   resetObjectUsage();
   const sizeBefore = await sizeOf(env.DB);
 
+  const client = req.producers
+    ? new EdgeqClient({
+        url: "https://edgeq.bench",
+        token: TOKEN,
+        fetch: send,
+        linger: { lingerMs: req.producers.lingerMs },
+      })
+    : null;
+  const enqueueMs: number[] = [];
+  /** One producer's enqueue of one task, timed as its caller waits for it. */
+  const produce = async (client: EdgeqClient, payload: unknown) => {
+    const t0 = Date.now();
+    await client.enqueue(req.queue, { payload });
+    enqueueMs.push(Date.now() - t0);
+  };
   for (let done = 0; done < req.tasks; done += req.batch) {
     const tasks = Array.from({ length: req.batch }, (_, i) => ({ payload: { i: done + i } }));
-    await call("POST", `/v1/queues/${q}/tasks`, { tasks });
+    if (client === null) await call("POST", `/v1/queues/${q}/tasks`, { tasks });
+    else if (req.producers?.sequential) for (const t of tasks) await produce(client, t.payload);
+    else await Promise.all(tasks.map((t) => produce(client, t.payload)));
+    await settle();
     const { tasks: held } = await call<{ tasks: Array<{ id: string; lease_token: string }> }>(
       "POST",
       `/v1/queues/${q}/lease`,
@@ -184,5 +214,6 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     prune: { rowsWritten: pruneMeter.usage.rowsWritten, rowsRead: pruneMeter.usage.rowsRead, pruned },
     bytesKept,
     retentionS,
+    ...(client ? { enqueueMs } : {}),
   };
 }

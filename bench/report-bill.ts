@@ -49,6 +49,7 @@ export function billReportSection(outcome: Outcome<BillSection> | undefined, com
       .join(", ");
     out.push(`- ${r.workload}, batch ${r.batch}: ${calls || "none"}`);
   }
+  producersTable(section, out);
   out.push(
     "",
     "The same workloads on the managed queues, from their billing rules (not measured here): Cloudflare Queues",
@@ -77,4 +78,26 @@ export function billReportSection(outcome: Outcome<BillSection> | undefined, com
     `Prices: ${PRICE_PAGES.map(([name, url]) => `[${name}](${url})`).join(", ")} (read ${PRICES_CHECKED}).`,
     "",
   );
+}
+
+/** The 1-task producers' rows: what the linger saves per task, and what it adds to an enqueue's wait. */
+function producersTable(section: BillSection, out: string[]): void {
+  const rows = section.rows.filter((r) => r.enqueueMs !== undefined);
+  if (rows.length === 0) return;
+  out.push(
+    "",
+    "Producers that enqueue one task per call (a request handler each) through edgeq/client, each enqueue its own",
+    "request or coalesced by the client's linger (src/contracts/enqueue-linger.ts, docs/sdk.md); the consumer",
+    "leases and acknowledges 50 a call. The wait is each enqueue's, as its caller saw it (workerd's clock, which",
+    "moves on I/O; local D1, so the figures are this machine's, not a deployment's):",
+    "",
+    "| producers | Worker req. per task | D1 rows written per task | DO req. per task | enqueue wait p50 / p99 (ms) | **all in $/M** |",
+    "| --- | --: | --: | --: | --: | --: |",
+  );
+  for (const r of rows) {
+    const wait = r.enqueueMs!;
+    out.push(
+      `| ${r.workload} | ${num(r.workerRequests)} | ${num(r.d1RowsWritten)} | ${num(r.objectRequests)} | ${fmt(wait.p50)} / ${fmt(wait.p99)} | **${money(r.dollars.total)}** |`,
+    );
+  }
 }

@@ -7,6 +7,7 @@
  */
 import type { BillCounts, BillRequest } from "./bill-ops";
 import { PRICES } from "./prices";
+import { percentile } from "./stats";
 import { startWorkerdBench } from "./workerd-host";
 
 /** A 2-minute task beating every 20 s: 6 heartbeats while held. */
@@ -28,6 +29,8 @@ export interface BillRow {
   /** Bytes a finished task occupies while its queue keeps it. */
   bytesKept: number;
   objectCalls: Record<string, number>;
+  /** 1-task producers: how long an enqueue's caller waited for its answer (ms, workerd's clock). */
+  enqueueMs?: { p50: number; p99: number; samples: number };
   /** $ per million tasks, by item, and all in. */
   dollars: { workers: number; objects: number; d1Written: number; d1Read: number; storage: number; total: number };
 }
@@ -40,9 +43,20 @@ export interface BillSection {
 
 const per = (n: number, tasks: number) => n / tasks;
 
+/** The 1-task producer workloads: 50 producers at once or one producer at a time, with and without linger. */
+export const PRODUCERS = [
+  { workload: "1-task producers, 50 concurrent, each its own request (lingerMs 0)", lingerMs: 0, sequential: false },
+  { workload: "1-task producers, 50 concurrent, with linger (5 ms)", lingerMs: 5, sequential: false },
+  { workload: "1 producer, one task at a time (lingerMs 0)", lingerMs: 0, sequential: true },
+  { workload: "1 producer, one task at a time, with linger (5 ms)", lingerMs: 5, sequential: true },
+];
+
 /** $ per million tasks of one measured workload. */
 export function priceBill(c: BillCounts): BillRow["dollars"] & {
-  perTask: Omit<BillRow, "workload" | "batch" | "heartbeats" | "beat" | "dollars" | "objectCalls" | "retentionS">;
+  perTask: Omit<
+    BillRow,
+    "workload" | "batch" | "heartbeats" | "beat" | "dollars" | "objectCalls" | "retentionS" | "enqueueMs"
+  >;
 } {
   const t = c.tasks;
   const objectRequests = Object.values(c.objectCalls).reduce((a, b) => a + b, 0) + c.objects.alarms;
@@ -113,6 +127,16 @@ export async function runBillSection(
         heartbeats: HEARTBEAT_TASK.beats,
         beat: "batch" as const,
       })),
+      // Producers that enqueue one task per call (a request handler each), 50 at once or one at a time, each
+      // enqueue its own request or coalesced by edgeq/client's linger (src/contracts/enqueue-linger.ts); the
+      // consumer leases and acknowledges 50 a call in every row.
+      ...PRODUCERS.map((p) => ({
+        workload: p.workload,
+        batch: 50,
+        heartbeats: 0,
+        beat: "each" as const,
+        producers: { lingerMs: p.lingerMs, sequential: p.sequential },
+      })),
     ];
     const rows: BillRow[] = [];
     for (const w of workloads) {
@@ -125,6 +149,7 @@ export async function runBillSection(
         heartbeats: w.heartbeats,
         beat: w.beat,
         ...(w.config ? { config: w.config } : {}),
+        ...(w.producers ? { producers: w.producers } : {}),
       });
       if (counts.objects.constructed === 0) throw new Error("bill: no Durable Object reported in (meter not shared)");
       const { perTask, ...dollars } = priceBill(counts);
@@ -136,6 +161,15 @@ export async function runBillSection(
         retentionS: counts.retentionS,
         ...perTask,
         objectCalls: Object.fromEntries(Object.entries(counts.objectCalls).map(([k, v]) => [k, v / tasks])),
+        ...(counts.enqueueMs
+          ? {
+              enqueueMs: {
+                p50: percentile(counts.enqueueMs, 50),
+                p99: percentile(counts.enqueueMs, 99),
+                samples: counts.enqueueMs.length,
+              },
+            }
+          : {}),
         dollars,
       });
       opts.log(`bill: ${w.workload}, batch ${w.batch}: $${dollars.total.toFixed(2)} per million tasks`);
