@@ -13,6 +13,7 @@ import { DEFAULT_QUEUE_CONFIG } from "../src/engine/queue-config";
 import { EdgeqClient } from "../src/client/edgeq-client";
 import { meteredD1 } from "../test/support/metered-d1";
 import { objectUsage, resetObjectUsage, type ObjectUsage } from "./bill-meter";
+import type { GatheringObject } from "./gathering-object";
 
 /** The bearer token the bill's calls present (the Worker refuses to serve without one). */
 const TOKEN = "bench-bill-token";
@@ -33,7 +34,13 @@ export interface BillRequest {
    * enqueues through one edgeq/client with this linger (0: each its own request), instead of one call of
    * `batch`; `sequential` awaits each before the next (a lone producer, nothing to coalesce with).
    */
-  producers?: { lingerMs: number; sequential?: boolean };
+  producers?: {
+    lingerMs: number;
+    sequential?: boolean;
+    /** "object": each producer's enqueue is its own request to the Worker, which hands the task to one
+     * Durable Object per queue that coalesces with this linger (bench/gathering-object.ts), not the client. */
+    via?: "object";
+  };
 }
 
 /** What the workload cost, summed over every task (the Node side divides). */
@@ -106,6 +113,11 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     EVENT_HUB: counting("EVENT_HUB", env.EVENT_HUB, objectCalls),
     SCHEDULER: counting("SCHEDULER", env.SCHEDULER, objectCalls),
   };
+  const gathering = counting(
+    "GATHER",
+    (env as unknown as { GATHER: DurableObjectNamespace<GatheringObject> }).GATHER,
+    objectCalls,
+  );
   let workerRequests = 0;
   // Requests' waitUntil work (wake-ups, events): part of their bill, waited for before the next step.
   const pending: Array<Promise<unknown>> = [];
@@ -159,7 +171,13 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
   /** One producer's enqueue of one task, timed as its caller waits for it. */
   const produce = async (client: EdgeqClient, payload: unknown) => {
     const t0 = Date.now();
-    await client.enqueue(req.queue, { payload });
+    if (req.producers?.via === "object") {
+      // The producer's request to the Worker, which passes the task on to the queue's gathering object.
+      workerRequests += 1;
+      await gathering.getByName(req.queue).enqueue(req.queue, { payload });
+    } else {
+      await client.enqueue(req.queue, { payload });
+    }
     enqueueMs.push(Date.now() - t0);
   };
   for (let done = 0; done < req.tasks; done += req.batch) {

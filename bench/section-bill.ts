@@ -49,6 +49,12 @@ export const PRODUCERS = [
   { workload: "1-task producers, 50 concurrent, with linger (5 ms)", lingerMs: 5, sequential: false },
   { workload: "1 producer, one task at a time (lingerMs 0)", lingerMs: 0, sequential: true },
   { workload: "1 producer, one task at a time, with linger (5 ms)", lingerMs: 5, sequential: true },
+  {
+    workload: "1-task producers, 50 concurrent, each its own request, coalesced in a Durable Object (5 ms; prototype)",
+    lingerMs: 5,
+    sequential: false,
+    via: "object" as const,
+  },
 ];
 
 /** $ per million tasks of one measured workload. */
@@ -135,7 +141,7 @@ export async function runBillSection(
         batch: 50,
         heartbeats: 0,
         beat: "each" as const,
-        producers: { lingerMs: p.lingerMs, sequential: p.sequential },
+        producers: { lingerMs: p.lingerMs, sequential: p.sequential, ...("via" in p ? { via: p.via } : {}) },
       })),
     ];
     const rows: BillRow[] = [];
