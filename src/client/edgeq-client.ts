@@ -109,6 +109,8 @@ export class EdgeqClient {
       (queue, tasks, signal) =>
         this.call("POST", `/v1/queues/${q(queue)}/tasks`, tasks.length === 1 ? tasks[0] : { tasks }, { signal }),
       options.linger,
+      // A caller waits for its call's own timeout, and then some, before its wait limit answers it.
+      2 * this.timeoutMs,
     );
   }
 

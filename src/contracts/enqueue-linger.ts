@@ -29,6 +29,18 @@ export const DEFAULT_LINGER_MAX_BATCH = 100;
  */
 export const DEFAULT_LINGER_MAX_BYTES = MAX_ENQUEUE_CHUNK_BYTES / 2;
 
+/**
+ * The longest a caller waits for its coalesced call's answer: then it is rejected `timeout` (transient: the
+ * call may have been applied). Why a timer of the caller's own: inside a Worker, a linger shared by several
+ * requests sends their call from the request whose task came first, and workerd cancels a request that waits
+ * with nothing pending in its own context as hung ("would never generate a response": 15 of 20 requests
+ * sharing one call, measured, test/cli/linger-across-requests.test.ts) — this timer is pending in the
+ * caller's own request until its answer comes. Why 60 s: twice the client's own request timeout (30 s), so
+ * that the call's timeout, not this, answers a slow call; this one answers only a call whose request was
+ * cancelled under it.
+ */
+export const LINGER_WAIT_LIMIT_MS = 60_000;
+
 /** How enqueues coalesce: `lingerMs` (0 turns coalescing off), `maxBatch` and `maxBytes`. */
 export interface LingerOptions {
   /** How long a single-task enqueue waits for others, in ms (default 5, 0 = off). */
@@ -95,6 +107,14 @@ function jsonBytes(task: unknown): number | null {
   }
 }
 
+/** `settle` with the caller's wait limit cleared first. */
+function settled<T>(limit: ReturnType<typeof setTimeout>, settle: (value: T) => void): (value: T) => void {
+  return (value) => {
+    clearTimeout(limit);
+    settle(value);
+  };
+}
+
 /**
  * Coalesces single-task enqueues made within `lingerMs` of each other, to the same queue and with the same
  * call context (an abort signal, say: compared by identity), into one enqueue call — as a Kafka producer
@@ -117,15 +137,19 @@ export class EnqueueLinger<Task, Answer extends EnqueuedTask, Context = undefine
   readonly lingerMs: number;
   readonly maxBatch: number;
   readonly maxBytes: number;
+  readonly waitLimitMs: number;
   private readonly gathering = new Map<string, Map<Context, Gathering<Task, Answer>>>();
 
   constructor(
     private readonly send: SendEnqueue<Task, Answer, Context>,
     options: LingerOptions = {},
+    /** The longest a caller waits for its call's answer (at least LINGER_WAIT_LIMIT_MS). */
+    waitLimitMs = LINGER_WAIT_LIMIT_MS,
   ) {
     this.lingerMs = Math.max(0, options.lingerMs ?? DEFAULT_LINGER_MS);
     this.maxBatch = Math.max(1, Math.floor(options.maxBatch ?? DEFAULT_LINGER_MAX_BATCH));
     this.maxBytes = Math.max(1, options.maxBytes ?? DEFAULT_LINGER_MAX_BYTES);
+    this.waitLimitMs = Math.max(LINGER_WAIT_LIMIT_MS, waitLimitMs);
   }
 
   /** Enqueues one task, alone when lingering is off, else in the next coalesced call of its queue. */
@@ -133,6 +157,10 @@ export class EnqueueLinger<Task, Answer extends EnqueuedTask, Context = undefine
     const bytes = this.lingerMs === 0 || this.maxBatch === 1 ? null : jsonBytes(task);
     if (bytes === null) return this.send(queue, [task], context);
     return new Promise<Answer>((resolve, reject) => {
+      const limit = setTimeout(() => {
+        reject(new EdgeqError("timeout", `enqueue: its coalesced call was not answered within ${this.waitLimitMs} ms`));
+      }, this.waitLimitMs);
+      const answered = { resolve: settled(limit, resolve), reject: settled(limit, reject) };
       // A call this task would take past maxBytes goes now, and the task starts the next one.
       if ((this.gathering.get(queue)?.get(context)?.bytes ?? 0) + bytes > this.maxBytes) this.flush(queue, context);
       let byContext = this.gathering.get(queue);
@@ -142,7 +170,7 @@ export class EnqueueLinger<Task, Answer extends EnqueuedTask, Context = undefine
         const timer = setTimeout(() => this.flush(queue, context), this.lingerMs);
         byContext.set(context, (batch = { waiting: [], bytes: 0, timer }));
       }
-      batch.waiting.push({ task, resolve, reject });
+      batch.waiting.push({ task, ...answered });
       batch.bytes += bytes;
       if (batch.waiting.length >= this.maxBatch || batch.bytes >= this.maxBytes) this.flush(queue, context);
     }).then((answer) => ({ tasks: [answer] }));
