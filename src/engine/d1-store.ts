@@ -1,4 +1,4 @@
-import type { Db } from "../db/client";
+import { prepare, type Db } from "../db/client";
 import { applyBulk, countForBulk } from "./bulk";
 import { cancelQueueTasks, cancelTask } from "./cancel";
 import { completeTasks } from "./complete";
@@ -7,6 +7,7 @@ import { foldOldCounters, recentCounts, sumCounters } from "./counters";
 import { readSettledDependents } from "./dependencies";
 import { listDependencies, listDependents } from "./dependency-reads";
 import { enqueueTasks } from "./enqueue";
+import { enqueueStatements } from "./enqueue-statements";
 import {
   dropSettlements,
   listRemoteWaits,
@@ -21,6 +22,8 @@ import { pruneExpiredKeys } from "./unique-keys";
 import { failTasks } from "./fail";
 import { readQueueFlow, setFlowPaused } from "./flow-control";
 import { pruneIdleFlowKeys } from "./flow-prune";
+import { flowFigures } from "./flow-figures";
+import { starvedKeys } from "./flow-starved";
 import { heartbeatTask } from "./heartbeat";
 import { lapseUnclaimed } from "./lapse";
 import { leaseAnswers, leaseTasks, nextRunAt } from "./lease";
@@ -36,7 +39,14 @@ import {
   listQueueNamesInUse,
 } from "./presence";
 import { pruneByRetention, purgeTasks } from "./purge";
-import { getQueueConfig, putQueueConfig, readQueueRecord, replaceQueueRecord, storeQueueConfig } from "./queue-config";
+import {
+  getQueueConfig,
+  listConfiguredQueues,
+  putQueueConfig,
+  readQueueRecord,
+  replaceQueueRecord,
+  storeQueueConfig,
+} from "./queue-config";
 import { findTaskState, getTask, listQueues, listTasks, queueStats, readTaskEventFields } from "./read";
 import { reapExpiredLeases, reapLapsedLeases } from "./reap";
 import { redriveQueue, retryTask } from "./redrive";
@@ -44,6 +54,7 @@ import { releaseTasks } from "./release";
 import { revokeUnclaimed } from "./revoke";
 import type { TaskStore } from "./store";
 import { throughputSeries } from "./throughput";
+import { addQueueTags, deleteQueueRecord, removeQueueTags, setSqsSettings } from "./sqs-settings";
 import { clearTransit, findInTransit, isInTransit, listTransit, putInFromTransit, takeOutForTransit } from "./transit";
 
 /** One store per Drizzle handle (handles are made once per D1 binding object: src/db/client.ts), so a
@@ -67,7 +78,7 @@ export function d1TaskStore(db: Db): TaskStore {
 function openStore(db: Db): TaskStore {
   return {
     // Tasks in, leases out.
-    enqueueTasks: (queue, tasks, now) => enqueueTasks(db, queue, tasks, now),
+    enqueueTasks: (queue, tasks, now, options) => enqueueTasks(db, queue, tasks, now, options),
     leaseTasks: (request, now) => leaseTasks(db, request, now),
     leaseAnswers: (request, now) => leaseAnswers(db, request, now),
     // The holder's fenced writes.
@@ -114,6 +125,8 @@ function openStore(db: Db): TaskStore {
     storeQueueConfig: (queue, config, now) => storeQueueConfig(db, queue, config, now),
     readQueueRecord: (queue) => readQueueRecord(db, queue),
     replaceQueueRecord: (record) => replaceQueueRecord(db, record),
+    listConfiguredQueues: () => listConfiguredQueues(db),
+    deleteQueueRecord: (queue) => deleteQueueRecord(db, queue),
     // What this database holds.
     hasQueueData: (queue) => hasQueueData(db, queue),
     findQueuesWithLiveTasks: (queues) => findQueuesWithLiveTasks(db, queues),
@@ -138,6 +151,8 @@ function openStore(db: Db): TaskStore {
     setFlowPaused: (queue, key, paused, now) => setFlowPaused(db, queue, key, paused, now),
     readQueueFlow: (queue, limit, now) => readQueueFlow(db, queue, limit, now),
     pruneIdleFlowKeys: (now) => pruneIdleFlowKeys(db, now),
+    flowFigures: (now, top) => flowFigures(db, now, top),
+    starvedKeys: (now, queue) => starvedKeys(db, now, queue),
     // Dependencies.
     enqueueFanOut: (queue, children, join, now, field) => enqueueFanOut(db, queue, children, join, now, field),
     listDependencies: (id, page) => listDependencies(db, id, page),
@@ -152,5 +167,14 @@ function openStore(db: Db): TaskStore {
     // Start deadlines and keys.
     expireOverdueTasks: (now, limit) => expireOverdueTasks(db, now, limit),
     pruneExpiredKeys: (now) => pruneExpiredKeys(db, now),
+    // The SQS endpoint's settings of a queue.
+    setSqsSettings: (queue, settings) => setSqsSettings(db, queue, settings),
+    addQueueTags: (queue, tags, max, now) => addQueueTags(db, queue, tags, max, now),
+    removeQueueTags: (queue, keys) => removeQueueTags(db, queue, keys),
+    // Enqueues in a caller's own batch.
+    prepareEnqueue: (queue, tasks, now, field) => {
+      const prepared = enqueueStatements(queue, tasks, now, field);
+      return { ...prepared, statements: prepared.statements.map((statement) => prepare(db, statement)) };
+    },
   };
 }

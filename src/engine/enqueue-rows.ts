@@ -1,6 +1,8 @@
 import { sql, type SQL } from "drizzle-orm";
 import { decodeTime, monotonicFactory } from "ulid";
 import type { ChildTaskSpec } from "../contracts/task";
+import { tasksField, type TaskField } from "../contracts/task-field";
+export { tasksField, oneTaskField, type TaskField } from "../contracts/task-field";
 import { EdgeqError } from "../contracts/errors";
 import { overBytes, storedJsonError, utf8Bytes } from "../contracts/json-value";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_CHUNK_TASKS, MAX_PAYLOAD_BYTES } from "../contracts/limits";
@@ -40,18 +42,6 @@ export interface NewTask {
   /** An idempotency, debounce or singleton key (src/engine/unique-keys.ts). A debounce sets the run time. */
   unique?: UniqueKey;
 }
-
-/**
- * How the caller's request names a field of its task `i` in an error: `tasks[3].payload` for a batch (the
- * default, `tasksField`), plain `payload` for a body that is one task. `name` "" names the task itself.
- */
-export type TaskField = (i: number, name: string) => string;
-
-/** A batch's names: `tasks[i].name` (`tasks[i]` for the task itself). */
-export const tasksField: TaskField = (i, name) => `tasks[${i}]${name ? `.${name}` : ""}`;
-
-/** A one-task body's names: the field's own name. */
-export const oneTaskField: TaskField = (_i, name) => name;
 
 /** A task ready to insert: checked, its id made, serialised once. */
 export interface InsertRow {

@@ -14,7 +14,8 @@ import {
   type NewTask,
   type TaskField,
 } from "./enqueue-rows";
-import { idInOtherQueue, noIdOfOtherQueue, refuseIdsOfOtherQueues } from "./ids-of-other-queues";
+import { noIdOfOtherQueue, refuseIdsOfOtherQueues } from "./ids-of-other-queues";
+import { idInOtherQueue } from "../contracts/task-field";
 import {
   processingFromRows,
   processingGuardSql,

@@ -2,6 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { EdgeqError } from "../contracts/errors";
 import { MAX_FAN_OUT } from "../contracts/limits";
+import { joinField } from "../contracts/task-field";
 import type { TaskState } from "../contracts/states";
 import { edgesSql, hasDependencies, refuseUnknownDependencies, waitingShape } from "./dependencies";
 import { remoteWaitsSql } from "./remote-dependencies";
@@ -22,9 +23,6 @@ export interface FanOutResult {
   join: EnqueueOutcome;
   earliestRunAt: number | null;
 }
-
-/** How a fan-out names its join's fields in a refusal: `join.payload`. */
-export const joinField: TaskField = (_i, name) => `join${name ? `.${name}` : ""}`;
 
 /**
  * Enqueues `children` and a `join` task that depends on every one of them (and on the join's own

@@ -1,6 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { EdgeqError } from "../contracts/errors";
+import { idInOtherQueue } from "../contracts/task-field";
 import { tasksField, type TaskField } from "./enqueue-rows";
 
 /**
@@ -14,21 +14,6 @@ import { tasksField, type TaskField } from "./enqueue-rows";
 export interface ClientId {
   i: number;
   id: string;
-}
-
-/**
- * The refusal, naming the field (as `field` names task `i`'s), the id and the queue it belongs to (null: one
- * another enqueue is taking it for right now, not known here).
- *
- * @example
- * throw idInOtherQueue(2, "01J…", "emails");
- */
-export function idInOtherQueue(i: number, id: string, queue: string | null, field: TaskField = tasksField): EdgeqError {
-  const owner = queue === null ? "another queue" : `queue ${queue}`;
-  return new EdgeqError(
-    "id_in_other_queue",
-    `${field(i, "id")}: ${id} belongs to ${owner}; task ids are unique across queues, so nothing was enqueued`,
-  );
 }
 
 /**

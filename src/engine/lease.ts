@@ -8,6 +8,7 @@ import { flowTokenTimesSql } from "./flow-control";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
 import type { StoredTask } from "../contracts/stored-task";
+import { leaseOrder } from "../contracts/lease-order";
 import { leasedViewJsonSql, rowFromRaw } from "./task-row";
 
 export interface LeaseRequest {
@@ -213,14 +214,6 @@ function countLeases(
     }),
     now,
   );
-}
-
-/** What a leased task is ordered by. */
-export type LeaseOrdered = Pick<StoredTask, "id" | "priority" | "runAt">;
-
-/** Priority descending, then run_at, then id — the order tasks are leased in. */
-export function leaseOrder(a: LeaseOrdered, b: LeaseOrdered): number {
-  return b.priority - a.priority || a.runAt - b.runAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 /**

@@ -205,16 +205,7 @@ export async function replaceQueueRecord(db: Db, record: StoredQueue): Promise<v
     .onConflictDoUpdate({ target: queues.name, set: columns });
 }
 
-/**
- * Copies a queue's stored row — its config and the SQS endpoint's settings and tags (`sqs_delay_s`,
- * `sqs_receive_wait_s`, `sqs_tags`), every column as stored, `updated_at` included — from one database to
- * another, replacing the copy there. A queue with no row on `from` (defaults only) leaves `to` as it is.
- * What a queue move does before its partition's writes go to the new database (src/shards/move.ts).
- *
- * @example
- * await copyQueueRow(sourceDb, destinationDb, "emails");
- */
-export async function copyQueueRow(from: Db, to: Db, queue: string): Promise<void> {
-  const record = await readQueueRecord(from, queue);
-  if (record) await replaceQueueRecord(to, record);
+/** The names of the queues with a stored row, unsorted: one read of `queues`' primary key. */
+export async function listConfiguredQueues(db: Db): Promise<string[]> {
+  return (await db.all<{ name: string }>(sql`SELECT name FROM queues`)).map((row) => row.name);
 }

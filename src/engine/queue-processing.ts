@@ -1,26 +1,13 @@
 import { sql, type SQL } from "drizzle-orm";
-import type { QueueConfig } from "./queue-config";
+import { PULL, type QueueProcessing } from "../contracts/queue-processing";
 
-/**
- * How a queue's tasks are run, as far as an enqueue checks them: its mode and, in push mode, its processor
- * (null: each task's own `type`). An enqueue to a push queue checks its tasks against the processors that
- * will run them (src/operations/enqueue-checks.ts), so that what it stores is what was checked, the insert
- * carries the processing it was checked for as a guard (`processingGuardSql`).
- */
-export type QueueProcessing = Pick<QueueConfig, "mode" | "processor">;
-
-/** A queue without a stored config: pull mode. */
-export const PULL: QueueProcessing = { mode: "pull", processor: null };
-
-/** The processing part of a queue's config. */
-export function processingOf(config: QueueProcessing): QueueProcessing {
-  return { mode: config.mode, processor: config.mode === "push" ? config.processor : null };
-}
-
-/** Whether two processings check tasks alike (a pull queue's processor setting checks nothing). */
-export function sameProcessing(a: QueueProcessing, b: QueueProcessing): boolean {
-  return a.mode === b.mode && (a.mode === "pull" || a.processor === b.processor);
-}
+export {
+  PULL,
+  ProcessingChanged,
+  processingOf,
+  sameProcessing,
+  type QueueProcessing,
+} from "../contracts/queue-processing";
 
 /**
  * SQL that is true while the queue's stored config runs its tasks as `expected`: what an enqueue's insert
@@ -43,17 +30,4 @@ export function storedProcessingSql(queue: string): SQL {
 export function processingFromRows(rows: Array<{ mode: string | null; processor: string | null }>): QueueProcessing {
   const row = rows[0];
   return row?.mode === "push" ? { mode: "push", processor: row.processor } : PULL;
-}
-
-/**
- * Thrown by an enqueue whose guard found the queue's processing changed since its tasks were checked
- * (`processing` is the stored one): nothing was inserted. The caller checks the tasks again and retries.
- */
-export class ProcessingChanged extends Error {
-  override readonly name = "ProcessingChanged";
-  constructor(readonly processing: QueueProcessing) {
-    super(
-      `the queue's processing changed to ${processing.mode}${processing.processor ? ` (${processing.processor})` : ""}`,
-    );
-  }
 }

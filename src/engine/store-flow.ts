@@ -1,5 +1,7 @@
 import type { QueueFlowState } from "./flow-control";
 import type { PrunedFlowKey } from "./flow-prune";
+import type { FlowFigures } from "../contracts/flow-figures";
+import type { StarvedKey } from "./flow-starved";
 
 /**
  * Flow control by key (docs/flow-control.md), beside the lease that enforces it: a queue's limits are in its
@@ -26,4 +28,18 @@ export interface FlowControl {
    * deleted (at most a window's).
    */
   pruneIdleFlowKeys(now: number): Promise<{ pruned: number; keys: PrunedFlowKey[] }>;
+  /**
+   * Every queue's `top` busiest keys (most due, then running) with their due and running tasks at `now`, one
+   * OTHER_KEYS row per queue summing the others, and the queues paused as a whole: /metrics's key series,
+   * bounded however many keys there are. Reads keyed live tasks only. Several stores' answers merge with
+   * `mergeFlowFigures` (src/contracts/flow-figures.ts): a key's tasks are in one store.
+   */
+  flowFigures(now: number, top: number): Promise<FlowFigures>;
+  /**
+   * For each flow-controlled queue not paused (or only `queue`), its most starved key among its first
+   * STARVED_KEYS_SCAN keys in key order: due tasks, none running or awaiting a retry, not paused, a whole
+   * token when rate-limited — nothing stops a lease from starting its next task, yet none started — with
+   * when that next task became due. Health's starvation check. Read-only, bounded per queue.
+   */
+  starvedKeys(now: number, queue?: string): Promise<StarvedKey[]>;
 }

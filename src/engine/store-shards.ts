@@ -30,6 +30,11 @@ export interface QueueRecords {
   readQueueRecord(queue: string): Promise<StoredQueue | null>;
   /** Replaces a queue's stored record with `record`, unchecked: the other half of a copy between stores. */
   replaceQueueRecord(record: StoredQueue): Promise<void>;
+  /** The names of the queues with a stored record (a config or SQS settings), unsorted. */
+  listConfiguredQueues(): Promise<string[]>;
+  /** Deletes a queue's record (config, SQS settings, tags): it runs with the defaults again. Tasks are left as
+   * they are. */
+  deleteQueueRecord(queue: string): Promise<void>;
 }
 
 /** What the store holds. Each is one read; none reads finished tasks unless it says so. */

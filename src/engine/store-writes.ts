@@ -1,6 +1,6 @@
 import type { AckOutcome, AckScope, FencedItem } from "./ack";
 import type { CompleteItem } from "./complete";
-import type { EnqueueResult, NewTask } from "./enqueue";
+import type { EnqueueOptions, EnqueueResult, NewTask } from "./enqueue";
 import type { ExtendItem } from "./extend";
 import type { FailItem } from "./fail";
 import type { HeartbeatRequest } from "./heartbeat";
@@ -27,8 +27,11 @@ export interface TaskWrites {
    * Every check runs before anything is stored. Atomic per chunk (MAX_ENQUEUE_CHUNK_TASKS tasks,
    * MAX_ENQUEUE_CHUNK_BYTES): a larger call stores chunk after chunk in input order, leases may run between
    * them, and a failure of the store midway leaves the earlier chunks (ids and keys make the retry safe).
+   * `options.field` names task i's fields in a refusal (default `tasks[i].…`); `options.checkedFor` is the
+   * queue processing the tasks were checked for: the first chunk stores nothing unless the queue still runs
+   * its tasks so, and then `ProcessingChanged` is thrown with the stored processing.
    */
-  enqueueTasks(queue: string, tasks: NewTask[], now: number): Promise<EnqueueResult>;
+  enqueueTasks(queue: string, tasks: NewTask[], now: number, options?: EnqueueOptions): Promise<EnqueueResult>;
   /**
    * Leases up to `max` leasable tasks of a queue (src/engine/redelivery.ts: pending and due; a provisional
    * lease unclaimed past its claim deadline, taken over with its attempt refunded; an expired lease with

@@ -6,6 +6,8 @@ import type { Presence, QueueRecords, Transit } from "./store-shards";
 import type { Upkeep } from "./store-upkeep";
 import type { FlowControl } from "./store-flow";
 import type { Deadlines } from "./store-deadlines";
+import type { CallerBatches } from "./store-caller-batches";
+import type { SqsSettings } from "./store-sqs";
 import type { HandOutWrites, HolderWrites, OperatorWrites, TaskWrites } from "./store-writes";
 
 /**
@@ -43,7 +45,9 @@ export interface TaskStore
     FlowControl,
     Dependencies,
     RemoteDependencies,
-    Deadlines {}
+    Deadlines,
+    CallerBatches,
+    SqsSettings {}
 
 export type { TaskWrites, HolderWrites, HandOutWrites, OperatorWrites, QueueCancelled } from "./store-writes";
 export type { TaskReads, CounterReads } from "./store-reads";
@@ -51,8 +55,40 @@ export type { QueueRecords, Presence, Transit } from "./store-shards";
 export type { Upkeep } from "./store-upkeep";
 export type { FlowControl } from "./store-flow";
 export type { FlowKeyState, QueueFlowState } from "./flow-control";
+export type { FlowFigures, KeyFigures } from "../contracts/flow-figures";
+export type { StarvedKey } from "./flow-starved";
 export type { Dependencies } from "./store-dependencies";
 export type { RemoteDependencies } from "./store-remote-dependencies";
 export type { BulkChanged, BulkWrites, TaskFilter } from "./store-bulk";
 export type { Deadlines } from "./store-deadlines";
+export type { CallerBatches, PreparedStatements } from "./store-caller-batches";
+export type { SqsSettings } from "./store-sqs";
 export type { StoredQueue, StoredTask } from "../contracts/stored-task";
+
+// The domain types the operations above take and answer, for callers outside src/engine: the port is the one
+// module of the engine they import (`port-only` in .dependency-cruiser.cjs).
+export type { AckKind, AckOutcome, AckScope, ChildTask, FencedItem, SettledDependent } from "./ack";
+export type { CompleteItem } from "./complete";
+export type { CounterSums, RecentCounts } from "./counters";
+export type { DependencyEntry, DependencyPage, DependentEntry } from "./dependency-reads";
+export type { EnqueueOptions, EnqueueOutcome, EnqueueResult, NewTask } from "./enqueue";
+export type { ExpiredTask } from "./expire";
+export type { ExtendItem } from "./extend";
+export type { FailItem } from "./fail";
+export type { FanOutResult } from "./fan-out";
+export type { HeartbeatRequest } from "./heartbeat";
+export type { LapsedHandOut } from "./lapse";
+export type { LeasedAnswer, LeaseRequest } from "./lease";
+export type { LiveCounts, LiveFigures } from "./live-figures";
+export type { FrontOptions, QueueFront, ReapedTask } from "./live-front";
+export type { PurgeOptions } from "./purge";
+export type { QueueConfig, RateLimit, WhyUnavailable } from "./queue-config";
+export type { QueueProcessing } from "../contracts/queue-processing";
+export type { ListFilter, QueueStats, StateCounts, TaskEventFields, TaskPage } from "./read";
+export type { ReapResult } from "./reap";
+export type { RedriveScope } from "./redrive";
+export type { OwedSettlement, RemoteDependency } from "./remote-dependencies";
+export type { RevokedTask } from "./revoke";
+export type { DeliveredRow, PartitionSelection, TransitDestination, TransitRow, TransitSelection } from "./transit";
+export type { UniqueKey } from "./unique-keys";
+export type { TaskField } from "../contracts/task-field";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { frontsAfterReap, type QueueFront } from "../../src/engine/live-front";
+import { frontsAfterReap } from "../../src/cron/fronts-after-reap";
+import type { QueueFront } from "../../src/engine/store";
 import { uniqueQueue } from "../helpers";
 import { clockRange } from "../support/clock-range";
 import { lapsedMix } from "./conformance/lapsed-mix";

@@ -1,6 +1,6 @@
 import { expect, it } from "vitest";
 import type { NewTask } from "../../src/engine/enqueue";
-import { leaseOrder } from "../../src/engine/lease";
+import { leaseOrder } from "../../src/contracts/lease-order";
 import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
 import { PROCESSORS, T0, uniqueQueue } from "../helpers";
 import { VT_MS, storeFixtures, type StoreFixtures } from "./conformance/fixtures";

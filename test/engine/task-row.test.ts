@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { leasedTaskJson, toLeasedTaskView } from "../../src/engine/task-row";
+import { leasedTaskJson, toLeasedTaskView } from "../../src/contracts/task-view";
 import { uniqueQueue } from "../helpers";
 import { storeFixtures } from "./conformance/fixtures";
 import { describeStore } from "./conformance/store-kinds";

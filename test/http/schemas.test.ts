@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
-import { toLeasedTaskView, toTaskView, type TaskView } from "../../src/engine/task-row";
+import { toLeasedTaskView, toTaskView } from "../../src/contracts/task-view";
+import type { TaskView } from "../../src/contracts/task";
 import {
   AckResponse,
   EnqueueResponse,

@@ -1,5 +1,5 @@
 import { d1TaskStore } from "../../src/engine/d1-store";
-import { dependencyPageView } from "../../src/engine/dependency-reads";
+import { dependencyPageView } from "../../src/contracts/dependency-page";
 import { env } from "cloudflare:workers";
 import { openDb } from "../../src/db/client";
 import { collectCompletedResults } from "../../src/engine/completed-results";

@@ -65,6 +65,9 @@ export interface StoreKind {
   /** Removes every task of `queue`, whatever its state (cleanup after a test whose live tasks every later
    * walk of the live set would meet). */
   discard(queue: string): Promise<void>;
+  /** The D1 database a caller runs the store's prepared enqueues on, in a batch with its own writes
+   * (CallerBatches.prepareEnqueue). */
+  callerDb(): D1Database;
   costs: CostPromise;
 }
 
@@ -91,6 +94,7 @@ export const D1_STORE: StoreKind = {
   discard: async (queue) => {
     await openDb(env.DB).run(sql`DELETE FROM tasks WHERE queue = ${queue}`);
   },
+  callerDb: () => env.DB,
   // The cost design (src/db/schema.ts): a task's row and its live-index entry at enqueue, the row at lease,
   // the row at completion — plus one counter row per call and (queue, type) (src/engine/counters.ts), and
   // one more row per dedupe key (its unique-index entry).
