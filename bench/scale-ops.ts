@@ -18,7 +18,8 @@ import { completeTasks } from "../src/engine/complete";
 import { enqueueTasks } from "../src/engine/enqueue";
 import { leaseTasks } from "../src/engine/lease";
 import type { TaskRow } from "../src/db/schema";
-import { leaseFromPartitions } from "../src/shards/partitioned-lease";
+import { leaseFromPartitions, leaseStoredTasks } from "../src/shards/partitioned-lease";
+import { d1TaskStore } from "../src/engine/d1-store";
 import { decodeSlot, encodeSlot } from "../src/shards/task-slot";
 import { ulid } from "ulid";
 import { modelD1, modelStatsSince, type D1ModelParams, type D1ModelStats } from "./d1-latency-model";
@@ -164,12 +165,12 @@ export async function scaleBurn(raw: D1Database[], req: ScaleBurnRequest): Promi
         groups = rows.length ? [{ part: q % req.databases, rows }] : [];
       } else {
         const rows = await leaseFromPartitions(
-          dbs,
+          dbs.map(d1TaskStore),
           scaleQueue(req.tag, "partitions", 0),
           { max: req.batch, visibilityTimeoutS: 300, holder: "bench-scale" },
           rotation++,
           now(),
-          leaseTasks,
+          leaseStoredTasks,
         );
         const byPart = new Map<number, TaskRow[]>();
         for (const r of rows) {

@@ -1,6 +1,5 @@
 import { EdgeqError } from "../contracts/errors";
-import type { AckOutcome } from "../engine/ack";
-import type { TaskStore } from "../engine/store";
+import type { AckOutcome, TaskStore } from "../engine/store";
 import { isTaskMissing } from "./task-locator";
 import { routeShards, type QueueRoute } from "./queue-route";
 import type { Shard } from "./shard-set";

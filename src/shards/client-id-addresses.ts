@@ -1,8 +1,7 @@
 import { sql } from "drizzle-orm";
 import { batchAll } from "../db/client";
-import type { NewTask } from "../engine/enqueue";
-import { idInOtherQueue } from "../engine/ids-of-other-queues";
-import { findTaskIdsHeld } from "../engine/presence";
+import { idInOtherQueue } from "../contracts/task-field";
+import type { NewTask } from "../engine/store";
 import type { Env } from "../env";
 import type { PartRoute, QueueRoute } from "./queue-route";
 import { homeShard, shardOf } from "./shard-set";
@@ -132,7 +131,7 @@ async function refuseSuspects(env: Env, suspects: Suspect[], parts: PartRoute[],
   }
   const held = new Set(
     (
-      await Promise.all([...byShard].map(([shard, shardIds]) => findTaskIdsHeld(shardOf(env, shard).db, shardIds)))
+      await Promise.all([...byShard].map(([shard, shardIds]) => shardOf(env, shard).store.findTaskIdsHeld(shardIds)))
     ).flat(),
   );
   const ordered = [...suspects].sort((a, b) => a.i - b.i);

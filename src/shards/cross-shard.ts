@@ -1,5 +1,5 @@
 import type { Env } from "../env";
-import { listQueues, type StateCounts } from "../engine/read";
+import type { StateCounts } from "../engine/store";
 import { readShard, shardNames } from "./shard-set";
 
 /**
@@ -7,7 +7,7 @@ import { readShard, shardNames } from "./shard-set";
  * Sessions API where offered) and a queue present on several (partitions, a move) is summed.
  */
 export async function listAllQueues(env: Env): Promise<Array<{ queue: string; counts: StateCounts }>> {
-  const perShard = await Promise.all(shardNames(env).map((name) => listQueues(readShard(env, name).db)));
+  const perShard = await Promise.all(shardNames(env).map((name) => readShard(env, name).store.listQueues()));
   const merged = new Map<string, StateCounts>();
   for (const { queue, counts } of perShard.flat()) {
     const total = merged.get(queue);
@@ -45,7 +45,7 @@ export function mergeShardRows<T extends object>(perShard: T[][], keys: Array<ke
   });
 }
 
-/** The Drizzle handles of every shard, read through the Sessions API where offered (views only). */
-export function readDbs(env: Env) {
-  return shardNames(env).map((name) => readShard(env, name).db);
+/** The task stores of every shard, read through the Sessions API where offered (views only). */
+export function readStores(env: Env) {
+  return shardNames(env).map((name) => readShard(env, name).store);
 }

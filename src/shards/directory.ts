@@ -1,6 +1,5 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { hasQueueData } from "../engine/presence";
 import type { Env } from "../env";
 import { HOME_SHARD, homeShard, shardNames } from "./shard-set";
 
@@ -106,7 +105,7 @@ export async function ensurePlacements(
     const ranking = rankShards(queue, shards);
     // A queue whose tasks or config the home database already holds (from before sharding, or before a
     // second shard was bound) stays where its data is.
-    const legacyHome = shards.length > 1 && rows.length === 0 ? await hasQueueData(home, queue) : false;
+    const legacyHome = shards.length > 1 && rows.length === 0 ? await homeShard(env).store.hasQueueData(queue) : false;
     for (let part = rows.length; part < wanted; part++) {
       const shard = part === 0 && (legacyHome || shards.length === 1) ? HOME_SHARD : ranking[part % ranking.length]!;
       // The slot is the next free one; D1 runs one statement at a time, so max+1 cannot be taken twice.

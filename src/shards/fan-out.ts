@@ -1,5 +1,4 @@
-import type { NewTask, TaskField } from "../engine/enqueue";
-import type { FanOutResult } from "../engine/fan-out";
+import type { FanOutResult, NewTask, TaskField } from "../engine/store";
 import { pickPart, type QueueRoute } from "./queue-route";
 import { slotIdFactory } from "./task-slot";
 import { placeRemoteDependencies } from "./remote-dependencies";

@@ -1,4 +1,4 @@
-import type { QueueFlowState } from "../engine/flow-control";
+import type { QueueFlowState } from "../engine/store";
 import { routeShards, type QueueRoute } from "./queue-route";
 
 /**

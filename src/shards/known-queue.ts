@@ -1,5 +1,4 @@
 import { EdgeqError } from "../contracts/errors";
-import { hasQueueData } from "../engine/presence";
 import type { Env } from "../env";
 import { readRoute, routeShards } from "./queue-route";
 
@@ -15,7 +14,7 @@ import { readRoute, routeShards } from "./queue-route";
  */
 export async function requireKnownQueue(env: Env, queue: string): Promise<void> {
   const shards = routeShards(await readRoute(env, queue));
-  const found = await Promise.all(shards.map((shard) => hasQueueData(shard.db, queue)));
+  const found = await Promise.all(shards.map((shard) => shard.store.hasQueueData(queue)));
   if (!found.includes(true)) {
     throw new EdgeqError("not_found", `queue ${queue} not found: it has no task and no stored config`);
   }

@@ -1,8 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Env } from "../env";
 import { EdgeqError } from "../contracts/errors";
-import { countQueueTasksHeld } from "../engine/presence";
-import { copyQueueRow } from "../engine/queue-config";
 import { giveWay } from "../db/give-way";
 import { ensurePlacements, forgetPlacements, readPlacements, type Placement } from "./directory";
 import { advanceMove, moveSelection, RELAY_PAUSE_MS } from "./relay";
@@ -40,7 +38,9 @@ export async function startMove(env: Env, queue: string, part: number, to: strin
     throw new EdgeqError("move_conflict", `partition ${part} of ${queue} is already on ${to}`);
   // The destination's copy of the queue's row first: its lease statements read the config of their
   // database, and after a move of partition 0 the SQS endpoint reads its settings and tags there.
-  await copyQueueRow(shardOf(env, rows[0]!.shard).db, shardOf(env, to).db, queue);
+  // Every stored field as stored; a queue with no record (defaults only) leaves the destination as it is.
+  const record = await shardOf(env, rows[0]!.shard).store.readQueueRecord(queue);
+  if (record) await shardOf(env, to).store.replaceQueueRecord(record);
   const changed = await homeShard(env).db.all<{
     part: number;
   }>(sql`UPDATE placements SET moving_from = shard, shard = ${to},
@@ -83,7 +83,7 @@ export async function placementView(env: Env, queue: string) {
   return Promise.all(
     rows.map(async (p) => {
       const left = p.movingFrom
-        ? await countQueueTasksHeld(shardOf(env, p.movingFrom).db, queue, moveSelection(p, rows).partition)
+        ? await shardOf(env, p.movingFrom).store.countQueueTasksHeld(queue, moveSelection(p, rows).partition)
         : 0;
       return {
         part: p.part,

@@ -1,6 +1,5 @@
 import { sql } from "drizzle-orm";
 import { batchAll } from "../db/client";
-import { findTaskIdsHeld } from "../engine/presence";
 import type { Env } from "../env";
 import { allShards, homeShard } from "./shard-set";
 
@@ -24,7 +23,7 @@ export async function pruneAddresses(env: Env, now: number): Promise<{ pruned: n
     WHERE created_at < ${now - ADDRESS_CHECK_MS} ORDER BY created_at LIMIT ${ADDRESSES_PER_TICK}`);
   if (due.length === 0) return { pruned: 0, kept: 0 };
   const ids = due.map((r) => r.id);
-  const found = await Promise.all(allShards(env).map((s) => findTaskIdsHeld(s.db, ids)));
+  const found = await Promise.all(allShards(env).map((s) => s.store.findTaskIdsHeld(ids)));
   const alive = [...new Set(found.flat())];
   const gone = due.map((r) => r.id).filter((id) => !alive.includes(id));
   await batchAll(home, [

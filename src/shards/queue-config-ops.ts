@@ -1,12 +1,6 @@
 import type { Env } from "../env";
 import { EdgeqError } from "../contracts/errors";
-import {
-  getQueueConfig,
-  putQueueConfig,
-  storeQueueConfig,
-  type QueueConfig,
-  type WhyUnavailable,
-} from "../engine/queue-config";
+import type { QueueConfig, WhyUnavailable } from "../engine/store";
 import { forgetPlacements } from "./directory";
 import { queueRoute, type QueueRoute } from "./queue-route";
 import { allShards } from "./shard-set";
@@ -16,7 +10,7 @@ export type QueueSettings = QueueConfig & { partitions: number };
 
 /** The queue's config, read where its first partition lives (every shard holds a copy). */
 export async function queueConfigOf(route: QueueRoute): Promise<QueueSettings> {
-  return { ...(await getQueueConfig(route.parts[0]!.shard.db, route.queue)), partitions: route.parts.length };
+  return { ...(await route.parts[0]!.shard.store.getQueueConfig(route.queue)), partitions: route.parts.length };
 }
 
 /**
@@ -44,7 +38,7 @@ export async function putQueueConfigOf(
     );
   }
   const first = route.parts[0]!.shard;
-  const next = await putQueueConfig(first.db, queue, configPatch, now, processors, whyUnavailable);
+  const next = await first.store.putQueueConfig(queue, configPatch, now, processors, whyUnavailable);
   if (partitions !== undefined && partitions > route.parts.length) {
     forgetPlacements(queue);
     route = await queueRoute(env, queue, now, partitions);
@@ -52,7 +46,7 @@ export async function putQueueConfigOf(
   await Promise.all(
     allShards(env)
       .filter((s) => s.name !== first.name)
-      .map((s) => storeQueueConfig(s.db, queue, next, now)),
+      .map((s) => s.store.storeQueueConfig(queue, next, now)),
   );
   return { ...next, partitions: route.parts.length };
 }
@@ -62,6 +56,6 @@ export async function copyConfigToShards(env: Env, route: QueueRoute, now: numbe
   const first = route.parts[0]!.shard;
   const others = allShards(env).filter((s) => s.name !== first.name);
   if (others.length === 0) return;
-  const config = await getQueueConfig(first.db, route.queue);
-  await Promise.all(others.map((s) => storeQueueConfig(s.db, route.queue, config, now)));
+  const config = await first.store.getQueueConfig(route.queue);
+  await Promise.all(others.map((s) => s.store.storeQueueConfig(route.queue, config, now)));
 }

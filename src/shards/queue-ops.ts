@@ -1,20 +1,23 @@
 import type { StoredTask } from "../contracts/stored-task";
 import type { Env } from "../env";
-import {
-  enqueueTasks,
-  tasksField,
-  type EnqueueOptions,
-  type EnqueueOutcome,
-  type EnqueueResult,
-  type NewTask,
-} from "../engine/enqueue";
-import { leaseTasks, nextRunAt, type LeaseOrdered, type LeaseRequest } from "../engine/lease";
-import { purgeTasks } from "../engine/purge";
-import { listTasks, queueStats, type ListFilter, type QueueStats } from "../engine/read";
-import { redriveQueue, type RedriveScope } from "../engine/redrive";
-import { revokeUnclaimed, type RevokedTask } from "../engine/revoke";
-import type { FencedItem, SettledDependent } from "../engine/ack";
-import { leaseFromPartitions, type LeaseOn } from "./partitioned-lease";
+import { tasksField } from "../contracts/task-field";
+import type {
+  EnqueueOptions,
+  EnqueueOutcome,
+  EnqueueResult,
+  FencedItem,
+  LeaseRequest,
+  ListFilter,
+  NewTask,
+  PurgeOptions,
+  QueueStats,
+  RedriveScope,
+  RevokedTask,
+  SettledDependent,
+  TaskStore,
+} from "../engine/store";
+import type { LeaseOrdered } from "../contracts/lease-order";
+import { leaseFromPartitions, leaseStoredTasks, type LeaseOn } from "./partitioned-lease";
 import { nextLeaseOffset, pickPart, routeShards, type PartRoute, type QueueRoute } from "./queue-route";
 import { shardNames, type Shard } from "./shard-set";
 import { placeClientIds } from "./client-id-addresses";
@@ -65,8 +68,7 @@ export async function enqueueToQueue(
   let earliestRunAt: number | null = null;
   await Promise.all(
     [...byShard.values()].map(async ({ part, items }) => {
-      const result = await enqueueTasks(
-        part.shard.db,
+      const result = await part.shard.store.enqueueTasks(
         route.queue,
         items.map((item) => item.task),
         now,
@@ -105,13 +107,13 @@ export function leaseFromQueue(
   request: Omit<LeaseRequest, "queue">,
   now: number,
   startPart?: number,
-  lease: LeaseOn<LeaseOrdered> = leaseTasks,
+  lease: LeaseOn<LeaseOrdered> = leaseStoredTasks,
 ): Promise<LeaseOrdered[]> {
   const shards = routeShards(route);
   const own = startPart === undefined ? -1 : shards.findIndex((s) => s.name === route.parts[startPart]?.shard.name);
   const start = own >= 0 ? own : nextLeaseOffset(shards.length);
   return leaseFromPartitions(
-    shards.map((s) => s.db),
+    shards.map((s) => s.store),
     route.queue,
     request,
     start,
@@ -131,13 +133,13 @@ export function leaseFromQueue(
  */
 export async function revokeOnQueue(route: QueueRoute, items: FencedItem[], now: number): Promise<RevokedTask[]> {
   if (items.length === 0) return [];
-  const all = await Promise.all(routeShards(route).map((s) => revokeUnclaimed(s.db, items, now)));
+  const all = await Promise.all(routeShards(route).map((s) => s.store.revokeUnclaimed(items, now)));
   return all.flat();
 }
 
 /** Counts and due work over every shard holding the queue. */
 export async function queueStatsOf(route: QueueRoute, scope: { group?: string }, now: number): Promise<QueueStats> {
-  const all = await Promise.all(routeShards(route).map((s) => queueStats(s.db, route.queue, scope, now)));
+  const all = await Promise.all(routeShards(route).map((s) => s.store.queueStats(route.queue, scope, now)));
   const total = all[0]!;
   for (const more of all.slice(1)) {
     for (const state of Object.keys(total.counts) as Array<keyof QueueStats["counts"]>) {
@@ -156,8 +158,8 @@ export async function listTasksOf(
   filter: ListFilter,
 ): Promise<{ tasks: StoredTask[]; next_cursor: string | null }> {
   const shards = routeShards(route);
-  if (shards.length === 1) return listTasks(shards[0]!.db, route.queue, filter);
-  const pages = await Promise.all(shards.map((s) => listTasks(s.db, route.queue, filter)));
+  if (shards.length === 1) return shards[0]!.store.listTasks(route.queue, filter);
+  const pages = await Promise.all(shards.map((s) => s.store.listTasks(route.queue, filter)));
   const merged = pages.flatMap((p) => p.tasks).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const page = merged.slice(0, filter.limit);
   const more = merged.length > filter.limit || pages.some((p) => p.next_cursor !== null);
@@ -167,9 +169,9 @@ export async function listTasksOf(
 /** Sums a per-shard count over the queue's shards. */
 async function sumOver<T extends Record<string, number>>(
   route: QueueRoute,
-  run: (db: PartRoute["shard"]["db"]) => Promise<T>,
+  run: (store: TaskStore) => Promise<T>,
 ): Promise<T> {
-  const all = await Promise.all(routeShards(route).map((s) => run(s.db)));
+  const all = await Promise.all(routeShards(route).map((s) => run(s.store)));
   const total = { ...all[0]! };
   for (const more of all.slice(1))
     for (const key of Object.keys(total)) (total as Record<string, number>)[key]! += more[key]!;
@@ -204,12 +206,12 @@ export async function cancelQueueOf(
 }
 
 export async function redriveQueueOf(route: QueueRoute, scope: RedriveScope, now: number) {
-  const all = await Promise.all(routeShards(route).map((s) => redriveQueue(s.db, route.queue, scope, now)));
+  const all = await Promise.all(routeShards(route).map((s) => s.store.redriveQueue(route.queue, scope, now)));
   return { redriven: all.reduce((n, r) => n + r.redriven, 0), ids: all.flatMap((r) => r.ids) };
 }
 
-export function purgeQueueOf(route: QueueRoute, options: Parameters<typeof purgeTasks>[2]) {
-  return sumOver(route, (db) => purgeTasks(db, route.queue, options));
+export function purgeQueueOf(route: QueueRoute, options: PurgeOptions) {
+  return sumOver(route, (store) => store.purgeTasks(route.queue, options));
 }
 
 /** The earliest time one of the queue's tasks becomes leasable on the given shards (a partition's). */
@@ -219,7 +221,7 @@ export async function nextRunOn(
   now: number,
   opts: { leases?: boolean } = {},
 ): Promise<number | null> {
-  const all = await Promise.all(shards.map((s) => nextRunAt(s.db, queue, now, opts)));
+  const all = await Promise.all(shards.map((s) => s.store.nextRunAt(queue, now, opts)));
   const times = all.filter((t): t is number => t !== null);
   return times.length > 0 ? Math.min(...times) : null;
 }

@@ -1,13 +1,5 @@
 import { sql } from "drizzle-orm";
-import { findQueuesWithLiveTasks } from "../engine/presence";
-import {
-  clearTransit,
-  listTransit,
-  putInFromTransit,
-  takeOutForTransit,
-  type TransitRow,
-  type TransitSelection,
-} from "../engine/transit";
+import type { TransitRow, TransitSelection } from "../engine/store";
 import { giveWay } from "../db/give-way";
 import type { Env } from "../env";
 import { allPlacements, existingPlacements, forgetPlacements, readPlacements, type Placement } from "./directory";
@@ -56,13 +48,12 @@ interface Delivery {
  * each task is counted by the one whose clear removed it.
  */
 async function deliverTransit(env: Env, source: Shard, now: number): Promise<Delivery> {
-  const rows = await listTransit(source.db, RELAY_CHUNK);
+  const rows = await source.store.listTransit(RELAY_CHUNK);
   if (rows.length === 0) return { delivered: 0, queues: [], bySlot: new Map() };
   const byDest = new Map<string, TransitRow[]>();
   for (const row of rows) byDest.set(row.dest, [...(byDest.get(row.dest) ?? []), row]);
   for (const [dest, group] of byDest) {
-    await putInFromTransit(
-      shardOf(env, dest).db,
+    await shardOf(env, dest).store.putInFromTransit(
       group.map((r) => ({ ...r, rowSlot: carriesSlot(r.id, r.slot) ? null : r.slot })),
     );
     const unslotted = group.filter((r) => !carriesSlot(r.id, r.slot));
@@ -72,12 +63,7 @@ async function deliverTransit(env: Env, source: Shard, now: number): Promise<Del
         WHERE true ON CONFLICT (id) DO UPDATE SET slot = excluded.slot`);
     }
   }
-  const cleared = new Set(
-    await clearTransit(
-      source.db,
-      rows.map((r) => r.id),
-    ),
-  );
+  const cleared = new Set(await source.store.clearTransit(rows.map((r) => r.id)));
   const mine = rows.filter((r) => cleared.has(r.id));
   const bySlot = new Map<number, number>();
   for (const r of mine) bySlot.set(r.slot, (bySlot.get(r.slot) ?? 0) + 1);
@@ -120,8 +106,8 @@ export async function advanceMove(
   for (let step = 0; step < (opts.maxSteps ?? 50); step++) {
     // Live tasks first, through the live index (a few rows read per task); then the finished ones, which
     // only a walk of the table finds (no index holds finished tasks by queue).
-    let taken = await takeOutForTransit(source.db, { ...selection, liveOnly: true }, to, RELAY_CHUNK, now);
-    if (taken === 0) taken = await takeOutForTransit(source.db, selection, to, RELAY_CHUNK, now);
+    let taken = await source.store.takeOutForTransit({ ...selection, liveOnly: true }, to, RELAY_CHUNK, now);
+    if (taken === 0) taken = await source.store.takeOutForTransit(selection, to, RELAY_CHUNK, now);
     if (opts.faults?.crashAfterTakeOut && taken > 0) throw new Error("relay: injected crash after take-out");
     // No pause between take-out and delivery: a task in transit answers `task_moving` until it lands.
     // Counted: what this partition received (a delivery also carries whatever else was in transit there).
@@ -181,7 +167,7 @@ export async function relayAll(env: Env, now: number): Promise<{ relayed: number
     // scan of every live task (a DISTINCT over them read each one, every minute).
     const elsewhere = [...placed.entries()].filter(([, parts]) => !holds(parts, name)).map(([queue]) => queue);
     if (elsewhere.length === 0) continue;
-    for (const queue of await findQueuesWithLiveTasks(shard.db, elsewhere)) {
+    for (const queue of await shard.store.findQueuesWithLiveTasks(elsewhere)) {
       const delivered = await sendHome(env, shard, placed.get(queue)!, now);
       relayed += delivered;
       if (delivered > 0) queues.add(queue);
@@ -216,8 +202,7 @@ async function sendHome(env: Env, shard: Shard, parts: Placement[], now: number)
   if (!home) return 0;
   let relayed = 0;
   for (;;) {
-    const taken = await takeOutForTransit(
-      shard.db,
+    const taken = await shard.store.takeOutForTransit(
       { queue: home.queue, liveOnly: true },
       { shard: home.shard, slot: home.slot },
       RELAY_CHUNK,

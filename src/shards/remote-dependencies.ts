@@ -1,8 +1,7 @@
 import type { Env } from "../env";
 import { EdgeqError } from "../contracts/errors";
 import { MAX_DEPENDENCIES } from "../contracts/limits";
-import type { NewTask, TaskField } from "../engine/enqueue";
-import type { RemoteDependency } from "../engine/remote-dependencies";
+import type { NewTask, RemoteDependency, TaskField } from "../engine/store";
 import type { PartRoute } from "./queue-route";
 import { allShards, type Shard } from "./shard-set";
 

@@ -1,7 +1,6 @@
 import type { Env } from "../env";
 import { EdgeqError } from "../contracts/errors";
-import type { SettledDependent } from "../engine/ack";
-import type { OwedSettlement } from "../engine/remote-dependencies";
+import type { OwedSettlement, SettledDependent } from "../engine/store";
 import { isTaskMissing, onTaskShard } from "./task-locator";
 import { allShards, shardNames, type Shard } from "./shard-set";
 

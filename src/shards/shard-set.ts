@@ -18,9 +18,20 @@ export interface Shard {
   store: TaskStore;
 }
 
+/**
+ * The task store of one database handle: the one place a store is made (each kind of store is built here
+ * and nowhere else outside src/engine, `stores-built-by-shard-set` in .dependency-cruiser.cjs).
+ *
+ * @example
+ * const store = taskStoreOn(openDb(env.DB));
+ */
+export function taskStoreOn(db: Db): TaskStore {
+  return d1TaskStore(db);
+}
+
 /** The shard of one database handle: its name, its handle and its task store. */
 function shardOn(name: string, db: Db): Shard {
-  return { name, db, store: d1TaskStore(db) };
+  return { name, db, store: taskStoreOn(db) };
 }
 
 function shardOrder(name: string): number {

@@ -1,8 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Env } from "../env";
 import { EdgeqError, NotFoundError } from "../contracts/errors";
-import type { AckOutcome } from "../engine/ack";
-import { isInTransit } from "../engine/transit";
+import type { AckOutcome } from "../engine/store";
 import { placementBySlot, readPlacementBySlot } from "./directory";
 import { HOME_SHARD, homeShard, shardNames, shardOf, type Shard } from "./shard-set";
 import { decodeSlot } from "./task-slot";
@@ -84,7 +83,7 @@ async function tryShard<T>(
  * miss costs two reads per shard, a found task what it cost before.
  *
  * @example
- * const task = await onTaskShard(env, id, (shard) => getTask(shard.db, id));
+ * const task = await onTaskShard(env, id, (shard) => shard.store.getTask(id));
  */
 export async function onTaskShard<T>(env: Env, id: string, run: (shard: Shard) => Promise<T>): Promise<T> {
   let miss: unknown = new NotFoundError(`task ${id}`);
@@ -97,7 +96,7 @@ export async function onTaskShard<T>(env: Env, id: string, run: (shard: Shard) =
     for (const shard of await shardsInMoveOrder(env, id)) {
       const tried = await tryShard(shard, run);
       if ("found" in tried) return tried.found;
-      if (await isInTransit(shard.db, id)) {
+      if (await shard.store.isInTransit(id)) {
         throw new EdgeqError("task_moving", `task ${id} is moving between shards; retry in a second`);
       }
     }

@@ -1,11 +1,11 @@
 import type { Db } from "../db/client";
 import type { Env } from "../env";
-import { enqueueTasks, type EnqueueResult, type NewTask } from "../engine/enqueue";
+import type { EnqueueResult, NewTask } from "../engine/store";
 import { enqueueToQueue } from "./queue-ops";
 import { queueRoute } from "./queue-route";
 import { NotFoundError } from "../contracts/errors";
-import { findTaskState } from "../engine/read";
 import { isTaskMissing, onTaskShard } from "./task-locator";
+import { taskStoreOn } from "./shard-set";
 
 /** What an enqueue answers, with the partitions that received new tasks (whose coordinators to wake). */
 export type EnqueuedTasks = EnqueueResult & { parts: number[] };
@@ -21,13 +21,14 @@ export interface TaskStore {
 }
 
 export function dbTaskStore(db: Db): TaskStore {
+  const store = taskStoreOn(db);
   return {
     // One database: partition 0, when anything new was written.
     enqueue: async (queue, tasks, now) => {
-      const result = await enqueueTasks(db, queue, tasks, now);
+      const result = await store.enqueueTasks(queue, tasks, now);
       return { ...result, parts: result.tasks.some((t) => !t.deduplicated) ? [0] : [] };
     },
-    taskState: (id) => findTaskState(db, id),
+    taskState: (id) => store.findTaskState(id),
   };
 }
 
@@ -37,7 +38,7 @@ export function shardedTaskStore(env: Env): TaskStore {
     taskState: async (id) => {
       try {
         return await onTaskShard(env, id, async (shard) => {
-          const state = await dbTaskStore(shard.db).taskState(id);
+          const state = await shard.store.findTaskState(id);
           if (state === null) throw new NotFoundError(`task ${id}`);
           return state;
         });
