@@ -1,22 +1,18 @@
 import { follow } from "../effects/follow";
-import { foldOldCounters } from "../engine/counters";
 import { dueCountsNeeded, evaluateHealth } from "../health/check-health";
 import type { LiveHealthFigures } from "../health/evaluate";
 import { deliverAlerts } from "../health/deliver-alerts";
 import { fireSchedules } from "../schedules/fire-schedules";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../contracts/limits";
-import { pruneByRetention } from "../engine/purge";
-import { frontsAfterReap, readLiveFront, type ReapedTask } from "../engine/live-front";
-import { reapLapsedLeases } from "../engine/reap";
+import type { ExpiredTask, ReapedTask, SettledDependent } from "../engine/store";
+import { frontsAfterReap } from "./fronts-after-reap";
 import { addReapedEvents } from "../events/reaped-events";
 import type { PublishedEvent } from "../contracts/events";
-import type { SettledDependent } from "../engine/ack";
 import { pruneAddresses } from "../shards/prune-addresses";
 import { relayAll } from "../shards/relay";
 import { deliverOwedSettlements } from "../shards/remote-settlements";
 import { allShards, homeShard } from "../shards/shard-set";
 import type { Env } from "../env";
-import type { ExpiredTask } from "../engine/expire";
 
 /** The event of a task the expiry pass ended. */
 function expiredEvent(task: ExpiredTask): PublishedEvent {
@@ -92,14 +88,14 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
   const live: LiveHealthFigures[][] = [];
   // Every shard holds tasks and counters of its own queues: each is walked, reaped, pruned and folded.
   for (const shard of allShards(env)) {
-    const fronts = await readLiveFront(shard.db, now, { dueCountFor });
+    const fronts = await shard.store.readLiveFront(now, { dueCountFor });
     const lapsed = fronts.flatMap((front) => front.lapsed.map((task) => task.id));
     const reapedHere: ReapedTask[] = [];
     const ended: string[] = [];
     for (let round = 0; round < MAX_REAP_ROUNDS; round++) {
       const ids = lapsed.slice(round * MAX_ROWS_PER_TICK_STATEMENT, (round + 1) * MAX_ROWS_PER_TICK_STATEMENT);
       if (ids.length === 0) break;
-      const result = await reapLapsedLeases(shard.db, ids, now);
+      const result = await shard.store.reapLapsedLeases(ids, now);
       addReapedEvents(reapEvents, result);
       reapedHere.push(...result.reaped);
       for (const task of result.reaped) {
@@ -123,10 +119,10 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
         overrun,
       })),
     );
-    const prune = await pruneByRetention(shard.db, now);
+    const prune = await shard.store.pruneByRetention(now);
     pruned += prune.pruned;
     pruneWindows += prune.windows;
-    folded += (await foldOldCounters(shard.db, now)).folded;
+    folded += (await shard.store.foldOldCounters(now)).folded;
     // Start deadlines passed unstarted: expired, published as such (src/engine/expire.ts).
     for (let round = 0; round < MAX_REAP_ROUNDS; round++) {
       const ended = await shard.store.expireOverdueTasks(now);
@@ -182,7 +178,7 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     db,
     now,
     { live, advanceStarved: true },
-    allShards(env).map((s) => s.db),
+    allShards(env).map((s) => s.store),
   );
   const alerts = await deliverAlerts(db, env.WEBHOOK_SECRET, now);
   const unhealthy = health.filter((h) => h.status !== "ok").map((h) => h.queue);

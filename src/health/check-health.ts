@@ -1,9 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import { recentCounts } from "../engine/counters";
 import { EdgeqError } from "../contracts/errors";
-import { liveFigures } from "../engine/live-figures";
-import { advanceStarvedKeys, starvedKeys, type StarvedKey } from "../engine/flow-starved";
+import type { StarvedKey, TaskStore } from "../engine/store";
+import { taskStoreOn } from "../shards/shard-set";
 import { mergeShardRows } from "../shards/cross-shard";
 import {
   healthFigures,
@@ -84,7 +83,7 @@ export async function dueCountsNeeded(db: Db): Promise<(queue: string) => number
 
 /**
  * Evaluates the health of one queue, or of every queue (with live tasks, recent counters, a stored config
- * or a stored status). Task figures come from `taskDbs` (every shard: the home database alone by default);
+ * or a stored status). Task figures come from `taskStores` (every shard: the home database alone by default);
  * health rows and schedules from `db` (the home database). Reads live tasks through the live index
  * (`liveFigures`) — or takes them from `opts.live`, one list per shard, as the cron tick read them from the
  * live index's front — and the last hour of counters, never finished tasks. A status that changed is
@@ -100,17 +99,17 @@ export async function evaluateHealth(
   db: Db,
   now: number,
   opts: { queue?: string; live?: LiveHealthFigures[][]; advanceStarved?: boolean } = {},
-  taskDbs: Db[] = [db],
+  taskStores: TaskStore[] = [taskStoreOn(db)],
 ): Promise<QueueHealth[]> {
   const only = opts.queue === undefined ? sql`` : sql` AND queue = ${opts.queue}`;
   const [live, recent, rows, configured, failing, starved] = await Promise.all([
-    (opts.live ? Promise.resolve(opts.live) : Promise.all(taskDbs.map((d) => liveFigures(d, now, opts.queue)))).then(
+    (opts.live ? Promise.resolve(opts.live) : Promise.all(taskStores.map((s) => s.liveFigures(now, opts.queue)))).then(
       (all: LiveHealthFigures[][]) => mergeShardRows(all, ["queue"], ["oldest_due_at"]),
     ),
-    Promise.all(taskDbs.map((d) => recentCounts(d, now, opts.queue))).then((all) => mergeShardRows(all, ["queue"])),
+    Promise.all(taskStores.map((s) => s.recentCounts(now, opts.queue))).then((all) => mergeShardRows(all, ["queue"])),
     readHealthRows(db, opts.queue === undefined ? undefined : [opts.queue]),
     opts.queue === undefined
-      ? Promise.all(taskDbs.map((d) => d.all<{ name: string }>(sql`SELECT name FROM queues`))).then((all) => all.flat())
+      ? Promise.all(taskStores.map((s) => s.listConfiguredQueues())).then((all) => all.flat())
       : Promise.resolve([]),
     db.all<{ queue: string; n: number }>(
       sql`SELECT queue, count(*) AS n FROM schedules WHERE last_outcome = 'error'${only} GROUP BY queue`,
@@ -118,7 +117,7 @@ export async function evaluateHealth(
     // A key lives in one database: each queue's most starved key over its partitions is the longest-waiting.
     // The cron tick's evaluation moves each queue's window of keys on (every key in its turn); others only read.
     Promise.all(
-      taskDbs.map((d) => (opts.advanceStarved ? advanceStarvedKeys(d, now) : starvedKeys(d, now, opts.queue))),
+      taskStores.map((s) => (opts.advanceStarved ? s.advanceStarvedKeys(now) : s.starvedKeys(now, opts.queue))),
     ).then((all) => mostStarved(all.flat())),
   ]);
   const failingBy = new Map(failing.map((f) => [f.queue, f.n]));
@@ -130,7 +129,7 @@ export async function evaluateHealth(
             ...live.map((f) => f.queue),
             ...recent.map((r) => r.queue),
             ...[...rows.keys()].filter((q) => q !== DEFAULTS_KEY),
-            ...configured.map((c) => c.name),
+            ...configured,
             ...failing.map((f) => f.queue),
           ]),
         ].sort();

@@ -1,6 +1,6 @@
 import type { Db } from "../db/client";
 import { ALERT_BACKOFF_BASE_S, ALERT_BACKOFF_CAP_S, ALERT_MAX_ATTEMPTS, ALERT_TIMEOUT_S } from "../contracts/limits";
-import { toIso } from "../engine/time";
+import { toIso } from "../contracts/time";
 import { SIGNATURE_HEADER, signWebhook } from "../processors/webhook-signature";
 import { claimAlerts, finishAlert, type PendingAlert } from "./health-store";
 

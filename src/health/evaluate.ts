@@ -1,6 +1,4 @@
-import type { RecentCounts } from "../engine/counters";
-import type { LiveFigures } from "../engine/live-figures";
-import type { StarvedKey } from "../engine/flow-starved";
+import type { LiveFigures, RecentCounts, StarvedKey } from "../engine/store";
 import { CHECKS, type Check, type Thresholds } from "./thresholds";
 
 import { HEALTH_STATUSES, type HealthStatus } from "./health-status";

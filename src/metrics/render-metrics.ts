@@ -1,9 +1,9 @@
 import type { Db } from "../db/client";
 import { COUNTERS } from "../db/schema";
-import { sumCounters } from "../engine/counters";
 import { bucketColumn, HISTOGRAM_BOUNDS_S } from "../db/histogram-buckets";
-import { liveFigures } from "../engine/live-figures";
-import { flowFigures, mergeFlowFigures } from "../engine/flow-figures";
+import { mergeFlowFigures } from "../contracts/flow-figures";
+import type { TaskStore } from "../engine/store";
+import { taskStoreOn } from "../shards/shard-set";
 import { mergeShardRows } from "../shards/cross-shard";
 import { HEALTH_STATUSES } from "../health/evaluate";
 import { DEFAULTS_KEY, readHealthRows } from "../health/health-store";
@@ -40,16 +40,16 @@ export async function renderMetrics(
   db: Db,
   now: number,
   extra?: (out: Exposition) => void,
-  taskDbs: Db[] = [db],
+  taskStores: TaskStore[] = [taskStoreOn(db)],
 ): Promise<string> {
   const [live, sums, health, schedules, flow] = await Promise.all([
-    Promise.all(taskDbs.map((d) => liveFigures(d, now))).then((all) =>
+    Promise.all(taskStores.map((s) => s.liveFigures(now))).then((all) =>
       mergeShardRows(all, ["queue"], ["oldest_due_at"]),
     ),
-    Promise.all(taskDbs.map((d) => sumCounters(d))).then((all) => mergeShardRows(all, ["queue", "type"])),
+    Promise.all(taskStores.map((s) => s.sumCounters())).then((all) => mergeShardRows(all, ["queue", "type"])),
     readHealthRows(db),
     listSchedules(db),
-    Promise.all(taskDbs.map((d) => flowFigures(d, now, METRICS_TOP_KEYS))).then((all) =>
+    Promise.all(taskStores.map((s) => s.flowFigures(now, METRICS_TOP_KEYS))).then((all) =>
       mergeFlowFigures(all, METRICS_TOP_KEYS),
     ),
   ]);

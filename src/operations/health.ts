@@ -1,5 +1,5 @@
 import { evaluateHealth, type QueueHealth } from "../health/check-health";
-import { readDbs } from "../shards/cross-shard";
+import { readStores } from "../shards/cross-shard";
 import { homeShard } from "../shards/shard-set";
 import type { OperationContext } from "./context";
 
@@ -11,7 +11,7 @@ import type { OperationContext } from "./context";
  * const [health] = await checkHealth(op, { queue: "emails" });
  */
 export async function checkHealth(op: OperationContext, scope: { queue?: string }): Promise<QueueHealth[]> {
-  const health = await evaluateHealth(homeShard(op.env).db, op.now, scope, readDbs(op.env));
+  const health = await evaluateHealth(homeShard(op.env).db, op.now, scope, readStores(op.env));
   op.effects.after({ kind: "alerts-recorded" });
   return health;
 }

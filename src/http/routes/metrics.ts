@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { ApiRoutes } from "../api-routes";
 import { EXPOSITION_CONTENT_TYPE } from "../../metrics/exposition";
-import { readDbs } from "../../shards/cross-shard";
+import { readStores } from "../../shards/cross-shard";
 import { renderMetrics } from "../../metrics/render-metrics";
 import type { AppEnv } from "../app-env";
 import { authRoute } from "../route-helpers";
@@ -21,7 +21,7 @@ const metricsRoute = authRoute({
 });
 
 export const metricsRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook }).openapi(metricsRoute, async (c) =>
-  c.text(await renderMetrics(c.var.db, c.var.now, undefined, readDbs(c.env)), 200, {
+  c.text(await renderMetrics(c.var.db, c.var.now, undefined, readStores(c.env)), 200, {
     "content-type": EXPOSITION_CONTENT_TYPE,
   }),
 );
