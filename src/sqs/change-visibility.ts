@@ -1,5 +1,5 @@
 import * as z from "zod";
-import type { AckOutcome } from "../engine/ack";
+import type { AckOutcome } from "../engine/store";
 import { MAX_VISIBILITY_TIMEOUT_S } from "../contracts/limits";
 import { extendTaskLeases, failForRedelivery } from "../operations/ack";
 import type { SqsContext } from "./context";

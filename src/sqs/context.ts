@@ -1,4 +1,5 @@
 import type { Db } from "../db/client";
+import type { TaskStore } from "../engine/store";
 import type { OperationContext } from "../operations/context";
 import type { QueueRoute } from "../shards/queue-route";
 import type { SqsEnv } from "./credentials";
@@ -9,8 +10,8 @@ export interface SqsContext {
   op: OperationContext;
   /** The home database (listing fans out over every shard: `shards`). */
   db: Db;
-  /** Every shard's database, home first. */
-  shards: Db[];
+  /** Every shard's task store, home first. */
+  stores: TaskStore[];
   /** Where a queue lives (src/shards/): its partitions' databases; placed on first use. */
   route(queue: string): Promise<QueueRoute>;
   env: SqsEnv;

@@ -105,7 +105,7 @@ async function handleSqs(c: Context<SqsHonoEnv>, processors: ProcessorRegistry):
     const ctx: SqsContext = {
       op: { env, now, clock, processors, effects: new Effects(env, defer), defer, signal: c.req.raw.signal },
       db: openDb(env.DB),
-      shards: allShards(env).map((s) => s.db),
+      stores: allShards(env).map((s) => s.store),
       route: (queue) => queueRoute(env, queue, now),
       env,
       now,

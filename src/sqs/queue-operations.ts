@@ -18,7 +18,7 @@ import {
 } from "./queue-registry";
 import { addTags, checkTags } from "./queue-tags";
 import { checkQueueName, queueUrl } from "./queue-url";
-import { registryDb, registryDbForWrite, requireQueue } from "./require-queue";
+import { registryStore, registryStoreForWrite, requireQueue } from "./require-queue";
 
 /**
  * Config a queue created over SQS starts with, where SQS behaves differently from edgeq's defaults:
@@ -64,8 +64,8 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
   }
   const patch = parseQueueAttributes(name, attributes);
   if (request.tags !== undefined) checkTags(request.tags, "tags");
-  const db = await registryDbForWrite(ctx, name);
-  const existing = await findSqsQueue(db, name);
+  const store = await registryStoreForWrite(ctx, name);
+  const existing = await findSqsQueue(store, name);
   if (existing) {
     if (!sameAttributes(existing, patch)) {
       throw new SqsError(
@@ -78,7 +78,7 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
     // not received until the one before it is deleted or its visibility ends, as SQS FIFO promises.
     const fifo = isFifo(name) ? { flow: { default: { ordered: true } } } : {};
     const config = { ...SQS_CREATED_CONFIG, ...fifo, ...patch.config };
-    await saveSqsQueue(db, name, { ...patch, config }, ctx.now, ctx.op.processors.types());
+    await saveSqsQueue(store, name, { ...patch, config }, ctx.now, ctx.op.processors.types());
     await copyConfigToShards(ctx.env, await ctx.route(name), ctx.now);
     if (request.tags !== undefined) await addTags(ctx, name, request.tags, "tags");
   }
@@ -88,7 +88,7 @@ export async function createQueue(input: unknown, ctx: SqsContext) {
 /** GetQueueUrl: the URL of a queue that exists, else QueueDoesNotExist. */
 export async function getQueueUrl(input: unknown, ctx: SqsContext) {
   const name = checkQueueName(parseInput(GetQueueUrlInput, input).QueueName);
-  if (!(await findSqsQueue(await registryDb(ctx, name), name))) {
+  if (!(await findSqsQueue(await registryStore(ctx, name), name))) {
     throw new SqsError("QueueDoesNotExist", `The specified queue does not exist: ${name}`);
   }
   return { QueueUrl: queueUrl(ctx.origin, name) };
@@ -97,7 +97,7 @@ export async function getQueueUrl(input: unknown, ctx: SqsContext) {
 /** ListQueues: every queue that exists, by name, paged with MaxResults / NextToken (the last name seen). */
 export async function listQueues(input: unknown, ctx: SqsContext) {
   const request = parseInput(ListQueuesInput, input);
-  const perShard = await Promise.all(ctx.shards.map((db) => listSqsQueueNames(db, request.QueueNamePrefix)));
+  const perShard = await Promise.all(ctx.stores.map((store) => listSqsQueueNames(store, request.QueueNamePrefix)));
   let names = [...new Set(perShard.flat())].sort();
   if (request.NextToken !== undefined) {
     let after: string;
@@ -127,12 +127,12 @@ export async function deleteQueue(input: unknown, ctx: SqsContext) {
   const queue = await requireQueue(ctx, parseInput(QueueUrlInput, input).QueueUrl);
   const shards = routeShards(await ctx.route(queue.name));
   const cancelled: string[] = [];
-  for (const shard of shards) await retireSqsQueue(shard.db, queue.name, ctx.now, cancelled);
+  for (const shard of shards) await retireSqsQueue(shard.store, queue.name, ctx.now, cancelled);
   await ctx.op.effects
     .follow({ kind: "cancelled", queue: queue.name, ids: cancelled })
     // The queue is deleted either way; a lost event is what a stream's resync is for.
     .catch((error: unknown) => console.error(`sqs: publishing ${queue.name}'s cancelled tasks failed`, error));
-  for (const shard of shards) await purgeSqsQueue(shard.db, queue.name, ctx.now);
+  for (const shard of shards) await purgeSqsQueue(shard.store, queue.name, ctx.now);
   return {};
 }
 
@@ -155,7 +155,7 @@ export async function getQueueAttributes(input: unknown, ctx: SqsContext) {
   const wanted = request.AttributeNames ?? [];
   if (wanted.length === 0) return {};
   const perShard = await Promise.all(
-    routeShards(await ctx.route(queue.name)).map((s) => countSqsMessages(s.db, queue.name, ctx.now)),
+    routeShards(await ctx.route(queue.name)).map((s) => countSqsMessages(s.store, queue.name, ctx.now)),
   );
   const counts = mergeShardRows(
     perShard.map((c) => [c]),
@@ -168,10 +168,10 @@ export async function getQueueAttributes(input: unknown, ctx: SqsContext) {
 export async function setQueueAttributes(input: unknown, ctx: SqsContext) {
   const request = parseInput(SetAttributesInput, input);
   const queue = await requireQueue(ctx, request.QueueUrl);
-  const db = await registryDbForWrite(ctx, queue.name);
+  const store = await registryStoreForWrite(ctx, queue.name);
   const route = await ctx.route(queue.name);
   await saveSqsQueue(
-    db,
+    store,
     queue.name,
     parseQueueAttributes(queue.name, request.Attributes),
     ctx.now,

@@ -1,11 +1,4 @@
-import { eq, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { queues } from "../db/schema";
-import { cancelQueueTasks } from "../engine/cancel";
-import { countLiveTasks } from "../engine/live-figures";
-import { hasUncancelledLiveTask, listQueueNamesInUse } from "../engine/presence";
-import { purgeTasks } from "../engine/purge";
-import { getQueueConfig, putQueueConfig, type QueueConfig } from "../engine/queue-config";
+import type { QueueConfig, TaskStore } from "../engine/store";
 import { SQS_MAX_TAGS } from "../contracts/limits";
 
 /**
@@ -30,33 +23,23 @@ export interface SqsQueue {
   updatedAt: number | null;
 }
 
-/** The SQS-only settings of a queue with a stored config. */
-interface SqsColumns {
-  sqs_delay_s: number | null;
-  sqs_receive_wait_s: number | null;
-  sqs_tags: string | null;
-  updated_at: number;
-}
-
 /**
  * The queue, or null when it does not exist (see the module comment). One read by primary key; a queue
  * without a config row costs a second read on the live-task index.
  *
  * @example
- * const queue = await findSqsQueue(db, "emails");
+ * const queue = await findSqsQueue(store, "emails");
  */
-export async function findSqsQueue(db: Db, name: string): Promise<SqsQueue | null> {
-  const row = await db.get<SqsColumns>(
-    sql`SELECT sqs_delay_s, sqs_receive_wait_s, sqs_tags, updated_at FROM queues WHERE name = ${name}`,
-  );
-  if (!row && !(await hasUncancelledLiveTask(db, name))) return null;
+export async function findSqsQueue(store: TaskStore, name: string): Promise<SqsQueue | null> {
+  const row = await store.readQueueRecord(name);
+  if (!row && !(await store.hasUncancelledLiveTask(name))) return null;
   return {
     name,
-    config: await getQueueConfig(db, name),
-    delayS: row?.sqs_delay_s ?? 0,
-    receiveWaitS: row?.sqs_receive_wait_s ?? 0,
-    tags: row?.sqs_tags == null ? {} : (JSON.parse(row.sqs_tags) as Record<string, string>),
-    updatedAt: row?.updated_at ?? null,
+    config: await store.getQueueConfig(name),
+    delayS: row?.sqsDelayS ?? 0,
+    receiveWaitS: row?.sqsReceiveWaitS ?? 0,
+    tags: row?.sqsTags == null ? {} : (JSON.parse(row.sqsTags) as Record<string, string>),
+    updatedAt: row?.updatedAt ?? null,
   };
 }
 
@@ -68,73 +51,68 @@ export interface SqsQueuePatch {
 }
 
 /**
- * Writes a queue's config (creating it) and its SQS-only settings. The config goes through the engine's
- * putQueueConfig (its rules apply); the SQS columns are written after it, on the row it just upserted.
+ * Writes a queue's config (creating it) and its SQS-only settings. The config goes through the store's
+ * putQueueConfig (its rules apply); the SQS settings are written after it, on the record it just upserted.
  *
  * @example
- * await saveSqsQueue(db, "emails", { config: { visibility_timeout_s: 60 }, delayS: 5 }, Date.now(), ["tts"]);
+ * await saveSqsQueue(store, "emails", { config: { visibility_timeout_s: 60 }, delayS: 5 }, Date.now(), ["tts"]);
  */
 export async function saveSqsQueue(
-  db: Db,
+  store: TaskStore,
   name: string,
   patch: SqsQueuePatch,
   now: number,
   processors: readonly string[],
 ): Promise<void> {
-  await putQueueConfig(db, name, patch.config, now, processors);
-  if (patch.delayS !== undefined || patch.receiveWaitS !== undefined) {
-    await db.run(sql`UPDATE queues SET
-        sqs_delay_s = coalesce(${patch.delayS ?? null}, sqs_delay_s),
-        sqs_receive_wait_s = coalesce(${patch.receiveWaitS ?? null}, sqs_receive_wait_s)
-      WHERE name = ${name}`);
-  }
+  await store.putQueueConfig(name, patch.config, now, processors);
+  await store.setSqsSettings(name, { delayS: patch.delayS, receiveWaitS: patch.receiveWaitS });
 }
 
 /**
  * Adds tags to a queue — a key it already has takes the new value — unless it would then carry more than
- * SQS_MAX_TAGS; answers false (and changes nothing) then. One upsert that merges in SQL, so two TagQueue
- * calls at once both land and the bound holds against the merged set. A queue with no config row (used only
- * natively) gets one holding just its tags: every config field null, i.e. the defaults, as before.
+ * SQS_MAX_TAGS; answers false (and changes nothing) then. Atomic (the store's addQueueTags), so two TagQueue
+ * calls at once both land and the bound holds against the merged set. A queue with no config (used only
+ * natively) gets a record holding just its tags: its config the defaults, as before.
  *
  * @example
- * const added = await addSqsTags(db, "emails", { team: "growth" }, Date.now());
+ * const added = await addSqsTags(store, "emails", { team: "growth" }, Date.now());
  */
-export async function addSqsTags(db: Db, name: string, tags: Record<string, string>, now: number): Promise<boolean> {
-  const merged = sql`json_patch(coalesce(queues.sqs_tags, '{}'), excluded.sqs_tags)`;
-  const changed = await db.all<{ name: string }>(sql`INSERT INTO queues (name, updated_at, sqs_tags)
-    VALUES (${name}, ${now}, json(${JSON.stringify(tags)}))
-    ON CONFLICT (name) DO UPDATE SET sqs_tags = ${merged}
-      WHERE (SELECT count(*) FROM json_each(${merged})) <= ${SQS_MAX_TAGS}
-    RETURNING name`);
-  return changed.length > 0;
+export function addSqsTags(
+  store: TaskStore,
+  name: string,
+  tags: Record<string, string>,
+  now: number,
+): Promise<boolean> {
+  return store.addQueueTags(name, tags, SQS_MAX_TAGS, now);
 }
 
 /**
- * Removes tags from a queue by key; keys it does not have are ignored. One statement.
+ * Removes tags from a queue by key; keys it does not have are ignored. One write.
  *
  * @example
- * await removeSqsTags(db, "emails", ["team"]);
+ * await removeSqsTags(store, "emails", ["team"]);
  */
-export async function removeSqsTags(db: Db, name: string, keys: string[]): Promise<void> {
-  await db.run(sql`UPDATE queues SET sqs_tags = nullif(
-      (SELECT json_group_object(t.key, t.value) FROM json_each(queues.sqs_tags) AS t
-        WHERE t.key NOT IN (SELECT value FROM json_each(${JSON.stringify(keys)}))),
-      '{}')
-    WHERE name = ${name} AND sqs_tags IS NOT NULL`);
+export function removeSqsTags(store: TaskStore, name: string, keys: string[]): Promise<void> {
+  return store.removeQueueTags(name, keys);
 }
 
 /**
  * DeleteQueue's first step on one database: the queue's config goes and its live tasks are cancelled
  * (pending ones at once, their ids added to `cancelledIds`; leased ones by cancel request: their holder's
  * next write ends them). Sending to the name afterwards is QueueDoesNotExist until it is created again.
- * Two statements, not one batch (the cancel is the engine's own call): each is idempotent.
+ * Two writes, not one atomic step (the cancel is the store's own): each is idempotent.
  *
  * @example
- * await retireSqsQueue(db, "emails", Date.now(), cancelled);
+ * await retireSqsQueue(store, "emails", Date.now(), cancelled);
  */
-export async function retireSqsQueue(db: Db, name: string, now: number, cancelledIds: string[]): Promise<void> {
-  await db.delete(queues).where(eq(queues.name, name));
-  await cancelQueueTasks(db, name, {}, now, cancelledIds);
+export async function retireSqsQueue(
+  store: TaskStore,
+  name: string,
+  now: number,
+  cancelledIds: string[],
+): Promise<void> {
+  await store.deleteQueueRecord(name);
+  cancelledIds.push(...(await store.cancelQueueTasks(name, {}, now)).ids);
 }
 
 /**
@@ -142,10 +120,10 @@ export async function retireSqsQueue(db: Db, name: string, now: number, cancelle
  * MAX_ROWS_PER_TICK_STATEMENT of them (any more are pruned by retention).
  *
  * @example
- * await purgeSqsQueue(db, "emails", Date.now());
+ * await purgeSqsQueue(store, "emails", Date.now());
  */
-export async function purgeSqsQueue(db: Db, name: string, now: number): Promise<void> {
-  await purgeTasks(db, name, { before: now + 1 });
+export async function purgeSqsQueue(store: TaskStore, name: string, now: number): Promise<void> {
+  await store.purgeTasks(name, { before: now + 1 });
 }
 
 /**
@@ -153,10 +131,10 @@ export async function purgeSqsQueue(db: Db, name: string, now: number): Promise<
  * config table and the live-task index only, never finished tasks.
  *
  * @example
- * const names = await listSqsQueueNames(db, "prod-");
+ * const names = await listSqsQueueNames(store, "prod-");
  */
-export async function listSqsQueueNames(db: Db, prefix: string | undefined): Promise<string[]> {
-  const names = await listQueueNamesInUse(db);
+export async function listSqsQueueNames(store: TaskStore, prefix: string | undefined): Promise<string[]> {
+  const names = await store.listQueueNamesInUse();
   return names.filter((n) => prefix === undefined || n.startsWith(prefix)).sort();
 }
 
@@ -171,7 +149,7 @@ export interface SqsQueueCounts {
 }
 
 /** Counts of the queue's live tasks (the live index only). */
-export async function countSqsMessages(db: Db, name: string, now: number): Promise<SqsQueueCounts> {
-  const counts = await countLiveTasks(db, name, now);
+export async function countSqsMessages(store: TaskStore, name: string, now: number): Promise<SqsQueueCounts> {
+  const counts = await store.countLiveTasks(name, now);
   return { visible: counts.due, inFlight: counts.processing, delayed: counts.notDue };
 }

@@ -4,7 +4,7 @@ import type { SqsContext } from "./context";
 import { invalidParameter, SqsError } from "./errors";
 import { parseInput } from "./input";
 import { addSqsTags, removeSqsTags } from "./queue-registry";
-import { registryDbForWrite, requireQueue } from "./require-queue";
+import { registryStoreForWrite, requireQueue } from "./require-queue";
 
 /**
  * Queue tags: TagQueue, UntagQueue, ListQueueTags (and CreateQueue's `tags`). As in SQS they mean nothing
@@ -72,7 +72,7 @@ export async function addTags(
   tags: Record<string, string>,
   parameter: "Tags" | "tags",
 ): Promise<void> {
-  if (!(await addSqsTags(await registryDbForWrite(ctx, name), name, tags, ctx.now))) {
+  if (!(await addSqsTags(await registryStoreForWrite(ctx, name), name, tags, ctx.now))) {
     throw invalidParameter(parameter, `Too many tags added for queue ${name}: at most ${SQS_MAX_TAGS} per queue.`);
   }
 }
@@ -101,7 +101,7 @@ export async function untagQueue(input: unknown, ctx: SqsContext) {
       );
     }
   }
-  await removeSqsTags(await registryDbForWrite(ctx, queue.name), queue.name, request.TagKeys);
+  await removeSqsTags(await registryStoreForWrite(ctx, queue.name), queue.name, request.TagKeys);
   return {};
 }
 

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import type { StoredTask } from "../contracts/stored-task";
-import { leaseOrder } from "../engine/lease";
+import { leaseOrder } from "../contracts/lease-order";
 import { MAX_VISIBILITY_TIMEOUT_S, MAX_WAIT_S, SQS_MAX_BATCH_ENTRIES } from "../contracts/limits";
 import { extendTaskLeases } from "../operations/ack";
 import { leaseRows } from "../operations/lease";

@@ -12,26 +12,26 @@ import { queueFromUrl } from "./queue-url";
  */
 export async function requireQueue(ctx: SqsContext, url: unknown): Promise<SqsQueue> {
   const name = queueFromUrl(url);
-  const queue = await findSqsQueue(await registryDb(ctx, name), name);
+  const queue = await findSqsQueue(await registryStore(ctx, name), name);
   if (!queue) throw new SqsError("QueueDoesNotExist", `The specified queue does not exist: ${name}`);
   return queue;
 }
 
-/** The database holding a queue's SQS attributes: its first partition's shard (the config's home). */
-export async function registryDb(ctx: SqsContext, name: string) {
-  return (await ctx.route(name)).parts[0]!.shard.db;
+/** The store holding a queue's SQS attributes: its first partition's shard's (the config's home). */
+export async function registryStore(ctx: SqsContext, name: string) {
+  return (await ctx.route(name)).parts[0]!.shard.store;
 }
 
 /**
- * The database to write a queue's SQS attributes or tags on, from the directory as it is now. A route this
+ * The store to write a queue's SQS attributes or tags on, from the directory as it is now. A route this
  * isolate cached (for up to ROUTE_CACHE_MS) from before another isolate moved partition 0 names the shard
  * the queue's row has left: a write there would be acknowledged and never read again. These writes are
  * rare, so each reads the directory afresh (one indexed read on the home database).
  *
  * @example
- * await addSqsTags(await registryDbForWrite(ctx, "emails"), "emails", { team: "growth" }, ctx.now);
+ * await addSqsTags(await registryStoreForWrite(ctx, "emails"), "emails", { team: "growth" }, ctx.now);
  */
-export async function registryDbForWrite(ctx: SqsContext, name: string) {
+export async function registryStoreForWrite(ctx: SqsContext, name: string) {
   forgetPlacements(name);
-  return registryDb(ctx, name);
+  return registryStore(ctx, name);
 }

@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { type NewTask } from "../engine/enqueue";
+import type { NewTask } from "../engine/store";
 import { SQS_MAX_DELAY_S } from "../contracts/limits";
 import { enqueue } from "../operations/enqueue";
 import type { SqsContext } from "./context";
