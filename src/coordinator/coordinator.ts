@@ -32,7 +32,7 @@ import {
 } from "../protocols/durable-objects";
 import { FINAL_STATES } from "../contracts/states";
 import { onTaskShard } from "../shards/task-locator";
-import type { FencedItem } from "../engine/ack";
+import type { FencedItem } from "../engine/store";
 import { HandOuts } from "./hand-outs";
 import { SiblingPolls } from "./sibling-polls";
 import { handBackLeased, lapseHandOuts, revokeUndelivered, type LapsedHandOuts } from "./take-back";

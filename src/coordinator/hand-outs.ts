@@ -1,5 +1,5 @@
 import { CLAIM_WINDOW_S, CONTESTED_CHECK_MS, CONTESTED_CLAIM_S } from "../contracts/limits";
-import type { FencedItem } from "../engine/ack";
+import type { FencedItem } from "../engine/store";
 
 /** One task handed to a waiter under a provisional lease: when, to which named wait, under which token. */
 export interface HandOut {

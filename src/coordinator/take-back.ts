@@ -1,6 +1,5 @@
 import type { Change } from "../effects/changes";
-import type { FencedItem } from "../engine/ack";
-import type { LapsedHandOut } from "../engine/lapse";
+import type { FencedItem, LapsedHandOut } from "../engine/store";
 import type { Env } from "../env";
 import { ackOnRoute } from "../shards/ack-routing";
 import { revokeOnQueue } from "../shards/queue-ops";

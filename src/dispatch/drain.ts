@@ -1,5 +1,5 @@
 import { eventRowOf } from "../effects/changes";
-import type { AckKind, AckOutcome } from "../engine/ack";
+import type { AckKind, AckOutcome } from "../engine/store";
 import { MAX_BATCH } from "../contracts/limits";
 import type { RateLimiter } from "./rate-limiter";
 import { runTask, type RunTaskDeps, type TaskRunResult } from "./run-task";

@@ -1,7 +1,7 @@
 import type { Db } from "../db/client";
 import type { StoredTask } from "../contracts/stored-task";
 import { MAX_DEPENDENCY_PAGE } from "../contracts/limits";
-import { dependencyPageView, type DependencyEntry, type DependencyPage } from "../engine/dependency-reads";
+import { dependencyPageView, type DependencyEntry, type DependencyPage } from "../contracts/dependency-page";
 import type { TaskStore } from "../engine/store";
 import type { Env } from "../env";
 import type { ProcessorContext } from "../processors/types";

@@ -1,4 +1,4 @@
-import type { RateLimit } from "../engine/queue-config";
+import type { RateLimit } from "../engine/store";
 
 /**
  * A sliding-window limit on task starts: at most `count` starts in any `window` of time. It lives in the

@@ -1,12 +1,9 @@
 import type { Db } from "../db/client";
 import type { StoredTask } from "../contracts/stored-task";
 import type { Effects } from "../effects/follow";
-import type { AckKind, AckOutcome, ChildTask } from "../engine/ack";
+import type { AckKind, AckOutcome, ChildTask, FailItem, QueueConfig, TaskStore } from "../engine/store";
 import { describeZodError } from "../contracts/describe-zod-error";
 import { EdgeqError } from "../contracts/errors";
-import type { FailItem } from "../engine/fail";
-import type { TaskStore } from "../engine/store";
-import type { QueueConfig } from "../engine/queue-config";
 import type { Env } from "../env";
 import { PermanentError, RetryAfterError } from "../processors/errors";
 import type { ProcessorRegistry } from "../processors/registry";

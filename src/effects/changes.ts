@@ -1,10 +1,7 @@
 import type { EventRow } from "../protocols/durable-objects";
 import type { PublishedEvent } from "../contracts/events";
 import type { StoredTask } from "../contracts/stored-task";
-import type { AckKind, AckOutcome, SettledDependent } from "../engine/ack";
-import type { EnqueueResult } from "../engine/enqueue";
-import type { QueueConfig } from "../engine/queue-config";
-import type { RevokedTask } from "../engine/revoke";
+import type { AckKind, AckOutcome, EnqueueResult, QueueConfig, RevokedTask, SettledDependent } from "../engine/store";
 
 /**
  * What a state change did, as an operation reports it to the effects owner (follow.ts). Every entry point

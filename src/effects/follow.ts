@@ -1,4 +1,4 @@
-import type { AckKind, AckOutcome, SettledDependent } from "../engine/ack";
+import type { AckKind, AckOutcome, RevokedTask, SettledDependent } from "../engine/store";
 import type { Env } from "../env";
 import type { PublishedEvent, TaskEventKind } from "../contracts/events";
 import { deliverAlerts } from "../health/deliver-alerts";
@@ -11,7 +11,6 @@ import { tellTaskWaiters } from "./task-waiters";
 import { partOfTask, publishRows, wakeCoordinator, wakeWaitersAt } from "./wake";
 import { SCHEDULER_OBJECT } from "../protocols/durable-objects";
 import { existingPlacements } from "../shards/directory";
-import type { RevokedTask } from "../engine/revoke";
 
 /** How long a move request keeps relaying after it answers; the cron tick continues whatever is left. */
 export const MOVE_REQUEST_BUDGET_MS = 20_000;

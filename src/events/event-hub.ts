@@ -7,7 +7,7 @@ import {
   type HubAnswer,
 } from "../protocols/durable-objects";
 import { EVENT_COUNTS_INTERVAL_MS, EVENT_QUIET_MARGIN_MS, EVENT_QUIET_MS, EVENT_SEQ_BLOCK } from "../contracts/limits";
-import { toIso } from "../engine/time";
+import { toIso } from "../contracts/time";
 import { queueStatsOf } from "../shards/queue-ops";
 import { readRoute, routeShards } from "../shards/queue-route";
 import type { Env } from "../env";

@@ -1,4 +1,4 @@
-import type { ReapResult } from "../engine/reap";
+import type { ReapResult } from "../engine/store";
 import type { PublishedEvent, TaskEventKind } from "../contracts/events";
 
 /** The event of one reaped task, by what the reaper made of it. */

@@ -1,8 +1,4 @@
-import type { AckKind, AckOutcome } from "../engine/ack";
-import type { CompleteItem } from "../engine/complete";
-import type { ExtendItem } from "../engine/extend";
-import type { FailItem } from "../engine/fail";
-import type { FencedItem } from "../engine/ack";
+import type { AckKind, AckOutcome, CompleteItem, ExtendItem, FailItem, FencedItem } from "../engine/store";
 import { ackOnRoute } from "../shards/ack-routing";
 import { queueRoute } from "../shards/queue-route";
 import { onTaskShard } from "../shards/task-locator";

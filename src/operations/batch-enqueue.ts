@@ -1,10 +1,9 @@
 import type { z } from "zod";
 import type { EnqueueBody } from "../contracts/api";
 import { EdgeqError } from "../contracts/errors";
-import { openDb, prepare } from "../db/client";
 import { Effects } from "../effects/follow";
 import type { Env } from "../env";
-import { processingOf } from "../engine/queue-processing";
+import { processingOf } from "../contracts/queue-processing";
 import type { ProcessorRegistry } from "../processors/registry";
 import { batchEnqueueOnQueue } from "../shards/batch-enqueue";
 import { queueConfigOf } from "../shards/queue-config-ops";
@@ -75,10 +74,9 @@ export async function prepareEnqueue(
   const prepared = batchEnqueueOnQueue(route, d1, tasks, now, field);
   const problem = unrunnable(processors, params.queue, processingOf(await queueConfigOf(route)), tasks, field);
   if (problem !== null) throw new EdgeqError("invalid_request", problem);
-  const db = openDb(d1);
-  const { ids, earliestRunAt, parts } = prepared;
+  const { statements, ids, earliestRunAt, parts } = prepared;
   return {
-    statements: prepared.statements.map((statement) => prepare(db, statement)),
+    statements,
     ids,
     committed: async () => {
       const work: Array<Promise<unknown>> = [];

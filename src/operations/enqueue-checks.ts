@@ -1,9 +1,9 @@
 import { ZodError } from "zod";
 import { describeZodError } from "../contracts/describe-zod-error";
 import { EdgeqError } from "../contracts/errors";
-import type { EnqueueResult, NewTask, TaskField } from "../engine/enqueue";
-import { joinField } from "../engine/fan-out";
-import { ProcessingChanged, processingOf, PULL, type QueueProcessing } from "../engine/queue-processing";
+import type { EnqueueResult, NewTask, TaskField } from "../engine/store";
+import { joinField } from "../contracts/task-field";
+import { ProcessingChanged, processingOf, PULL, type QueueProcessing } from "../contracts/queue-processing";
 import type { ProcessorRegistry } from "../processors/registry";
 import { queueConfigOf } from "../shards/queue-config-ops";
 import { enqueueToQueue } from "../shards/queue-ops";

@@ -1,9 +1,8 @@
 import { enqueuedChange } from "../effects/changes";
-import type { EnqueueResult, NewTask, TaskField } from "../engine/enqueue";
+import type { EnqueueResult, FanOutResult, NewTask, TaskField } from "../engine/store";
 import { enqueueToQueue } from "../shards/queue-ops";
 import { queueRoute } from "../shards/queue-route";
 import { fanOutOnQueue } from "../shards/fan-out";
-import type { FanOutResult } from "../engine/fan-out";
 import type { OperationContext } from "./context";
 import { enqueueChecked, refuseUnrunnableFanOut } from "./enqueue-checks";
 

@@ -1,7 +1,7 @@
 import type { StoredTask } from "../contracts/stored-task";
 import { coordinatorOf } from "../effects/wake";
-import { leaseAnswers, type LeaseRequest } from "../engine/lease";
-import { leasedTaskJson } from "../engine/task-row";
+import type { LeaseRequest } from "../engine/store";
+import { leasedTaskJson } from "../contracts/task-view";
 import { leaseFromQueue } from "../shards/queue-ops";
 import { nextLeaseOffset, queueRoute, type QueueRoute } from "../shards/queue-route";
 import type { OperationContext } from "./context";
@@ -39,7 +39,7 @@ export async function leaseTexts(op: OperationContext, queue: string, ask: Lease
   const route = await queueRoute(op.env, queue, op.now);
   const { waitMs, waiterId, ...request } = ask;
   if (waitMs > 0) return (await longPoll(op, route, { ...request, queue }, waitMs, waiterId)).map(leasedTaskJson);
-  const leased = await leaseFromQueue(route, request, op.now, undefined, leaseAnswers);
+  const leased = await leaseFromQueue(route, request, op.now, undefined, (store, r, now) => store.leaseAnswers(r, now));
   op.effects.after({ kind: "leased", queue, ids: leased.map((t) => t.id) });
   return leased.map((t) => t.view);
 }

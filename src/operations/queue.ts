@@ -1,5 +1,4 @@
-import type { SettledDependent } from "../engine/ack";
-import type { RedriveScope } from "../engine/redrive";
+import type { RedriveScope, SettledDependent } from "../engine/store";
 import { cancelQueueOf, redriveQueueOf } from "../shards/queue-ops";
 import { putQueueConfigOf, type QueueSettings } from "../shards/queue-config-ops";
 import { queueRoute, routeShards } from "../shards/queue-route";

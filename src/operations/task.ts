@@ -1,6 +1,6 @@
 import { EdgeqError } from "../contracts/errors";
 import type { StoredTask } from "../contracts/stored-task";
-import type { HeartbeatRequest } from "../engine/heartbeat";
+import type { HeartbeatRequest } from "../engine/store";
 import { dependencyPageAnywhere, dependentPageAnywhere, type PageRequest } from "../shards/dependency-pages";
 import { onTaskShard } from "../shards/task-locator";
 import type { OperationContext } from "./context";

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { dbTaskStore, type EnqueuedTasks, type TaskStore } from "../shards/task-store";
-import { toIso } from "../engine/time";
+import { toIso } from "../contracts/time";
 import { storedJsonError } from "../contracts/json-value";
 import { firstSlot, nextSlots, parseCronSpec } from "./cron-spec";
 import {

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
-import type { NewTask } from "../engine/enqueue";
+import type { NewTask } from "../engine/store";
 import { NotFoundError } from "../contracts/errors";
 
 /** next_run_at of a schedule whose expression has no slot left: the largest time a Date holds, never due. */

@@ -1,7 +1,7 @@
 import { ApiRoutes } from "../api-routes";
 import { sql } from "drizzle-orm";
 import { openDb } from "../../db/client";
-import { toIso } from "../../engine/time";
+import { toIso } from "../../contracts/time";
 import { getHealthConfig, putHealthConfig, type QueueHealth } from "../../health/check-health";
 import { checkHealth } from "../../operations/health";
 import { worse, type HealthStatus } from "../../health/evaluate";

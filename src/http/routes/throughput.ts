@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { createRoute, ApiRoutes } from "../api-routes";
 import { QueueParams, ThroughputResponse } from "../../contracts/api";
-import { toIso } from "../../engine/time";
+import { toIso } from "../../contracts/time";
 import { mergeShardRows } from "../../shards/cross-shard";
 import { readRoute, routeShards } from "../../shards/queue-route";
 import type { AppEnv } from "../app-env";

@@ -11,8 +11,8 @@ import {
   WithdrawResponse,
 } from "../../contracts/api";
 import type { LeasedTaskView } from "../../contracts/task";
-import type { AckOutcome } from "../../engine/ack";
-import { toIso } from "../../engine/time";
+import type { AckOutcome } from "../../engine/store";
+import { toIso } from "../../contracts/time";
 import { ackTasks, extendTaskLeases } from "../ack";
 import type { OperationContext } from "../context";
 import { leaseTexts, withdrawPoll } from "../lease";

@@ -15,10 +15,10 @@ import {
   TaskListQuery,
   TaskListResponse,
 } from "../../contracts/api";
-import { oneTaskField, tasksField, type NewTask, type TaskField } from "../../engine/enqueue";
-import { toTaskView } from "../../engine/task-row";
-import type { UniqueKey } from "../../engine/unique-keys";
-import { toIso } from "../../engine/time";
+import { oneTaskField, tasksField, type TaskField } from "../../contracts/task-field";
+import { toTaskView } from "../../contracts/task-view";
+import type { NewTask, QueueFlowState, UniqueKey } from "../../engine/store";
+import { toIso } from "../../contracts/time";
 import { listAllQueues } from "../../shards/cross-shard";
 import { listTasksOf, purgeQueueOf, queueStatsOf } from "../../shards/queue-ops";
 import { queueRoute, readRoute } from "../../shards/queue-route";
@@ -28,7 +28,6 @@ import { EdgeqError } from "../../contracts/errors";
 import { BulkBody, BulkResponse } from "../../contracts/bulk";
 import { bulkAction } from "../bulk";
 import { queueFlowOf, STATS_TOP_KEYS } from "../../shards/flow-ops";
-import type { QueueFlowState } from "../../engine/flow-control";
 import { cancelQueue, pauseFlow, redrive } from "../queue";
 import { defineOperation, jsonInput, queryInput } from "./define";
 

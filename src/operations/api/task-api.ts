@@ -1,4 +1,4 @@
-import { dependencyPageView } from "../../engine/dependency-reads";
+import { dependencyPageView } from "../../contracts/dependency-page";
 import * as z from "zod";
 import {
   CompleteBody,
@@ -12,9 +12,9 @@ import {
   TaskParams,
 } from "../../contracts/api";
 import { TaskSchema } from "../../contracts/task";
-import type { AckOutcome } from "../../engine/ack";
-import { toTaskView } from "../../engine/task-row";
-import { toIso } from "../../engine/time";
+import type { AckOutcome } from "../../engine/store";
+import { toTaskView } from "../../contracts/task-view";
+import { toIso } from "../../contracts/time";
 import { ackTask } from "../ack";
 import { WaitQuery, WaitResponse } from "../../contracts/wait";
 import { cancel, heartbeat, readDependencies, readDependents, readTask, retry } from "../task";
