@@ -72,7 +72,6 @@ const ALLOWED = {
     "dashboard",
     "db",
     "effects",
-    "engine",
     "env.ts",
     "events",
     "health",
@@ -113,6 +112,22 @@ module.exports = {
       severity: "error",
       from: { path: "^src/", pathNot: [...Object.keys(ALLOWED).map(folderPath), "^src/index\\.ts$"] },
       to: {},
+    },
+    {
+      name: "engine-through-its-port",
+      comment:
+        "Outside src/engine, the task store is reached through its port only: the TaskStore interface and the domain types it re-exports (src/engine/store*.ts, types only). Every engine function, SQL fragment and row stays behind it, so a second store changes src/engine alone.",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/engine/"] },
+      to: { path: "^src/engine/", pathNot: ["^src/engine/store[a-z-]*\\.ts$", "^src/engine/d1-store\\.ts$"] },
+    },
+    {
+      name: "stores-built-by-shard-set",
+      comment:
+        "A task store is made in one place: src/shards/shard-set.ts (`taskStoreOn`, `Shard.store`); everyone else takes the store it is handed.",
+      severity: "error",
+      from: { path: "^src/", pathNot: ["^src/engine/", "^src/shards/shard-set\\.ts$"] },
+      to: { path: "^src/engine/d1-store\\.ts$" },
     },
     {
       name: "durable-object-classes-at-the-entry",

@@ -5,9 +5,9 @@ import tseslint from "typescript-eslint";
 // into one guarded statement or one batch. Elsewhere in the Worker, neither the Drizzle table objects nor
 // SQL text naming the tables: a schema change then means reading src/engine alone. The SQL is matched in
 // string literals and in each literal part of a template (a `sql` tag's text between its parameters).
-const TASK_TABLE_SQL = String(/\b(FROM|INTO|UPDATE(\s+OR\s+\w+)?|JOIN|TABLE)\s+"?(tasks|task_transit)\b/i);
+const TASK_TABLE_SQL = String(/\b(FROM|INTO|UPDATE(\s+OR\s+\w+)?|JOIN|TABLE)\s+"?(tasks|task_transit|queues)\b/i);
 const TASK_TABLES_MESSAGE =
-  "Only src/engine touches the task tables (tasks, task_transit): call or add an engine function (docs/architecture.md).";
+  "Only src/engine touches the task tables (tasks, task_transit, queues): use or add an operation of the task store port, src/engine/store.ts (docs/architecture.md).";
 
 export default tseslint.config(
   {
@@ -91,7 +91,9 @@ export default tseslint.config(
       "no-restricted-imports": [
         "error",
         {
-          patterns: [{ group: ["**/db/schema"], importNames: ["tasks", "taskTransit"], message: TASK_TABLES_MESSAGE }],
+          patterns: [
+            { group: ["**/db/schema"], importNames: ["tasks", "taskTransit", "queues"], message: TASK_TABLES_MESSAGE },
+          ],
         },
       ],
       "no-restricted-syntax": [
@@ -100,7 +102,7 @@ export default tseslint.config(
         { selector: `TemplateElement[value.raw=${TASK_TABLE_SQL}]`, message: TASK_TABLES_MESSAGE },
         // Drizzle's relational queries (db.query.tasks…) reach the tables without importing them.
         {
-          selector: "MemberExpression[object.property.name='query'][property.name=/^(tasks|taskTransit)$/]",
+          selector: "MemberExpression[object.property.name='query'][property.name=/^(tasks|taskTransit|queues)$/]",
           message: TASK_TABLES_MESSAGE,
         },
       ],
