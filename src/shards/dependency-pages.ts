@@ -1,7 +1,7 @@
 import { EdgeqError } from "../contracts/errors";
 import { MAX_INLINE_DEPENDENCY_RESULT_BYTES } from "../contracts/limits";
 import type { StoredTask } from "../contracts/stored-task";
-import type { DependencyEntry, DependencyPage, DependentEntry } from "../engine/dependency-reads";
+import type { DependencyEntry, DependencyPage, DependentEntry } from "../contracts/dependency-page";
 import type { Env } from "../env";
 import { onTaskShard } from "./task-locator";
 
