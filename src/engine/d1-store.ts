@@ -23,7 +23,7 @@ import { failTasks } from "./fail";
 import { readQueueFlow, setFlowPaused } from "./flow-control";
 import { pruneIdleFlowKeys } from "./flow-prune";
 import { flowFigures } from "./flow-figures";
-import { starvedKeys } from "./flow-starved";
+import { advanceStarvedKeys, starvedKeys } from "./flow-starved";
 import { heartbeatTask } from "./heartbeat";
 import { lapseUnclaimed } from "./lapse";
 import { leaseAnswers, leaseTasks, nextRunAt } from "./lease";
@@ -153,6 +153,7 @@ function openStore(db: Db): TaskStore {
     pruneIdleFlowKeys: (now) => pruneIdleFlowKeys(db, now),
     flowFigures: (now, top) => flowFigures(db, now, top),
     starvedKeys: (now, queue) => starvedKeys(db, now, queue),
+    advanceStarvedKeys: (now) => advanceStarvedKeys(db, now),
     // Dependencies.
     enqueueFanOut: (queue, children, join, now, field) => enqueueFanOut(db, queue, children, join, now, field),
     listDependencies: (id, page) => listDependencies(db, id, page),

@@ -42,4 +42,11 @@ export interface FlowControl {
    * when that next task became due. Health's starvation check. Read-only, bounded per queue.
    */
   starvedKeys(now: number, queue?: string): Promise<StarvedKey[]>;
+  /**
+   * The cron tick's `starvedKeys`: the same answer for every queue, and each queue's window of keys moves on
+   * (every key is looked at in its turn, once per ⌈keys / STARVED_KEYS_SCAN⌉ calls), its most starved key
+   * remembered and looked at again by every later call until it runs. Writes a queue's cursor only when it
+   * changed; overlapping calls move a window on once or twice, never skipping a key for good.
+   */
+  advanceStarvedKeys(now: number): Promise<StarvedKey[]>;
 }

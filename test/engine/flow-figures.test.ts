@@ -1,5 +1,6 @@
 import { expect, it } from "vitest";
 import { OTHER_KEYS } from "../../src/contracts/flow-figures";
+import { STARVED_KEYS_SCAN } from "../../src/engine/flow-starved";
 import { PROCESSORS, T0, uniqueQueue } from "../helpers";
 import { storeFixtures } from "./conformance/fixtures";
 import { describeStore } from "./conformance/store-kinds";
@@ -58,5 +59,23 @@ describeStore("flow control: figures for metrics and health", (kind) => {
     await enqueueMany(paused, [{ key: "k", runAt: T + 10 }], T);
     await store().setFlowPaused(paused, null, true, T + 1);
     expect(await store().starvedKeys(T + 30, paused)).toEqual([]);
+  });
+
+  it("the tick's advanceStarvedKeys looks at every key in its turn: a starved key past the first window is found", async () => {
+    const queue = await flowQueue();
+    // A window's worth of keys sorting before it, none of them due.
+    const later = Array.from({ length: STARVED_KEYS_SCAN }, (_, i) => ({
+      key: `a${String(i).padStart(4, "0")}`,
+      runAt: T + 86_400_000,
+    }));
+    await enqueueMany(queue, [...later, { key: "zz", runAt: T + 10 }], T);
+    expect(await store().starvedKeys(T + 30, queue)).toEqual([]); // the first window only
+    const found: unknown[] = [];
+    for (let call = 0; call < 3 && found.length === 0; call++) {
+      found.push(...(await store().advanceStarvedKeys(T + 30 + call)).filter((k) => k.queue === queue));
+    }
+    expect(found).toEqual([{ queue, key: "zz", dueSince: T + 10 }]);
+    // Remembered: the next read sees it too, until it runs.
+    expect(await store().starvedKeys(T + 40, queue)).toEqual([{ queue, key: "zz", dueSince: T + 10 }]);
   });
 });
