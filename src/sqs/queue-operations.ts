@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { MAX_ATTEMPTS_LIMIT, SQS_MAX_LIST_RESULTS } from "../contracts/limits";
+import type { SettledDependent } from "../engine/store";
 import { mergeShardRows } from "../shards/cross-shard";
 import { cancelQueue } from "../operations/queue";
 import { copyConfigToShards } from "../shards/queue-config-ops";
@@ -127,11 +128,20 @@ export async function deleteQueue(input: unknown, ctx: SqsContext) {
   const queue = await requireQueue(ctx, parseInput(QueueUrlInput, input).QueueUrl);
   const shards = routeShards(await ctx.route(queue.name));
   const cancelled: string[] = [];
-  for (const shard of shards) await retireSqsQueue(shard.store, queue.name, ctx.now, cancelled);
+  const dependents: SettledDependent[] = [];
+  for (const shard of shards) {
+    const ids: string[] = [];
+    await retireSqsQueue(shard.store, queue.name, ctx.now, ids);
+    cancelled.push(...ids);
+    // Their waiting dependents were settled by the same statement: released or ended, read for their effects.
+    dependents.push(...(await shard.store.settledDependents(ids, ctx.now)));
+  }
   await ctx.op.effects
     .follow({ kind: "cancelled", queue: queue.name, ids: cancelled })
     // The queue is deleted either way; a lost event is what a stream's resync is for.
     .catch((error: unknown) => console.error(`sqs: publishing ${queue.name}'s cancelled tasks failed`, error));
+  // Dependents elsewhere outlive the queue: woken and published now, not at the next tick.
+  if (dependents.length > 0) ctx.op.effects.after({ kind: "dependents-settled", dependents });
   for (const shard of shards) await purgeSqsQueue(shard.store, queue.name, ctx.now);
   return {};
 }

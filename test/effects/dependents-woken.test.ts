@@ -6,6 +6,7 @@ import { queueOn } from "../shards/support";
 import { call, request } from "../http/api";
 import { clockRange } from "../support/clock-range";
 import { countingEnv } from "../support/counting-env";
+import { call as sqsCall, sqsRequest } from "../sqs/signed-request";
 import { effectsOf, overHttp } from "./entry-points";
 
 /**
@@ -59,6 +60,18 @@ describe("dependents settled by a cancel or the reaper are woken and published a
     const effects = effectsOf(calls, { [qa]: "dependency", [qb]: "dependents" }, ids);
     effects.published.dependents?.sort((a, b) => a[1] - b[1]);
     expect(effects).toEqual(expected);
+  });
+
+  it("SQS PurgeQueue and DeleteQueue: the same", async () => {
+    for (const action of ["PurgeQueue", "DeleteQueue"]) {
+      const [qa, qb] = [queueOn("DB", "dw-sqsdep"), queueOn("DB", "dw-sqsdependents")];
+      const created = await sqsCall(await sqsRequest("CreateQueue", { QueueName: qa }));
+      const { ids } = await pipeline(qa, qb);
+      const { calls } = await overHttp(sqsRequest(action, { QueueUrl: created.body.QueueUrl as string }));
+      const effects = effectsOf(calls, { [qa]: "dependency", [qb]: "dependents" }, ids);
+      effects.published.dependents?.sort((a, b) => a[1] - b[1]);
+      expect(effects, action).toEqual(expected);
+    }
   });
 
   it("the reaper burying a task whose lease ran out: the same, on the tick that reaped it", async () => {
