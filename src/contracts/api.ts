@@ -13,6 +13,7 @@ import {
   MAX_VISIBILITY_TIMEOUT_S,
   MAX_WAIT_S,
   MIN_VISIBILITY_TIMEOUT_S,
+  MIN_RETENTION_S,
   MAX_PUSH_CONCURRENCY,
   MAX_RUN_S_LIMIT,
   MAX_PARTITIONS,
@@ -497,8 +498,13 @@ export const QueueConfigSchema = z
     retention_s: z
       .number()
       .int()
-      .min(60)
-      .max(365 * 86_400),
+      .min(0)
+      .max(365 * 86_400)
+      .refine((s) => s === 0 || s >= MIN_RETENTION_S, `0 (completed tasks not kept) or at least ${MIN_RETENTION_S}`)
+      .meta({
+        description:
+          "seconds finished tasks are kept; 0: a completed task is deleted by its completion (dead, cancelled and expired ones are kept for the default)",
+      }),
     mode: z.enum(["pull", "push"]).meta({ description: "push: the queue's coordinator runs the processor" }),
     processor: z
       .string()

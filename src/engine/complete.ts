@@ -8,6 +8,7 @@ import { storedJsonError } from "../contracts/json-value";
 import { countersSpec, countersUpsertSql } from "./counters";
 import { settledDependentsSql } from "./dependencies";
 import { flowUnkeyedSql } from "./flow-lease";
+import { deleteCompletedSql } from "./complete-delete";
 
 export interface CompleteItem extends FencedItem {
   /** Any JSON value; stored as the task's result. */
@@ -119,6 +120,7 @@ export async function completeTasks(
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, ${flowSlotReturningSql()}`,
+            alsoUpdate: deleteCompletedSql(fences, now, scope),
             after: enqueueChildrenSql(ackNonce, fences, now),
             dependents: settledDependentsSql(fences, now),
             countBefore: countCompletionSql(fences, now, scope),

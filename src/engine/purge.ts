@@ -125,11 +125,18 @@ export async function pruneWindow(
   return { pruned: deleted.length, read: n, next };
 }
 
-/** Whether task `t` (a table alias) is finished past its queue's retention, with an id in (after, last]. */
+/**
+ * Whether task `t` (a table alias) is finished past its queue's retention, with an id in (after, last]. A
+ * queue of `retention_s: 0` keeps no completed task (the completion deletes most: src/engine/complete-delete.ts;
+ * the few it kept, for children or dependents, go now) but keeps its dead, cancelled and expired ones for the
+ * default retention: they are what a dead-letter view and a redrive need.
+ */
 function prunable(t: SQL, now: number, after: string, last: string): SQL {
+  const retention = sql`(SELECT q.retention_s FROM queues q WHERE q.name = ${t}.queue)`;
   return sql`${t}.id > ${after} AND ${t}.id <= ${last}
-    AND ${t}.finished_at IS NOT NULL AND ${t}.finished_at < ${now} - 1000 * coalesce(
-      (SELECT q.retention_s FROM queues q WHERE q.name = ${t}.queue), ${DEFAULT_QUEUE_CONFIG.retention_s})`;
+    AND ${t}.finished_at IS NOT NULL AND ${t}.finished_at < ${now} - 1000 * CASE
+      WHEN ${retention} = 0 AND ${t}.state <> 'completed' THEN ${DEFAULT_QUEUE_CONFIG.retention_s}
+      ELSE coalesce(${retention}, ${DEFAULT_QUEUE_CONFIG.retention_s}) END`;
 }
 
 /**

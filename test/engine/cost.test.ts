@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { T0, uniqueQueue } from "../helpers";
+import { PROCESSORS, T0, uniqueQueue } from "../helpers";
 import { describeStore } from "./conformance/store-kinds";
 
 // The rows each kind of store promises to write (its CostPromise, test/engine/conformance/store-kinds.ts),
@@ -48,6 +48,34 @@ describeStore("rows written per task", (kind) => {
     await store.completeTasks([{ id: task!.id, leaseToken: task!.leaseToken! }], T0 + 2);
     const completeWritten = rowsWritten();
     expect({ enqueue: enqueueWritten, lease: leaseWritten, complete: completeWritten }).toEqual(kind.costs.life(1));
+  });
+
+  it("a successful life on a queue of retention_s 0 writes what the store promises, and keeps no task for the prune to delete", async () => {
+    const { store, rowsWritten, reset } = kind.measure();
+    const queue = uniqueQueue("cost-r0");
+    await store.putQueueConfig(queue, { retention_s: 0 }, T0, PROCESSORS);
+    for (const n of [1, 100]) {
+      reset();
+      await store.enqueueTasks(
+        queue,
+        Array.from({ length: n }, (_, i) => ({ payload: { i } })),
+        T0,
+      );
+      const enqueue = rowsWritten();
+      reset();
+      const leased = await store.leaseTasks({ queue, max: n, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
+      const lease = rowsWritten();
+      reset();
+      const outcomes = await store.completeTasks(
+        leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+        T0 + 2,
+      );
+      expect(outcomes.every((o) => o.ok && o.state === "completed")).toBe(true);
+      const complete = rowsWritten();
+      // What a retention prune would delete later (a row written each): none is kept.
+      const kept = (await store.queueStats(queue, {}, T0 + 2)).counts.completed;
+      expect({ enqueue, lease, complete, kept }).toEqual(kind.costs.lifeKeepingNothing(n));
+    }
   });
 
   it("a lease that takes over 100 lapsed leases writes what any lease of 100 does: the lapsed attempts are counted in its counter row", async () => {

@@ -27,6 +27,9 @@ export interface MeasuredStore {
 export interface CostPromise {
   /** Rows written by one enqueue, one lease and one complete of `n` tasks (a successful life at batch n). */
   life(n: number): { enqueue: number; lease: number; complete: number };
+  /** Rows written by the same life on a queue of `retention_s: 0` (its completion deletes the task), and by
+   * every retention prune after it (nothing left to delete). */
+  lifeKeepingNothing(n: number): { enqueue: number; lease: number; complete: number; kept: number };
   /** Rows written per successful task at batch 100 (the figure docs/benchmarks.md states). */
   perTaskAtBatch100: number;
   /** Rows written by a lease of `n` tasks that takes over `n` lapsed leases. */
@@ -100,6 +103,9 @@ export const D1_STORE: StoreKind = {
   // one more row per dedupe key (its unique-index entry).
   costs: {
     life: (n) => ({ enqueue: 2 * n + 1, lease: n + 1, complete: n + 1 }),
+    // The completion deletes the row instead of updating it: one row written either way (index deletions are
+    // not billed), and the prune's delete of each task (one more row, the default's) never comes.
+    lifeKeepingNothing: (n) => ({ enqueue: 2 * n + 1, lease: n + 1, complete: n + 1, kept: 0 }),
     perTaskAtBatch100: 4.03,
     takeOver: (n) => n + 1,
     // The task row only: a kept lease never names finished_at (the live index's WHERE column).
