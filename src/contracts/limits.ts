@@ -371,3 +371,7 @@ export const MAX_START_DEADLINE_S = MAX_DELAY_S;
 /** Rows of `idempotency_keys` one prune window reads, in primary-key order (src/engine/unique-keys.ts): half
  * of MAX_ROWS_PER_TICK_STATEMENT, as the tasks' retention prune reads (a few milliseconds of D1 a tick). */
 export const KEY_PRUNE_WINDOW = 2_500;
+
+/** Most folds of the counter events kept in rows one tick runs per database (src/engine/counters-in-row.ts):
+ * 30 windows of MAX_FOLD_TASKS (10,000), above the most tasks a database creates a minute (~228,000). */
+export const MAX_FOLD_ROUNDS = 30;

@@ -87,6 +87,9 @@ export interface StoredTask {
   startBy: number | null;
   /** A singleton task queued behind this running task of its key: not leased until that one finished. */
   afterId: string | null;
+  /** JSON text: counter events of this task not yet folded into the counters (src/engine/counters-in-row.ts),
+   * or null. A store's own bookkeeping, never shown. */
+  uncounted: string | null;
 }
 
 /**

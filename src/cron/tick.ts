@@ -1,4 +1,5 @@
 import { follow } from "../effects/follow";
+import { MAX_FOLD_ROUNDS } from "../contracts/limits";
 import { dueCountsNeeded, evaluateHealth } from "../health/check-health";
 import type { LiveHealthFigures } from "../health/evaluate";
 import { deliverAlerts } from "../health/deliver-alerts";
@@ -122,6 +123,10 @@ export async function runTick(env: Env, now: number): Promise<TickResult> {
     const prune = await shard.store.pruneByRetention(now);
     pruned += prune.pruned;
     pruneWindows += prune.windows;
+    // Recent tasks' counter events, kept in their rows, into the counters (src/engine/counters-in-row.ts).
+    for (let round = 0; round < MAX_FOLD_ROUNDS; round++) {
+      if (!(await shard.store.foldCountersInRows(now)).more) break;
+    }
     folded += (await shard.store.foldOldCounters(now)).folded;
     // Start deadlines passed unstarted: expired, published as such (src/engine/expire.ts).
     for (let round = 0; round < MAX_REAP_ROUNDS; round++) {

@@ -118,6 +118,10 @@ export const tasks = sqliteTable(
     /** A singleton task queued behind the running task of its key (`singleton.while_running: "replace"`):
      * not leased until that task has finished (src/engine/redelivery.ts). Null for every other task. */
     afterId: text("after_id"),
+    /** JSON array of the counter events (`[counter, minute, ms]`) of this task's transitions not yet in
+     * `task_counters`, while the counter fold has not passed its id (src/engine/counters-in-row.ts); null
+     * once it has, and for tasks whose transitions are counted on their own path. */
+    uncounted: text("uncounted"),
   },
   (t) => [
     // Lease order and reap scan. `finished_at IS NULL` (not `state IN (...)`) so that a lease, which

@@ -21,20 +21,28 @@ import { flowSlotReturningSql } from "./flow-control";
  * owner publishes the completion the same way whichever statement ended the task.
  */
 export function deleteCompletedSql(fencesJson: string, now: number, scope: AckScope): SQL {
-  // Each item's own token, paired (a row value against the items, built once), and each task found by its
-  // primary key; the queue's retention is looked up once for a scoped ack, per task otherwise.
+  return sql`DELETE FROM tasks WHERE ${keepsNothingSql(fencesJson, now, scope)}
+    RETURNING tasks.id, tasks.queue, 'completed' AS state, tasks.run_at, ${flowSlotReturningSql()}`;
+}
+
+/**
+ * Whether the completion of task `tasks` (the table, by that name) by one of the items deletes it
+ * (deleteCompletedSql): the item's own token (a row value against the items, built once) on a lease still
+ * held, each task found by its primary key; the queue's retention looked up once for a scoped ack, per task
+ * otherwise. The counting statement before the delete reads the same predicate, to add what the task's row
+ * kept (src/engine/counters-in-row.ts) before it goes.
+ */
+export function keepsNothingSql(fencesJson: string, now: number, scope: AckScope): SQL {
   const items = sql`SELECT j.value->>'id', j.value->>'lease_token' FROM json_each(${fencesJson}) AS j`;
   const keepsNothing =
     scope.queue === undefined
       ? sql`(SELECT q.retention_s FROM queues q WHERE q.name = tasks.queue) = 0`
       : sql`(SELECT q.retention_s FROM queues q WHERE q.name = ${scope.queue}) = 0 AND tasks.queue = ${scope.queue}`;
-  return sql`DELETE FROM tasks
-    WHERE ${keepsNothing}
+  return sql`${keepsNothing}
       AND tasks.id IN (SELECT j.value->>'id' FROM json_each(${fencesJson}) AS j)
       AND (tasks.id, tasks.lease_token) IN (${items})
       AND tasks.state = 'processing' AND tasks.lease_expires_at > ${now}
       AND tasks.cancel_requested = 0 AND tasks.then_tasks IS NULL
       AND NOT EXISTS (SELECT 1 FROM task_edges e WHERE e.dependency = tasks.id AND e.outcome IS NULL)
-      AND NOT EXISTS (SELECT 1 FROM remote_edges r WHERE r.dependency = tasks.id AND r.outcome IS NULL)
-    RETURNING tasks.id, tasks.queue, 'completed' AS state, tasks.run_at, ${flowSlotReturningSql()}`;
+      AND NOT EXISTS (SELECT 1 FROM remote_edges r WHERE r.dependency = tasks.id AND r.outcome IS NULL)`;
 }

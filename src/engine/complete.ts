@@ -5,10 +5,11 @@ import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type A
 import { flowSlotReturningSql } from "./flow-control";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { storedJsonError } from "../contracts/json-value";
-import { countersSpec, countersUpsertSql } from "./counters";
+import { minuteOf } from "./counters";
+import { appendUncountedSql, counterEventSql, countedInRowSql, eventsUpsertSql } from "./counters-in-row";
 import { settledDependentsSql } from "./dependencies";
 import { flowUnkeyedSql } from "./flow-lease";
-import { deleteCompletedSql } from "./complete-delete";
+import { deleteCompletedSql, keepsNothingSql } from "./complete-delete";
 
 export interface CompleteItem extends FencedItem {
   /** Any JSON value; stored as the task's result. */
@@ -53,29 +54,33 @@ function enqueueChildrenSql(ackNonce: string, fencesJson: string, now: number): 
 /** A completed task's new state: cancelled instead when a cancel was requested meanwhile. */
 const COMPLETED_STATE = sql`CASE WHEN tasks.cancel_requested = 1 THEN 'cancelled' ELSE 'completed' END`;
 
-/** What a completion counts: completed with its run time since the first lease, or cancelled. */
-const COMPLETION_COUNTS = countersSpec(
-  [
-    ["completed", "sum(s.state = 'completed')"],
-    ["cancelled", "sum(s.state = 'cancelled')"],
-  ],
-  [{ h: "run", ms: "run_ms", when: "state = 'completed' AND started_at IS NOT NULL" }],
-);
+/** A completion's counter event over the task `tasks`: completed with its run time since the first lease, or
+ * cancelled for a task whose cancel had been requested (COMPLETED_STATE, as the update sets it). */
+function completionEventSql(now: number): { c: SQL; ms: SQL } {
+  return {
+    c: sql`CASE WHEN tasks.cancel_requested = 1 THEN 'cancelled' ELSE 'completed' END`,
+    ms: sql`CASE WHEN tasks.cancel_requested = 0 AND tasks.started_at IS NOT NULL THEN ${now} - tasks.started_at END`,
+  };
+}
 
 /**
  * The counters of a completion (src/engine/counters.ts), run first in its batch over the tasks its fence
- * admits: `completed` with the run time since the first lease, or `cancelled` for a task whose cancel had
- * been requested (COMPLETED_STATE, as the update sets it). Each item is found by primary key.
+ * admits, each found by primary key: its completion (completionEventSql) — except for a task whose row keeps
+ * its counter events (src/engine/counters-in-row.ts) and is kept: the update appends it there. A task about
+ * to be deleted (a queue that keeps nothing: complete-delete.ts) adds what its row kept too, before it goes.
  */
 function countCompletionSql(fencesJson: string, now: number, scope: AckScope): SQL {
-  return countersUpsertSql(
-    now,
-    sql`SELECT tasks.queue, tasks.type, ${COMPLETED_STATE} AS state, tasks.started_at,
-        ${now} - tasks.started_at AS run_ms
+  const { c, ms } = completionEventSql(now);
+  const deleted = keepsNothingSql(fencesJson, now, scope);
+  return eventsUpsertSql(sql`SELECT tasks.queue AS queue, tasks.type AS type, ${c} AS c, ${minuteOf(now)} AS minute,
+        ${ms} AS ms
       FROM json_each(${fencesJson}) AS j JOIN tasks
-        ON ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}`,
-    COMPLETION_COUNTS,
-  );
+        ON ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
+      WHERE NOT ${countedInRowSql(sql`tasks`)} OR (${deleted})
+    UNION ALL
+    SELECT tasks.queue, tasks.type, e.value->>0, e.value->>1, e.value->>2
+      FROM tasks, json_each(tasks.uncounted) AS e
+      WHERE tasks.uncounted IS NOT NULL AND e.type = 'array' AND ${countedInRowSql(sql`tasks`)} AND ${deleted}`);
 }
 
 /**
@@ -116,7 +121,8 @@ export async function completeTasks(
         lease_expires_at = NULL,
         claim_by = NULL,
         acked_with = ${ackedWithSql("complete", sql`j.value->>'lease_token'`)},
-        updated_at = ${now}
+        updated_at = ${now},
+        uncounted = ${appendUncountedSql(sql`tasks`, [counterEventSql(completionEventSql(now).c, now, completionEventSql(now).ms)])}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, ${flowSlotReturningSql()}`,

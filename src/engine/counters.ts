@@ -1,4 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
+import { encodeTime } from "ulid";
 import { batchAll, type Db } from "../db/client";
 import { COUNTERS, type CounterName } from "../db/schema";
 import { bucketColumn, bucketIndex, HISTOGRAM_BOUNDS_S, HISTOGRAMS, type HistogramName } from "../db/histogram-buckets";
@@ -106,6 +107,8 @@ export interface Observed {
 export interface CountersSpec {
   columns: SQL;
   amounts: SQL;
+  /** The amounts, each named as its column. */
+  named: SQL;
   updates: SQL;
   /** The bucket of each observed histogram, a column per row, or null. */
   buckets: SQL | null;
@@ -140,6 +143,7 @@ export function countersSpec(
   return {
     columns: sql.raw(all.map(([c]) => c).join(", ")),
     amounts: sql.raw(all.map(([, amount]) => amount).join(", ")),
+    named: sql.raw(all.map(([c, amount]) => `${amount} AS ${c}`).join(", ")),
     updates: sql.raw(all.map(([c]) => `${c} = ${c} + excluded.${c}`).join(", ")),
     buckets: buckets.length ? sql.raw(buckets.join(", ")) : null,
   };
@@ -244,8 +248,26 @@ export async function sumCounters(db: Db, opts: { since?: number; queue?: string
   const since = opts.since === undefined ? sql`` : sql` AND minute >= ${minuteOf(opts.since)}`;
   const queue = opts.queue === undefined ? sql`` : sql` AND queue = ${opts.queue}`;
   const sums = sql.raw(ADDED_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(", "));
-  return db.all<CounterSums>(
-    sql`SELECT queue, type, ${sums} FROM task_counters WHERE true${since}${queue} GROUP BY queue, type ORDER BY queue, type`,
+  const [folded, unfolded] = await Promise.all([
+    db.all<CounterSums>(
+      sql`SELECT queue, type, ${sums} FROM task_counters WHERE true${since}${queue} GROUP BY queue, type ORDER BY queue, type`,
+    ),
+    unfoldedSums(db, opts),
+  ]);
+  if (unfolded.length === 0) return folded;
+  const byKey = new Map(folded.map((r) => [`${r.queue}\u0000${r.type}`, r]));
+  for (const u of unfolded) {
+    const { queue: q, type } = u;
+    const key = `${q}\u0000${type}`;
+    let row = byKey.get(key);
+    if (!row) {
+      row = { queue: q, type, ...Object.fromEntries(ADDED_COLUMNS.map((c) => [c, 0])) } as CounterSums;
+      byKey.set(key, row);
+    }
+    for (const c of ADDED_COLUMNS) if (c in u) (row as Record<string, number>)[c] = (row[c] ?? 0) + (u[c] ?? 0);
+  }
+  return [...byKey.values()].sort((a, b) =>
+    a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.type < b.type ? -1 : a.type > b.type ? 1 : 0,
   );
 }
 
@@ -311,6 +333,40 @@ export async function recentCounts(db: Db, now: number, queue?: string): Promise
   const m5 = minuteOf(now - 5 * MINUTE_MS);
   const m15 = minuteOf(now - 15 * MINUTE_MS);
   const m60 = minuteOf(now - 60 * MINUTE_MS);
+  const [folded, unfolded] = await Promise.all([
+    recentFolded(db, { m5, m15, m60, now }, queue),
+    unfoldedSums(db, { since: m60, queue, now }),
+  ]);
+  if (unfolded.length === 0) return folded;
+  const byQueue = new Map(folded.map((r) => [r.queue, { ...r }]));
+  for (const u of unfolded) {
+    if (u.minute > now) continue;
+    let r = byQueue.get(u.queue);
+    if (!r)
+      byQueue.set(
+        u.queue,
+        (r = { queue: u.queue, failed_5m: 0, outcomes_5m: 0, failed_15m: 0, outcomes_15m: 0, dead_1h: 0 }),
+      );
+    const failed = u.failed ?? 0;
+    const outcomes = failed + (u.completed ?? 0);
+    if (u.minute >= m5) {
+      r.failed_5m += failed;
+      r.outcomes_5m += outcomes;
+    }
+    if (u.minute >= m15) {
+      r.failed_15m += failed;
+      r.outcomes_15m += outcomes;
+    }
+  }
+  return [...byQueue.values()].sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : 0));
+}
+
+/** recentCounts over task_counters alone. */
+function recentFolded(
+  db: Db,
+  { m5, m15, m60, now }: { m5: number; m15: number; m60: number; now: number },
+  queue?: string,
+): Promise<RecentCounts[]> {
   return db.all<RecentCounts>(sql`WITH RECURSIVE ${counterPairsSql(queue)}
     SELECT c.queue AS queue,
       coalesce(sum(CASE WHEN c.minute >= ${m5} THEN c.failed END), 0) AS failed_5m,
@@ -320,4 +376,52 @@ export async function recentCounts(db: Db, now: number, queue?: string): Promise
       coalesce(sum(c.dead), 0) AS dead_1h
     FROM ${pairRowsSql(sql`c.minute >= ${m60} AND c.minute <= ${now}`)} WHERE pair.k IS NOT NULL
     GROUP BY c.queue ORDER BY c.queue`);
+}
+
+/** The counter fold's cursor in `sweep_cursors` (src/engine/counters-in-row.ts): tasks with an id at or below
+ * it have their counts in task_counters; those above it may keep theirs in their rows. */
+export const COUNTER_FOLD_CURSOR = "counters";
+
+/** The fold's cursor, as SQL (NULL on a database where no fold ran). */
+export const FOLD_CURSOR_SQL = sql`(SELECT position FROM sweep_cursors WHERE name = ${COUNTER_FOLD_CURSOR})`;
+
+/** Whether task `t`'s (a table alias) counter events are kept in its row now (an SQL boolean). */
+export function countedInRowSql(t: SQL): SQL {
+  return sql`coalesce(${t}.uncounted IS NOT NULL AND ${t}.id > ${FOLD_CURSOR_SQL}, 0)`;
+}
+
+/** What counter events add up to: each counter, the wait of a first lease and the run time of a completion. */
+export const EVENT_COUNTS = countersSpec(
+  ["enqueued", "leased", "failed", "completed", "cancelled"].map((c): [string, string] => [c, `sum(s.c = '${c}')`]),
+  [
+    { h: "wait", ms: "ms", when: "c = 'leased' AND ms IS NOT NULL" },
+    { h: "run", ms: "ms", when: "c = 'completed' AND ms IS NOT NULL" },
+  ],
+);
+
+/** The events kept in the rows of `tasks` (as `t`) where `where` holds: rows of (queue, type, c, minute, ms). */
+export function rowEventsSql(where: SQL): SQL {
+  return sql`SELECT t.queue AS queue, t.type AS type, e.value->>0 AS c, e.value->>1 AS minute, e.value->>2 AS ms
+    FROM tasks t, json_each(t.uncounted) AS e WHERE t.uncounted IS NOT NULL AND e.type = 'array' AND ${where}`;
+}
+
+type MinuteSums = { queue: string; type: string; minute: number } & Record<string, number>;
+
+/**
+ * The counts still kept in task rows (not folded yet), per queue, type and minute from `since`: what the
+ * readers add to task_counters so that a count is seen at once, folded or not. A primary-key range from the
+ * fold's cursor — the tasks of the last 30-90 s where the cron tick runs — never older tasks. Nothing on a
+ * database where no fold ran.
+ */
+async function unfoldedSums(db: Db, opts: { since?: number; queue?: string; now?: number }): Promise<MinuteSums[]> {
+  const queue = opts.queue === undefined ? sql`` : sql` AND t.queue = ${opts.queue}`;
+  // With a `now`, tasks created up to then only (ids are time-ordered): a reader's range stays the tasks since
+  // the cursor even where the cursor lags far behind (a database whose tick has not run for a while).
+  const upTo = opts.now === undefined ? sql`` : sql` AND t.id < ${encodeTime(opts.now + 1, 10) + "0".repeat(16)}`;
+  const since = opts.since === undefined ? sql`` : sql` WHERE s.minute >= ${minuteOf(opts.since)}`;
+  return db.all<MinuteSums>(sql`WITH s AS MATERIALIZED (SELECT *, ${EVENT_COUNTS.buckets} FROM (${rowEventsSql(
+    sql`t.id > ${FOLD_CURSOR_SQL}${upTo} AND ${countedInRowSql(sql`t`)}${queue}`,
+  )}))
+    SELECT s.queue AS queue, s.type AS type, CAST(s.minute AS INTEGER) AS minute, ${EVENT_COUNTS.named}
+    FROM s${since} GROUP BY s.queue, s.type, s.minute`);
 }

@@ -4,6 +4,7 @@ import { cancelQueueTasks, cancelTask } from "./cancel";
 import { completeTasks } from "./complete";
 import { collectCompletedResults } from "./completed-results";
 import { foldOldCounters, recentCounts, sumCounters } from "./counters";
+import { foldCountersInRows } from "./counters-in-row";
 import { readSettledDependents } from "./dependencies";
 import { listDependencies, listDependents } from "./dependency-reads";
 import { enqueueTasks } from "./enqueue";
@@ -147,6 +148,7 @@ function openStore(db: Db): TaskStore {
     reapExpiredLeases: (now, limit) => reapExpiredLeases(db, now, limit),
     pruneByRetention: (now) => pruneByRetention(db, now),
     foldOldCounters: (now) => foldOldCounters(db, now),
+    foldCountersInRows: (now) => foldCountersInRows(db, now),
     // Flow control by key.
     setFlowPaused: (queue, key, paused, now) => setFlowPaused(db, queue, key, paused, now),
     readQueueFlow: (queue, limit, now) => readQueueFlow(db, queue, limit, now),

@@ -7,6 +7,7 @@ import { EdgeqError } from "../contracts/errors";
 import { overBytes, storedJsonError, utf8Bytes } from "../contracts/json-value";
 import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_CHUNK_TASKS, MAX_PAYLOAD_BYTES } from "../contracts/limits";
 import { countersSpec, countersUpsertSql } from "./counters";
+import { enqueueUncountedSql } from "./counters-in-row";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { flowUnkeyedSql } from "./flow-lease";
 import { afterIdSql, keyedInsertGuardSql, uniqueJson, type UniqueJson, type UniqueKey } from "./unique-keys";
@@ -207,19 +208,29 @@ const PLAIN_SHAPE: InsertShape = {
  * parameters per statement), where `guard` holds; a row whose id or live dedupe key exists is skipped
  * (`ON CONFLICT DO NOTHING`). Returns the ids it inserted. A task without `max_attempts` takes its queue's.
  */
-export function insertSql(queue: string, chunk: InsertRow[], now: number, guard: SQL, shape = PLAIN_SHAPE): SQL {
+export function insertSql(
+  queue: string,
+  chunk: InsertRow[],
+  now: number,
+  guard: SQL,
+  shape = PLAIN_SHAPE,
+  /** The rows keep their counter events (src/engine/counters-in-row.ts): only where the enqueue counts in its
+   * batch (`countEnqueuedSql`, which skips them); an enqueue that counts afterwards counts them all. */
+  inRow = false,
+): SQL {
   const json = `[${chunk.map((r) => r.json).join(",")}]`;
   // Rows with a key are inserted only where the key's claim (earlier in the batch) names them.
   const keyed = chunk.some((r) => r.unique !== null);
   return sql`INSERT INTO tasks
       (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
-       slot, flow_key, flow_unkeyed, start_by, after_id, created_at, updated_at${shape.columns})
+       slot, flow_key, flow_unkeyed, start_by, after_id, created_at, updated_at, uncounted${shape.columns})
     SELECT j.value->>'id', ${queue}, j.value->>'type', ${shape.state}, ${shape.priority}, j.value->'payload',
       coalesce(j.value->>'max_attempts', (SELECT max_attempts FROM queues WHERE name = ${queue}),
         ${DEFAULT_QUEUE_CONFIG.max_attempts}),
       ${shape.runAt}, j.value->>'dedupe_key', j.value->>'group_key',
       CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, j.value->>'slot', j.value->>'flow_key',
-      ${flowUnkeyedSql(sql`j.value->>'flow_key'`, queue)}, j.value->>'start_by', ${keyed ? afterIdSql(queue) : sql`NULL`}, ${now}, ${now}${shape.values}
+      ${flowUnkeyedSql(sql`j.value->>'flow_key'`, queue)}, j.value->>'start_by', ${keyed ? afterIdSql(queue) : sql`NULL`}, ${now}, ${now},
+      ${inRow ? enqueueUncountedSql(sql`j.value->>'id'`, now) : sql`NULL`}${shape.values}
     FROM ${shape.source(json)} AS j
     WHERE ${keyed ? sql`${guard} AND ${keyedInsertGuardSql(queue)}` : guard}
     ON CONFLICT DO NOTHING
@@ -237,7 +248,9 @@ const ENQUEUED_COUNTS = countersSpec([["enqueued", "count(*)"]]);
  */
 export function countEnqueuedSql(chunk: InsertRow[], now: number): SQL {
   const ids = JSON.stringify(chunk.map((r) => r.id));
-  const created = sql`SELECT t.queue, t.type FROM json_each(${ids}) AS j CROSS JOIN tasks t ON t.id = j.value`;
+  // A task that keeps its events in its row (src/engine/counters-in-row.ts) has its enqueue counted there.
+  const created = sql`SELECT t.queue, t.type FROM json_each(${ids}) AS j CROSS JOIN tasks t ON t.id = j.value
+    WHERE t.uncounted IS NULL`;
   return countersUpsertSql(now, created, ENQUEUED_COUNTS);
 }
 

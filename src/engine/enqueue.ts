@@ -194,7 +194,7 @@ async function insertChunks(
     // A chunk with dependencies inserts in their shape and writes its edges next (src/engine/dependencies.ts).
     const waits = hasDependencies(chunk);
     const guard = check ? sql`${ids} AND ${processingGuardSql(queue, check)}` : ids;
-    const insert = insertSql(queue, chunk, now, guard, waits ? waitingShape(now) : undefined);
+    const insert = insertSql(queue, chunk, now, guard, waits ? waitingShape(now) : undefined, countInBatch);
     // Keyed rows: their replacements and claims before the insert, their answers last (src/engine/unique-keys.ts).
     const before = keyStatementsSql(queue, chunk, now);
     const answers = keyAnswersSql(queue, chunk);

@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { recordCounters, type CounterEvent } from "./counters";
+import { appendUncountedSql, counterEventSql } from "./counters-in-row";
 import { EdgeqError } from "../contracts/errors";
 import { CLAIM_WINDOW_S, MAX_BATCH, MAX_PRIORITY } from "../contracts/limits";
 import { flowLeaseSql } from "./flow-lease";
@@ -65,6 +66,8 @@ export interface LeasedAnswer {
   runAt: number;
   /** 1 when this lease took the task over from an expired lease (that attempt counts as failed). */
   leaseTookOverExpired: number;
+  /** Non-null when the task's row keeps its counter events (this lease's among them): not counted again. */
+  uncounted: string | null;
   /** The task's LeasedTaskView as JSON text, rendered by SQLite inside the lease statement. */
   view: string;
 }
@@ -88,7 +91,7 @@ export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): 
     request,
     now,
     sql`id, lease_token, type, priority, run_at, created_at, started_at, lease_took_over_expired,
-        ${leasedViewJsonSql} AS view`,
+        CASE WHEN uncounted IS NULL THEN NULL ELSE '' END AS uncounted, ${leasedViewJsonSql} AS view`,
   );
   const leased = rows
     .map((r) => ({
@@ -100,6 +103,7 @@ export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): 
       createdAt: r.created_at,
       startedAt: r.started_at,
       leaseTookOverExpired: r.lease_took_over_expired,
+      uncounted: r.uncounted,
       view: r.view,
     }))
     .sort(leaseOrder);
@@ -116,6 +120,7 @@ interface LeasedAnswerRow {
   created_at: number;
   started_at: number;
   lease_took_over_expired: number;
+  uncounted: string | null;
   view: string;
 }
 
@@ -179,9 +184,19 @@ function leaseUpdateSql(request: LeaseRequest, now: number, picked: SQL, returni
       lease_took_over_expired = CASE WHEN ${takesOverExpired} THEN 1 ELSE 0 END,
       claim_by = ${claimBy},
       started_at = coalesce(started_at, ${now}),
-      updated_at = ${now}
+      updated_at = ${now},
+      uncounted = ${leaseUncountedSql(now, takesOverExpired)}
     WHERE id IN (${picked}) AND finished_at IS NULL AND ${leasableSql(now)}
     RETURNING ${returning}`;
+}
+
+/** A lease's counter events kept in the task's row (src/engine/counters-in-row.ts), as countLeases counts
+ * them otherwise: leased (with the wait of a first lease), and a lapsed attempt taken over as failed. */
+function leaseUncountedSql(now: number, takesOverExpired: SQL): SQL {
+  return appendUncountedSql(sql`tasks`, [
+    counterEventSql(sql`'leased'`, now, sql`CASE WHEN started_at IS NULL THEN ${now} - max(created_at, run_at) END`),
+    sql`CASE WHEN ${takesOverExpired} THEN ${counterEventSql(sql`'failed'`, now)} END`,
+  ]);
 }
 
 /**
@@ -198,12 +213,14 @@ function leaseUpdateSql(request: LeaseRequest, now: number, picked: SQL, returni
 function countLeases(
   db: Db,
   queue: string,
-  leased: Array<Pick<StoredTask, "type" | "createdAt" | "runAt" | "startedAt" | "leaseTookOverExpired">>,
+  leased: Array<Pick<StoredTask, "type" | "createdAt" | "runAt" | "startedAt" | "leaseTookOverExpired" | "uncounted">>,
   now: number,
 ): Promise<void> {
   return recordCounters(
     db,
+    // A task whose events its row keeps had this lease's recorded there by the lease itself.
     leased.flatMap((t): CounterEvent[] => {
+      if (t.uncounted !== null) return [];
       const lease: CounterEvent = {
         queue,
         type: t.type,

@@ -4,6 +4,7 @@ import { encodeTime } from "ulid";
 import { batchAll, type Db } from "../db/client";
 import { MAX_PURGE_PER_CALL } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
+import { countedInRowSql } from "./counters-in-row";
 
 /**
  * The smallest ULID of millisecond `ms`. Ids are ULIDs, time-ordered, and a task finishes after it is
@@ -26,7 +27,8 @@ export interface PurgeOptions {
 
 /**
  * Deletes finished (completed, dead, cancelled) tasks of a queue that finished before `before`.
- * At most `limit` per call, and never more than MAX_PURGE_PER_CALL.
+ * At most `limit` per call, and never more than MAX_PURGE_PER_CALL. A task whose counter events its row still
+ * keeps (created in the last 30-90 s: src/engine/counters-in-row.ts) is left for a later purge or the prune.
  *
  * @example
  * const { purged } = await purgeTasks(db, "emails", { before: Date.now() - 86_400_000 });
@@ -39,6 +41,7 @@ export async function purgeTasks(db: Db, queue: string, options: PurgeOptions): 
       WHERE id < ${idLowerBound(options.before)} AND queue = ${queue}
         AND finished_at IS NOT NULL AND finished_at < ${options.before}
         AND state IN (SELECT value FROM json_each(${states}))
+        AND NOT ${countedInRowSql(sql`tasks`)}
       LIMIT ${limit}
     ) RETURNING id`);
   return { purged: rows.length };
@@ -133,7 +136,8 @@ export async function pruneWindow(
  */
 function prunable(t: SQL, now: number, after: string, last: string): SQL {
   const retention = sql`(SELECT q.retention_s FROM queues q WHERE q.name = ${t}.queue)`;
-  return sql`${t}.id > ${after} AND ${t}.id <= ${last}
+  // A task whose counter events its row still keeps waits for the fold (src/engine/counters-in-row.ts).
+  return sql`${t}.id > ${after} AND ${t}.id <= ${last} AND NOT ${countedInRowSql(t)}
     AND ${t}.finished_at IS NOT NULL AND ${t}.finished_at < ${now} - 1000 * CASE
       WHEN ${retention} = 0 AND ${t}.state <> 'completed' THEN ${DEFAULT_QUEUE_CONFIG.retention_s}
       ELSE coalesce(${retention}, ${DEFAULT_QUEUE_CONFIG.retention_s}) END`;

@@ -31,4 +31,9 @@ export interface Upkeep {
   /** Folds per-minute counters older than COUNTER_MINUTES_KEPT_S into each (queue, type)'s totals, a
    * bounded number of minutes per call, atomically (a minute is never both folded and kept). */
   foldOldCounters(now: number): Promise<{ folded: number }>;
+  /** Adds the counter events that recent tasks keep in their own rows to the per-minute counters, a bounded
+   * window of tasks per call from a cursor, up to `now` less a grace, atomically with the cursor (a task's
+   * events are added once, crash or not); `more` when the window was full (call again). The first call on a
+   * database only places the cursor. */
+  foldCountersInRows(now: number): Promise<{ tasks: number; more: boolean }>;
 }

@@ -2,6 +2,7 @@ import { getTableColumns, sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { tasks } from "../db/schema";
 import { carryEdgesSql, landEdgesSql } from "./edge-transit";
+import { countedInRowSql, eventsUpsertSql, rowEventsSql } from "./counters-in-row";
 
 /**
  * Tasks in transit between databases (`task_transit`): the relay's two halves. On the database a task
@@ -10,7 +11,11 @@ import { carryEdgesSql, landEdgesSql } from "./edge-transit";
  * destination and when is the relay's business (src/shards/relay.ts); the statements are here.
  */
 
-const COLUMNS = Object.values(getTableColumns(tasks)).map((c) => c.name);
+// `uncounted` stays behind: a task's events kept in its row are added to this database's counters as it
+// leaves (src/engine/counters-in-row.ts), and the destination counts its next transitions on their path.
+const COLUMNS = Object.values(getTableColumns(tasks))
+  .map((c) => c.name)
+  .filter((c) => c !== "uncounted");
 const ROW_JSON = sql.raw(`json_object(${COLUMNS.map((c) => `'${c}', tasks.${c}`).join(", ")})`);
 const COLUMN_LIST = sql.raw(COLUMNS.join(", "));
 
@@ -97,6 +102,7 @@ export async function takeOutForTransit(
       RETURNING id`,
     // Its dependencies' edges travel with it (src/engine/edge-transit.ts), read before the delete.
     ...carryEdgesSql(now),
+    eventsUpsertSql(rowEventsSql(sql`t.id IN (SELECT id FROM task_transit) AND ${countedInRowSql(sql`t`)}`)),
     sql`DELETE FROM tasks WHERE id IN (SELECT id FROM task_transit)`,
   ]);
   return moved.length;

@@ -5,6 +5,9 @@ import { describeStore } from "./conformance/store-kinds";
 import { QueueConfigSchema } from "../../src/contracts/api";
 
 const DAY_MS = 86_400_000;
+/** The time of the tests that run the retention prune: before every clock range (test/support/clock-range.ts)
+ * and every other file's tasks, so the prune (which walks the whole table) deletes nothing but theirs. */
+const EARLY = Date.parse("1970-03-01T00:00:00.000Z");
 
 /**
  * A queue of `retention_s: 0` keeps no completed task: the completion deletes it (src/engine/complete-delete.ts)
@@ -70,13 +73,13 @@ describeStore("retention_s 0: a completion keeps nothing", (kind) => {
 
   it("keeps dead and cancelled tasks for the default retention, then prunes them", async () => {
     const queue = await zeroQueue("r0-dead");
-    const dead = await deadTask(queue);
-    const cancelled = await enqueueOne(queue, {}, T0 + 5);
-    await store().cancelTask(cancelled, T0 + 6);
-    await pruneAt(T0 + DAY_MS);
+    const dead = await deadTask(queue, {}, EARLY);
+    const cancelled = await enqueueOne(queue, {}, EARLY + 5);
+    await store().cancelTask(cancelled, EARLY + 6);
+    await pruneAt(EARLY + DAY_MS);
     expect(await exists(dead)).toBe(true);
     expect(await exists(cancelled)).toBe(true);
-    await pruneAt(T0 + 8 * DAY_MS);
+    await pruneAt(EARLY + 8 * DAY_MS);
     expect(await exists(dead)).toBe(false);
     expect(await exists(cancelled)).toBe(false);
   });
@@ -93,11 +96,11 @@ describeStore("retention_s 0: a completion keeps nothing", (kind) => {
 
   it("a parent with `then` is kept for its children's insert (they get its result), and pruned at the next tick", async () => {
     const queue = await zeroQueue("r0-then");
-    const parent = await enqueueOne(queue, { type: "parent", then: [{ type: "child" }] });
-    const leased = await leaseOne(queue, T0);
+    const parent = await enqueueOne(queue, { type: "parent", then: [{ type: "child" }] }, EARLY);
+    const leased = await leaseOne(queue, EARLY);
     const [outcome] = await store().completeTasks(
       [{ id: parent, leaseToken: leased.leaseToken, result: { n: 7 } }],
-      T0 + 1,
+      EARLY + 1,
     );
     expect(outcome).toMatchObject({ ok: true, state: "completed" });
     const children = outcome!.ok ? outcome!.children : [];
@@ -105,23 +108,23 @@ describeStore("retention_s 0: a completion keeps nothing", (kind) => {
     const child = await store().getTask(children[0]!.id);
     expect(JSON.parse(child.payload as string)).toMatchObject({ parent: { id: parent, result: { n: 7 } } });
     expect(await store().findTaskState(parent)).toBe("completed");
-    await pruneAt(T0 + 60_000);
+    await pruneAt(EARLY + 60_000);
     expect(await exists(parent)).toBe(false);
     // The child, a plain task of the same queue, goes with its own completion.
-    const c = await leaseOne(queue, T0 + 60_000);
-    await store().completeTasks([{ id: c.id, leaseToken: c.leaseToken }], T0 + 60_001);
+    const c = await leaseOne(queue, EARLY + 60_000);
+    await store().completeTasks([{ id: c.id, leaseToken: c.leaseToken }], EARLY + 60_001);
     expect(await exists(c.id)).toBe(false);
   });
 
   it("a dependency with a waiting dependent is kept until the completion released it, and the dependent runs", async () => {
     const queue = await zeroQueue("r0-deps");
-    const a = await enqueueOne(queue, { priority: 5 });
-    const b = await enqueueOne(queue, { priority: 4 });
-    const { tasks } = await store().enqueueTasks(queue, [{ type: "join", dependsOn: [a, b] }], T0);
+    const a = await enqueueOne(queue, { priority: 5 }, EARLY);
+    const b = await enqueueOne(queue, { priority: 4 }, EARLY);
+    const { tasks } = await store().enqueueTasks(queue, [{ type: "join", dependsOn: [a, b] }], EARLY);
     const join = tasks[0]!.id;
     for (const [id, at] of [
-      [a, T0 + 10],
-      [b, T0 + 20],
+      [a, EARLY + 10],
+      [b, EARLY + 20],
     ] as const) {
       const leased = await leaseOne(queue, at);
       expect(leased.id).toBe(id);
@@ -131,13 +134,13 @@ describeStore("retention_s 0: a completion keeps nothing", (kind) => {
     }
     expect(await store().findTaskState(join)).toBe("pending");
     const [outcome] = await store().completeTasks(
-      [{ id: join, leaseToken: (await leaseOne(queue, T0 + 30)).leaseToken }],
-      T0 + 31,
+      [{ id: join, leaseToken: (await leaseOne(queue, EARLY + 30)).leaseToken }],
+      EARLY + 31,
     );
     expect(outcome).toMatchObject({ ok: true, state: "completed" });
     // The join had no dependent: deleted by its completion; the kept dependencies go at the next prune.
     expect(await exists(join)).toBe(false);
-    await pruneAt(T0 + 60_000);
+    await pruneAt(EARLY + 60_000);
     expect(await exists(a)).toBe(false);
     expect(await exists(b)).toBe(false);
   });

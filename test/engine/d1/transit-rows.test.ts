@@ -18,7 +18,9 @@ describe("a transit row on D1", () => {
     expect(await store().takeOutForTransit({ queue }, { shard: "DB_1", slot: 7 }, 200, T0 + 50)).toBe(1);
     const [row] = (await store().listTransit(1_000)).filter((r) => r.queue === queue);
     expect(row).toMatchObject({ id, dest: "DB_1", slot: 7 });
-    expect(JSON.parse(row!.row)).toEqual(before);
+    // All but the counter events its row may keep (src/engine/counters-in-row.ts): those stay counted here.
+    const travelling = Object.fromEntries(Object.entries(before as object).filter(([k]) => k !== "uncounted"));
+    expect(JSON.parse(row!.row)).toEqual(travelling);
     await store().clearTransit([id!]);
   });
 });
