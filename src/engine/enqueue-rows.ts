@@ -214,8 +214,9 @@ export function insertSql(
   now: number,
   guard: SQL,
   shape = PLAIN_SHAPE,
-  /** The rows keep their counter events (src/engine/counters-in-row.ts): only where the enqueue counts in its
-   * batch (`countEnqueuedSql`, which skips them); an enqueue that counts afterwards counts them all. */
+  /** The rows keep their counter events (src/engine/counters-in-row.ts) where their ids are above the fold's
+   * cursor; RETURNING's `in_row` says which, for an enqueue that counts the others afterwards. Only an insert
+   * whose counting skips them passes true (`countEnqueuedSql`, enqueueTasks' own count). */
   inRow = false,
 ): SQL {
   const json = `[${chunk.map((r) => r.json).join(",")}]`;
@@ -234,7 +235,7 @@ export function insertSql(
     FROM ${shape.source(json)} AS j
     WHERE ${keyed ? sql`${guard} AND ${keyedInsertGuardSql(queue)}` : guard}
     ON CONFLICT DO NOTHING
-    RETURNING id, state`;
+    RETURNING id, state, uncounted IS NOT NULL AS in_row`;
 }
 
 /** What an enqueue counts, over the tasks a chunk created. */

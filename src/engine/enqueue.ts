@@ -110,6 +110,7 @@ export async function enqueueTasks(
   const outcomes = new Array<EnqueueOutcome | undefined>(rows.length);
   let earliestRunAt: number | null = null;
   const created: InsertRow[] = [];
+  const countedInRow = new Set<string>();
   // Ids this call made cannot belong to any other task, so the rows carrying them that exist right after
   // the insert are exactly the ones it created: the counters can count them in the same batch. A client's
   // id might be another call's task, created in the same millisecond: those calls count afterwards.
@@ -126,7 +127,8 @@ export async function enqueueTasks(
   for (let round = 0; round < MAX_ENQUEUE_ROUNDS && remaining.length > 0; round++) {
     // The first statement of the first round carries the caller's check (see EnqueueOptions.checkedFor).
     const checkedFor = round === 0 ? options.checkedFor : undefined;
-    const { inserted, keyAnswers } = await insertChunks(db, queue, remaining, now, countInBatch, checkedFor);
+    const { inserted, keyAnswers, inRow } = await insertChunks(db, queue, remaining, now, countInBatch, checkedFor);
+    for (const id of inRow) countedInRow.add(id);
     for (const row of remaining) {
       const state = inserted.get(row.id);
       if (state === undefined) continue;
@@ -160,7 +162,9 @@ export async function enqueueTasks(
   if (!countInBatch) {
     await recordCounters(
       db,
-      created.map((row) => ({ queue, type: row.type, counter: "enqueued" as const })),
+      created
+        .filter((row) => !countedInRow.has(row.id))
+        .map((row) => ({ queue, type: row.type, counter: "enqueued" as const })),
       now,
     );
   }
@@ -184,9 +188,11 @@ async function insertChunks(
   now: number,
   countInBatch: boolean,
   checkedFor: QueueProcessing | undefined,
-): Promise<{ inserted: Map<string, TaskState>; keyAnswers: Map<number, KeyAnswer> }> {
+): Promise<{ inserted: Map<string, TaskState>; keyAnswers: Map<number, KeyAnswer>; inRow: Set<string> }> {
   const inserted = new Map<string, TaskState>();
   const keyAnswers = new Map<number, KeyAnswer>();
+  // Created rows that keep their counter events (src/engine/counters-in-row.ts): counted there, not here.
+  const inRow = new Set<string>();
   for (const [n, chunk] of chunkRows(rows).entries()) {
     if (n > 0) await giveWay();
     const check = n === 0 ? checkedFor : undefined;
@@ -194,7 +200,7 @@ async function insertChunks(
     // A chunk with dependencies inserts in their shape and writes its edges next (src/engine/dependencies.ts).
     const waits = hasDependencies(chunk);
     const guard = check ? sql`${ids} AND ${processingGuardSql(queue, check)}` : ids;
-    const insert = insertSql(queue, chunk, now, guard, waits ? waitingShape(now) : undefined, countInBatch);
+    const insert = insertSql(queue, chunk, now, guard, waits ? waitingShape(now) : undefined, true);
     // Keyed rows: their replacements and claims before the insert, their answers last (src/engine/unique-keys.ts).
     const before = keyStatementsSql(queue, chunk, now);
     const answers = keyAnswersSql(queue, chunk);
@@ -212,12 +218,13 @@ async function insertChunks(
       const stored = processingFromRows(results[at] as Array<{ mode: string | null; processor: string | null }>);
       if (!sameProcessing(stored, check)) throw new ProcessingChanged(stored);
     }
-    for (const r of (results[before.length] ?? []) as Array<{ id: string; state: TaskState }>) {
+    for (const r of (results[before.length] ?? []) as Array<{ id: string; state: TaskState; in_row: number }>) {
       inserted.set(r.id, r.state);
+      if (r.in_row) inRow.add(r.id);
     }
     if (answers) for (const a of results.at(-1) as KeyAnswer[]) keyAnswers.set(Number(a.i), a);
   }
-  return { inserted, keyAnswers };
+  return { inserted, keyAnswers, inRow };
 }
 
 /** The client ids of a chunk, as the JSON array its insert's guard reads. */
