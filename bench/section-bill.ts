@@ -122,6 +122,13 @@ export async function runBillSection(
     const workloads: Array<Omit<BillRequest, "queue" | "tasks"> & { workload: string }> = [
       ...[1, 10, 100].map((batch) => ({ workload: "successful", batch, heartbeats: 0, beat: "each" as const })),
       ...[1, 10, 100].map((batch) => ({
+        workload: "successful, queue keeps no completed task (retention_s 0)",
+        batch,
+        heartbeats: 0,
+        beat: "each" as const,
+        config: { retention_s: 0 },
+      })),
+      ...[1, 10, 100].map((batch) => ({
         workload: `2-minute task, a heartbeat per ${HEARTBEAT_TASK.everyS} s (POST /v1/tasks/{id}/heartbeat)`,
         batch,
         heartbeats: HEARTBEAT_TASK.beats,
