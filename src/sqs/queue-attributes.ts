@@ -165,7 +165,8 @@ export function renderQueueAttributes(
     LastModifiedTimestamp: seconds,
     VisibilityTimeout: String(queue.config.visibility_timeout_s),
     MaximumMessageSize: String(SQS_MAX_MESSAGE_BYTES),
-    MessageRetentionPeriod: String(queue.config.retention_s),
+    // A queue of edgeq's own keeping no finished task (retention_s 0) shows SQS's least: 60 s.
+    MessageRetentionPeriod: String(Math.max(queue.config.retention_s, SQS_MIN_RETENTION_S)),
     DelaySeconds: String(queue.delayS),
     ReceiveMessageWaitTimeSeconds: String(queue.receiveWaitS),
     RedrivePolicy: JSON.stringify({
