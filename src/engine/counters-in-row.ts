@@ -50,7 +50,6 @@ export const COUNTER_FOLD_GRACE_MS = 30_000;
  * read (MAX_FOLD_ROUNDS). */
 export const MAX_FOLD_TASKS = 10_000;
 
-
 /** One counter event, `[counter, minute, ms]`, as a JSON array in SQL. */
 export function counterEventSql(counter: SQL, now: number, ms: SQL = sql`NULL`): SQL {
   return sql`json_array(${counter}, ${minuteOf(now)}, ${ms})`;
