@@ -5,6 +5,7 @@ import { EdgeqClient } from "../../src/client/index";
 import { edgeqRpc } from "../../src/rpc/edgeq-rpc";
 import type { EdgeqService } from "../../src/rpc/edgeq-entrypoint";
 import { uniqueQueue } from "../helpers";
+import { countingBinding } from "./counting-binding";
 import { workerFetch } from "../client/worker-fetch";
 
 // A user's Worker that enqueues through edgeqRpc(env.EDGEQ) or edgeq/client: the linger lives inside the
@@ -34,19 +35,6 @@ async function producer(request: ProducerRequest, env: ProducerEnv, ctx: Executi
   }
   const answers = await Promise.all(sends);
   return Response.json(answers.map((a) => a.tasks[0]!.id));
-}
-
-/** The edgeq binding, counting the enqueue calls made through it. */
-function countingBinding() {
-  const binding = exports.EdgeqRpc as unknown as EdgeqService;
-  const counts = { enqueues: 0 };
-  const counted = {
-    enqueue: (...args: Parameters<EdgeqService["enqueue"]>) => {
-      counts.enqueues += 1;
-      return binding.enqueue(...args);
-    },
-  } as unknown as EdgeqService;
-  return { env: { EDGEQ: counted }, counts };
 }
 
 const listed = async (queue: string) =>

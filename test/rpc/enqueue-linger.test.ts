@@ -1,26 +1,11 @@
-import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { edgeqRpc } from "../../src/rpc/edgeq-rpc";
-import type { EdgeqService } from "../../src/rpc/edgeq-entrypoint";
 import { uniqueQueue } from "../helpers";
+import { countingBinding } from "./counting-binding";
 import { settled } from "../support/settled";
 
 // edgeqRpc(binding) coalesces single-task enqueues (src/contracts/enqueue-linger.ts) into binding calls of
 // many tasks, against the Worker's own EdgeqRpc entrypoint (a real RPC call through its loopback binding).
-
-/** The binding, counting the enqueue calls made through it. */
-function countingBinding() {
-  const binding = exports.EdgeqRpc as unknown as EdgeqService;
-  const counts = { enqueues: 0 };
-  const counted = {
-    enqueue: (...args: Parameters<EdgeqService["enqueue"]>) => {
-      counts.enqueues += 1;
-      return binding.enqueue(...args);
-    },
-    list: (...args: Parameters<EdgeqService["list"]>) => binding.list(...args),
-  } as unknown as EdgeqService;
-  return { binding: counted, counts };
-}
 
 describe("edgeqRpc's coalesced enqueues", () => {
   it("makes 100 concurrent single enqueues 1 binding call (100 with lingerMs 0), each caller answered with its own task", async () => {
