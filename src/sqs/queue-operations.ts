@@ -4,6 +4,7 @@ import type { SettledDependent } from "../engine/store";
 import { mergeShardRows } from "../shards/cross-shard";
 import { cancelQueue } from "../operations/queue";
 import { copyConfigToShards } from "../shards/queue-config-ops";
+import { cancelQueueOf } from "../shards/queue-ops";
 import { routeShards } from "../shards/queue-route";
 import type { SqsContext } from "./context";
 import { invalidParameter, SqsError } from "./errors";
@@ -126,16 +127,14 @@ export async function listQueues(input: unknown, ctx: SqsContext) {
  */
 export async function deleteQueue(input: unknown, ctx: SqsContext) {
   const queue = await requireQueue(ctx, parseInput(QueueUrlInput, input).QueueUrl);
-  const shards = routeShards(await ctx.route(queue.name));
+  const route = await ctx.route(queue.name);
+  const shards = routeShards(route);
+  for (const shard of shards) await retireSqsQueue(shard.store, queue.name);
+  // Cancelled as a queue cancel is (pending ones at once, leased ones by cancel request), with the dependents
+  // those cancels settled, read on the same shard.
   const cancelled: string[] = [];
   const dependents: SettledDependent[] = [];
-  for (const shard of shards) {
-    const ids: string[] = [];
-    await retireSqsQueue(shard.store, queue.name, ctx.now, ids);
-    cancelled.push(...ids);
-    // Their waiting dependents were settled by the same statement: released or ended, read for their effects.
-    dependents.push(...(await shard.store.settledDependents(ids, ctx.now)));
-  }
+  await cancelQueueOf(route, {}, ctx.now, cancelled, dependents);
   await ctx.op.effects
     .follow({ kind: "cancelled", queue: queue.name, ids: cancelled })
     // The queue is deleted either way; a lost event is what a stream's resync is for.

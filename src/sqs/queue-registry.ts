@@ -97,22 +97,15 @@ export function removeSqsTags(store: TaskStore, name: string, keys: string[]): P
 }
 
 /**
- * DeleteQueue's first step on one database: the queue's config goes and its live tasks are cancelled
- * (pending ones at once, their ids added to `cancelledIds`; leased ones by cancel request: their holder's
- * next write ends them). Sending to the name afterwards is QueueDoesNotExist until it is created again.
- * Two writes, not one atomic step (the cancel is the store's own): each is idempotent.
+ * DeleteQueue's first step on one database: the queue's config goes. Sending to the name afterwards is
+ * QueueDoesNotExist until it is created again. Its live tasks are cancelled next, as a queue cancel's are
+ * (src/sqs/queue-operations.ts); each step is idempotent.
  *
  * @example
- * await retireSqsQueue(store, "emails", Date.now(), cancelled);
+ * await retireSqsQueue(store, "emails");
  */
-export async function retireSqsQueue(
-  store: TaskStore,
-  name: string,
-  now: number,
-  cancelledIds: string[],
-): Promise<void> {
-  await store.deleteQueueRecord(name);
-  cancelledIds.push(...(await store.cancelQueueTasks(name, {}, now)).ids);
+export function retireSqsQueue(store: TaskStore, name: string): Promise<void> {
+  return store.deleteQueueRecord(name);
 }
 
 /**
