@@ -1,9 +1,8 @@
-import { EdgeqError } from "../contracts/errors";
 import { MAX_INLINE_DEPENDENCY_RESULT_BYTES } from "../contracts/limits";
 import type { StoredTask } from "../contracts/stored-task";
 import type { DependencyEntry, DependencyPage, DependentEntry } from "../contracts/dependency-page";
 import type { Env } from "../env";
-import { onTaskShard } from "./task-locator";
+import { isTaskMissing, onTaskShard } from "./task-locator";
 
 /** A page of dependencies or dependents: after `cursor`, at most `limit`. */
 export interface PageRequest {
@@ -14,7 +13,7 @@ export interface PageRequest {
 /** A task by id on whichever shard holds it, or null when it is nowhere (pruned). */
 async function taskAnywhere(env: Env, id: string): Promise<StoredTask | null> {
   return onTaskShard(env, id, (shard) => shard.store.getTask(id)).catch((error: unknown) => {
-    if (error instanceof EdgeqError && error.code === "not_found") return null;
+    if (isTaskMissing(error)) return null;
     throw error;
   });
 }
