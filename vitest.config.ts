@@ -38,7 +38,9 @@ export default defineConfig(async () => {
                   EDGEQ_TOKEN: "test-token",
                   ENVIRONMENT: "test",
                 },
-                d1Databases: ["USER_DB"],
+                // Two databases that are not shards: USER_DB for a Worker's own migrations, OWN_DB for a test that
+                // needs a whole database to itself (a read over every task of it: test/engine/d1/counters-tail.test.ts).
+                d1Databases: ["USER_DB", "OWN_DB"],
               },
             }),
           ],

@@ -14,6 +14,8 @@ declare global {
       USER_MIGRATIONS: { before: D1Migration[]; after: D1Migration[] };
       /** An empty database (vitest.config.ts), not a shard: the Worker's own folder is applied to it. */
       USER_DB: D1Database;
+      /** An empty database (vitest.config.ts), not a shard: one test file migrates and uses it alone. */
+      OWN_DB: D1Database;
     }
   }
 }

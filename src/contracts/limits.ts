@@ -375,3 +375,11 @@ export const KEY_PRUNE_WINDOW = 2_500;
 /** Most folds of the counter events kept in rows one tick runs per database (src/engine/counters-in-row.ts):
  * 30 windows of MAX_FOLD_TASKS (10,000), above the most tasks a database creates a minute (~228,000). */
 export const MAX_FOLD_ROUNDS = 30;
+
+/** Most tasks a reader of the counters (metrics, health, stats) reads past the fold's cursor: 300,000, what one
+ * tick folds at most (MAX_FOLD_ROUNDS × 10,000). Where the tick runs, that tail is the last 30-90 s of tasks,
+ * well inside it. Where the tick has stopped (a Worker deployed without its cron trigger, a tick failing), the
+ * tail would grow without end and every /metrics scrape and health check would read all of it. Capped, a
+ * reader counts the oldest tasks past the cursor only, so totals still only grow (Prometheus counters must
+ * not go down), and the later ones once the tick folds again (src/engine/counters.ts). */
+export const MAX_UNFOLDED_TASKS = 300_000;

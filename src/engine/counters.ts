@@ -3,7 +3,7 @@ import { encodeTime } from "ulid";
 import { batchAll, type Db } from "../db/client";
 import { COUNTERS, type CounterName } from "../db/schema";
 import { bucketColumn, bucketIndex, HISTOGRAM_BOUNDS_S, HISTOGRAMS, type HistogramName } from "../db/histogram-buckets";
-import { COUNTER_MINUTES_KEPT_S, MAX_COUNTER_FOLD_MINUTES } from "../contracts/limits";
+import { COUNTER_MINUTES_KEPT_S, MAX_COUNTER_FOLD_MINUTES, MAX_UNFOLDED_TASKS } from "../contracts/limits";
 
 /** One task's transition, as the engine function that made it reports it to the counters. */
 export interface CounterEvent {
@@ -239,12 +239,16 @@ export type CounterSums = { queue: string; type: string } & Record<string, numbe
 
 /**
  * The counters summed per queue and type over the minutes from `since` (ms; 0 for all time, totals row
- * included). Reads counter rows only, never tasks.
+ * included). Reads the counter rows and the tasks past the fold's cursor whose events are still in their
+ * rows (at most MAX_UNFOLDED_TASKS), never older tasks.
  *
  * @example
  * const lastHour = await sumCounters(db, { since: Date.now() - 3_600_000 });
  */
-export async function sumCounters(db: Db, opts: { since?: number; queue?: string } = {}): Promise<CounterSums[]> {
+export async function sumCounters(
+  db: Db,
+  opts: { since?: number; queue?: string; tailLimit?: number } = {},
+): Promise<CounterSums[]> {
   const since = opts.since === undefined ? sql`` : sql` AND minute >= ${minuteOf(opts.since)}`;
   const queue = opts.queue === undefined ? sql`` : sql` AND queue = ${opts.queue}`;
   const sums = sql.raw(ADDED_COLUMNS.map((c) => `sum(${c}) AS ${c}`).join(", "));
@@ -407,20 +411,27 @@ export function rowEventsSql(where: SQL): SQL {
 
 type MinuteSums = { queue: string; type: string; minute: number } & Record<string, number>;
 
+/** What a reader asks of the tail: as the reader's own options, plus how many tasks past the cursor it reads
+ * at most (MAX_UNFOLDED_TASKS; smaller in tests). */
+type UnfoldedOptions = { since?: number; queue?: string; now?: number; tailLimit?: number };
+
 /**
  * The counts still kept in task rows (not folded yet), per queue, type and minute from `since`: what the
  * readers add to task_counters so that a count is seen at once, folded or not. A primary-key range from the
- * fold's cursor — the tasks of the last 30-90 s where the cron tick runs — never older tasks. Nothing on a
- * database where no fold ran.
+ * fold's cursor — the tasks of the last 30-90 s where the cron tick runs — never older tasks, and at most
+ * `tailLimit` (MAX_UNFOLDED_TASKS) of them, the oldest first. Nothing on a database where no fold ran.
  */
-async function unfoldedSums(db: Db, opts: { since?: number; queue?: string; now?: number }): Promise<MinuteSums[]> {
+async function unfoldedSums(db: Db, opts: UnfoldedOptions): Promise<MinuteSums[]> {
   const queue = opts.queue === undefined ? sql`` : sql` AND t.queue = ${opts.queue}`;
   // With a `now`, tasks created up to then only (ids are time-ordered): a reader's range stays the tasks since
   // the cursor even where the cursor lags far behind (a database whose tick has not run for a while).
-  const upTo = opts.now === undefined ? sql`` : sql` AND t.id < ${encodeTime(opts.now + 1, 10) + "0".repeat(16)}`;
+  const upTo = opts.now === undefined ? sql`` : sql` AND id < ${encodeTime(opts.now + 1, 10) + "0".repeat(16)}`;
   const since = opts.since === undefined ? sql`` : sql` WHERE s.minute >= ${minuteOf(opts.since)}`;
+  // The range's end: the id `tailLimit` tasks past the cursor (a walk of the primary key), or none.
+  const end = sql`(SELECT max(id) FROM (SELECT id FROM tasks WHERE id > ${FOLD_CURSOR_SQL}${upTo}
+    ORDER BY id LIMIT ${opts.tailLimit ?? MAX_UNFOLDED_TASKS}))`;
   return db.all<MinuteSums>(sql`WITH s AS MATERIALIZED (SELECT *, ${EVENT_COUNTS.buckets} FROM (${rowEventsSql(
-    sql`t.id > ${FOLD_CURSOR_SQL}${upTo} AND ${countedInRowSql(sql`t`)}${queue}`,
+    sql`t.id > ${FOLD_CURSOR_SQL} AND t.id <= ${end} AND ${countedInRowSql(sql`t`)}${queue}`,
   )}))
     SELECT s.queue AS queue, s.type AS type, CAST(s.minute AS INTEGER) AS minute, ${EVENT_COUNTS.named}
     FROM s${since} GROUP BY s.queue, s.type, s.minute`);
