@@ -41,18 +41,7 @@ const ALLOWED = {
   operations: ["contracts", "db", "effects", "engine", "env.ts", "health", "processors", "schedules", "shards"],
   // What a Worker builds edgeq with: createEdgeq wires the app, the tick and the Durable Object classes.
   // Its `prepareEnqueue` is an operation (src/operations/batch-enqueue.ts) bound to the Worker's processors.
-  worker: [
-    "contracts",
-    "coordinator",
-    "cron",
-    "env.ts",
-    "events",
-    "http",
-    "operations",
-    "processors",
-    "rpc",
-    "schedules",
-  ],
+  app: ["contracts", "coordinator", "cron", "env.ts", "events", "http", "operations", "processors", "rpc", "schedules"],
   // The Workers RPC binding: each method one operation of src/operations/api/, as the HTTP routes are.
   rpc: ["contracts", "env.ts", "operations", "processors"],
   // The typed HTTP client (edgeq/client): fetch only, types from the wire's schemas.
@@ -134,7 +123,7 @@ module.exports = {
       comment:
         "A Durable Object class is built by createEdgeq and exported by the Worker's entry; everyone else reaches it by its binding.",
       severity: "error",
-      from: { path: "^src/", pathNot: ["^src/index\\.ts$", "^src/worker/create-edgeq\\.ts$"] },
+      from: { path: "^src/", pathNot: ["^src/index\\.ts$", "^src/app/create-edgeq\\.ts$"] },
       to: { path: "^src/(coordinator/coordinator|events/event-hub|schedules/scheduler)\\.ts$" },
     },
     {
@@ -153,7 +142,7 @@ module.exports = {
       from: { path: "^src/index\\.ts$" },
       to: {
         pathNot: [
-          "^src/worker/index\\.ts$",
+          "^src/app/index\\.ts$",
           "^src/http/parts/(dashboard|sqs|reference)\\.ts$",
           "^src/plugins/(echo|reference)\\.ts$",
           "^src/plugins/[^/]+/index\\.ts$",

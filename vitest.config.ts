@@ -15,7 +15,7 @@ export default defineConfig(async () => {
   const edgeqMigrations = fileURLToPath(new URL("./migrations", import.meta.url));
   const migrations = await readD1Migrations(edgeqMigrations);
   // A Worker's own migrations folder beside edgeq's, before and after an upgrade of edgeq, and an empty
-  // database to apply it to (test/worker/user-migrations.test.ts).
+  // database to apply it to (test/app/user-migrations.test.ts).
   const userMigrations = await userMigrationStages(edgeqMigrations);
   return {
     test: {

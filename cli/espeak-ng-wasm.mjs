@@ -3,7 +3,7 @@
 //
 // That package is GPL-3.0-or-later, while edgeq and its bundle (dist/edgeq.mjs) are MIT, so the two never
 // share a process: this file is the only one that loads it, and `edgeq worker --engine tts` runs it as a
-// program of its own (cli/worker/tts-engine.ts), exactly as it runs a system espeak-ng.
+// program of its own (cli/runner/tts-engine.ts), exactly as it runs a system espeak-ng.
 //
 // It takes the arguments the CLI uses (`-v <voice> -w <file> --stdin`, `--voices[=…]`, `--version`): the
 // WebAssembly build writes into its own in-memory file system, so `-w <file>` is rendered to a memory file

@@ -34,7 +34,7 @@ const PARTS = {
 function workerSource(parts) {
   const imports = parts.map((part) => `import { ${part} } from ${JSON.stringify(join(lib, PARTS[part]))};`);
   return [
-    `import { createEdgeq } from ${JSON.stringify(join(lib, "worker", "index.js"))};`,
+    `import { createEdgeq } from ${JSON.stringify(join(lib, "app", "index.js"))};`,
     ...imports,
     `const edgeq = createEdgeq({ processors: [], ${parts.join(", ")} });`,
     "export const { Coordinator, EventHub, Scheduler, EdgeqRpc } = edgeq;",
@@ -76,7 +76,7 @@ export async function measureAll() {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  if (!existsSync(join(lib, "worker", "index.js"))) {
+  if (!existsSync(join(lib, "app", "index.js"))) {
     console.error("bundle-size: no dist/lib: run `npm run build:lib` first");
     process.exit(1);
   }

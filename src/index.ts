@@ -2,9 +2,9 @@ import { dashboard } from "./http/parts/dashboard";
 import { reference } from "./http/parts/reference";
 import { sqs } from "./http/parts/sqs";
 import { REFERENCE_PROCESSORS } from "./plugins/reference";
-import { createEdgeq, type Env } from "./worker/index";
+import { createEdgeq, type Env } from "./app/index";
 
-/** This repository's own deployment, built only on the package's public entry points (src/worker/index.ts
+/** This repository's own deployment, built only on the package's public entry points (src/app/index.ts
  * is `edgeq`, src/plugins/reference.ts is `edgeq/plugins/reference`: every built-in processor and `echo`;
  * src/http/parts/ are `edgeq/dashboard`, `edgeq/sqs` and `edgeq/reference`, all served here);
  * `npm run lint:deps` refuses any other import here. */

@@ -1,7 +1,7 @@
 import { CliError, EXIT } from "../errors";
 import type { Command } from "../command";
 import { durationIn, positionals, queueArg, stringFlag, usageError } from "../flags";
-import { defaultPidFile, hasExited, isEdgeqProcess, readPid } from "../worker/pid-file";
+import { defaultPidFile, hasExited, isEdgeqProcess, readPid } from "../runner/pid-file";
 
 const USAGE = "edgeq worker stop [<queue>] [--pid-file PATH] [--timeout S]";
 

@@ -4,13 +4,13 @@ import { expectOk } from "../client";
 import type { CliConfig } from "../config";
 import { CliError, EXIT } from "../errors";
 import type { Command, CommandContext } from "../command";
-import { execHandler } from "../worker/exec-handler";
-import { parseWorkerSettings, WORKER_FLAGS } from "../worker/options";
-import { sdkHandler } from "../worker/outcome-handler";
-import { watchParent } from "../worker/parent-watch";
-import { claimPidFile, releasePidFile } from "../worker/pid-file";
-import { checkEspeak, ttsHandler } from "../worker/tts-handler";
-import type { TaskHandler } from "../worker/types";
+import { execHandler } from "../runner/exec-handler";
+import { parseWorkerSettings, WORKER_FLAGS } from "../runner/options";
+import { sdkHandler } from "../runner/outcome-handler";
+import { watchParent } from "../runner/parent-watch";
+import { claimPidFile, releasePidFile } from "../runner/pid-file";
+import { checkEspeak, ttsHandler } from "../runner/tts-handler";
+import type { TaskHandler } from "../runner/types";
 
 const USAGE =
   'edgeq worker <queue> (--exec "<command>" | --engine tts) [--concurrency N] [--batch N] [--visibility S] ' +

@@ -39,7 +39,7 @@ import { handBackLeased, lapseHandOuts, revokeUndelivered, type LapsedHandOuts }
 import { TaskWaiters } from "./task-waiters";
 import { WaitLine, type Waiter } from "./wait-line";
 
-/** What createEdgeq builds a coordinator with (src/worker/create-edgeq.ts): its processors, for push dispatch. */
+/** What createEdgeq builds a coordinator with (src/app/create-edgeq.ts): its processors, for push dispatch. */
 export interface CoordinatorDeps {
   processors: ProcessorRegistry;
 }
@@ -75,7 +75,7 @@ const PART_KEY = "part";
  * get an error and poll again.
  *
  * The class is built by createEdgeq with the Worker's processors (`class Coordinator extends
- * QueueCoordinator`, src/worker/create-edgeq.ts); the binding's class name stays `Coordinator`, so a deployed system's
+ * QueueCoordinator`, src/app/create-edgeq.ts); the binding's class name stays `Coordinator`, so a deployed system's
  * objects keep their storage and alarms across upgrades.
  */
 export class QueueCoordinator extends DurableObject<Env> implements QueueCoordinatorRpc {

@@ -30,7 +30,7 @@ import { requestOperations } from "./request-operations";
 /** Largest request body: 10,000 tasks at a few KB each. Larger batches should be split. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
-/** What the app is built with, once, by createEdgeq (src/worker/create-edgeq.ts). */
+/** What the app is built with, once, by createEdgeq (src/app/create-edgeq.ts). */
 export interface AppDeps {
   /** The processors this Worker runs (push queues, config checks, GET /v1/processors). */
   processors: ProcessorRegistry;

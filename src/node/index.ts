@@ -11,7 +11,7 @@
  * }, { url: process.env.EDGEQ_URL, token: process.env.EDGEQ_TOKEN });
  * await worker.run();
  */
-export { Worker, type WorkerEvents, type WorkerOptions, type Task } from "./worker";
+export { Worker, type WorkerEvents, type WorkerOptions, type Task } from "./consumer";
 export type { Handler } from "./handler-outcome";
 export { TaskStopped, type HeartbeatUpdate, type StopReason, type TaskContext } from "./types";
 export { PermanentError, RetryAfterError } from "../processors/errors";

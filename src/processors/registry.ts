@@ -17,7 +17,7 @@ export function processorEngine(processor: AnyProcessor, env: Env): ProcessorEng
 }
 
 /**
- * The processors a Worker runs, by type. Built once by createEdgeq (src/worker/create-edgeq.ts) from the
+ * The processors a Worker runs, by type. Built once by createEdgeq (src/app/create-edgeq.ts) from the
  * processors it chose and passed to whatever needs them (the HTTP app, the coordinators, the SQS
  * endpoint); no module of the core imports a processor.
  *

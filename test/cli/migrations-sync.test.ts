@@ -16,7 +16,7 @@ import { edgeq } from "./commands-support";
 
 // `edgeq migrations sync <dir>` (the built CLI): edgeq's migrations copied into a Worker's own folder under
 // their own names, the Worker's files left alone. Applying such a folder, before and after an upgrade of
-// edgeq: test/worker/user-migrations.test.ts.
+// edgeq: test/app/user-migrations.test.ts.
 
 const EDGEQ = join(process.cwd(), "migrations");
 const edgeqFiles = () =>

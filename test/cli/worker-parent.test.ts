@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, inject, it } from "vitest";
-import { PARENT_CHECK_MS } from "../../cli/worker/parent-watch";
+import { PARENT_CHECK_MS } from "../../cli/runner/parent-watch";
 import { alive, edgeqUrl, enqueue, getTask, parentOf, tempDir, uniqueQueue, waitFor } from "./worker-support";
 
 let tmp: ReturnType<typeof tempDir>;

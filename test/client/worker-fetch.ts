@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { REFERENCE_PROCESSORS } from "../../src/plugins/reference";
-import { createEdgeq } from "../../src/worker/index";
+import { createEdgeq } from "../../src/app/index";
 import { meteredEnv } from "../support/metered-env";
 
 /** This repository's Worker (src/index.ts) with every D1 database metered. */

@@ -20,7 +20,7 @@ it("its source maps carry their sources, since src/ is not published", () => {
   expect(compilerOptions.declarationMap).not.toBe(true);
   const { files } = JSON.parse(readFileSync("package.json", "utf8"));
   expect(files).not.toContain("src");
-  const map = JSON.parse(readFileSync("dist/lib/worker/index.js.map", "utf8"));
+  const map = JSON.parse(readFileSync("dist/lib/app/index.js.map", "utf8"));
   expect(map.sourcesContent).toHaveLength(map.sources.length);
 });
 

@@ -15,7 +15,7 @@ import type {
   ListQuery,
   ReleaseInput,
 } from "../../src/client/types";
-import { edgeqRpc, type EdgeqService } from "../../src/worker/index";
+import { edgeqRpc, type EdgeqService } from "../../src/app/index";
 
 /** Compiles only when `A` and `B` are each assignable to the other. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

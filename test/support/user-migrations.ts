@@ -6,7 +6,7 @@ import { syncMigrations } from "../../cli/migrations-sync.js";
 
 // Runs in Node (vitest.config.ts): a Worker's own migrations folder kept by `edgeq migrations sync`, as it
 // stands before and after an upgrade of edgeq, read as wrangler reads it (readD1Migrations) for
-// test/worker/user-migrations.test.ts to apply to an empty database.
+// test/app/user-migrations.test.ts to apply to an empty database.
 
 /** How many of edgeq's newest migrations the upgrade brings: the earlier edgeq shipped the others. */
 export const UPGRADE_ADDS = 3;

@@ -27,7 +27,7 @@ const developmentOnly = createMiddleware<AppEnv>(async (c, next) => {
  * answers its result. It stands in for `wrangler dev`'s own ways to call `scheduled()` —
  * `/cdn-cgi/local/scheduled` (also `/cdn-cgi/handler/scheduled`, `/cdn-cgi/mf/scheduled`) and
  * `--test-scheduled`'s `/__scheduled` — which answer anyone, take the tick's clock from the query
- * (`?time=`) and cannot be switched off; the Worker refuses those in development (src/worker/create-edgeq.ts).
+ * (`?time=`) and cannot be switched off; the Worker refuses those in development (src/app/create-edgeq.ts).
  * The clock here is the Worker's. Deployed, Cloudflare's Cron Triggers run the tick and this path is a 404.
  * Not in the OpenAPI document: it is local tooling, like the routes it replaces (docs/api.md, "What
  * `npm start` serves").

@@ -31,7 +31,7 @@ const text = z
 const name = z.string().min(1).max(MAX_NAME_CHARS);
 
 /**
- * The `tts` payload schema, shared with the CLI's espeak-ng engine (cli/worker/tts-payload.ts), which
+ * The `tts` payload schema, shared with the CLI's espeak-ng engine (cli/runner/tts-payload.ts), which
  * differs only in its default format: what its engine makes natively.
  *
  * @example

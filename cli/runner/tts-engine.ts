@@ -30,7 +30,7 @@ export interface EspeakEngine {
 }
 
 /** The directory above `from` (or `from` itself) that holds cli/espeak-ng-wasm.mjs: the edgeq checkout,
- * whether this code runs as the bundle (dist/edgeq.mjs) or from source (cli/worker/). */
+ * whether this code runs as the bundle (dist/edgeq.mjs) or from source (cli/runner/). */
 function findRunner(from: string): string | undefined {
   for (let dir = from; ; dir = dirname(dir)) {
     const runner = join(dir, WASM_RUNNER);

@@ -8,7 +8,7 @@ import { readLiveFront } from "../../src/engine/live-front";
 import { putQueueConfig } from "../../src/engine/queue-config";
 import { REFERENCE_PROCESSORS } from "../../src/plugins/reference";
 import { queueRoute } from "../../src/shards/queue-route";
-import { createEdgeq } from "../../src/worker/create-edgeq";
+import { createEdgeq } from "../../src/app/create-edgeq";
 import { db, PROCESSORS, row, uniqueQueue } from "../helpers";
 import { alarmOf, coordinator } from "../support/coordinator";
 import { until } from "../support/until";

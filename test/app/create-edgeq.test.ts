@@ -7,7 +7,7 @@ import { reference } from "../../src/http/parts/reference";
 import { sqs } from "../../src/http/parts/sqs";
 import { echoProcessor } from "../../src/plugins/echo";
 import type { Processor } from "../../src/processors/types";
-import { createEdgeq } from "../../src/worker/create-edgeq";
+import { createEdgeq } from "../../src/app/create-edgeq";
 
 const valid = (type: string): Processor => ({
   type,
