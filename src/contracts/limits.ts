@@ -131,14 +131,14 @@ export const CLAIM_WINDOW_S = 10;
  * all the same, and two such polls held a new task 10 s each in turn while a live client waited. A client
  * that claims does so within one round trip of receiving the answer (edgeq's worker on receipt: tens of ms
  * on these 2 busy cores); 1 s is many times that, and keeps what each gone poll can cost a live one to about
- * a second (the goal: a live client gets a new task within 2 s with two hung-up polls parked). A take-back
+ * a second (the goal: a live client gets a new task within 2 s with two hung-up polls parked). Ending a claim window
  * only makes the task leasable, so a slow client keeps it unless the waiting poll actually leases it; with
  * nobody else waiting the full CLAIM_WINDOW_S applies. Why not longer for clients that never claim: there,
  * a gone client and a slow one look the same, and this window is what a gone one costs (docs/api.md). */
 export const CONTESTED_CLAIM_S = 1;
 
-/** How often, at most, a coordinator takes back contested hand-outs (src/coordinator/hand-outs.ts): each
- * take-back is a D1 statement and usually finds every lease claimed. Why 250 ms: one statement covers the
+/** How often, at most, a coordinator ends the claim windows of contested hand-outs
+ * (src/coordinator/hand-outs.ts): each end is a D1 statement and usually finds every lease claimed. Why 250 ms: one statement covers the
  * hand-outs of a quarter second (ten at 40 tasks/s) instead of one per task, and a gone client's task is
  * taken back 1.25 s after its hand-out at the latest — inside the 2 s a live client waits at most with two
  * hung-up polls parked (test/http/hung-up-polls.test.ts; docs/api.md, "Long polls"). */

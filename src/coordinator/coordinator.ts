@@ -13,14 +13,14 @@ import type { ProcessorRegistry } from "../processors/registry";
 import type { Env } from "../env";
 import {
   coordinatorAwaitTaskSchema,
-  coordinatorForgetSchema,
+  coordinatorWithdrawSchema,
   coordinatorLeaseSchema,
   coordinatorNotifySchema,
   coordinatorTasksFinishedSchema,
   coordinatorWakeWaitersSchema,
   coordinatorWatchSchema,
   type CoordinatorAwaitTask,
-  type CoordinatorForget,
+  type CoordinatorWithdraw,
   type CoordinatorLease,
   type CoordinatorLeaseInput,
   type CoordinatorNotify,
@@ -35,7 +35,7 @@ import { onTaskShard } from "../shards/task-locator";
 import type { FencedItem } from "../engine/store";
 import { HandOuts } from "./hand-outs";
 import { SiblingPolls } from "./sibling-polls";
-import { handBackLeased, lapseHandOuts, revokeUndelivered, type LapsedHandOuts } from "./take-back";
+import { releaseClaimed, endClaimWindows, returnUndelivered, type EndedClaimWindows } from "./hand-out-writes";
 import { TaskWaiters } from "./task-waiters";
 import { WaitLine, type Waiter } from "./wait-line";
 
@@ -61,10 +61,10 @@ const PART_KEY = "part";
  * is a plain one (claimed, its expiry counting the attempt); where it does not (`wrangler dev`: docs/api.md, "Long polls"), unless the holder
  * claims the lease (any fenced call) within CLAIM_WINDOW_S the tasks become leasable again, and while
  * another poll waits a hand-out left unclaimed for CONTESTED_CLAIM_S is taken back for it — only as many as
- * the waiting polls ask for (hand-outs.ts). A withdrawn poll (`forget`: its client's disconnect where the
+ * the waiting polls ask for (hand-outs.ts). A withdrawn poll (`withdrawPoll`: its client's disconnect where the
  * platform reports it, or the client's own POST .../lease/withdraw) leaves the line, and whatever was
- * handed to it and is still unclaimed is taken back at once. A take-back only ends the claim window: the
- * task is leasable, and stays its holder's until another lease takes it over (engine/lapse.ts) — a live
+ * handed to it and is still unclaimed is taken back at once. Ending a claim window changes nothing else: the
+ * task is leasable, and stays its holder's until another lease takes it over (engine/end-claim-windows.ts) — a live
  * client loses a task to a poll that leased it, never to a clock — and refunded when one does.
  *
  * A poll on a partitioned queue leases from every partition: a coordinator holding polls tells its
@@ -127,9 +127,9 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     // The newest request comes first (wait-line.ts): it leases at once, whoever waits.
     const leased = await this.leaseFor(request, false);
     this.after(this.leasedChange(request.queue, leased));
-    // Withdrawn while this lease was in flight (it found no wait yet, so it was remembered): hand back.
+    // Withdrawn while this lease was in flight (it found no wait yet, so it was remembered): release it.
     if (leased.length > 0 && this.line.wasWithdrawn(request.waiterId, this.now())) {
-      await this.handBack(leased);
+      await this.releaseClaimed(leased);
       return [];
     }
     if (leased.length > 0 || request.waitMs === 0) return leased;
@@ -193,12 +193,12 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
    * answered with nothing when it lands, its tasks back to pending; tasks handed to it within the claim
    * window and still unclaimed are taken back — leasable at once, and served to the polls waiting here, but
    * still its holder's until another lease takes them, so a stopping client's release of what the answer
-   * brought succeeds when nobody has (engine/lapse.ts). A name found nowhere is remembered for a while (its
+   * brought succeeds when nobody has (engine/end-claim-windows.ts). A name found nowhere is remembered for a while (its
    * poll may still be on the way) and changes nothing else: withdrawing is never an error. Returns whether
    * the poll was found (waiting, leasing or recently answered).
    */
-  async forget(input: CoordinatorForget): Promise<boolean> {
-    const { waiterId } = coordinatorForgetSchema.parse(input);
+  async withdrawPoll(input: CoordinatorWithdraw): Promise<boolean> {
+    const { waiterId } = coordinatorWithdrawSchema.parse(input);
     const now = this.now();
     const waiters = this.line.named(waiterId);
     for (const waiter of waiters) {
@@ -212,14 +212,14 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     const handed = this.handOuts.takeFor(waiterId, now);
     if (handed.length > 0) {
       // The claim window still ends on its own if this fails: a withdrawal must not fail for it.
-      const lapsed = await this.lapse(handed).catch((error: unknown) => {
-        console.error("coordinator: taking back failed", error);
+      const ended = await this.endClaimWindows(handed).catch((error: unknown) => {
+        console.error("coordinator: ending claim windows failed", error);
         return null;
       });
-      if (lapsed && lapsed.tasks.length > 0) {
+      if (ended && ended.tasks.length > 0) {
         // Leasable now: the polls waiting here get them first; sibling partitions' polls are told too.
-        const queue = lapsed.tasks[0]!.queue;
-        this.after({ kind: "lapsed", queue, part: (await this.ctx.storage.get<number>(PART_KEY)) ?? 0 });
+        const queue = ended.tasks[0]!.queue;
+        this.after({ kind: "claim-windows-ended", queue, part: (await this.ctx.storage.get<number>(PART_KEY)) ?? 0 });
         if (this.line.size > 0) await this.serve();
       }
     }
@@ -271,8 +271,8 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   }
 
   /** Withdraws a wait for a task (its client went away): answered "not finished" now. Whether it was held. */
-  async withdrawTaskWait(input: CoordinatorForget): Promise<boolean> {
-    const { waiterId } = coordinatorForgetSchema.parse(input);
+  async withdrawTaskWait(input: CoordinatorWithdraw): Promise<boolean> {
+    const { waiterId } = coordinatorWithdrawSchema.parse(input);
     return this.taskWaiters.withdraw(waiterId);
   }
 
@@ -396,31 +396,34 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     return leaseFromQueue(route, { ...request, provisional }, this.now(), request.part);
   }
 
-  /** Hands back leases made for a poll withdrawn while they were in flight (take-back.ts) and reports it. */
-  private async revoke(items: FencedItem[]): Promise<void> {
+  /** Returns leases made for a poll withdrawn while they were in flight, never delivered, to pending
+   * (hand-out-writes.ts) and reports it. */
+  private async returnUndelivered(items: FencedItem[]): Promise<void> {
     if (items.length === 0) return;
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;
     const part = (await this.ctx.storage.get<number>(PART_KEY)) ?? 0;
-    const change = await revokeUndelivered(this.env, queue, part, items, this.now());
+    const change = await returnUndelivered(this.env, queue, part, items, this.now());
     if (change) this.after(change);
   }
 
-  /** Takes back hand-outs still unclaimed, at most `limit` (take-back.ts: leasable now, their holders'
-   * until another lease takes them). */
-  private async lapse(items: FencedItem[], limit = items.length): Promise<LapsedHandOuts> {
+  /** Ends the claim window of hand-outs still unclaimed, at most `limit` (hand-out-writes.ts: leasable now,
+   * their holders' until another lease takes them). */
+  private async endClaimWindows(items: FencedItem[], limit = items.length): Promise<EndedClaimWindows> {
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return { tasks: [], examined: items.length };
-    return lapseHandOuts(this.env, queue, items, this.now(), limit);
+    return endClaimWindows(this.env, queue, items, this.now(), limit);
   }
 
-  /** Hands back what a withdrawn poll's own first lease took (take-back.ts). A failure is logged: the
-   * leases still lapse at their expiry. */
-  private async handBack(leased: StoredTask[]): Promise<void> {
+  /** Releases what a withdrawn poll's own first lease took, claimed (hand-out-writes.ts). A failure is
+   * logged: the leases still lapse at their expiry. */
+  private async releaseClaimed(leased: StoredTask[]): Promise<void> {
     const items = leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! }));
-    await handBackLeased(this.env, leased[0]!.queue, items, this.now())
+    await releaseClaimed(this.env, leased[0]!.queue, items, this.now())
       .then((change) => this.after(change))
-      .catch((error: unknown) => console.error("coordinator: handing back a withdrawn poll's lease failed", error));
+      .catch((error: unknown) =>
+        console.error("coordinator: releasing a withdrawn poll's claimed leases failed", error),
+      );
   }
 
   /**
@@ -470,7 +473,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     if (this.line.size === 0) return;
     const contested = this.handOuts.takeContested(this.now());
     if (contested.length === 0) return;
-    const { tasks, examined } = await this.lapse(
+    const { tasks, examined } = await this.endClaimWindows(
       contested.map((h) => h.item),
       this.line.wanted(),
     );
@@ -506,8 +509,8 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
         this.line.drop(waiter);
         waiter.resolve([]);
         if (leased.length === 0) return { handedOut, emptied: true };
-        if (waiter.request.hangUpReported) await this.handBack(leased);
-        else await this.revoke(leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })));
+        if (waiter.request.hangUpReported) await this.releaseClaimed(leased);
+        else await this.returnUndelivered(leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })));
         continue;
       }
       if (leased.length > 0 || waiter.expired) {

@@ -18,7 +18,7 @@ const CONTESTED_CLAIM_MS = CONTESTED_CLAIM_S * 1000;
  * The provisional leases a coordinator handed to its waiters, kept in memory while their claim window
  * runs, so it can take back what a gone client will never claim: after CONTESTED_CLAIM_S when another
  * poll waits (only hand-outs to polls whose hang-up would go unseen), or at once when the wait they went to
- * is withdrawn. A claim is not reported here — the take-back statement (lapseUnclaimed) leaves a claimed
+ * is withdrawn. A claim is not reported here — the statement that ends claim windows (endClaimWindows) leaves a claimed
  * lease alone, and a hand-out taken back stays its holder's until another lease takes it, so a live client
  * loses a task only to a poll that actually leased it. Lost with the object (an eviction): the claim window
  * still ends on its own.
@@ -30,7 +30,7 @@ const CONTESTED_CLAIM_MS = CONTESTED_CLAIM_S * 1000;
 export class HandOuts {
   /** Oldest first. */
   private list: HandOut[] = [];
-  /** When the last take-back of contested hand-outs took any (each take-back is a D1 statement). */
+  /** When the claim windows of contested hand-outs were last ended (each end is a D1 statement). */
   private tookAt = -Infinity;
 
   /** Remembers tasks just handed to a waiter under provisional leases. */
@@ -61,7 +61,7 @@ export class HandOuts {
     return taken;
   }
 
-  /** Puts back hand-outs `takeContested` gave that the take-back did not look at (beyond what was asked). */
+  /** Puts back hand-outs `takeContested` gave that endClaimWindows did not look at (beyond what was asked). */
   restore(handOuts: HandOut[]): void {
     if (handOuts.length === 0) return;
     this.list = [...this.list, ...handOuts].sort((a, b) => a.at - b.at);

@@ -1,7 +1,7 @@
 import type { EventRow } from "../protocols/durable-objects";
 import type { PublishedEvent } from "../contracts/events";
 import type { StoredTask } from "../contracts/stored-task";
-import type { AckKind, AckOutcome, EnqueueResult, QueueConfig, RevokedTask, SettledDependent } from "../engine/store";
+import type { AckKind, AckOutcome, EnqueueResult, QueueConfig, ReturnedTask, SettledDependent } from "../engine/store";
 
 /**
  * What a state change did, as an operation reports it to the effects owner (follow.ts). Every entry point
@@ -56,13 +56,13 @@ export type Change =
   /** The cron tick swept a queue: work is due at `runAt` (reaped retries, relayed or found due tasks),
    * and the reaper's `events` (failed, dead, cancelled, released) are published on the same wake-up. */
   | { kind: "swept"; queue: string; runAt?: number; events: PublishedEvent[] }
-  /** A coordinator took back provisional leases made for a poll withdrawn while they were in flight (no
+  /** A coordinator returned to pending the provisional leases made for a poll withdrawn while they were in flight (no
    * client holds them): pending again; published as released, the queue's other partitions woken. */
-  | { kind: "revoked"; queue: string; part: number; tasks: RevokedTask[] }
-  /** A coordinator took back a withdrawn poll's hand-outs (src/engine/lapse.ts): leasable now, still
+  | { kind: "undelivered-returned"; queue: string; part: number; tasks: ReturnedTask[] }
+  /** A coordinator ended the claim window of hand-outs (src/engine/end-claim-windows.ts): leasable now, still
    * processing under their holder's token until another lease takes them — no event (nothing changed hands
    * yet); the queue's other partitions' polls are woken (they lease from every partition). */
-  | { kind: "lapsed"; queue: string; part: number }
+  | { kind: "claim-windows-ended"; queue: string; part: number }
   /** Tasks became leasable on one partition while long polls wait at other partitions' coordinators
    * (`parts`): those serve their polls, which lease from every partition. */
   | { kind: "sibling-arrivals"; queue: string; parts: number[] }

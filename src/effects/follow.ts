@@ -1,4 +1,4 @@
-import type { AckKind, AckOutcome, RevokedTask, SettledDependent } from "../engine/store";
+import type { AckKind, AckOutcome, ReturnedTask, SettledDependent } from "../engine/store";
 import type { Env } from "../env";
 import type { PublishedEvent, TaskEventKind } from "../contracts/events";
 import { deliverAlerts } from "../health/deliver-alerts";
@@ -78,10 +78,10 @@ async function followChange(env: Env, change: Change, clock: () => number): Prom
       return armScheduler(env, change.nextRunAt);
     case "swept":
       return wakeCoordinator(env, change.queue, change.runAt, change.events);
-    case "revoked":
-      return followRevoked(env, change.queue, change.part, change.tasks);
-    case "lapsed":
-      return followLapsed(env, change.queue, change.part);
+    case "undelivered-returned":
+      return followUndeliveredReturned(env, change.queue, change.part, change.tasks);
+    case "claim-windows-ended":
+      return followClaimWindowsEnded(env, change.queue, change.part);
     case "sibling-arrivals":
       return wakeWaitersAt(env, change.queue, change.parts);
     case "alerts-recorded":
@@ -112,11 +112,11 @@ function publish(env: Env, queue: string, ids: string[], kind: TaskEventKind): P
 }
 
 /**
- * After a coordinator took leases back: each task is published as released, and the queue's other
- * partitions are woken (their polls lease from every partition); the coordinator that took them back
+ * After a coordinator returned undelivered leases: each task is published as released, and the queue's other
+ * partitions are woken (their polls lease from every partition); the coordinator that returned them
  * serves its own polls itself.
  */
-async function followRevoked(env: Env, queue: string, part: number, tasks: RevokedTask[]): Promise<void> {
+async function followUndeliveredReturned(env: Env, queue: string, part: number, tasks: ReturnedTask[]): Promise<void> {
   if (tasks.length === 0) return;
   const events = tasks.map((t): PublishedEvent => ({ kind: "released", id: t.id }));
   const others = (await existingPlacements(env, queue)).map((p) => p.part).filter((p) => p !== part);
@@ -124,9 +124,9 @@ async function followRevoked(env: Env, queue: string, part: number, tasks: Revok
   return wakeCoordinator(env, queue, Math.min(...tasks.map((t) => t.run_at)), events, others);
 }
 
-/** After a coordinator took a withdrawn poll's hand-outs back (leasable now): the queue's other partitions
- * serve their polls; the coordinator that took them back serves its own. */
-async function followLapsed(env: Env, queue: string, part: number): Promise<void> {
+/** After a coordinator ended hand-outs' claim windows (leasable now): the queue's other partitions serve
+ * their polls; the coordinator that ended them serves its own. */
+async function followClaimWindowsEnded(env: Env, queue: string, part: number): Promise<void> {
   const others = (await existingPlacements(env, queue)).map((p) => p.part).filter((p) => p !== part);
   if (others.length > 0) await wakeWaitersAt(env, queue, others);
 }

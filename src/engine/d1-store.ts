@@ -26,7 +26,7 @@ import { pruneIdleFlowKeys } from "./flow-prune";
 import { flowFigures } from "./flow-figures";
 import { advanceStarvedKeys, starvedKeys } from "./flow-starved";
 import { heartbeatTask } from "./heartbeat";
-import { lapseUnclaimed } from "./lapse";
+import { endClaimWindows } from "./end-claim-windows";
 import { leaseAnswers, leaseTasks, nextRunAt } from "./lease";
 import { assertLeaseHeld } from "./lease-check";
 import { countLiveTasks, liveFigures } from "./live-figures";
@@ -52,7 +52,7 @@ import { findTaskState, getTask, listQueues, listTasks, queueStats, readTaskEven
 import { reapExpiredLeases, reapLapsedLeases } from "./reap";
 import { redriveQueue, retryTask } from "./redrive";
 import { releaseTasks } from "./release";
-import { revokeUnclaimed } from "./revoke";
+import { returnUndelivered } from "./return-undelivered";
 import type { TaskStore } from "./store";
 import { throughputSeries } from "./throughput";
 import { addQueueTags, deleteQueueRecord, removeQueueTags, setSqsSettings } from "./sqs-settings";
@@ -90,8 +90,8 @@ function openStore(db: Db): TaskStore {
     heartbeatTask: (request, now) => heartbeatTask(db, request, now),
     assertLeaseHeld: (id, leaseToken, now) => assertLeaseHeld(db, id, leaseToken, now),
     // A long poll's coordinator's take-backs.
-    revokeUnclaimed: (items, now) => revokeUnclaimed(db, items, now),
-    lapseUnclaimed: (items, now, limit) => lapseUnclaimed(db, items, now, limit),
+    returnUndelivered: (items, now) => returnUndelivered(db, items, now),
+    endClaimWindows: (items, now, limit) => endClaimWindows(db, items, now, limit),
     // An operator's writes.
     cancelTask: (id, now) => cancelTask(db, id, now),
     cancelQueueTasks: async (queue, scope, now) => {

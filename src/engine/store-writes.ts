@@ -4,16 +4,16 @@ import type { EnqueueOptions, EnqueueResult, NewTask } from "./enqueue";
 import type { ExtendItem } from "./extend";
 import type { FailItem } from "./fail";
 import type { HeartbeatRequest } from "./heartbeat";
-import type { LapsedHandOut } from "./lapse";
+import type { EndedHandOut } from "./end-claim-windows";
 import type { LeasedAnswer, LeaseRequest } from "./lease";
 import type { PurgeOptions } from "./purge";
 import type { RedriveScope } from "./redrive";
-import type { RevokedTask } from "./revoke";
+import type { ReturnedTask } from "./return-undelivered";
 import type { StoredTask } from "../contracts/stored-task";
 
 /**
  * The state changes of a task store (src/engine/store.ts), in four groups: tasks in and leases out, the
- * holder's fenced writes, a long poll's coordinator's take-backs, and an operator's. Each is atomic — one statement or one transaction of the
+ * holder's fenced writes, a long poll's coordinator's returns and claim-window ends, and an operator's. Each is atomic — one statement or one transaction of the
  * store — and says which invariant it keeps; every one counts what it changed in the per-minute counters.
  */
 
@@ -89,16 +89,16 @@ export interface HolderWrites {
  * holder writes: guarded by the token handed out and a claim still pending (`claim_by` set, not passed), so
  * a lease claimed meanwhile, taken over, finished, or whose cancel was requested is left alone. */
 export interface HandOutWrites {
-  /** Takes back leases whose answer never left the coordinator (the poll was withdrawn while they were in
-   * flight): each pending again at once, its attempt refunded, its token void. Answers the tasks taken back. */
-  revokeUnclaimed(items: FencedItem[], now: number): Promise<RevokedTask[]>;
+  /** Returns to pending the leases whose answer never left the coordinator (the poll was withdrawn while they were in
+   * flight): each pending again at once, its attempt refunded, its token void. Answers the tasks returned. */
+  returnUndelivered(items: FencedItem[], now: number): Promise<ReturnedTask[]>;
   /**
    * Ends the claim window of hand-outs whose answer was given (a withdrawn poll's, or ones left unclaimed
    * while other polls wait), now: at most `limit` of them, the first unclaimed ones in `items`' order. Nothing
    * else changes — the next lease takes each over (attempt refunded), and until one does its holder's own
-   * fenced writes are still accepted. Answers the hand-outs lapsed.
+   * fenced writes are still accepted. Answers the hand-outs whose window it ended.
    */
-  lapseUnclaimed(items: FencedItem[], now: number, limit?: number): Promise<LapsedHandOut[]>;
+  endClaimWindows(items: FencedItem[], now: number, limit?: number): Promise<EndedHandOut[]>;
 }
 
 /** What a queue-wide cancel changed. */

@@ -77,7 +77,7 @@ export type { ExtendItem } from "./extend";
 export type { FailItem } from "./fail";
 export type { FanOutResult } from "./fan-out";
 export type { HeartbeatRequest } from "./heartbeat";
-export type { LapsedHandOut } from "./lapse";
+export type { EndedHandOut } from "./end-claim-windows";
 export type { LeasedAnswer, LeaseRequest } from "./lease";
 export type { LiveCounts, LiveFigures } from "./live-figures";
 export type { FrontOptions, QueueFront, ReapedTask } from "./live-front";
@@ -88,7 +88,7 @@ export type { ListFilter, QueueStats, StateCounts, TaskEventFields, TaskPage } f
 export type { ReapResult } from "./reap";
 export type { RedriveScope } from "./redrive";
 export type { OwedSettlement, RemoteDependency } from "./remote-dependencies";
-export type { RevokedTask } from "./revoke";
+export type { ReturnedTask } from "./return-undelivered";
 export type { DeliveredRow, PartitionSelection, TransitDestination, TransitRow, TransitSelection } from "./transit";
 export type { UniqueKey } from "./unique-keys";
 export type { TaskField } from "../contracts/task-field";

@@ -65,7 +65,7 @@ async function longPoll(
   const part = route.parts[nextLeaseOffset(route.parts.length)]!.part;
   const coordinator = coordinatorOf(op.env, request.queue, part);
   // The handler itself is cancelled with the request (nothing after its await runs): withdraw from here.
-  const withdraw = () => op.defer(coordinator.forget({ waiterId }));
+  const withdraw = () => op.defer(coordinator.withdrawPoll({ waiterId }));
   op.signal.addEventListener("abort", withdraw, { once: true });
   try {
     return await coordinator.lease({ ...request, part, waitMs, waiterId, hangUpReported: op.hangUpReported ?? false });
@@ -90,6 +90,8 @@ export async function withdrawPoll(
   waiterId: string,
 ): Promise<{ withdrawn: boolean }> {
   const route = await queueRoute(op.env, queue, op.now);
-  const found = await Promise.all(route.parts.map((p) => coordinatorOf(op.env, queue, p.part).forget({ waiterId })));
+  const found = await Promise.all(
+    route.parts.map((p) => coordinatorOf(op.env, queue, p.part).withdrawPoll({ waiterId })),
+  );
   return { withdrawn: found.some(Boolean) };
 }

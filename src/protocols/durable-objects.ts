@@ -24,7 +24,7 @@ export const coordinatorLeaseSchema = z.object({
     .int()
     .min(0)
     .max(MAX_WAIT_S * 1000),
-  /** Names the wait so the caller can withdraw it (`forget`) when its client disconnects. */
+  /** Names the wait so the caller can withdraw it (`withdrawPoll`) when its client disconnects. */
   waiterId: z.string().min(1).max(MAX_WAITER_ID_CHARS).optional(),
   /** The caller withdraws the wait when its client hangs up, and the platform reports hang-ups to it
    * (src/operations/lease.ts): tasks handed to it after it waited are leased plainly (no claim window: an
@@ -39,8 +39,8 @@ export type CoordinatorLease = z.infer<typeof coordinatorLeaseSchema>;
 export type CoordinatorLeaseInput = z.input<typeof coordinatorLeaseSchema>;
 
 /** Withdraws a long poll: its client went away (request.signal) or asked (POST .../lease/withdraw). */
-export const coordinatorForgetSchema = z.object({ waiterId: z.string().min(1).max(MAX_WAITER_ID_CHARS) });
-export type CoordinatorForget = z.infer<typeof coordinatorForgetSchema>;
+export const coordinatorWithdrawSchema = z.object({ waiterId: z.string().min(1).max(MAX_WAITER_ID_CHARS) });
+export type CoordinatorWithdraw = z.infer<typeof coordinatorWithdrawSchema>;
 
 /** A sibling partition's coordinator (`watcher`) holds long polls until `until` (ms): pass arrivals on. */
 export const coordinatorWatchSchema = z.object({
@@ -125,13 +125,13 @@ export type EventsPublishRows = z.infer<typeof eventsPublishRowsSchema>;
 export interface QueueCoordinatorRpc extends Rpc.DurableObjectBranded {
   lease(input: CoordinatorLeaseInput): Promise<StoredTask[]>;
   notify(input: CoordinatorNotify): Promise<void>;
-  forget(input: CoordinatorForget): Promise<boolean>;
+  withdrawPoll(input: CoordinatorWithdraw): Promise<boolean>;
   watch(input: CoordinatorWatch): Promise<void>;
   wakeWaiters(input: CoordinatorWakeWaiters): Promise<void>;
   waiting(): Promise<number>;
   awaitTask(input: CoordinatorAwaitTask): Promise<boolean>;
   tasksFinished(input: CoordinatorTasksFinished): Promise<TaskWaitersAnswer>;
-  withdrawTaskWait(input: CoordinatorForget): Promise<boolean>;
+  withdrawTaskWait(input: CoordinatorWithdraw): Promise<boolean>;
   waitingForTasks(): Promise<number>;
 }
 

@@ -12,7 +12,7 @@ import type {
   PurgeOptions,
   QueueStats,
   RedriveScope,
-  RevokedTask,
+  ReturnedTask,
   SettledDependent,
   TaskStore,
 } from "../engine/store";
@@ -123,17 +123,21 @@ export function leaseFromQueue(
 }
 
 /**
- * Takes back unclaimed provisional leases of the queue (revokeUnclaimed) on every shard it spans: the
+ * Returns undelivered provisional leases of the queue to pending (returnUndelivered) on every shard it spans: the
  * statement matches a task by id and token, so only the shard holding it changes anything, and a coordinator
  * that handed tasks out from several partitions need not know which shard each came from (a rare call:
  * a withdrawn poll, or a hand-out left unclaimed while others wait).
  *
  * @example
- * const revoked = await revokeOnQueue(route, [{ id, leaseToken }], Date.now());
+ * const returned = await returnUndeliveredOnQueue(route, [{ id, leaseToken }], Date.now());
  */
-export async function revokeOnQueue(route: QueueRoute, items: FencedItem[], now: number): Promise<RevokedTask[]> {
+export async function returnUndeliveredOnQueue(
+  route: QueueRoute,
+  items: FencedItem[],
+  now: number,
+): Promise<ReturnedTask[]> {
   if (items.length === 0) return [];
-  const all = await Promise.all(routeShards(route).map((s) => s.store.revokeUnclaimed(items, now)));
+  const all = await Promise.all(routeShards(route).map((s) => s.store.returnUndelivered(items, now)));
   return all.flat();
 }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { HandOuts } from "../../src/coordinator/hand-outs";
 import { CLAIM_WINDOW_S, CONTESTED_CHECK_MS, CONTESTED_CLAIM_S } from "../../src/contracts/limits";
 
-/** The hand-out ledger alone, on times the test chooses (the coordinator's use of it — the take-back
+/** The hand-out ledger alone, on times the test chooses (the coordinator's use of it — ending claim windows
  * statement, the alarm, the polls served — is covered by hung-up-polls.test.ts and provisional.test.ts). */
 const CONTESTED_MS = CONTESTED_CLAIM_S * 1000;
 const row = (id: string) => ({ id, leaseToken: `tok-${id}` });
@@ -19,7 +19,7 @@ describe("HandOuts", () => {
     expect(handOuts.nextContestedAt(1_000 + CONTESTED_MS)).toBeNull();
   });
 
-  it("batches take-backs: at most one per CONTESTED_CHECK_MS, each taking every hand-out contested by then", () => {
+  it("batches claim-window ends: at most one per CONTESTED_CHECK_MS, each taking every hand-out contested by then", () => {
     const handOuts = new HandOuts();
     // A busy queue: a hand-out every 25 ms.
     for (let i = 0; i < 40; i++) handOuts.record(i * 25, `w${i}`, [row(`t${i}`)], true);
@@ -62,7 +62,7 @@ describe("HandOuts", () => {
     expect(ids(handOuts.takeFor("watched", 5 * CONTESTED_MS))).toEqual(["a"]);
   });
 
-  it("restores what a take-back did not look at, in hand-out order, due at once at the next check", () => {
+  it("restores what endClaimWindows did not look at, in hand-out order, due at once at the next check", () => {
     const handOuts = new HandOuts();
     handOuts.record(0, "w1", [row("a")], true);
     handOuts.record(10, "w2", [row("b"), row("c")], true);

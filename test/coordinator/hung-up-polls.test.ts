@@ -101,7 +101,7 @@ describe("long polls whose clients hung up", () => {
     const [task] = await first;
     const other = poll(queue, "other");
     await untilWaiting(queue, 1);
-    // Claimed within the contested time: the take-back finds nothing to take.
+    // Claimed within the contested time: endClaimWindows finds nothing to take.
     const [claimed] = await extendLeases(
       await queueDb(queue),
       [{ id, leaseToken: task!.leaseToken!, visibilityTimeoutS: 60 }],

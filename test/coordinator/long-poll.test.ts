@@ -178,17 +178,17 @@ describe("long-poll lease over HTTP", () => {
 });
 
 describe("a long poll whose client went away", () => {
-  it("is withdrawn by forget: answered with nothing, and the next task goes to the waiter behind it", async () => {
-    const queue = uniqueQueue("forget");
+  it("is withdrawn by withdrawPoll: answered with nothing, and the next task goes to the waiter behind it", async () => {
+    const queue = uniqueQueue("withdraw-poll");
     const gone = coordinator(queue).lease({ ...leaseRequest(queue, 20_000, "gone"), waiterId: "w-gone" });
     await untilWaiting(queue, 1);
     const alive = coordinator(queue).lease({ ...leaseRequest(queue, 20_000, "alive"), waiterId: "w-alive" });
     await untilWaiting(queue, 2);
 
-    expect(await coordinator(queue).forget({ waiterId: "w-gone" })).toBe(true);
+    expect(await coordinator(queue).withdrawPoll({ waiterId: "w-gone" })).toBe(true);
     expect(await gone).toEqual([]);
     expect(await coordinator(queue).waiting()).toBe(1);
-    expect(await coordinator(queue).forget({ waiterId: "w-gone" })).toBe(false); // already gone
+    expect(await coordinator(queue).withdrawPoll({ waiterId: "w-gone" })).toBe(false); // already gone
 
     const [id] = await enqueueDue(queue, 1);
     await coordinator(queue).notify({ queue, runAt: Date.now() });

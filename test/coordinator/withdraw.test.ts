@@ -6,7 +6,7 @@ import { releaseTasks } from "../../src/engine/release";
 import { queueDb, row, uniqueQueue } from "../helpers";
 import { coordinator, holdNextLease, setClock, untilWaiting } from "../support/coordinator";
 
-// A client that stops names its long poll and withdraws it (`forget`, behind POST .../lease/withdraw and
+// A client that stops names its long poll and withdraws it (`withdrawPoll`, behind POST .../lease/withdraw and
 // behind request.signal where the platform reports a disconnect). A withdrawal for a poll that does not
 // exist changes nothing; one that races a delivery leaves the task with the live client or pending, never
 // lost and never leased twice. The races are held open with deferred promises.
@@ -20,12 +20,12 @@ async function enqueueOne(queue: string, now: number): Promise<string> {
   return tasks[0]!.id;
 }
 
-describe("withdrawing a long poll (forget)", () => {
+describe("withdrawing a long poll (withdrawPoll)", () => {
   it("answers a waiting poll with nothing at once; a later task stays pending", async () => {
     const queue = uniqueQueue("wd");
     const waiting = poll(queue, "w-1");
     await untilWaiting(queue, 1);
-    expect(await coordinator(queue).forget({ waiterId: "w-1" })).toBe(true);
+    expect(await coordinator(queue).withdrawPoll({ waiterId: "w-1" })).toBe(true);
     expect(await waiting).toEqual([]);
     expect(await coordinator(queue).waiting()).toBe(0);
     const id = await enqueueOne(queue, Date.now());
@@ -35,7 +35,7 @@ describe("withdrawing a long poll (forget)", () => {
 
   it("a name no poll has is a no-op — and the poll, if it arrives after its own withdrawal, is answered at once", async () => {
     const queue = uniqueQueue("wd-unknown");
-    expect(await coordinator(queue).forget({ waiterId: "never-sent" })).toBe(false);
+    expect(await coordinator(queue).withdrawPoll({ waiterId: "never-sent" })).toBe(false);
     const id = await enqueueOne(queue, Date.now() - 1000);
     // The withdrawal overtook its poll: the poll leases nothing and does not park.
     expect(await poll(queue, "never-sent")).toEqual([]);
@@ -60,7 +60,7 @@ describe("withdrawing a long poll (forget)", () => {
     await held.entered; // the task is leased for "stopping" ...
     expect(await row(id)).toMatchObject({ state: "processing", leaseHolder: "stopping" });
     const stoppingToken = (await row(id)).leaseToken!;
-    expect(await coordinator(queue).forget({ waiterId: "stopping" })).toBe(true); // ... as it withdraws
+    expect(await coordinator(queue).withdrawPoll({ waiterId: "stopping" })).toBe(true); // ... as it withdraws
     held.land();
     await notified;
 
@@ -86,7 +86,7 @@ describe("withdrawing a long poll (forget)", () => {
     const id = await enqueueOne(queue, t0);
     const notified = coordinator(queue).notify({ queue, runAt: t0 });
     await held.entered;
-    expect(await coordinator(queue).forget({ waiterId: "stopping" })).toBe(true);
+    expect(await coordinator(queue).withdrawPoll({ waiterId: "stopping" })).toBe(true);
     held.land();
     await notified;
     expect(await stopping).toEqual([]);
@@ -105,7 +105,7 @@ describe("withdrawing a long poll (forget)", () => {
     expect(toA!.id).toBe(first);
     // The answer is on its way to a client that is stopping: withdrawn before it claimed. Taken back: its
     // claim window ends now (leasable at once), under the same token while nobody else leases it.
-    expect(await coordinator(queue).forget({ waiterId: "a" })).toBe(true);
+    expect(await coordinator(queue).withdrawPoll({ waiterId: "a" })).toBe(true);
     expect(await row(first)).toMatchObject({
       state: "processing",
       attempts: 1,
@@ -128,11 +128,11 @@ describe("withdrawing a long poll (forget)", () => {
     const [claimed] = await extendLeases(await queueDb(other), [{ id: second, leaseToken: toB!.leaseToken! }], t0 + 5);
     expect(claimed).toMatchObject({ ok: true });
     // Claimed first: the client has it (a stopping worker releases it itself), so the withdrawal leaves it.
-    await coordinator(other).forget({ waiterId: "b" });
+    await coordinator(other).withdrawPoll({ waiterId: "b" });
     expect(await row(second)).toMatchObject({ state: "processing", leaseToken: toB!.leaseToken, claimBy: null });
   });
 
-  it("racing the poll's own first lease: what it took is handed back, the poll answers nothing, leased once", async () => {
+  it("racing the poll's own first lease: what it took is released (releaseClaimed), the poll answers nothing, leased once", async () => {
     const queue = uniqueQueue("wd-first");
     const t0 = Date.now();
     await setClock(queue, t0);
@@ -143,7 +143,7 @@ describe("withdrawing a long poll (forget)", () => {
     expect(await row(id)).toMatchObject({ state: "processing", leaseHolder: "early", claimBy: null });
     const token = (await row(id)).leaseToken!;
     // ... as its withdrawal arrives: no wait to find yet, so it is remembered.
-    expect(await coordinator(queue).forget({ waiterId: "early" })).toBe(false);
+    expect(await coordinator(queue).withdrawPoll({ waiterId: "early" })).toBe(false);
     held.land();
     expect(await polled).toEqual([]);
     expect(await row(id)).toMatchObject({ state: "pending", attempts: 0, leaseToken: null });
@@ -164,7 +164,7 @@ describe("withdrawing a long poll (forget)", () => {
     const [toStopping] = await stopping;
     expect(toStopping!.id).toBe(id);
 
-    expect(await coordinator(queue).forget({ waiterId: "stopping" })).toBe(true);
+    expect(await coordinator(queue).withdrawPoll({ waiterId: "stopping" })).toBe(true);
     // Taken back and served to the poll that waited, which holds it now (attempt refunded, then counted once).
     const [toOther] = await other;
     expect(toOther).toMatchObject({ id, leaseHolder: "other", attempts: 1 });

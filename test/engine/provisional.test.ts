@@ -61,16 +61,16 @@ describeStore("provisional leases", (kind) => {
     expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
   });
 
-  it("revokeUnclaimed takes back only hand-outs still unclaimed under their token: pending at once, attempt refunded", async () => {
+  it("returnUndelivered returns only hand-outs still unclaimed under their token: pending at once, attempt refunded", async () => {
     const { leased } = await handedOut(3);
     const [unclaimed, claimed, wrongToken] = leased;
     await store().extendLeases([claimed!], T0 + 1);
 
-    const revoked = await store().revokeUnclaimed(
+    const returned = await store().returnUndelivered(
       [unclaimed!, claimed!, { id: wrongToken!.id, leaseToken: "0".repeat(32) }],
       T0 + 2,
     );
-    expect(revoked.map((t) => t.id)).toEqual([unclaimed!.id]);
+    expect(returned.map((t) => t.id)).toEqual([unclaimed!.id]);
     expect(await row(unclaimed!.id)).toMatchObject({ state: "pending", attempts: 0, leaseToken: null, claimBy: null });
     expect(await row(claimed!.id)).toMatchObject({ state: "processing", leaseToken: claimed!.leaseToken });
     expect(await row(wrongToken!.id)).toMatchObject({ state: "processing", leaseToken: wrongToken!.leaseToken });
@@ -79,12 +79,12 @@ describeStore("provisional leases", (kind) => {
     expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
   });
 
-  it("lapseUnclaimed ends the claim window of the first `limit` unclaimed hand-outs now: leasable, still their holder's", async () => {
+  it("endClaimWindows ends the claim window of the first `limit` unclaimed hand-outs now: leasable, still their holder's", async () => {
     const { queue, leased } = await handedOut(4);
     const [claimed, first, second, third] = leased;
     await store().extendLeases([claimed!], T0 + 1);
 
-    const lapsed = await store().lapseUnclaimed([claimed!, first!, second!, third!], T0 + 2, 2);
+    const lapsed = await store().endClaimWindows([claimed!, first!, second!, third!], T0 + 2, 2);
     expect(lapsed.map((t) => t.id).sort()).toEqual([first!.id, second!.id].sort());
     expect(await row(first!.id)).toMatchObject({ state: "processing", claimBy: T0 + 2, leaseToken: first!.leaseToken });
     expect(await row(third!.id)).toMatchObject({ claimBy: T0 + CLAIM_MS });

@@ -77,7 +77,7 @@ describe("long polls whose clients hung up do not keep a new task from a live cl
     expect(await getTask(id)).toMatchObject({ state: "processing", lease_holder: null, attempts: 1 });
 
     // Leave nothing parked: the poll still waiting is withdrawn; the other was answered with the task.
-    await Promise.all(["gone-a", "gone-b"].map((waiterId) => stub.forget({ waiterId })));
+    await Promise.all(["gone-a", "gone-b"].map((waiterId) => stub.withdrawPoll({ waiterId })));
     expect((await Promise.all(gone)).flat().map((t) => t.id)).toEqual([id]);
   });
 });

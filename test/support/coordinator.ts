@@ -67,7 +67,7 @@ type LeaseFor = (request: unknown, provisional: boolean) => Promise<StoredTask[]
  * Holds one lease of the coordinator in flight, once: a waiter's (provisional) lease, or with
  * `which: "first"` a request's own lease on arrival. With `when: "after"` the lease statement runs (the task
  * is leased) and its answer reaches the coordinator only at `land()`; with `when: "before"` it is held before
- * its statement runs (what a take-back meanwhile meets), and `land()` lets it run. `entered` resolves once
+ * its statement runs (what endClaimWindows meanwhile meets), and `land()` lets it run. `entered` resolves once
  * the coordinator reached that point.
  */
 export async function holdNextLease(

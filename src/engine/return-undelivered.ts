@@ -2,19 +2,19 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import type { FencedItem } from "./ack";
 
-/** A task whose provisional lease was taken back: pending again, due at its own `run_at`. */
-export interface RevokedTask {
+/** A task whose undelivered provisional lease was returned: pending again, due at its own `run_at`. */
+export interface ReturnedTask {
   id: string;
   queue: string;
   run_at: number;
 }
 
 /**
- * Takes back provisional leases whose answer never left the coordinator — tasks leased for a waiter that
+ * Returns to pending the provisional leases whose answer never left the coordinator — tasks leased for a waiter that
  * was withdrawn while the lease was in flight, so the poll answered with nothing and no client holds the
  * token: each is pending again at once, its attempt refunded (nobody ran it), its lease token cleared. A
- * hand-out whose answer was given may be in a live client's hands: that one is not revoked but lapsed
- * (lapse.ts), and stays its holder's until another lease takes it.
+ * hand-out whose answer was given may be in a live client's hands: that one is not returned, its claim window
+ * is ended (end-claim-windows.ts), and stays its holder's until another lease takes it.
  *
  * Not a holder write, so not `leaseFenceSql`: the fence admits a claimed lease, and a claimed lease is
  * the holder's to keep. The guard is the token the coordinator handed out AND a claim still pending
@@ -24,12 +24,12 @@ export interface RevokedTask {
  * cancel was requested is left for the reaper to end (cancelled), as an unclaimed lease always is.
  *
  * @example
- * const revoked = await revokeUnclaimed(db, [{ id, leaseToken }], Date.now());
+ * const returned = await returnUndelivered(db, [{ id, leaseToken }], Date.now());
  */
-export async function revokeUnclaimed(db: Db, items: FencedItem[], now: number): Promise<RevokedTask[]> {
+export async function returnUndelivered(db: Db, items: FencedItem[], now: number): Promise<ReturnedTask[]> {
   if (items.length === 0) return [];
   const json = JSON.stringify(items.map((i) => ({ id: i.id, lease_token: i.leaseToken })));
-  return db.all<RevokedTask>(sql`UPDATE tasks SET
+  return db.all<ReturnedTask>(sql`UPDATE tasks SET
       state = 'pending',
       attempts = max(tasks.attempts - 1, 0),
       lease_token = NULL,

@@ -8,9 +8,9 @@ import { reapExpiredLeases } from "../../src/engine/reap";
 import { queueDb, row, uniqueQueue } from "../helpers";
 import { coordinator, holdNextLease, setClock, untilAlarm, untilWaiting } from "../support/coordinator";
 
-// Issue 28, item 7: a take-back only ends a hand-out's claim window — the task is leasable, and stays its
+// Issue 28, item 7: ending a claim window only ends a hand-out's claim window — the task is leasable, and stays its
 // holder's until another lease takes it — so a live client that is slow to make its first call loses the task
-// only to a poll that actually leased it; the contested take-back takes only what waiting polls ask for; and a
+// only to a poll that actually leased it; ending contested claim windows takes only what waiting polls ask for; and a
 // poll whose hang-up is reported holds its hand-out for the whole lease. The clock is injected, the waiting
 // poll's lease held in flight with a deferred promise, alarms run by hand.
 
@@ -80,7 +80,7 @@ describe("taking a hand-out back ends its claim window, nothing more", () => {
     // The waiting poll found nothing to take and goes on waiting; the task ran once.
     expect(await coordinator(queue).waiting()).toBe(1);
     expect(await row(id!)).toMatchObject({ state: "completed", attempts: 1 });
-    await coordinator(queue).forget({ waiterId: "other" });
+    await coordinator(queue).withdrawPoll({ waiterId: "other" });
     expect(await other).toEqual([]);
   });
 
@@ -142,7 +142,7 @@ describe("taking a hand-out back ends its claim window, nothing more", () => {
     // A plain lease: no claim window, its expiry counts the attempt (a crashing worker's task still dies).
     expect(task).toMatchObject({ id, claimBy: null, leaseExpiresAt: t0 + VISIBILITY_S * 1000 });
 
-    // Another poll waits: no take-back at CONTESTED_CLAIM_S; the alarm is for when the lease, expired, is
+    // Another poll waits: no claim window ended at CONTESTED_CLAIM_S; the alarm is for when the lease, expired, is
     // leasable again (its expiry plus the first expiry backoff).
     const other = poll(queue, "other");
     await untilWaiting(queue, 1);
@@ -159,7 +159,7 @@ describe("taking a hand-out back ends its claim window, nothing more", () => {
       t0 + CLAIM_MS + 5_000,
     );
     expect(done).toMatchObject({ ok: true, state: "completed" });
-    await coordinator(queue).forget({ waiterId: "other" });
+    await coordinator(queue).withdrawPoll({ waiterId: "other" });
     expect(await other).toEqual([]);
   });
 

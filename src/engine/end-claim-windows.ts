@@ -3,7 +3,7 @@ import type { Db } from "../db/client";
 import type { FencedItem } from "./ack";
 
 /** A hand-out whose claim window was ended now: leasable, still its holder's until another lease takes it. */
-export interface LapsedHandOut {
+export interface EndedHandOut {
   id: string;
   queue: string;
   run_at: number;
@@ -11,7 +11,7 @@ export interface LapsedHandOut {
 }
 
 /**
- * Ends the claim window of provisional leases nobody claimed, now — the coordinator's take-back of a
+ * Ends the claim window of provisional leases nobody claimed, now — the coordinator's end of the claim window of a
  * hand-out whose poll was withdrawn after it was answered, or that was left unclaimed while another poll
  * waits (src/coordinator/hand-outs.ts). Nothing else changes: the task stays processing under its holder's
  * token, so the next lease takes it over (attempt refunded, no backoff: src/engine/redelivery.ts), and until
@@ -24,20 +24,20 @@ export interface LapsedHandOut {
  * meanwhile (claim_by NULL), taken over (another token) or finished is left alone; D1 runs one statement at
  * a time, so a claim racing this statement lands before it (and is left alone) or after it (and claims). A
  * task whose cancel was requested is left to its holder's next write or the reaper, as before. One row
- * written per task taken back, as the pending-revoke it replaces.
+ * written per claim window ended, as the return to pending it replaces.
  *
  * @example
- * const lapsed = await lapseUnclaimed(db, [{ id, leaseToken }], Date.now(), 1);
+ * const lapsed = await endClaimWindows(db, [{ id, leaseToken }], Date.now(), 1);
  */
-export async function lapseUnclaimed(
+export async function endClaimWindows(
   db: Db,
   items: FencedItem[],
   now: number,
   limit: number = items.length,
-): Promise<LapsedHandOut[]> {
+): Promise<EndedHandOut[]> {
   if (items.length === 0 || limit < 1) return [];
   const json = JSON.stringify(items.map((i) => ({ id: i.id, lease_token: i.leaseToken })));
-  return db.all<LapsedHandOut>(sql`WITH picked AS (
+  return db.all<EndedHandOut>(sql`WITH picked AS (
       SELECT tasks.id AS id FROM json_each(${json}) AS j JOIN tasks ON tasks.id = j.value->>'id'
       WHERE tasks.lease_token = j.value->>'lease_token' AND tasks.state = 'processing'
         AND tasks.cancel_requested = 0 AND tasks.claim_by IS NOT NULL AND tasks.claim_by > ${now}
