@@ -439,7 +439,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     this.wakeups++;
     // Errors are handled per waiter inside; the catch keeps one unexpected failure from ending the chain.
     this.serving = this.serving
-      .then(() => this.takeBackContested())
+      .then(() => this.endContestedClaimWindows())
       .then(() => this.serveWaiters())
       .then(async (served) => {
         await this.alarmForHandOuts(served.handedOut);
@@ -469,7 +469,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
    * than the waiting polls ask for, oldest first: each taken back is then theirs to lease, and the rest
    * stay untouched with their holders (the ledger keeps those it did not look at for the next time).
    */
-  private async takeBackContested(): Promise<void> {
+  private async endContestedClaimWindows(): Promise<void> {
     if (this.line.size === 0) return;
     const contested = this.handOuts.takeContested(this.now());
     if (contested.length === 0) return;

@@ -89,7 +89,7 @@ function openStore(db: Db): TaskStore {
     extendLeases: (items, now, scope) => extendLeases(db, items, now, scope),
     heartbeatTask: (request, now) => heartbeatTask(db, request, now),
     assertLeaseHeld: (id, leaseToken, now) => assertLeaseHeld(db, id, leaseToken, now),
-    // A long poll's coordinator's take-backs.
+    // A long poll's coordinator's hand-out writes: returnUndelivered, endClaimWindows.
     returnUndelivered: (items, now) => returnUndelivered(db, items, now),
     endClaimWindows: (items, now, limit) => endClaimWindows(db, items, now, limit),
     // An operator's writes.

@@ -39,7 +39,7 @@ const IDLE_POLL_MS = 1_000;
  * poll, which then releases it again at once and ends. When another worker's poll took it, ours is ended
  * after this pause. One second is ten times the delivery time, and short enough that a stop stays quick.
  */
-const HAND_BACK_SETTLE_MS = 1_000;
+const RELEASE_SETTLE_MS = 1_000;
 
 /** After a withdraw was answered, how long the withdrawn poll may take to answer before it is abandoned: the
  * server answers it at once (well under a second locally); five seconds covers a slow link. */
@@ -58,7 +58,7 @@ const newWaiterId = () => `w-${crypto.randomUUID()}`;
  * an abandoned poll waits is leased to it — to nobody — until its lease runs out, an attempt counted. So
  * while tasks may still be handed back the poll stays open, and whatever it returns once stopping began
  * is released at once, unrun; it is ended when nothing is running (at once for an idle worker, so a stop
- * takes a moment rather than the rest of the wait) or {@link HAND_BACK_SETTLE_MS} after the last hand-back.
+ * takes a moment rather than the rest of the wait) or {@link RELEASE_SETTLE_MS} after the last hand-back.
  * Each long poll carries a `waiter_id`; it is ended by withdrawing it on the server (which answers it at
  * once and takes back what it had handed out unclaimed), and only aborted when the server cannot withdraw.
  *
@@ -81,9 +81,9 @@ export class WorkerRunner {
   /** Releases of tasks leased after the stop began. */
   private readonly releases: Array<Promise<void>> = [];
   private stopping = false;
-  private handingBack = false;
+  private releasing = false;
   /** When the last handed-back task's release was answered (ms), or undefined if none was handed back. */
-  private lastHandBackAt: number | undefined;
+  private lastShutdownReleaseAt: number | undefined;
   private graceTimer: ReturnType<typeof setTimeout> | undefined;
   private settleTimer: ReturnType<typeof setTimeout> | undefined;
   /** Withdraw requests in flight, awaited before run() returns. */
@@ -117,7 +117,7 @@ export class WorkerRunner {
    */
   stop(): void {
     if (this.stopping) {
-      this.handBackAll();
+      this.releaseUnfinished();
       return;
     }
     this.stopping = true;
@@ -126,7 +126,7 @@ export class WorkerRunner {
       this.log(
         `stopping: ${this.inflight.size} running task(s) get ${this.options.graceS}s to finish, then are handed back (signal again to hand back now)`,
       );
-      this.graceTimer = setTimeout(() => this.handBackAll(), this.options.graceS * 1000);
+      this.graceTimer = setTimeout(() => this.releaseUnfinished(), this.options.graceS * 1000);
     } else {
       this.log(this.poll ? "stopping: no task is running; ending the lease request" : "stopping: no task is running");
     }
@@ -167,7 +167,7 @@ export class WorkerRunner {
         if (!leasedOnce || this.options.once || !isTransient(error)) {
           fatal = error;
           this.stop();
-          this.handBackAll();
+          this.releaseUnfinished();
           break;
         }
         const delay = Math.min(RETRY_MIN_MS * 2 ** failures++, RETRY_MAX_MS);
@@ -239,18 +239,18 @@ export class WorkerRunner {
     this.inflight.set(task.id, running);
     void running.done.then(() => {
       this.inflight.delete(task.id);
-      if (running.handedBack) this.lastHandBackAt = Date.now();
+      if (running.stoppedForShutdown) this.lastShutdownReleaseAt = Date.now();
       this.endPollWhenDone();
       this.notify();
     });
     return running;
   }
 
-  private handBackAll(): void {
-    if (this.handingBack) return;
-    this.handingBack = true;
+  private releaseUnfinished(): void {
+    if (this.releasing) return;
+    this.releasing = true;
     clearTimeout(this.graceTimer);
-    const handed = [...this.inflight.values()].filter((t) => t.handBack()).length;
+    const handed = [...this.inflight.values()].filter((t) => t.stopAndRelease()).length;
     if (handed > 0) {
       this.log(
         `handing back ${handed} unfinished task(s) now${this.poll ? "; the lease request stays open to release what it brings" : ""}`,
@@ -259,14 +259,15 @@ export class WorkerRunner {
   }
 
   /**
-   * Once stopping and nothing runs any more, ends the long poll: at once, or {@link HAND_BACK_SETTLE_MS}
+   * Once stopping and nothing runs any more, ends the long poll: at once, or {@link RELEASE_SETTLE_MS}
    * after the last hand-back, so a released task the server hands to this very poll is received (and
    * released again) rather than lost to an abandoned request.
    */
   private endPollWhenDone(): void {
     if (!this.stopping || this.inflight.size > 0 || this.poll === undefined) return;
     const poll = this.poll;
-    const wait = this.lastHandBackAt === undefined ? 0 : this.lastHandBackAt + HAND_BACK_SETTLE_MS - Date.now();
+    const wait =
+      this.lastShutdownReleaseAt === undefined ? 0 : this.lastShutdownReleaseAt + RELEASE_SETTLE_MS - Date.now();
     clearTimeout(this.settleTimer);
     if (wait <= 0) this.endPoll(poll);
     else this.settleTimer = setTimeout(() => this.endPoll(poll), wait);

@@ -108,7 +108,7 @@ export async function releaseUnrun(task: LeasedTask, acks: AckBatcher, reporter:
  *
  * @example
  * const running = new RunningTask(task, deps);
- * running.handBack(); // on shutdown: stops it and releases it, unless its handler already finished
+ * running.stopAndRelease(); // on shutdown: stops it and releases it, unless its handler already finished
  * await running.done;
  */
 export class RunningTask {
@@ -128,13 +128,13 @@ export class RunningTask {
   }
 
   /** Whether the task was stopped for a shutdown and handed back (released) rather than acked. */
-  get handedBack(): boolean {
+  get stoppedForShutdown(): boolean {
     const reason: unknown = this.controller.signal.reason;
     return this.phase === "running" && reason instanceof TaskStopped && reason.reason === "shutdown";
   }
 
   /** Stops the task and releases it, if its handler has not finished yet. Returns whether it did. */
-  handBack(): boolean {
+  stopAndRelease(): boolean {
     if (this.phase !== "running") return false;
     this.stop("shutdown");
     return true;
