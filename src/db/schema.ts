@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { blob, check, index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { bucketColumn, HISTOGRAM_BOUNDS_S, HISTOGRAMS } from "./histogram-buckets";
 
 /**
@@ -530,4 +530,86 @@ export const idempotencyKeys = sqliteTable(
     prevTaskId: text("prev_task_id"),
   },
   (t) => [primaryKey({ columns: [t.queue, t.mode, t.key] })],
+);
+
+/**
+ * Packs (docs/design/packs.md, migration 0023): up to PACK_SLOTS tasks of one queue, type, priority, run_at and
+ * max_attempts in one row, the storage of src/engine/packs/ (not served yet). WITHOUT ROWID (added to the
+ * migration by hand). A task's id is its pack's id and its slot in two base32 characters
+ * (src/engine/packs/pack-ids.ts); a client's own id goes through `pack_ids`.
+ */
+export const packs = sqliteTable(
+  "packs",
+  {
+    id: text("id").primaryKey(),
+    queue: text("queue").notNull(),
+    type: text("type").notNull(),
+    priority: integer("priority").notNull(),
+    /** The run time the pack's tasks were enqueued for (a retried slot keeps its own in its body). */
+    runAt: integer("run_at").notNull(),
+    maxAttempts: integer("max_attempts").notNull(),
+    /** The earliest time a slot becomes leasable, or null: what a lease's walk filters on (not indexed). */
+    nextAt: integer("next_at"),
+    /** The earliest time a slot other than a plain pending one becomes leasable, or null. */
+    rareAt: integer("rare_at"),
+    /** Slots; slots live (pending, processing); slots pending. Computed from `st` by one function. */
+    n: integer("n").notNull(),
+    live: integer("live").notNull(),
+    ready: integer("ready").notNull(),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    /** Set exactly when no slot is live: the pack leaves the live index. */
+    finishedAt: integer("finished_at"),
+    /** Bumped by every rewrite: a write checks it, in its batch, against the version it read. */
+    ver: integer("ver").notNull().default(0),
+    /** One character per slot: p pending, w waiting for a retry, r processing, c completed, d dead. */
+    st: text("st").notNull(),
+    /** One character per slot: its attempts, char(48 + attempts). */
+    at: text("at").notNull(),
+    /** One character per slot: its entry in `leases`, char(48 + index), or a space. */
+    lk: text("lk").notNull(),
+    /** JSONB array of lease entries. */
+    leases: blob("leases").notNull(),
+    /** JSONB array of the slots' bodies. LAST: reading a column after a large value walks its overflow pages. */
+    slots: blob("slots").notNull(),
+  },
+  (t) => [
+    index("packs_live")
+      .on(t.queue, sql`${t.priority} DESC`, t.runAt, t.id)
+      .where(sql`${t.finishedAt} IS NULL`),
+    check("packs_live_finished", sql`(${t.live} > 0) = (${t.finishedAt} IS NULL)`),
+  ],
+);
+
+/** A dedupe key of a pack's task: (queue, key) -> the task holding it; a row whose task is no longer live is
+ * taken over by the next enqueue with that key. WITHOUT ROWID. */
+export const packKeys = sqliteTable(
+  "pack_keys",
+  {
+    queue: text("queue").notNull(),
+    dedupeKey: text("dedupe_key").notNull(),
+    taskId: text("task_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.queue, t.dedupeKey] })],
+);
+
+/** A client-supplied task id -> its pack and slot (an id the client made cannot name its slot). WITHOUT ROWID. */
+export const packIds = sqliteTable("pack_ids", {
+  id: text("id").primaryKey(),
+  queue: text("queue").notNull(),
+  pack: text("pack").notNull(),
+  slot: integer("slot").notNull(),
+});
+
+/** A task's result, errors or checkpoint too large to keep in its pack's row (src/engine/packs/spill.ts). */
+export const packSpill = sqliteTable(
+  "pack_spill",
+  {
+    taskId: text("task_id").notNull(),
+    /** r result, er errors, cp checkpoint. */
+    field: text("field").notNull(),
+    /** JSON text. */
+    value: text("value").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.field] })],
 );

@@ -81,18 +81,27 @@ function aggregate(events: CounterEvent[]): CounterRow[] {
  * await recordCounters(db, [{ queue: "emails", type: "send", counter: "completed", run: 1200 }], Date.now());
  */
 export async function recordCounters(db: Db, events: CounterEvent[], now: number): Promise<void> {
-  if (events.length === 0) return;
+  const statement = countersStatementSql(events, now);
+  if (statement) await db.run(statement);
+}
+
+/**
+ * recordCounters' upsert as a statement, for a store that runs it in the batch of the write it counts (one
+ * transaction: the counts are exactly what the write did, src/engine/packs/), or null without events.
+ */
+export function countersStatementSql(events: CounterEvent[], now: number): SQL | null {
+  if (events.length === 0) return null;
   const rows = aggregate(events);
   const touched = ADDED_COLUMNS.filter((c) => rows.some((r) => r.add.has(c)));
   const json = JSON.stringify(rows.map((r) => [r.queue, r.type, ...touched.map((c) => r.add.get(c) ?? 0)]));
   const columns = sql.raw(touched.join(", "));
   const values = sql.raw(touched.map((_, i) => `j.value->>${i + 2}`).join(", "));
   const updates = sql.raw(touched.map((c) => `${c} = ${c} + excluded.${c}`).join(", "));
-  await db.run(sql`INSERT INTO task_counters (queue, type, minute, ${columns})
+  return sql`INSERT INTO task_counters (queue, type, minute, ${columns})
     SELECT j.value->>0, j.value->>1, ${minuteOf(now)}, ${values}
     FROM json_each(${json}) AS j
     WHERE true
-    ON CONFLICT (queue, type, minute) DO UPDATE SET ${updates}`);
+    ON CONFLICT (queue, type, minute) DO UPDATE SET ${updates}`;
 }
 
 /** A histogram an in-SQL count observes: the source's column `ms` (whole milliseconds), for its rows

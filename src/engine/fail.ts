@@ -71,7 +71,7 @@ export async function failTasks(db: Db, items: FailItem[], now: number, scope: A
 
 /** The first MAX_ERROR_MESSAGE_CHARS characters, never cutting a surrogate pair in half (which would store
  * a lone surrogate, i.e. U+FFFD). */
-function truncateMessage(message: string): string {
+export function truncateMessage(message: string): string {
   if (message.length <= MAX_ERROR_MESSAGE_CHARS) return message;
   const cut = message.slice(0, MAX_ERROR_MESSAGE_CHARS);
   return cut.isWellFormed() ? cut : cut.slice(0, -1);

@@ -1,0 +1,105 @@
+import type { Db } from "../../db/client";
+import { EdgeqError, LeaseLostError, NotFoundError, TaskCancelledError } from "../../contracts/errors";
+import { countersStatementSql, type CounterEvent } from "../counters";
+import type { AckKind, AckOutcome, AckScope, FencedItem } from "../ack";
+import { getQueueConfig, type QueueConfig } from "../queue-config";
+import { locateTasks, type Located } from "./locate";
+import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
+import type { Pack } from "./pack-row";
+import { fenceHolds, slotRunAt, slotState } from "./slot-rules";
+
+/**
+ * The holder's batch writes over packs (completeTasks, failTasks, releaseTasks, extendLeases), with the
+ * D1 store's answers (src/engine/ack.ts `applyFencedUpdate`): each item on its own, in input order — a
+ * repeated id `invalid_request` after its first, an unknown id (or one of another queue than `scope`'s)
+ * `not_found`, a fence that fails `lease_lost`, and, for an ack whose own kind and token ended the lease, a
+ * success with `repeated: true`. The changes of all items are written in one guarded batch, one row per pack
+ * touched, with their counters.
+ */
+
+/** What one item does to its slot once the fence held: its counter events. */
+export type ApplySlot = (at: Located, now: number, config: QueueConfig) => CounterEvent[];
+
+/** Which write: an ack of `kind` (recognised when repeated), or a write that keeps the lease (extend). */
+export interface HolderWrite {
+  kind: AckKind | "extend";
+  apply: ApplySlot;
+}
+
+export async function applyPackWrites(
+  db: Db,
+  items: FencedItem[],
+  write: HolderWrite,
+  now: number,
+  scope: AckScope = {},
+): Promise<AckOutcome[]> {
+  const seen = new Set<string>();
+  const duplicate = items.map((i) => (seen.has(i.id) ? true : (seen.add(i.id), false)));
+  if (items.length === 0) return [];
+  return withRetries(async () => {
+    const found = await locateTasks(
+      db,
+      items.filter((_, k) => !duplicate[k]).map((i) => i.id),
+    );
+    const configs = new Map<string, QueueConfig>();
+    for (const { pack } of found.values()) {
+      if (!configs.has(pack.queue)) configs.set(pack.queue, await getQueueConfig(db, pack.queue));
+    }
+    const touched = new Set<Pack>();
+    const events: CounterEvent[] = [];
+    const outcomes = items.map((item, k): AckOutcome | "changed" => {
+      if (duplicate[k]) {
+        const message = `task ${item.id} appears more than once; only its first item was applied`;
+        return { id: item.id, ok: false, error: new EdgeqError("invalid_request", message) };
+      }
+      const at = found.get(item.id);
+      if (!at || (scope.queue !== undefined && at.pack.queue !== scope.queue)) {
+        const what = scope.queue === undefined ? `task ${item.id}` : `task ${item.id} in queue ${scope.queue}`;
+        return { id: item.id, ok: false, error: new NotFoundError(what) };
+      }
+      if (fenceHolds(at.slot, item.leaseToken, now)) {
+        events.push(...write.apply(at, now, configs.get(at.pack.queue)!));
+        touched.add(at.pack);
+        return "changed";
+      }
+      const lease = at.slot.lease;
+      if (write.kind !== "extend" && lease?.w === write.kind && lease.k === item.leaseToken) {
+        return okOutcome(item.id, at, write, true);
+      }
+      return { id: item.id, ok: false, error: new LeaseLostError(item.id) };
+    });
+    const counters = countersStatementSql(events, now);
+    const statements = [
+      ...[...touched].flatMap((p) => packWriteSql(p, configs.get(p.queue)!, now)),
+      ...(counters ? [counters] : []),
+    ];
+    if (statements.length && (await commitGuarded(db, { packs: [...touched] }, statements)) === null) return null;
+    return outcomes.map((o, k) =>
+      o === "changed" ? okOutcome(items[k]!.id, found.get(items[k]!.id)!, write, false) : o,
+    );
+  });
+}
+
+/** An item's success, from its slot as it now is. */
+function okOutcome(id: string, at: Located, write: HolderWrite, repeated: boolean): AckOutcome {
+  const state = slotState(at.slot);
+  if (state === "cancelled") return { id, ok: false, error: new TaskCancelledError(id) };
+  return {
+    id,
+    ok: true,
+    queue: at.pack.queue,
+    state,
+    run_at: slotRunAt(at.pack, at.slot),
+    children: [],
+    ...(write.kind === "complete" || write.kind === "fail" ? { dependents: [] } : {}),
+    repeated,
+    lease_expires_at: state === "processing" ? at.slot.lease!.e : null,
+  };
+}
+
+/** Ends a slot's lease by `kind`: a copy of its entry marked with the ack and when (a repeat is recognised by
+ * it; the slot's neighbours keep theirs). */
+export function endLease(at: Located, kind: AckKind, now: number): void {
+  at.slot.lease = { ...at.slot.lease!, c: null, w: kind, f: now };
+  at.slot.body.u = now;
+}

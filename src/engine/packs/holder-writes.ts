@@ -1,0 +1,184 @@
+import type { Db } from "../../db/client";
+import { EdgeqError, LeaseLostError, NotFoundError } from "../../contracts/errors";
+import { jsonValueProblem, storedJsonError } from "../../contracts/json-value";
+import type { StoredTask } from "../../contracts/stored-task";
+import type { AckOutcome, AckScope, FencedItem } from "../ack";
+import type { CompleteItem } from "../complete";
+import { outcomeEvents } from "../counters";
+import type { ExtendItem } from "../extend";
+import { truncateMessage, type FailItem } from "../fail";
+import type { HeartbeatRequest } from "../heartbeat";
+import { getQueueConfig } from "../queue-config";
+import { applyPackWrites, endLease } from "./acks";
+import { locateTasks, type Located } from "./locate";
+import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
+import { failureBackoffMs, fenceHolds, slotState } from "./slot-rules";
+import { storedSlot } from "./stored-slot";
+
+/** Items by id, the first of a repeated id (the one applied: acks.ts). */
+function firstById<T extends FencedItem>(items: T[]): Map<string, T> {
+  const byId = new Map<string, T>();
+  for (const item of items) if (!byId.has(item.id)) byId.set(item.id, item);
+  return byId;
+}
+
+/** What an ended slot counts (src/engine/counters.ts `outcomeEvents`), from its state now. */
+const ended = (at: Located, now: number, attempt: boolean) =>
+  outcomeEvents(
+    { queue: at.pack.queue, type: at.pack.type, state: slotState(at.slot), started_at: at.slot.body.st ?? null },
+    now,
+    attempt,
+  );
+
+/** Runs the items that passed their own checks; the others answer their problem, in input order. */
+async function withProblems<T extends FencedItem>(
+  items: T[],
+  problemOf: (item: T) => EdgeqError | null,
+  run: (fitting: T[]) => Promise<AckOutcome[]>,
+): Promise<AckOutcome[]> {
+  const problems = items.map(problemOf);
+  const applied = await run(items.filter((_, k) => problems[k] === null));
+  let next = 0;
+  return items.map((item, k) => (problems[k] ? { id: item.id, ok: false, error: problems[k] } : applied[next++]!));
+}
+
+/** completeTasks: completed, its result stored (a result too large for the pack's row spills: spill.ts). */
+export function completePackTasks(db: Db, items: CompleteItem[], now: number, scope?: AckScope) {
+  return withProblems(
+    items,
+    (i) => storedJsonError(i.result, "result", `task ${i.id}: `),
+    (fitting) => {
+      const byId = firstById(fitting);
+      return applyPackWrites(
+        db,
+        fitting,
+        {
+          kind: "complete",
+          apply: (at, at_now) => {
+            at.slot.st = "c";
+            at.slot.body.r = byId.get(storedSlot(at.pack, at.k).id)!.result ?? null;
+            at.slot.body.p = 100;
+            at.slot.body.f = at_now;
+            endLease(at, "complete", at_now);
+            return ended(at, at_now, false);
+          },
+        },
+        now,
+        scope,
+      );
+    },
+  );
+}
+
+/** failTasks: retry after `retryAfterS` or the queue's jittered backoff, or dead (permanent, last attempt). */
+export function failPackTasks(db: Db, items: FailItem[], now: number, scope?: AckScope) {
+  return withProblems(
+    items,
+    (i) => {
+      const problem = jsonValueProblem(i.message, "error");
+      return problem ? new EdgeqError("invalid_request", `task ${i.id}: ${problem}`) : null;
+    },
+    (fitting) => {
+      const byId = firstById(fitting);
+      return applyPackWrites(
+        db,
+        fitting,
+        {
+          kind: "fail",
+          apply: (at, at_now, config) => {
+            const item = byId.get(storedSlot(at.pack, at.k).id)!;
+            const permanent = item.retryable === false;
+            const { slot } = at;
+            (slot.body.er ??= []).push({
+              attempt: slot.a,
+              at: at_now,
+              message: truncateMessage(item.message),
+              kind: permanent ? "permanent" : "error",
+            });
+            if (permanent || slot.a >= at.pack.maxAttempts) {
+              slot.st = "d";
+              slot.body.f = at_now;
+            } else {
+              slot.st = "w";
+              slot.body.t =
+                at_now +
+                (item.retryAfterS == null ? failureBackoffMs(slot.a, config) : Math.round(item.retryAfterS * 1000));
+            }
+            endLease(at, "fail", at_now);
+            return ended(at, at_now, true);
+          },
+        },
+        now,
+        scope,
+      );
+    },
+  );
+}
+
+/** releaseTasks: pending at once, the attempt refunded. */
+export function releasePackTasks(db: Db, items: FencedItem[], now: number, scope?: AckScope) {
+  const write = {
+    kind: "release" as const,
+    apply: (at: Located, at_now: number) => {
+      at.slot.st = "w";
+      at.slot.body.t = at_now;
+      at.slot.a = Math.max(at.slot.a - 1, 0);
+      endLease(at, "release", at_now);
+      return ended(at, at_now, false);
+    },
+  };
+  return applyPackWrites(db, items, write, now, scope);
+}
+
+/** extendLeases: each lease to `now + visibilityTimeoutS`, else by its own length, and claimed. */
+export function extendPackLeases(db: Db, items: ExtendItem[], now: number, scope?: AckScope) {
+  const byId = firstById(items);
+  const write = {
+    kind: "extend" as const,
+    apply: (at: Located, at_now: number) => {
+      keepLease(at, byId.get(storedSlot(at.pack, at.k).id)!.visibilityTimeoutS, at_now);
+      return [];
+    },
+  };
+  return applyPackWrites(db, items, write, now, scope);
+}
+
+/** A kept lease: to `now + seconds` (else its own length), claimed — the slot's own copy of its entry. */
+function keepLease(at: Located, seconds: number | undefined, now: number): void {
+  const lease = at.slot.lease!;
+  at.slot.lease = { ...lease, e: now + (seconds ?? lease.v) * 1000, c: null };
+  at.slot.body.u = now;
+}
+
+/** heartbeatTask: extends the lease, stores progress and checkpoint; refused: throws. Moves the pack's
+ * `next_at` with the lease (pack-row.ts `packFigures`), so a pack held by kept leases is not read by leases. */
+export async function heartbeatPackTask(db: Db, request: HeartbeatRequest, now: number): Promise<StoredTask> {
+  if (request.checkpoint !== undefined) {
+    const error = storedJsonError(request.checkpoint, "checkpoint");
+    if (error) throw error;
+  }
+  return withRetries(async () => {
+    const at = await fencedSlot(db, request.id, request.leaseToken, now);
+    keepLease(at, request.extendS, now);
+    if (request.progress !== undefined) at.slot.body.p = request.progress;
+    if (request.progressMessage !== undefined) at.slot.body.m = request.progressMessage;
+    if (request.checkpoint !== undefined) at.slot.body.cp = request.checkpoint;
+    const config = await getQueueConfig(db, at.pack.queue);
+    if ((await commitGuarded(db, { packs: [at.pack] }, packWriteSql(at.pack, config, now))) === null) return null;
+    return storedSlot(at.pack, at.k);
+  });
+}
+
+/** assertLeaseHeld: the task when `leaseToken` holds its lease now; else throws as a fenced write would. */
+export async function assertPackLeaseHeld(db: Db, id: string, leaseToken: string, now: number): Promise<StoredTask> {
+  const at = await fencedSlot(db, id, leaseToken, now);
+  return storedSlot(at.pack, at.k);
+}
+
+/** The task's slot when the fence holds, else throws `not_found` or `lease_lost` (ack.ts fenceMissError). */
+async function fencedSlot(db: Db, id: string, token: string, now: number): Promise<Located> {
+  const at = (await locateTasks(db, [id])).get(id);
+  if (!at) throw new NotFoundError(`task ${id}`);
+  if (!fenceHolds(at.slot, token, now)) throw new LeaseLostError(id);
+  return at;
+}

@@ -1,0 +1,135 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../../db/client";
+import { EdgeqError } from "../../contracts/errors";
+import { CLAIM_WINDOW_S, MAX_BATCH } from "../../contracts/limits";
+import { leasedTaskJson } from "../../contracts/task-view";
+import type { StoredTask } from "../../contracts/stored-task";
+import { countersStatementSql, type CounterEvent } from "../counters";
+import type { LeasedAnswer, LeaseRequest } from "../lease";
+import { getQueueConfig } from "../queue-config";
+import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
+import { decodePack, PACK_COLUMNS, type LeaseEntry, type Pack, type PackRowRead } from "./pack-row";
+import { isUnclaimed, leasableAt } from "./slot-rules";
+import { loadSpill } from "./spill";
+import { storedSlot } from "./stored-slot";
+
+/**
+ * How many pages of packs one lease reads at most. Every pack a lease reads has a slot leasable now (its
+ * `next_at`, kept exact by every write: pack-row.ts `packFigures`), so the first page of `max` packs fills
+ * the lease; the next pages are read only if a pack's `next_at` was early (never by the store's own writes) —
+ * and they keep such a pack from taking the lease's budget (the prototype's stall, issue 32).
+ */
+const MAX_LEASE_PAGES = 4;
+
+/**
+ * The port's leaseTasks over packs: walks the live packs of the queue in lease order (priority DESC,
+ * run_at, id over `packs_live`), reading only those whose `next_at` has come, and takes their leasable
+ * slots in order (slot-rules.ts, as redelivery.ts: pending and due; an unclaimed provisional lease, attempt
+ * refunded; an expired lease with attempts left past its backoff, the lapsed attempt recorded as `lease
+ * expired` and counted failed) until `max`. One lease entry per pack and call (token, expiry, claim,
+ * holder) shared by the slots it took. Written in one guarded batch with its counters (pack-commit.ts).
+ * A retried task is leased in its pack's position (docs/design/packs.md, "Priorities and run_at").
+ */
+export async function leasePackTasks(db: Db, request: LeaseRequest, now: number): Promise<StoredTask[]> {
+  if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
+    throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
+  }
+  const config = await getQueueConfig(db, request.queue);
+  return withRetries(async () => {
+    const packs = await readLeasable(db, request.queue, request.max, now);
+    const vtS = request.visibilityTimeoutS ?? config.visibility_timeout_s;
+    const expires = now + vtS * 1000;
+    const leased: Array<{ pack: Pack; k: number }> = [];
+    const events: CounterEvent[] = [];
+    const touched: Pack[] = [];
+    for (const pack of packs) {
+      if (leased.length >= request.max) break;
+      const entry: LeaseEntry = {
+        k: newToken(),
+        e: expires,
+        c: request.provisional ? Math.min(now + CLAIM_WINDOW_S * 1000, expires) : null,
+        h: request.holder,
+        v: vtS,
+        t: now,
+      };
+      let took = false;
+      pack.slots.forEach((slot, k) => {
+        if (leased.length >= request.max) return;
+        const at = leasableAt(pack, slot, config);
+        if (at === null || at > now) return;
+        const base = { queue: pack.queue, type: pack.type };
+        const first = slot.body.st === undefined;
+        if (slot.st === "r" && !isUnclaimed(slot, now)) {
+          // An expired lease taken over: its attempt ends as "lease expired", counted failed.
+          (slot.body.er ??= []).push({
+            attempt: slot.a,
+            at: slot.lease!.e,
+            message: "lease expired",
+            kind: "lease_expired",
+          });
+          slot.a++;
+          slot.lease = { ...entry, x: 1 };
+          events.push({ ...base, counter: "failed" });
+        } else {
+          if (slot.st !== "r") slot.a++; // an unclaimed provisional lease is taken over with its attempt refunded
+          slot.lease = { ...entry, x: 0 };
+        }
+        slot.st = "r";
+        slot.body.st ??= now;
+        slot.body.u = now;
+        events.push({ ...base, counter: "leased", wait: first ? now - Math.max(pack.createdAt, at) : undefined });
+        leased.push({ pack, k });
+        took = true;
+      });
+      if (took) touched.push(pack);
+    }
+    if (leased.length === 0) return [];
+    const counters = countersStatementSql(events, now);
+    const statements = [...touched.flatMap((p) => packWriteSql(p, config, now)), ...(counters ? [counters] : [])];
+    if ((await commitGuarded(db, { packs: touched }, statements)) === null) return null;
+    return leased.map(({ pack, k }) => storedSlot(pack, k));
+  });
+}
+
+/** The same lease answered as the API renders it (leaseAnswers): each task's LeasedTaskView as JSON text. */
+export async function leasePackAnswers(db: Db, request: LeaseRequest, now: number): Promise<LeasedAnswer[]> {
+  const tasks = await leasePackTasks(db, request, now);
+  return tasks.map((t) => ({
+    id: t.id,
+    leaseToken: t.leaseToken!,
+    type: t.type,
+    createdAt: t.createdAt,
+    startedAt: t.startedAt!,
+    priority: t.priority,
+    runAt: t.runAt,
+    leaseTookOverExpired: t.leaseTookOverExpired ?? 0,
+    uncounted: null,
+    view: leasedTaskJson(t),
+  }));
+}
+
+/** The live packs of a queue whose next leasable time has come, in lease order: pages of `max` packs over the
+ * live index, while the slots leasable now do not fill `max`. */
+async function readLeasable(db: Db, queue: string, max: number, now: number): Promise<Pack[]> {
+  const packs: Pack[] = [];
+  let after: PackRowRead | undefined;
+  for (let page = 0; page < MAX_LEASE_PAGES; page++) {
+    const from = after
+      ? sql`AND (priority < ${after.priority} OR (priority = ${after.priority} AND (run_at, id) > (${after.run_at}, ${after.id})))`
+      : sql``;
+    const rows = await db.all<PackRowRead & { next_at: number }>(sql`SELECT ${sql.raw(PACK_COLUMNS)} FROM packs
+      WHERE queue = ${queue} AND finished_at IS NULL AND next_at <= ${now} ${from}
+      ORDER BY priority DESC, run_at, id LIMIT ${max}`);
+    const decoded = rows.map(decodePack);
+    packs.push(...decoded);
+    after = rows.at(-1);
+    if (rows.length < max || packs.length >= max) break;
+  }
+  await loadSpill(db, packs);
+  return packs;
+}
+
+/** A lease token: 128 random bits, hex (as the D1 store's `lower(hex(randomblob(16)))`). */
+function newToken(): string {
+  return [...crypto.getRandomValues(new Uint8Array(16))].map((x) => x.toString(16).padStart(2, "0")).join("");
+}

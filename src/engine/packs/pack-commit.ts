@@ -1,0 +1,111 @@
+import { sql, type SQL } from "drizzle-orm";
+import { batchAll, type Db } from "../../db/client";
+import { EdgeqError } from "../../contracts/errors";
+import { encodeSlots, packFigures, PACK_COLUMNS, decodePack, type Pack, type PackRowRead } from "./pack-row";
+import { encodeBodies, loadSpill } from "./spill";
+import type { SlotConfig } from "./slot-rules";
+
+/**
+ * How a pack store's write is made atomic on D1, which has no interactive transaction: read the packs (and
+ * key rows) the write depends on, compute their new slots in JavaScript with the engine's rules
+ * (slot-rules.ts), and write them in ONE batch whose first statement checks that nothing it read has changed
+ * since (`guardSql`: every pack's `ver`, every key row as read). A batch is a transaction and D1 runs one
+ * at a time, so the writes apply to exactly the state they were computed from — or, when another write came
+ * between, the guard fails the batch, nothing is applied, and the write is computed again from a fresh read
+ * (`withRetries`). Every write bumps `ver`; counters go in the same batch (counted exactly once).
+ */
+
+/**
+ * How often one call computes its write again after losing to concurrent writers before it gives up. Each
+ * round one of the competing writers commits (the first to reach D1), so N callers racing for one pack all
+ * finish within N rounds; 32 covers the conformance suite's concurrent leasers with room. A queue with more
+ * leasers than this racing for one pack needs the prototype's single-statement lease (docs/design/packs.md).
+ */
+export const MAX_WRITE_ROUNDS = 32;
+
+/** What a write read and depends on: the packs (at the version read) and the dedupe key rows. */
+export interface ReadSet {
+  packs: Pack[];
+  /** [queue, key, task id] rows read as they are. */
+  keysHeld?: Array<[string, string, string]>;
+  /** [queue, key]: rows read absent. */
+  keysFree?: Array<[string, string]>;
+  /** Other SQL conditions the write was computed under (the queue's processing, for an enqueue). */
+  conditions?: SQL[];
+}
+
+/** The message SQLite gives `json()` of text that is not JSON: how the guard fails its batch. */
+const STALE = "malformed JSON";
+
+/** The guard: fails the batch (an error from `json('stale')`) unless every read still holds. */
+export function guardSql(read: ReadSet): SQL {
+  const packs = JSON.stringify(read.packs.filter((p) => p.ver !== null).map((p) => [p.id, p.ver]));
+  const held = JSON.stringify(read.keysHeld ?? []);
+  const free = JSON.stringify(read.keysFree ?? []);
+  return sql`SELECT CASE WHEN
+      (SELECT count(*) FROM json_each(${packs}) AS j JOIN packs p ON p.id = j.value->>0 AND p.ver = j.value->>1)
+        = json_array_length(${packs})
+      AND (SELECT count(*) FROM json_each(${held}) AS j JOIN pack_keys k
+        ON k.queue = j.value->>0 AND k.dedupe_key = j.value->>1 AND k.task_id = j.value->>2) = json_array_length(${held})
+      AND NOT EXISTS (SELECT 1 FROM json_each(${free}) AS j JOIN pack_keys k
+        ON k.queue = j.value->>0 AND k.dedupe_key = j.value->>1)${sql.join(
+          (read.conditions ?? []).map((c) => sql` AND (${c})`),
+        )}
+    THEN 1 ELSE json('stale') END AS ok`;
+}
+
+/** The statements writing a pack as it now is: its row (inserted when new, else rewritten with `ver` + 1)
+ * and its spill rows. One row written per pack rewritten; two for a new one (row + live-index entry). */
+export function packWriteSql(pack: Pack, config: SlotConfig, now: number): SQL[] {
+  const f = packFigures(pack, config, now);
+  const cols = encodeSlots(pack);
+  const { slots, statements } = encodeBodies(pack);
+  const row =
+    pack.ver === null
+      ? sql`INSERT INTO packs (id, queue, type, priority, run_at, max_attempts, next_at, rare_at, n, live, ready,
+          created_at, updated_at, finished_at, ver, st, at, lk, leases, slots)
+        VALUES (${pack.id}, ${pack.queue}, ${pack.type}, ${pack.priority}, ${pack.runAt}, ${pack.maxAttempts},
+          ${f.nextAt}, ${f.rareAt}, ${f.n}, ${f.live}, ${f.ready}, ${pack.createdAt}, ${now}, ${f.finishedAt}, 0,
+          ${cols.st}, ${cols.at}, ${cols.lk}, jsonb(${cols.leases}), jsonb(${slots}))`
+      : sql`UPDATE packs SET next_at = ${f.nextAt}, rare_at = ${f.rareAt}, live = ${f.live}, ready = ${f.ready},
+          updated_at = ${now}, ${f.finishedAt === pack.finishedAt ? sql`` : sql`finished_at = ${f.finishedAt}, `}ver = ver + 1,
+          st = ${cols.st}, at = ${cols.at}, lk = ${cols.lk}, leases = jsonb(${cols.leases}), slots = jsonb(${slots})
+        WHERE id = ${pack.id}`;
+  return [row, ...statements];
+}
+
+/** Runs a guarded batch: its rows per statement after the guard, or null when the guard found a change (or a
+ * key or id row another write inserted meanwhile). */
+export async function commitGuarded(db: Db, read: ReadSet, statements: SQL[]): Promise<unknown[][] | null> {
+  try {
+    const [, ...rest] = await batchAll(db, [guardSql(read), ...statements]);
+    return rest;
+  } catch (error) {
+    const message = error instanceof Error ? `${error.message} ${String(error.cause ?? "")}` : "";
+    if (message.includes(STALE) || message.includes("UNIQUE constraint failed: pack_")) return null;
+    throw error;
+  }
+}
+
+/**
+ * Runs `attempt` until its write commits (it returns a value) or MAX_WRITE_ROUNDS pass (`null` each time
+ * the guard failed).
+ */
+export async function withRetries<T>(attempt: () => Promise<T | null>): Promise<T> {
+  for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
+    const done = await attempt();
+    if (done !== null) return done;
+  }
+  throw new EdgeqError("internal", `pack store: a write lost to concurrent writers ${MAX_WRITE_ROUNDS} times`);
+}
+
+/** The packs of `ids` as they are now, their spill read back into their slots. */
+export async function readPacks(db: Db, ids: string[]): Promise<Map<string, Pack>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.all<PackRowRead>(
+    sql`SELECT ${sql.raw(PACK_COLUMNS)} FROM packs WHERE id IN (SELECT value FROM json_each(${JSON.stringify([...new Set(ids)])}))`,
+  );
+  const packs = rows.map(decodePack);
+  await loadSpill(db, packs);
+  return new Map(packs.map((p) => [p.id, p]));
+}

@@ -1,0 +1,47 @@
+import { monotonicFactory } from "ulid";
+import { MAX_BATCH, MAX_ENQUEUE_CHUNK_BYTES } from "../../contracts/limits";
+
+/**
+ * A pack's task ids (docs/design/packs.md, "Ids"): a pack id is a ULID without two of its random characters
+ * (its time prefix first, so ids stay time-ordered for retention), and task k of the pack is
+ * `packId + slotChars(k)` — a 26-character ULID-shaped id that names its pack and slot, so inspection by id
+ * is a primary-key read. A client's own id cannot carry a slot: it goes through `pack_ids`.
+ */
+
+/**
+ * Most tasks in one pack: MAX_BATCH, so one full lease is one pack and one row rewritten; a larger pack would
+ * only make every lease and ack rewrite more bytes for the same rows billed.
+ */
+export const PACK_SLOTS = MAX_BATCH;
+
+/**
+ * Most bytes of slot JSON a pack is cut at when enqueued: MAX_ENQUEUE_CHUNK_BYTES (1 MiB), i.e. no pack is
+ * bigger than one enqueue statement's JSON today. D1 allows 2 MB per row; what a pack gains after enqueue
+ * (results, errors, checkpoints) spills to side rows past PACK_ROW_BUDGET (spill.ts).
+ */
+export const PACK_MAX_BYTES = MAX_ENQUEUE_CHUNK_BYTES;
+
+/** Crockford base32, as ULIDs use it: a slot is two characters at the end of its task's id. */
+export const B32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/** The two characters naming slot k (0 ≤ k < 1024). */
+export function slotChars(k: number): string {
+  return B32[Math.floor(k / 32)]! + B32[k % 32]!;
+}
+
+/** (pack id, slot) a task id made by `slotChars` names, or null when it cannot be one. */
+export function packOf(taskId: string): { pack: string; slot: number } | null {
+  if (taskId.length !== 26) return null;
+  const hi = B32.indexOf(taskId[24]!);
+  const lo = B32.indexOf(taskId[25]!);
+  if (hi < 0 || lo < 0) return null;
+  return { pack: taskId.slice(0, 24), slot: hi * 32 + lo };
+}
+
+const nextUlid = monotonicFactory();
+
+/** A fresh pack id: a monotonic ULID of `now` without characters 10–11 (the slot takes their place). */
+export function newPackId(now: number): string {
+  const u = nextUlid(now);
+  return u.slice(0, 10) + u.slice(12);
+}

@@ -1,0 +1,80 @@
+import type { AckKind } from "../ack";
+
+/** The shapes of a pack row as JavaScript reads it (pack-row.ts decodes and encodes them). */
+
+/** A lease entry: token, expiry, claim deadline, holder, length (s), leased at; once ended, when and how. */
+export interface LeaseEntry {
+  k: string;
+  e: number;
+  c: number | null;
+  h: string | null;
+  v: number;
+  t: number;
+  /** 1: this lease took the slot over from an expired one. */
+  x?: number;
+  /** Ended at (ms), and by which ack (a repeat of that ack with this token is recognised). */
+  f?: number;
+  w?: AckKind;
+}
+
+/** A slot's own data, under short keys (stored once per task). */
+export interface SlotBody {
+  /** Payload (JSON value). */
+  b: unknown;
+  /** Group, dedupe key, the client's own id. */
+  g?: string;
+  d?: string;
+  i?: string;
+  /** Its own run time (a retry, a release), else the pack's. */
+  t?: number;
+  /** Started (first lease), updated, finished (ms). */
+  st?: number;
+  u?: number;
+  f?: number;
+  er?: StoredError[];
+  r?: unknown;
+  p?: number;
+  m?: string;
+  cp?: unknown;
+  /** 1: a cancel was requested (not set by the core operations yet). */
+  cr?: number;
+  /** The fields kept in `pack_spill` rows instead (spill.ts). */
+  sp?: SpillField[];
+}
+
+/** One entry of a task's error history, as stored (`at` in ms; the view renders it ISO). */
+export interface StoredError {
+  attempt: number;
+  at: number;
+  message: string;
+  kind: string;
+}
+
+/** What may spill: result, errors, checkpoint. */
+export type SpillField = "r" | "er" | "cp";
+
+/** p pending (at its run time), w pending at its own `t`, r processing, c completed, d dead, x cancelled. */
+export type SlotChar = "p" | "w" | "r" | "c" | "d" | "x";
+
+export interface Slot {
+  st: SlotChar;
+  a: number;
+  lease: LeaseEntry | null;
+  body: SlotBody;
+}
+
+export interface Pack {
+  id: string;
+  queue: string;
+  type: string;
+  priority: number;
+  runAt: number;
+  maxAttempts: number;
+  createdAt: number;
+  finishedAt: number | null;
+  /** The version read (null: a new pack, inserted). */
+  ver: number | null;
+  slots: Slot[];
+  /** The spill rows read with it, by `address\u0000field`: JSON text (spill.ts). */
+  spilled?: Map<string, string>;
+}
