@@ -26,8 +26,8 @@ const MAX_LEASE_PAGES = 4;
  * run_at, id over `packs_live`), reading only those whose `next_at` has come, and takes their leasable
  * slots in order (slot-rules.ts, as redelivery.ts: pending and due; an unclaimed provisional lease, attempt
  * refunded; an expired lease with attempts left past its backoff, the lapsed attempt recorded as `lease
- * expired` and counted failed) until `max`. One lease entry per pack and call (token, expiry, claim,
- * holder) shared by the slots it took. Written in one guarded batch with its counters (pack-commit.ts).
+ * expired` and counted failed) until `max`, each under a fresh token of its own (the port's rule: a
+ * token fences one task). Written in one guarded batch with its counters (pack-commit.ts).
  * A retried task is leased in its pack's position (docs/design/packs.md, "Priorities and run_at").
  */
 export async function leasePackTasks(db: Db, request: LeaseRequest, now: number): Promise<StoredTask[]> {
@@ -44,8 +44,7 @@ export async function leasePackTasks(db: Db, request: LeaseRequest, now: number)
     const touched: Pack[] = [];
     for (const pack of packs) {
       if (leased.length >= request.max) break;
-      const entry: LeaseEntry = {
-        k: newToken(),
+      const entry: Omit<LeaseEntry, "k"> = {
         e: expires,
         c: request.provisional ? Math.min(now + CLAIM_WINDOW_S * 1000, expires) : null,
         h: request.holder,
@@ -68,11 +67,11 @@ export async function leasePackTasks(db: Db, request: LeaseRequest, now: number)
             kind: "lease_expired",
           });
           slot.a++;
-          slot.lease = { ...entry, x: 1 };
+          slot.lease = { ...entry, k: newToken(), x: 1 };
           events.push({ ...base, counter: "failed" });
         } else {
           if (slot.st !== "r") slot.a++; // an unclaimed provisional lease is taken over with its attempt refunded
-          slot.lease = { ...entry, x: 0 };
+          slot.lease = { ...entry, k: newToken(), x: 0 };
         }
         slot.st = "r";
         slot.body.st ??= now;

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
-import { describe } from "vitest";
+import { describe, it } from "vitest";
 import { openDb } from "../../../src/db/client";
 import { d1TaskStore } from "../../../src/engine/d1-store";
 import { packTaskStore, STORE_GROUPS, type StoreGroup } from "../../../src/engine/packs/pack-store";
@@ -256,4 +256,20 @@ export function describeStore(title: string, suite: (kind: StoreKind) => void, o
     if (missing === null) describe(`${title} [${kind.name} store]`, () => suite(kind));
     else describe.skip(`${title} [${kind.name} store] — not run: ${kind.name} store: ${missing}`, () => suite(kind));
   }
+}
+
+/**
+ * `it`, for a property that needs more of the port than its file (default: all of it): on a kind that lacks
+ * a group it is declared skipped, its title saying why — visible in the output, never a silent pass.
+ *
+ * @example
+ * itNeeds(kind, "all")("the reaper hands it back", async () => { … store().reapLapsedLeases(…) … });
+ */
+export function itNeeds(
+  kind: StoreKind,
+  needs: "all" | readonly StoreGroup[],
+): (title: string, fn: () => Promise<void>) => void {
+  const missing = missingGroups(kind, needs);
+  if (missing === null) return (title, fn) => it(title, fn);
+  return (title, fn) => it.skip(`${title} — not run: ${kind.name} store: ${missing}`, fn);
 }
