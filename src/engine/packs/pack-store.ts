@@ -18,7 +18,7 @@ import {
   releasePackTasks,
 } from "./holder-writes";
 import { leasePackAnswers, leasePackTasks } from "./lease";
-import { findPackTaskState, getPackTask, listPackTasks } from "./reads";
+import { findPackTaskState, getPackTask, listPackTasks, packQueueStats } from "./reads";
 
 /** The groups of the task-store port (src/engine/store.ts), by name: what a store implements, and what a
  * conformance file needs (test/engine/conformance/store-kinds.ts). */
@@ -37,6 +37,7 @@ export const STORE_GROUPS = {
     "getTask",
     "findTaskState",
     "listTasks",
+    "queueStats",
   ],
   /** A queue's stored config (the `queues` table, shared by both layouts). */
   queueConfig: [
@@ -77,6 +78,7 @@ export function packTaskStore(db: Db): PackCore {
     getTask: (id) => getPackTask(db, id),
     findTaskState: (id) => findPackTaskState(db, id),
     listTasks: (queue, filter) => listPackTasks(db, queue, filter),
+    queueStats: (queue, scope, now) => packQueueStats(db, queue, scope, now),
     getQueueConfig: (queue) => getQueueConfig(db, queue),
     putQueueConfig: (queue, patch, now, processors, whyUnavailable) =>
       putQueueConfig(db, queue, patch, now, processors, whyUnavailable),

@@ -3,7 +3,8 @@ import type { Db } from "../../db/client";
 import { NotFoundError } from "../../contracts/errors";
 import type { TaskState } from "../../contracts/states";
 import type { StoredTask } from "../../contracts/stored-task";
-import type { ListFilter, TaskPage } from "../read";
+import { TASK_STATES } from "../../contracts/states";
+import type { ListFilter, QueueStats, StateCounts, TaskPage } from "../read";
 import { locateTasks } from "./locate";
 import { decodePack, PACK_COLUMNS, type PackRowRead } from "./pack-row";
 import { slotState } from "./slot-rules";
@@ -29,11 +30,7 @@ export async function findPackTaskState(db: Db, id: string): Promise<TaskState |
  * conformance suite's small queues, not for a served store (docs/design/packs.md, "Left").
  */
 export async function listPackTasks(db: Db, queue: string, filter: ListFilter): Promise<TaskPage> {
-  const rows = await db.all<PackRowRead>(sql`SELECT ${sql.raw(PACK_COLUMNS)} FROM packs WHERE queue = ${queue}`);
-  const packs = rows.map(decodePack);
-  await loadSpill(db, packs);
-  const all = packs
-    .flatMap((pack) => pack.slots.map((_, k) => storedSlot(pack, k)))
+  const all = (await queueTasks(db, queue))
     .filter(
       (t) =>
         (filter.state === undefined || t.state === filter.state) &&
@@ -45,4 +42,33 @@ export async function listPackTasks(db: Db, queue: string, filter: ListFilter): 
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const page = all.slice(0, filter.limit);
   return { tasks: page, next_cursor: all.length > filter.limit ? page.at(-1)!.id : null };
+}
+
+/** queueStats: counts per state, and the pending tasks due now. NOT INDEXED, as listPackTasks. */
+export async function packQueueStats(
+  db: Db,
+  queue: string,
+  scope: { group?: string },
+  now: number,
+): Promise<QueueStats> {
+  const counts = Object.fromEntries(TASK_STATES.map((s) => [s, 0])) as StateCounts;
+  let due = 0;
+  let oldest: number | null = null;
+  for (const t of await queueTasks(db, queue)) {
+    if (scope.group !== undefined && t.groupKey !== scope.group) continue;
+    counts[t.state]++;
+    if (t.state === "pending" && t.runAt <= now) {
+      due++;
+      oldest = oldest === null ? t.runAt : Math.min(oldest, t.runAt);
+    }
+  }
+  return { queue, counts, due, oldest_due_at: oldest };
+}
+
+/** Every task of a queue, from every pack of it (a scan: see listPackTasks). */
+async function queueTasks(db: Db, queue: string): Promise<StoredTask[]> {
+  const rows = await db.all<PackRowRead>(sql`SELECT ${sql.raw(PACK_COLUMNS)} FROM packs WHERE queue = ${queue}`);
+  const packs = rows.map(decodePack);
+  await loadSpill(db, packs);
+  return packs.flatMap((pack) => pack.slots.map((_, k) => storedSlot(pack, k)));
 }
