@@ -11,6 +11,7 @@ import { leaseAnswers } from "../src/engine/lease";
 import { reapExpiredLeases } from "../src/engine/reap";
 import { meteredD1, type D1Usage } from "../test/support/metered-d1";
 import { packsSystem } from "./packs-ops";
+import { packStoreSystem } from "./pack-store-ops";
 import { baselineComplete, baselineDequeue, baselineEnqueue, baselineFail, type BaselineJob } from "./baseline-jobs";
 
 /** A leased task: enough to acknowledge it. */
@@ -36,7 +37,7 @@ export interface QueueSystem {
 }
 
 /** `packs`: the packs prototype (bench/packs-engine.ts, docs/design/packs.md), not the product's storage. */
-export type SystemName = "edgeq" | "baseline" | "packs";
+export type SystemName = "edgeq" | "baseline" | "packs" | "pack-store";
 
 export const VISIBILITY_S = 300;
 
@@ -108,6 +109,7 @@ export function baselineSystem(d1: D1Database): QueueSystem {
 }
 
 export function systemFor(name: SystemName, d1: D1Database): QueueSystem {
+  if (name === "pack-store") return packStoreSystem(d1);
   return name === "edgeq" ? edgeqSystem(d1) : name === "packs" ? packsSystem(d1) : baselineSystem(d1);
 }
 

@@ -1,7 +1,7 @@
 /**
  * The packed task store of the packs prototype (docs/design/packs.md): one row holds up to PACK_SLOTS tasks
- * of one queue, type, priority, run_at and max_attempts. Bench only — nothing in src/ reads these tables.
- * Applied after migrations/ by bench/workerd-host.ts, beside the baseline's jobs table.
+ * of one queue, type, priority, run_at and max_attempts. The tables are migration 0023's (the product's pack
+ * store, src/engine/packs/, uses them too); the prototype's statements (bench/packs-*.ts) are bench only.
  *
  * The hot per-task state lives in fixed-width text, one character per slot, so a lease or an ack finds and
  * changes its slots with instr/substr instead of reading every slot's JSON:
@@ -26,64 +26,7 @@
  *   rewrites one row per pack (not per task) and no index entry;
  * - `pack_keys` holds a row per task enqueued with a dedupe key (an index cannot reach into a JSON array).
  */
-export const PACKS_SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS packs (
-    id TEXT PRIMARY KEY NOT NULL,
-    queue TEXT NOT NULL,
-    type TEXT NOT NULL,
-    priority INTEGER NOT NULL,
-    run_at INTEGER NOT NULL,
-    max_attempts INTEGER NOT NULL,
-    next_at INTEGER,
-    rare_at INTEGER,
-    n INTEGER NOT NULL,
-    live INTEGER NOT NULL,
-    ready INTEGER NOT NULL,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL,
-    finished_at INTEGER,
-    st TEXT NOT NULL,
-    at TEXT NOT NULL,
-    lk TEXT NOT NULL,
-    leases BLOB NOT NULL,
-    slots BLOB NOT NULL,
-    CHECK ((live > 0) = (finished_at IS NULL))
-  ) WITHOUT ROWID`,
-  `CREATE INDEX IF NOT EXISTS packs_live ON packs (queue, priority DESC, run_at, id) WHERE finished_at IS NULL`,
-  `CREATE TABLE IF NOT EXISTS pack_keys (
-    queue TEXT NOT NULL,
-    dedupe_key TEXT NOT NULL,
-    task_id TEXT NOT NULL,
-    PRIMARY KEY (queue, dedupe_key)
-  ) WITHOUT ROWID`,
-];
-
-/**
- * Most tasks in one pack: MAX_BATCH (src/contracts/limits.ts), so one full lease is one pack and one row
- * rewritten; a larger pack would only make every lease and ack rewrite more bytes for the same rows billed.
- */
-export const PACK_SLOTS = 100;
-
-/**
- * Most bytes of slot JSON a pack is cut at when enqueued. D1 allows 2 MB per row; a pack's slots also grow
- * with results and errors after enqueue, and every lease or ack of one task rewrites the whole row — the
- * same 1 MiB as MAX_ENQUEUE_CHUNK_BYTES, i.e. no pack is bigger than one enqueue statement's JSON today.
- */
-export const PACK_MAX_BYTES = 1024 * 1024;
-
-/** Crockford base32, as ULIDs use it: a slot is two characters at the end of its task's id. */
-export const B32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
-
-/** A pack id is 24 characters; task k of it is `packId + slotChars(k)` — a 26-character ULID-shaped id. */
-export function slotChars(k: number): string {
-  return B32[Math.floor(k / 32)]! + B32[k % 32]!;
-}
-
-/** (pack id, slot) of a task id made by `slotChars`, or null when it is not one. */
-export function packOf(taskId: string): { pack: string; slot: number } | null {
-  if (taskId.length !== 26) return null;
-  const hi = B32.indexOf(taskId[24]!);
-  const lo = B32.indexOf(taskId[25]!);
-  if (hi < 0 || lo < 0) return null;
-  return { pack: taskId.slice(0, 24), slot: hi * 32 + lo };
-}
+// The ids and the pack's bounds are the product's (src/engine/packs/pack-ids.ts): the prototype measures packs
+// cut and named as the pack store cuts and names them. The tables are migration 0023's (applied with the
+// migrations by bench/workerd-host.ts), which keeps the prototype's columns and adds `ver`, pack_ids, pack_spill.
+export { B32, PACK_MAX_BYTES, PACK_SLOTS, packOf, slotChars } from "../src/engine/packs/pack-ids";

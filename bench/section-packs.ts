@@ -27,7 +27,7 @@ export interface PacksOptions {
 }
 
 export interface ModelRow {
-  system: "edgeq" | "packs";
+  system: "edgeq" | "packs" | "pack-store";
   batch: number;
   result: ModelBurnResult;
 }
@@ -66,7 +66,7 @@ export async function runPacksSection(root: string, opts: PacksOptions): Promise
       throw new Error(`packs: guarantee failed: ${failed.map((g) => `${g.name}: ${g.detail}`).join("; ")}`);
 
     load.cost = loadavg();
-    for (const system of ["edgeq", "packs"] as const) {
+    for (const system of ["edgeq", "packs", "pack-store"] as const) {
       for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
         for (const batch of BATCHES) {
           const r = await bench.call<CostResult>({
@@ -188,17 +188,22 @@ export function packsReportSection(
     `**D1 rows per task** (D1's own \`meta\`), ${fmt(o.costTasks)} tasks per row through the life named in calls of the batch size,`,
     "as section 1 (both sides count their per-minute counters). At batch 1 every call is a pack of one.",
     "",
-    "| life | batch | today written | today read | today stmts | packs written | packs read | packs stmts | packs $/M tasks |",
-    "| --- | --: | --: | --: | --: | --: | --: | --: | --: |",
+    "| life | batch | today written | today read | today stmts | packs written | packs read | packs stmts | packs $/M tasks | pack store written | pack store read | pack store stmts |",
+    "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |",
   );
   for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
     for (const batch of BATCHES) {
       const t = s.cost.find((c) => c.system === "edgeq" && c.scenario === scenario && c.batch === batch);
       const p = s.cost.find((c) => c.system === "packs" && c.scenario === scenario && c.batch === batch);
+      // The product's pack store (src/engine/packs/, bench/pack-store-ops.ts), through the task-store port.
+      const ps = s.cost.find((c) => c.system === "pack-store" && c.scenario === scenario && c.batch === batch);
       if (!t || !p) continue;
       const dollars = p.perTask.rowsWritten * 1.0 + p.perTask.rowsRead * 0.001;
+      const store = ps
+        ? `${num(ps.perTask.rowsWritten)} | ${num(ps.perTask.rowsRead)} | ${num(ps.perTask.statements)}`
+        : "— | — | —";
       out.push(
-        `| ${SCENARIOS[scenario]} | ${batch} | ${num(t.perTask.rowsWritten)} | ${num(t.perTask.rowsRead)} | ${num(t.perTask.statements)} | ${num(p.perTask.rowsWritten)} | ${num(p.perTask.rowsRead)} | ${num(p.perTask.statements)} | $${dollars.toFixed(dollars >= 0.1 ? 2 : 3)} |`,
+        `| ${SCENARIOS[scenario]} | ${batch} | ${num(t.perTask.rowsWritten)} | ${num(t.perTask.rowsRead)} | ${num(t.perTask.statements)} | ${num(p.perTask.rowsWritten)} | ${num(p.perTask.rowsRead)} | ${num(p.perTask.statements)} | $${dollars.toFixed(dollars >= 0.1 ? 2 : 3)} | ${store} |`,
       );
     }
   }

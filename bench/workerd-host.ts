@@ -10,7 +10,6 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BASELINE_SCHEMA } from "./baseline-jobs";
-import { PACKS_SCHEMA } from "./packs-schema";
 import type { BenchRequest } from "./bench-worker";
 
 /** The compatibility date the bench worker runs with: the newest the installed workerd supports. */
@@ -83,7 +82,7 @@ export async function startWorkerdBench(root: string, databases = 1): Promise<Wo
   for (let shard = 0; shard < databases; shard++) {
     await call({
       op: "migrate",
-      statements: [...migrationStatements(root), ...BASELINE_SCHEMA, ...PACKS_SCHEMA],
+      statements: [...migrationStatements(root), ...BASELINE_SCHEMA],
       shard,
     });
   }

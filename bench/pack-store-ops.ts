@@ -1,0 +1,43 @@
+/**
+ * The product's pack store (src/engine/packs/, not served yet) as a queue system the bench runs like the
+ * others (bench/engine-ops.ts): section 9's cost table measures its rows beside the prototype's, through the
+ * same task-store port operations a served store would answer — so the figures are the product code's.
+ */
+import { openDb } from "../src/db/client";
+import { packTaskStore } from "../src/engine/packs/pack-store";
+import { VISIBILITY_S, type Held, type QueueSystem } from "./engine-ops";
+
+export function packStoreSystem(d1: D1Database): QueueSystem {
+  const store = packTaskStore(openDb(d1));
+  const fenced = (items: Held[]) => items.map((i) => ({ id: String(i.id), leaseToken: i.token }));
+  return {
+    async enqueue(queue, n, opts, now) {
+      const first = opts.first ?? 0;
+      const tasks = Array.from({ length: n }, (_, i) => ({
+        payload: { i: first + i },
+        dedupeKey: opts.dedupe ? `k${first + i}` : undefined,
+      }));
+      const { tasks: made } = await store.enqueueTasks(queue, tasks, now);
+      if (made.some((t) => t.deduplicated)) throw new Error("pack store enqueue: unexpected dedupe");
+    },
+    async lease(queue, max, now) {
+      const answers = await store.leaseAnswers({ queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" }, now);
+      return answers.map((a) => ({ id: a.id, token: a.leaseToken }));
+    },
+    async complete(items, now) {
+      if (items.length === 0) return 0;
+      return (await store.completeTasks(fenced(items), now)).filter((o) => o.ok).length;
+    },
+    async fail(items, now, permanent) {
+      if (items.length === 0) return 0;
+      const failed = items.map((i) => ({
+        id: String(i.id),
+        leaseToken: i.token,
+        message: "boom",
+        retryable: !permanent,
+        retryAfterS: 0,
+      }));
+      return (await store.failTasks(failed, now)).filter((o) => o.ok).length;
+    },
+  };
+}
