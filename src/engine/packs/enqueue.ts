@@ -4,7 +4,7 @@ import { EdgeqError } from "../../contracts/errors";
 import { MAX_ENQUEUE_TASKS } from "../../contracts/limits";
 import { idInOtherQueue } from "../../contracts/task-field";
 import { countersStatementSql } from "../counters";
-import { chunkRows, insertRows, tasksField, type InsertRow, type NewTask } from "../enqueue-rows";
+import { chunkRows, insertRows, tasksField, type InsertRow, type NewTask, type TaskField } from "../enqueue-rows";
 import type { EnqueueOptions, EnqueueOutcome, EnqueueResult } from "../enqueue";
 import { getQueueConfig, type QueueConfig } from "../queue-config";
 import { processingGuardSql, ProcessingChanged, processingOf, sameProcessing } from "../queue-processing";
@@ -56,15 +56,31 @@ export async function enqueuePackTasks(
     }
   });
   const rows = insertRows(input, now, field);
+  const chunks = chunkRows(rows);
+  if (chunks.length > 1) await refuseIdsOfOtherQueues(db, queue, rows, field);
   const outcomes = new Array<EnqueueOutcome>(rows.length);
   let earliestRunAt: number | null = null;
   let checkedFor = options.checkedFor;
-  for (const chunk of chunkRows(rows)) {
+  for (const chunk of chunks) {
     const created = await withRetries(() => enqueueChunk(db, queue, input, chunk, now, outcomes, checkedFor, field));
     checkedFor = undefined; // as the D1 store: the first chunk carries the caller's check
     for (const runAt of created) earliestRunAt = earliestRunAt === null ? runAt : Math.min(earliestRunAt, runAt);
   }
   return { tasks: outcomes, earliestRunAt };
+}
+
+/** As the D1 store: a call of several chunks checks every client id before its first, so that an id of
+ * another queue refuses the call with nothing stored (src/engine/ids-of-other-queues.ts). */
+async function refuseIdsOfOtherQueues(db: Db, queue: string, rows: InsertRow[], field: TaskField): Promise<void> {
+  const clientRows = rows.filter((r) => r.clientId);
+  const found = await locateTasks(
+    db,
+    clientRows.map((r) => r.id),
+  );
+  for (const row of clientRows) {
+    const owner = found.get(row.id)?.pack.queue;
+    if (owner !== undefined && owner !== queue) throw idInOtherQueue(row.i, row.id, owner, field);
+  }
 }
 
 /** One chunk: read what it depends on, plan its packs, write them guarded. The run times of the tasks it
@@ -77,7 +93,7 @@ async function enqueueChunk(
   now: number,
   outcomes: EnqueueOutcome[],
   checkedFor: EnqueueOptions["checkedFor"],
-  field: NonNullable<EnqueueOptions["field"]>,
+  field: TaskField,
 ): Promise<number[] | null> {
   const config = await getQueueConfig(db, queue);
   if (checkedFor && !sameProcessing(processingOf(config), checkedFor))
