@@ -21,7 +21,7 @@ const NOT_YET: Array<[keyof NewTask, string]> = [
   ["dependsOn", "depends_on"],
   ["remoteDependencies", "depends_on"],
   ["startBy", "start_by"],
-  ["unique", "idempotency_key"],
+  ["unique", "unique"],
   ["slot", "slot"],
 ];
 
@@ -51,7 +51,9 @@ export async function enqueuePackTasks(
   input.forEach((task, i) => {
     for (const [name, wire] of NOT_YET) {
       if (task[name] !== undefined) {
-        throw new EdgeqError("invalid_request", `${field(i, wire)}: not supported by the pack store yet`);
+        // A key of uniqueness is named by its mode, as the API names it (idempotency, debounce, singleton).
+        const named = name === "unique" ? task.unique!.mode : wire;
+        throw new EdgeqError("invalid_request", `${field(i, named)}: not supported by the pack store yet`);
       }
     }
   });
