@@ -41,6 +41,21 @@ describeStore("flow control: keys with nothing due do not fill a lease's key win
     expect(leased.map((t) => t.id)).toEqual([due]);
   });
 
+  it("the walk wraps round past the cursor: a due key before it, delayed keys after it, leased by this lease", async () => {
+    const queue = uniqueQueue("flowwin");
+    await store().putQueueConfig(queue, { flow: { fair: true } }, T, PROCESSORS);
+    await enqueueMany(queue, [{ key: "m" }], T);
+    expect(await lease(queue, T + 1, 1)).toHaveLength(1); // the cursor is now at m
+    await enqueueMany(
+      queue,
+      Array.from({ length: 40 }, (_, i) => ({ key: `n${String(i).padStart(2, "0")}`, runAt: T + HOUR })),
+      T + 2,
+    );
+    const [due] = await enqueueMany(queue, [{ key: "b" }], T + 2);
+    const leased = await lease(queue, T + 3, 1);
+    expect(leased.map((t) => t.id)).toEqual([due]);
+  });
+
   it(`behind more than ${NOT_DUE_KEYS_PASSED} delayed keys, the next lease goes on from where this one stopped`, async () => {
     // The bound: a lease passes at most NOT_DUE_KEYS_PASSED keys with nothing due (a few index seeks each);
     // the cursor moves past them, so a due key behind N of them is leased within ⌈N / NOT_DUE_KEYS_PASSED⌉ + 1
