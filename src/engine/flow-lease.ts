@@ -10,7 +10,8 @@ import { leasableSql } from "./redelivery";
  * Keys first, then each key's tasks, so a lease reads in proportion to the keys it looks at, never the
  * backlog: the keys of the queue's live keyed tasks are walked from the round-robin cursor (a seek per key
  * in the `tasks_keyed` index: the set of keys is the tasks' own, nothing to keep), at most keyWindow(max)
- * of them. For each, its state (flow_keys: pause, tokens) and its limits (the queue's config: the key's
+ * of them that may have work — keys with nothing due (every task fresh and delayed) are passed without
+ * counting, up to NOT_DUE_KEYS_PASSED of them (mayWorkSql). For each, its state (flow_keys: pause, tokens) and its limits (the queue's config: the key's
  * override, else the default) give how many it may start now:
  * - paused (the key or the queue): none;
  * - concurrency: the limit less its running tasks — counted from the tasks themselves (processing under a
