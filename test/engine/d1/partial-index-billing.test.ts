@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 
 // What D1 bills (meta.rows_written) when a write moves a row's index entry — the figures behind flow
-// control's cost argument (docs/flow-control.md, "Why a keyed task costs 2 rows"). A table of this file's own,
+// control's cost argument (docs/flow-control.md, "Costs"). A table of this file's own,
 // two shapes of the same index: one whose key holds `started` (today's tasks_keyed: the first lease rewrites the
 // entry), and two partial indexes, fresh-only and started-only (the first lease moves the entry across).
 const d1 = (env as unknown as { DB: D1Database }).DB;
