@@ -1,6 +1,6 @@
 /**
  * The packed task store of the packs prototype (docs/design/packs.md): one row holds up to PACK_SLOTS tasks
- * of one queue, type, priority, run_at and max_attempts. The tables are migration 0023's (the product's pack
+ * of one queue, type, priority, run_at and max_attempts. The tables are migration 0022's (the product's pack
  * store, src/engine/packs/, uses them too); the prototype's statements (bench/packs-*.ts) are bench only.
  *
  * The hot per-task state lives in fixed-width text, one character per slot, so a lease or an ack finds and
@@ -27,6 +27,6 @@
  * - `pack_keys` holds a row per task enqueued with a dedupe key (an index cannot reach into a JSON array).
  */
 // The ids and the pack's bounds are the product's (src/engine/packs/pack-ids.ts): the prototype measures packs
-// cut and named as the pack store cuts and names them. The tables are migration 0023's (applied with the
+// cut and named as the pack store cuts and names them. The tables are migration 0022's (applied with the
 // migrations by bench/workerd-host.ts), which keeps the prototype's columns and adds `ver`, pack_ids, pack_spill.
 export { B32, PACK_MAX_BYTES, PACK_SLOTS, packOf, slotChars } from "../src/engine/packs/pack-ids";

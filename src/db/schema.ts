@@ -533,7 +533,7 @@ export const idempotencyKeys = sqliteTable(
 );
 
 /**
- * Packs (docs/design/packs.md, migration 0023): up to PACK_SLOTS tasks of one queue, type, priority, run_at and
+ * Packs (docs/design/packs.md, migration 0022): up to PACK_SLOTS tasks of one queue, type, priority, run_at and
  * max_attempts in one row, the storage of src/engine/packs/ (not served yet). WITHOUT ROWID (added to the
  * migration by hand). A task's id is its pack's id and its slot in two base32 characters
  * (src/engine/packs/pack-ids.ts); a client's own id goes through `pack_ids`.

@@ -5,7 +5,7 @@ import type { LeaseEntry, Pack, Slot, SlotBody, SlotChar } from "./pack-types";
 export type { LeaseEntry, Pack, Slot, SlotBody, SlotChar, SpillField, StoredError } from "./pack-types";
 
 /**
- * A pack row (migration 0023, docs/design/packs.md) as JavaScript reads and rewrites it. The row's
+ * A pack row (migration 0022, docs/design/packs.md) as JavaScript reads and rewrites it. The row's
  * fixed-width columns hold each slot's state (`st`), attempts (`at`, char(48 + attempts)) and lease entry
  * (`lk`, char(48 + index into `leases`), or a space); `slots` holds each slot's body. A write decodes the
  * packs it touches, changes their slots, and encodes each back whole (`encodePack`), in one guarded batch

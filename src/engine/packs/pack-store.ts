@@ -56,7 +56,7 @@ export type StoreGroup = keyof typeof STORE_GROUPS;
 export type PackCore = Pick<TaskStore, (typeof STORE_GROUPS)[StoreGroup][number]>;
 
 /**
- * The pack store (docs/design/packs.md): the core of the task-store port over `packs` (migration 0023),
+ * The pack store (docs/design/packs.md): the core of the task-store port over `packs` (migration 0022),
  * many tasks per row. NOT SERVED: src/shards/shard-set.ts builds d1TaskStore; this store passes the
  * conformance files of its groups (test/engine, `needs`), and the rest of the port is still to build.
  *
