@@ -115,11 +115,19 @@ it("a second signal hands back at once, without waiting for --grace", async () =
 it("a cancel, answered to the next heartbeat, stops the task's command without acking it", async () => {
   const queue = uniqueQueue("cancel");
   const [id] = await enqueue(queue, [{ payload: { kind: "long" } }]);
-  const worker = startCli(["worker", queue, "--exec", kindScript(), "--visibility", "1", "--wait", "2"]);
+  // A lease of 6 s, beaten every 2 s (visibility/3): the cancel is seen within 2 s. With 1 s, a worker or
+  // server stalled for a second on a busy machine let the lease expire before the beat that would have
+  // learned the cancel; that beat was then rightly answered lease_lost (an expired lease is not kept), so the
+  // worker logged "lease lost", not "cancelled" (reproduced by SIGSTOPping the worker for 1.5 s).
+  const worker = startCli(["worker", queue, "--exec", kindScript(), "--visibility", "6", "--wait", "2"]);
   const pid = await started("long");
   await api("POST", `/v1/tasks/${id}/cancel`);
   await exited(pid, "the command to be killed");
-  await waitFor("the worker to log the cancel", () => worker.stderr.includes(`${id} cancelled in`));
+  await waitFor("the worker to log the cancel", () => worker.stderr.includes(`${id} cancelled in`)).catch(
+    (error: Error) => {
+      throw new Error(`${error.message}; it logged:\n${worker.stderr}`);
+    },
+  );
   expect((await getTask(id!)).state).toBe("cancelled");
   worker.child.kill("SIGTERM");
   expect(await exitWithin(worker, 30_000), worker.stderr).toBe(0);
