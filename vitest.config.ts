@@ -86,13 +86,17 @@ export default defineConfig(async () => {
             // queue on it), started in the background meanwhile: each file waits for it in server-ready.ts.
             include: ["test/cli/*-browser.test.ts"],
             environment: "node",
-            globalSetup: ["./test/cli/server.ts"],
+            // Its own server, and one Chromium that every file connects to (test/cli/chromium-server.ts).
+            globalSetup: ["./test/cli/server.ts", "./test/cli/chromium-server.ts"],
             setupFiles: ["./test/cli/server-ready.ts"],
             testTimeout: 60_000,
             hookTimeout: 120_000,
             sequence: { groupOrder: 1 },
             // One browser at a time, for the same reason.
             fileParallelism: false,
+            // Its files one after another in one Node process, not one process each (a second or two between
+            // two files of this serial project): each file still opens its own pages and closes them.
+            isolate: false,
           },
         },
         {

@@ -1,26 +1,30 @@
-import chromium from "@sparticuz/chromium";
+import { existsSync, readFileSync } from "node:fs";
 import { chromium as playwright, type Browser, type Page } from "playwright-core";
 import { expect, inject } from "vitest";
+import { waitFor } from "./worker-support";
+
+/** The bound on waiting for the run's Chromium (started in the background by test/cli/chromium-server.ts):
+ * a launch takes a second or two; a minute is a hung one. */
+const CHROMIUM_WAIT_MS = 60_000;
 
 /**
- * Chromium from npm (@sparticuz/chromium's binary, unpacked at run time) driven by Playwright: what the
- * browser tests (dashboard, API reference) open their pages in. No browser download happens anywhere.
+ * The run's one Chromium (from npm: @sparticuz/chromium's binary, unpacked at run time; started by
+ * test/cli/chromium-server.ts), driven by Playwright: what the browser tests (dashboard, API reference) open
+ * their pages in. `close()` closes this file's pages and disconnects; the browser stays for the next file.
+ * No browser download happens anywhere.
  */
 export async function launchChromium(): Promise<Browser> {
-  return playwright.launch({
-    executablePath: await chromium.executablePath(),
-    headless: true,
-    // Headless on a CI box as root: no sandbox, no GPU, nothing fetched in the background.
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--disable-sync",
-      "--disable-dev-shm-usage",
-    ],
-  });
+  const endpoint = await waitFor(
+    "the run's Chromium to listen",
+    () => {
+      const failure = inject("chromiumStartFailure");
+      if (existsSync(failure)) throw new Error(`Chromium did not start:\n${readFileSync(failure, "utf8")}`);
+      const file = inject("chromiumEndpointFile");
+      return existsSync(file) && readFileSync(file, "utf8");
+    },
+    CHROMIUM_WAIT_MS,
+  );
+  return playwright.connect(endpoint);
 }
 
 /**
