@@ -10,26 +10,45 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  * sweep every task the files before it left in their workerd's D1 — 11 s when it ran early, 60 s late
  * (`--reporter=json`, two whole runs at load 13-17). First, it finds an empty database.
  *
- * shards/remote-dependencies-tick (its tick stopped at each of ~57 D1 calls: 55 s alone at load 11) is a short
- * file, 108th of the worker project's 159 by size: last but for this list, it would run alone at the end.
+ * The two files of a tick stopped at every D1 call (~57 points each) are short files too; they are placed
+ * by BESIDE_CLI_FILES below instead.
  */
 export const SLOWEST_FILES = [
   "test/cli/npm-start.test.ts",
   "test/cli/sdk-restart.test.ts",
   "test/cli/commands-enqueue.test.ts",
   "test/cli/commands-manage.test.ts",
-  "test/cron/tick-interrupted.test.ts",
-  "test/rpc/same-answers.test.ts",
   "test/schedules/eviction.test.ts",
-  "test/shards/remote-dependencies-tick.test.ts",
+  "test/rpc/same-answers.test.ts",
 ];
 
-/** Vitest's own order (projects one after another), with each project's SLOWEST_FILES moved to its front. */
+/**
+ * Projects of one group (same `sequence.groupOrder`) in this order, instead of Vitest's (by name: cli first).
+ * The worker project goes first and its BESIDE_CLI_FILES last, so that they run beside the cli project's
+ * first files: the cli files wait on one `wrangler dev` and on the processes they start, and left a core
+ * idle while they ran alone (in a whole run on 2 cores, 2026-11-27: 349 s of CPU in 243 s, the cli project
+ * ~95 s of it), while those two files (a tick stopped at every D1 call, ~40 s each in a whole run) keep one
+ * busy. A worker-project slot reuses its workerd only while the next queued file is of its own project
+ * (Vitest's pool), so they come at the end of that project's run, not at the start of the queue: no workerd
+ * more is started for them (each start is 5-9 s of CPU).
+ */
+export const PROJECT_ORDER = ["worker", "cli"];
+
+/** The worker project's files that end its run, to overlap the cli project's start (see PROJECT_ORDER). */
+export const BESIDE_CLI_FILES = ["test/cron/tick-interrupted.test.ts", "test/shards/remote-dependencies-tick.test.ts"];
+
+const listed = (list: readonly string[], spec: TestSpecification) =>
+  list.findIndex((file) => spec.moduleId.endsWith(`/${file}`));
+
+/** Vitest's own order (groups one after another, the projects of a group one after another), with the
+ * projects of a group in PROJECT_ORDER, each project's SLOWEST_FILES at its front and BESIDE_CLI_FILES at its
+ * end. */
 export class SlowestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const rank = (spec: TestSpecification) => {
-      const at = SLOWEST_FILES.findIndex((file) => spec.moduleId.endsWith(`/${file}`));
+      if (listed(BESIDE_CLI_FILES, spec) >= 0) return SLOWEST_FILES.length + 1;
+      const at = listed(SLOWEST_FILES, spec);
       return at < 0 ? SLOWEST_FILES.length : at;
     };
     // Within each run of one project's files (the base order keeps projects together): a stable sort.
@@ -39,6 +58,15 @@ export class SlowestFirst extends BaseSequencer {
       if (last && last[0]!.project === spec.project) last.push(spec);
       else runs.push([spec]);
     }
+    const place = (run: TestSpecification[]) => {
+      const at = PROJECT_ORDER.indexOf(run[0]!.project.name);
+      return [run[0]!.project.config.sequence.groupOrder, at < 0 ? PROJECT_ORDER.length : at] as const;
+    };
+    runs.sort((a, b) => {
+      const [groupA, atA] = place(a);
+      const [groupB, atB] = place(b);
+      return groupA - groupB || atA - atB;
+    });
     return runs.flatMap((run) => run.sort((a, b) => rank(a) - rank(b)));
   }
 }
