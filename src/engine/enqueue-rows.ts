@@ -5,7 +5,12 @@ import { tasksField, type TaskField } from "../contracts/task-field";
 export { tasksField, oneTaskField, type TaskField } from "../contracts/task-field";
 import { EdgeqError } from "../contracts/errors";
 import { overBytes, storedJsonError, utf8Bytes } from "../contracts/json-value";
-import { MAX_ENQUEUE_CHUNK_BYTES, MAX_ENQUEUE_CHUNK_TASKS, MAX_PAYLOAD_BYTES } from "../contracts/limits";
+import {
+  MAX_ENQUEUE_CHUNK_BYTES,
+  MAX_ENQUEUE_CHUNK_TASKS,
+  MAX_ENQUEUE_TASKS,
+  MAX_PAYLOAD_BYTES,
+} from "../contracts/limits";
 import { countersSpec, countersUpsertSql } from "./counters";
 import { enqueueUncountedSql } from "./counters-in-row";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
@@ -72,6 +77,16 @@ const MAX_CLIENT_ID_SKEW_MS = 5 * 60 * 1000;
 /** A character that may not be one byte of UTF-8. JSON escapes control characters, so serialised text without
  * one is printable ASCII: as many bytes as characters. */
 const NON_ASCII = /[^\x20-\x7e]/;
+
+/** Refuses a call of more than MAX_ENQUEUE_TASKS tasks, before anything is checked or stored (every store). */
+export function assertEnqueueCallSize(input: NewTask[]): void {
+  if (input.length > MAX_ENQUEUE_TASKS) {
+    throw new EdgeqError(
+      "payload_too_large",
+      `at most ${MAX_ENQUEUE_TASKS} tasks per enqueue call (got ${input.length})`,
+    );
+  }
+}
 
 /**
  * Checks every task (payload and `then` stored as sent and within MAX_PAYLOAD_BYTES together, a client id

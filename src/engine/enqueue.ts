@@ -2,9 +2,8 @@ import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { giveWay } from "../db/give-way";
 import { recordCounters } from "./counters";
-import { EdgeqError } from "../contracts/errors";
-import { MAX_ENQUEUE_TASKS } from "../contracts/limits";
 import {
+  assertEnqueueCallSize,
   chunkRows,
   countEnqueuedSql,
   insertRows,
@@ -98,12 +97,7 @@ export async function enqueueTasks(
 ): Promise<EnqueueResult> {
   if (input.length === 0) return { tasks: [], earliestRunAt: null };
   const field = options.field ?? tasksField;
-  if (input.length > MAX_ENQUEUE_TASKS) {
-    throw new EdgeqError(
-      "payload_too_large",
-      `at most ${MAX_ENQUEUE_TASKS} tasks per enqueue call (got ${input.length})`,
-    );
-  }
+  assertEnqueueCallSize(input);
   const rows = insertRows(input, now, field);
   if (hasDependencies(rows)) await refuseUnknownDependencies(db, rows, field);
 

@@ -1,10 +1,17 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { EdgeqError } from "../../contracts/errors";
-import { MAX_ENQUEUE_TASKS } from "../../contracts/limits";
 import { idInOtherQueue } from "../../contracts/task-field";
 import { countersStatementSql } from "../counters";
-import { chunkRows, insertRows, tasksField, type InsertRow, type NewTask, type TaskField } from "../enqueue-rows";
+import {
+  assertEnqueueCallSize,
+  chunkRows,
+  insertRows,
+  tasksField,
+  type InsertRow,
+  type NewTask,
+  type TaskField,
+} from "../enqueue-rows";
 import type { EnqueueOptions, EnqueueOutcome, EnqueueResult } from "../enqueue";
 import { getQueueConfig, type QueueConfig } from "../queue-config";
 import { processingGuardSql, ProcessingChanged, processingOf, sameProcessing } from "../queue-processing";
@@ -42,12 +49,7 @@ export async function enqueuePackTasks(
 ): Promise<EnqueueResult> {
   if (input.length === 0) return { tasks: [], earliestRunAt: null };
   const field = options.field ?? tasksField;
-  if (input.length > MAX_ENQUEUE_TASKS) {
-    throw new EdgeqError(
-      "payload_too_large",
-      `at most ${MAX_ENQUEUE_TASKS} tasks per enqueue call (got ${input.length})`,
-    );
-  }
+  assertEnqueueCallSize(input);
   input.forEach((task, i) => {
     for (const [name, wire] of NOT_YET) {
       if (task[name] !== undefined) {
