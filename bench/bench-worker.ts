@@ -4,6 +4,7 @@
  * (bench/workerd-host.ts); no HTTP API — the engine functions are called directly. The Worker's Durable
  * Object classes are exported and bound too, so the growth section can run the real cron tick.
  */
+import { runPackBill, type PackBillRequest } from "./bill-packs";
 import type { Env } from "../src/env";
 import {
   bulkEnqueue,
@@ -55,6 +56,7 @@ interface BenchEnv {
 export type BenchRequest =
   | { op: "migrate"; statements: string[]; shard?: number }
   | ({ op: "bill" } & BillRequest)
+  | ({ op: "bill-packs" } & PackBillRequest)
   | ({ op: "deps" } & DepsOpsRequest)
   | { op: "cost"; system: SystemName; scenario: Scenario; batch: number; tasks: number; queue: string }
   | { op: "enqueue"; system: SystemName; queue: string; count: number; chunk?: number }
@@ -86,6 +88,8 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
     }
     case "bill":
       return runBill(env as unknown as Env, req);
+    case "bill-packs":
+      return runPackBill(env.DB, req);
     case "deps":
       return runDepsOps(env.DB, req);
     case "cost":

@@ -7,6 +7,7 @@
  */
 import type { BillCounts, BillRequest } from "./bill-ops";
 import { PRICES } from "./prices";
+import type { PackBillCounts } from "./bill-packs";
 import { percentile } from "./stats";
 import { startWorkerdBench } from "./workerd-host";
 
@@ -152,6 +153,8 @@ export async function runBillSection(
       })),
     ];
     const rows: BillRow[] = [];
+    /** The served path's counts of the plain successful workloads, by batch: the pack projection's requests. */
+    const served = new Map<number, BillCounts>();
     for (const w of workloads) {
       const tasks = Math.max(opts.tasks, w.batch * 3);
       const counts = await bench.call<BillCounts>({
@@ -165,6 +168,7 @@ export async function runBillSection(
         ...(w.producers ? { producers: w.producers } : {}),
       });
       if (counts.objects.constructed === 0) throw new Error("bill: no Durable Object reported in (meter not shared)");
+      if (w.workload === "successful") served.set(w.batch, counts);
       const { perTask, ...dollars } = priceBill(counts);
       rows.push({
         workload: w.workload,
@@ -186,6 +190,33 @@ export async function runBillSection(
         dollars,
       });
       opts.log(`bill: ${w.workload}, batch ${w.batch}: $${dollars.total.toFixed(2)} per million tasks`);
+    }
+    // The pack store (not served yet): its D1 rows and bytes for the same workload, measured through the port
+    // (bench/bill-packs.ts), with the requests of the served path's run of the same batch — what the bill would
+    // be if it served. Its retention prune is counted once the pack store has one.
+    for (const [batch, counts] of served) {
+      const tasks = counts.tasks;
+      const packs = await bench.call<PackBillCounts>({ op: "bill-packs", queue: `bill-packs-${batch}`, tasks, batch });
+      const projected: BillCounts = {
+        ...counts,
+        d1: packs.d1,
+        prune: packs.prune ?? { rowsWritten: 0, rowsRead: 0, pruned: 0 },
+        bytesKept: packs.bytesKept,
+        retentionS: packs.retentionS,
+      };
+      const { perTask, ...dollars } = priceBill(projected);
+      const workload = `successful, pack store's D1 rows (projected: not served yet)${packs.prune ? "" : ", prune not built"}`;
+      rows.push({
+        workload,
+        batch,
+        heartbeats: 0,
+        beat: "each",
+        retentionS: packs.retentionS,
+        ...perTask,
+        objectCalls: Object.fromEntries(Object.entries(counts.objectCalls).map(([k, v]) => [k, v / tasks])),
+        dollars,
+      });
+      opts.log(`bill: ${workload}, batch ${batch}: $${dollars.total.toFixed(2)} per million tasks`);
     }
     const others = [1, 10, 100].flatMap((batch) => [
       managedQueues(batch, 0),
