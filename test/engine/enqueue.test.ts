@@ -4,7 +4,7 @@ import { MAX_ENQUEUE_TASKS, MAX_PAYLOAD_BYTES } from "../../src/contracts/limits
 import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
 import { T0, uniqueQueue, PROCESSORS } from "../helpers";
 import { expectEdgeqError, storeFixtures } from "./conformance/fixtures";
-import { CORE, CORE_AND_CONFIG, describeStore, itNeeds } from "./conformance/store-kinds";
+import { CORE, CORE_AND_CONFIG, describeStore, itNeeds, OPERATOR } from "./conformance/store-kinds";
 
 describeStore(
   "enqueueTasks: volume and atomicity",
@@ -183,7 +183,7 @@ describeStore(
       expect(await countTasks(queue)).toBe(2);
     });
 
-    itNeeds(kind, "all")("frees the key when the holder is completed, dead or cancelled", async () => {
+    itNeeds(kind, OPERATOR)("frees the key when the holder is completed, dead or cancelled", async () => {
       const queue = uniqueQueue();
       const completed = await completedTask(queue, { dedupeKey: "c" });
       const dead = await deadTask(queue, { dedupeKey: "d" });

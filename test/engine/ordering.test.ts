@@ -4,7 +4,7 @@ import { leaseOrder } from "../../src/contracts/lease-order";
 import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
 import { PROCESSORS, T0, uniqueQueue } from "../helpers";
 import { VT_MS, storeFixtures, type StoreFixtures } from "./conformance/fixtures";
-import { CORE, CORE_AND_CONFIG, describeStore, itNeeds } from "./conformance/store-kinds";
+import { CORE, CORE_AND_CONFIG, describeStore, itNeeds, OPERATOR } from "./conformance/store-kinds";
 
 /**
  * A mix where each tie-breaker matters: two priorities share run_at values, two tasks share priority and
@@ -143,7 +143,7 @@ describeStore(
       }
     });
 
-    itNeeds(kind, "all")(
+    itNeeds(kind, OPERATOR)(
       "does not lease an expired task whose attempts are used up, nor one whose cancel was requested",
       async () => {
         const queue = uniqueQueue();

@@ -1,7 +1,7 @@
 import { expect, it } from "vitest";
 import { T0, uniqueQueue } from "../helpers";
 import { VT_MS, storeFixtures } from "./conformance/fixtures";
-import { CORE, describeStore, itNeeds } from "./conformance/store-kinds";
+import { CORE, describeStore, itNeeds, OPERATOR } from "./conformance/store-kinds";
 
 describeStore(
   "releaseTasks (a worker hands back what it cannot finish)",
@@ -43,7 +43,7 @@ describeStore(
       expect(await snapshot(queue)).toEqual(before);
     });
 
-    itNeeds(kind, "all")("ends a task whose cancel was requested as cancelled (task_cancelled)", async () => {
+    itNeeds(kind, OPERATOR)("ends a task whose cancel was requested as cancelled (task_cancelled)", async () => {
       const queue = uniqueQueue();
       const id = await enqueueOne(queue);
       const leased = await leaseOne(queue, T0);

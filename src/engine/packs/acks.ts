@@ -97,6 +97,26 @@ function okOutcome(id: string, at: Located, write: HolderWrite, repeated: boolea
   };
 }
 
+/**
+ * Ends, cancelled, a slot whose cancel was requested (operator-writes.ts), when its holder's fenced write
+ * reaches it — as the D1 store's CASE on `cancel_requested` in each holder write: finished now, the lease
+ * ended (by `kind`, so a repeat of that ack answers `task_cancelled` again; by a kept lease — extend,
+ * heartbeat — unmarked, so a later write is `lease_lost`), counted cancelled. What the write carried (a
+ * result, a longer lease) is not applied; a failure's error is still recorded (fail.ts).
+ */
+export function endCancelled(at: Located, now: number, kind: AckKind | null): CounterEvent[] {
+  at.slot.st = "x";
+  at.slot.body.f = now;
+  if (kind === null) {
+    at.slot.lease = { ...at.slot.lease!, c: null, f: now };
+    at.slot.body.u = now;
+  } else endLease(at, kind, now);
+  return [{ queue: at.pack.queue, type: at.pack.type, counter: "cancelled" }];
+}
+
+/** A fenced slot whose cancel was requested: its holder's write ends it cancelled. */
+export const cancelRequested = (at: Located) => at.slot.body.cr === 1;
+
 /** Ends a slot's lease by `kind`: a copy of its entry marked with the ack and when (a repeat is recognised by
  * it; the slot's neighbours keep theirs). */
 export function endLease(at: Located, kind: AckKind, now: number): void {

@@ -1,15 +1,16 @@
 import type { Db } from "../../db/client";
-import { EdgeqError, LeaseLostError, NotFoundError } from "../../contracts/errors";
+import type { SQL } from "drizzle-orm";
+import { EdgeqError, LeaseLostError, NotFoundError, TaskCancelledError } from "../../contracts/errors";
 import { jsonValueProblem, storedJsonError } from "../../contracts/json-value";
 import type { StoredTask } from "../../contracts/stored-task";
 import type { AckOutcome, AckScope, FencedItem } from "../ack";
 import type { CompleteItem } from "../complete";
-import { outcomeEvents } from "../counters";
+import { countersStatementSql, outcomeEvents } from "../counters";
 import type { ExtendItem } from "../extend";
 import { truncateMessage, type FailItem } from "../fail";
 import type { HeartbeatRequest } from "../heartbeat";
 import { getQueueConfig } from "../queue-config";
-import { applyPackWrites, endLease } from "./acks";
+import { applyPackWrites, cancelRequested, endCancelled, endLease } from "./acks";
 import { locateTasks, type Located } from "./locate";
 import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
 import { failureBackoffMs, fenceHolds, slotState } from "./slot-rules";
@@ -55,6 +56,7 @@ export function completePackTasks(db: Db, items: CompleteItem[], now: number, sc
         {
           kind: "complete",
           apply: (at, at_now) => {
+            if (cancelRequested(at)) return endCancelled(at, at_now, "complete");
             at.slot.st = "c";
             at.slot.body.r = byId.get(storedSlot(at.pack, at.k).id)!.result ?? null;
             at.slot.body.p = 100;
@@ -95,6 +97,7 @@ export function failPackTasks(db: Db, items: FailItem[], now: number, scope?: Ac
               message: truncateMessage(item.message),
               kind: permanent ? "permanent" : "error",
             });
+            if (cancelRequested(at)) return endCancelled(at, at_now, "fail");
             if (permanent || slot.a >= at.pack.maxAttempts) {
               slot.st = "d";
               slot.body.f = at_now;
@@ -120,9 +123,10 @@ export function releasePackTasks(db: Db, items: FencedItem[], now: number, scope
   const write = {
     kind: "release" as const,
     apply: (at: Located, at_now: number) => {
-      at.slot.st = "w";
       at.slot.body.t = at_now;
       at.slot.a = Math.max(at.slot.a - 1, 0);
+      if (cancelRequested(at)) return endCancelled(at, at_now, "release");
+      at.slot.st = "w";
       endLease(at, "release", at_now);
       return ended(at, at_now, false);
     },
@@ -136,6 +140,7 @@ export function extendPackLeases(db: Db, items: ExtendItem[], now: number, scope
   const write = {
     kind: "extend" as const,
     apply: (at: Located, at_now: number) => {
+      if (cancelRequested(at)) return endCancelled(at, at_now, null);
       keepLease(at, byId.get(storedSlot(at.pack, at.k).id)!.visibilityTimeoutS, at_now);
       return [];
     },
@@ -157,16 +162,25 @@ export async function heartbeatPackTask(db: Db, request: HeartbeatRequest, now: 
     const error = storedJsonError(request.checkpoint, "checkpoint");
     if (error) throw error;
   }
-  return withRetries(async () => {
+  const done = await withRetries(async () => {
     const at = await fencedSlot(db, request.id, request.leaseToken, now);
-    keepLease(at, request.extendS, now);
-    if (request.progress !== undefined) at.slot.body.p = request.progress;
-    if (request.progressMessage !== undefined) at.slot.body.m = request.progressMessage;
-    if (request.checkpoint !== undefined) at.slot.body.cp = request.checkpoint;
+    const statements: SQL[] = [];
+    if (cancelRequested(at)) {
+      // As heartbeat.ts: the task ends cancelled (progress and checkpoint not stored), counted in the batch.
+      statements.push(countersStatementSql(endCancelled(at, now, null), now)!);
+    } else {
+      keepLease(at, request.extendS, now);
+      if (request.progress !== undefined) at.slot.body.p = request.progress;
+      if (request.progressMessage !== undefined) at.slot.body.m = request.progressMessage;
+      if (request.checkpoint !== undefined) at.slot.body.cp = request.checkpoint;
+    }
     const config = await getQueueConfig(db, at.pack.queue);
-    if ((await commitGuarded(db, { packs: [at.pack] }, packWriteSql(at.pack, config, now))) === null) return null;
+    statements.unshift(...packWriteSql(at.pack, config, now));
+    if ((await commitGuarded(db, { packs: [at.pack] }, statements)) === null) return null;
     return storedSlot(at.pack, at.k);
   });
+  if (done.state === "cancelled") throw new TaskCancelledError(done.id);
+  return done;
 }
 
 /** assertLeaseHeld: the task when `leaseToken` holds its lease now; else throws as a fenced write would. */

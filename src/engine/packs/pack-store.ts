@@ -18,6 +18,7 @@ import {
   releasePackTasks,
 } from "./holder-writes";
 import { leasePackAnswers, leasePackTasks } from "./lease";
+import { cancelPackQueueTasks, cancelPackTask, redrivePackQueue, retryPackTask } from "./operator-writes";
 import { findPackTaskState, getPackTask, listPackTasks, packQueueStats } from "./reads";
 
 /** The groups of the task-store port (src/engine/store.ts), by name: what a store implements, and what a
@@ -39,6 +40,9 @@ export const STORE_GROUPS = {
     "listTasks",
     "queueStats",
   ],
+  /** An operator's writes (src/engine/store-writes.ts OperatorWrites) but `purgeTasks`, which deletes finished
+   * tasks out of packs still holding live ones: left with retention (docs/design/packs.md, "Left"). */
+  operator: ["cancelTask", "cancelQueueTasks", "retryTask", "redriveQueue"],
   /** A queue's stored config (the `queues` table, shared by both layouts). */
   queueConfig: [
     "getQueueConfig",
@@ -79,6 +83,10 @@ export function packTaskStore(db: Db): PackCore {
     findTaskState: (id) => findPackTaskState(db, id),
     listTasks: (queue, filter) => listPackTasks(db, queue, filter),
     queueStats: (queue, scope, now) => packQueueStats(db, queue, scope, now),
+    cancelTask: (id, now) => cancelPackTask(db, id, now),
+    cancelQueueTasks: (queue, scope, now) => cancelPackQueueTasks(db, queue, scope, now),
+    retryTask: (id, now) => retryPackTask(db, id, now),
+    redriveQueue: (queue, scope, now) => redrivePackQueue(db, queue, scope, now),
     getQueueConfig: (queue) => getQueueConfig(db, queue),
     putQueueConfig: (queue, patch, now, processors, whyUnavailable) =>
       putQueueConfig(db, queue, patch, now, processors, whyUnavailable),

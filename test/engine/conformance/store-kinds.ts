@@ -229,6 +229,10 @@ export interface StoreNeeds {
 
 /** The core groups, for files that need nothing else. */
 export const CORE: readonly StoreGroup[] = ["core"];
+/** An operator's writes (cancel, retry, redrive), for a property that needs them beside its file's groups. */
+export const OPERATOR: readonly StoreGroup[] = ["operator"];
+/** The core and an operator's writes. */
+export const CORE_AND_OPERATOR: readonly StoreGroup[] = ["core", "operator"];
 /** The core and a queue's stored config. */
 export const CORE_AND_CONFIG: readonly StoreGroup[] = ["core", "queueConfig"];
 
