@@ -4,6 +4,7 @@ import { openDb } from "../../../src/db/client";
 import { d1TaskStore } from "../../../src/engine/d1-store";
 import { packTaskStore, type PackCore } from "../../../src/engine/packs/pack-store";
 import { T0, uniqueQueue } from "../../helpers";
+import { meteredD1 } from "../../support/metered-d1";
 import { recordingD1 } from "./recording-d1";
 
 // The pack store's operator writes (src/engine/packs/operator-writes.ts) count what the D1 store counts, in
@@ -70,5 +71,38 @@ describe("pack store: operator writes count as the D1 store counts", () => {
       expect(batch.some((s) => s.includes("UPDATE packs"))).toBe(true);
       expect(batch.some((s) => s.includes("INSERT INTO task_counters"))).toBe(true);
     }
+  });
+});
+
+describe("pack store: rows an operator write writes (D1's rows_written)", () => {
+  it("one row per pack changed, plus one counter row when it ends tasks; one more when a pack becomes live", async () => {
+    const meter = meteredD1(env.DB);
+    const store = packTaskStore(openDb(meter.db));
+    const rows = async (write: () => Promise<unknown>) => {
+      meter.reset();
+      await write();
+      return meter.usage.rowsWritten;
+    };
+    const queue = uniqueQueue("op-rows");
+    const { tasks } = await store.enqueueTasks(
+      queue,
+      Array.from({ length: 100 }, () => ({})),
+      T0,
+    );
+    const [held] = await store.leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
+    const pending = tasks.find((t) => t.id !== held!.id)!.id;
+    // The pack's row and the counter row (the D1 store: the same 2).
+    expect(await rows(() => store.cancelTask(pending, T0 + 2))).toBe(2);
+    // The pack's row only (the D1 store: 2, the task's row and its live-index entry).
+    expect(await rows(() => store.cancelTask(held!.id, T0 + 2))).toBe(1);
+    expect(await rows(() => store.retryTask(pending, T0 + 3))).toBe(1);
+    // 99 pending cancelled at once: the pack and one counter row (the D1 store: 100, a row per task).
+    expect(await rows(() => store.cancelQueueTasks(queue, {}, T0 + 4))).toBe(2);
+    expect(await rows(() => store.redriveQueue(queue, { state: "cancelled" }, T0 + 5))).toBe(1);
+    // A pack of one: its cancel finishes the pack (its live-index entry's deletion is not billed); its retry
+    // makes it live again, the entry inserted.
+    const [one] = (await store.enqueueTasks(queue, [{}], T0)).tasks;
+    expect(await rows(() => store.cancelTask(one!.id, T0 + 2))).toBe(2);
+    expect(await rows(() => store.retryTask(one!.id, T0 + 3))).toBe(2);
   });
 });
