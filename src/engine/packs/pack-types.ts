@@ -36,7 +36,7 @@ export interface SlotBody {
   p?: number;
   m?: string;
   cp?: unknown;
-  /** 1: a cancel was requested (not set by the core operations yet). */
+  /** 1: a cancel was requested while processing (operator-writes.ts); the holder's next write ends it cancelled. */
   cr?: number;
   /** The fields kept in `pack_spill` rows instead (spill.ts). */
   sp?: SpillField[];
