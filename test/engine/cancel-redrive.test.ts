@@ -8,7 +8,8 @@ const MISSING_ID = "01KDZ00000000000000N0TH3RE";
 describeStore(
   "cancelTask",
   (kind) => {
-    const { store, enqueueOne, lease, leaseOne, completedTask, deadTask, row, snapshot } = storeFixtures(kind);
+    const { store, enqueueOne, enqueueMany, lease, leaseOne, completedTask, deadTask, row, snapshot } =
+      storeFixtures(kind);
 
     it("cancels a pending task at once", async () => {
       const queue = uniqueQueue();
@@ -77,6 +78,38 @@ describeStore(
       }
       expect(await snapshot(queue)).toEqual(before);
       await expectEdgeqError(store().cancelTask(MISSING_ID, T0), "not_found");
+    });
+
+    it("a cancel racing its holder's completion: each task ends as its answers say, never both", async () => {
+      const queue = uniqueQueue();
+      await enqueueMany(
+        queue,
+        Array.from({ length: 8 }, () => ({})),
+      );
+      const leased = await lease(queue, T0, 8);
+      expect(leased).toHaveLength(8);
+      const raced = await Promise.all(
+        leased.map((t) =>
+          Promise.all([
+            store()
+              .cancelTask(t.id, T0 + 1)
+              .then(
+                () => "requested" as const,
+                (e: { code?: string }) => e.code,
+              ),
+            store()
+              .completeTasks([{ id: t.id, leaseToken: t.leaseToken! }], T0 + 1)
+              .then(([o]) => (o!.ok ? "completed" : o!.error.code)),
+          ]),
+        ),
+      );
+      for (const [k, [cancel, complete]] of raced.entries()) {
+        const { state } = await row(leased[k]!.id);
+        // Cancel first: requested, and the completion ends it cancelled. Completion first: the cancel comes
+        // too late for a finished task.
+        if (state === "cancelled") expect([cancel, complete]).toEqual(["requested", "task_cancelled"]);
+        else expect([state, cancel, complete]).toEqual(["completed", "invalid_transition", "completed"]);
+      }
     });
   },
   { needs: CORE_AND_OPERATOR },
