@@ -17,6 +17,8 @@ export interface CommandContext {
   stdout: NodeJS.WriteStream;
   stderr: NodeJS.WriteStream;
   stdin: NodeJS.ReadStream;
+  /** The environment the command runs in (process.env for the `edgeq` binary). */
+  env: NodeJS.ProcessEnv;
 }
 
 /** One flag of a command: how it parses, and what --help says about it. */

@@ -16,14 +16,14 @@ export interface CliConfig {
 
 /**
  * Resolves the server URL and token: flags (--url, --token) over the environment (EDGEQ_URL, EDGEQ_TOKEN)
- * over the config file (EDGEQ_CONFIG, default ~/.config/edgeq/config.json: `{ "url", "token" }`) over the
- * local development defaults. Records where the token came from.
+ * over the config file (EDGEQ_CONFIG, default ~/.config/edgeq/config.json: `{ "url", "token" }`, ~ being
+ * `env.HOME`, else the user's home directory) over the local development defaults. Records where the token came from.
  *
  * @example
  * const config = resolveConfig({ url: flags.url, token: flags.token }, process.env);
  */
 export function resolveConfig(flags: Partial<CliConfig>, env: NodeJS.ProcessEnv): CliConfig {
-  const path = env.EDGEQ_CONFIG ?? join(homedir(), ".config", "edgeq", "config.json");
+  const path = env.EDGEQ_CONFIG ?? join(env.HOME || homedir(), ".config", "edgeq", "config.json");
   let file: Partial<CliConfig> = {};
   try {
     file = JSON.parse(readFileSync(path, "utf8")) as Partial<CliConfig>;

@@ -43,7 +43,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
 /** First words of the commands ("dlq" of "dlq list"). */
 const COMMAND_WORDS = new Set(Object.keys(COMMANDS).map((name) => name.split(" ")[0]!));
 
-async function help(stdout: NodeJS.WriteStream): Promise<void> {
+async function help(stdout: CliIo["stdout"]): Promise<void> {
   const lines = ["usage: edgeq <command> [flags]   (edgeq <command> --help: its flags)", "", "commands:"];
   for (const [name, load] of Object.entries(COMMANDS)) {
     const command = await load();
@@ -54,16 +54,22 @@ async function help(stdout: NodeJS.WriteStream): Promise<void> {
   stdout.write(lines.join("\n") + "\n");
 }
 
+/** The streams a run reads and writes: the process's own, or (in the cli tests) strings. */
+export type CliIo = Pick<CommandContext, "stdout" | "stderr" | "stdin">;
+
 /**
  * Runs the CLI with `argv` (without node and the script) and returns the exit code. Every failure is one
- * line on stderr: `edgeq: <what went wrong>`.
+ * line on stderr: `edgeq: <what went wrong>`. A one-shot command reads and writes only `io` and `env`
+ * (EDGEQ_URL, EDGEQ_TOKEN, EDGEQ_CONFIG, HOME), so it can run inside another process; `worker` and `watch`
+ * also listen for the process's signals.
  *
  * @example
  * process.exitCode = await main(process.argv.slice(2));
  */
 export async function main(
   argv: string[],
-  io = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin },
+  io: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin },
+  env: NodeJS.ProcessEnv = process.env,
 ): Promise<number> {
   try {
     const { name, args } = splitCommand(
@@ -95,13 +101,14 @@ export async function main(
     }
     const config = resolveConfig(
       { url: parsed.values.url as string | undefined, token: parsed.values.token as string | undefined },
-      process.env,
+      env,
     );
     const code = await command.run({
       config,
       client: createClient(config),
       args: parsed.positionals,
       flags: parsed.values as CommandContext["flags"],
+      env,
       ...io,
     });
     return code ?? EXIT.ok;

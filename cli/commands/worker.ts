@@ -43,7 +43,7 @@ export const worker: Command = {
     const { options, handler: choice, pidFile, outliveParent } = parseWorkerSettings(ctx, worker);
     let handler: TaskHandler;
     if (choice.kind === "exec") {
-      handler = execHandler(choice.command);
+      handler = execHandler(choice.command, ctx.env);
     } else {
       checkEspeak();
       handler = ttsHandler();

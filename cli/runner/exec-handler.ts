@@ -100,16 +100,17 @@ export function outcomeOf(exit: ChildExit): Outcome {
 
 /**
  * `--exec "<command>"`: runs the command with `sh -c` per task, the payload as JSON on stdin and the
- * task's details in the environment ({@link taskEnv}); its exit code decides the outcome ({@link EXEC_EXIT}).
+ * task's details added to `env` (the worker's own; {@link taskEnv}); its exit code decides the outcome
+ * ({@link EXEC_EXIT}).
  */
-export function execHandler(command: string): TaskHandler {
+export function execHandler(command: string, env: NodeJS.ProcessEnv = process.env): TaskHandler {
   return {
     describe: `exec ${JSON.stringify(command)}`,
     async run(task, ctx) {
       const exit = await runChild({
         command: "sh",
         args: ["-c", command],
-        env: taskEnv(task, process.env),
+        env: taskEnv(task, env),
         stdin: JSON.stringify(task.payload ?? null),
         signal: ctx.signal,
         stdoutLimit: STDOUT_LIMIT,

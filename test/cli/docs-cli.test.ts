@@ -46,7 +46,8 @@ it("docs/cli.md shows each command's --help as the CLI prints it", async () => {
   ]);
   const helps = new Map<string, string>();
   for (const name of names) {
-    const run = await edgeq([...name.split(" "), "--help"]);
+    // The built binary (bin/edgeq.mjs → dist/edgeq.mjs), as a user runs it: every command loads in the bundle.
+    const run = await edgeq([...name.split(" "), "--help"], { spawn: true });
     expect(run.code, name).toBe(0);
     helps.set(name, run.stdout);
   }
