@@ -14,9 +14,10 @@ import { userMigrationStages } from "./test/support/user-migrations.js";
 // - "browser": the dashboard and the API reference in a real Chromium.
 // - "examples": the package as a user installs it, from the packed tarball (about ten minutes).
 // Node's cache of compiled code (Node 22.1+; older ones ignore the variable) for every Node process the run
-// starts: the cli tests start the `edgeq` command about 290 times, and each loads its 1 MB bundle (0.18 s of
-// CPU a start, 0.15 s with the cache: 20 starts of `edgeq --help`, twice each), beside Vitest's own workers
-// and wrangler's. Only how fast code loads changes, never what runs.
+// starts: the cli tests start the `edgeq` binary 86 times (workers, `watch`, docs-cli's `--help` of every
+// command, the smoke tests; the one-shot commands run in the test's process: test/cli/commands-support.ts),
+// and each loads its 1 MB bundle (0.18 s of CPU a start, 0.15 s with the cache: 20 starts of `edgeq --help`,
+// twice each), beside Vitest's own workers and wrangler's. Only how fast code loads changes, never what runs.
 process.env.NODE_COMPILE_CACHE ??= join(tmpdir(), "edgeq-test-node-compile-cache");
 
 export default defineConfig(async () => {

@@ -60,8 +60,9 @@ export type CliIo = Pick<CommandContext, "stdout" | "stderr" | "stdin">;
 /**
  * Runs the CLI with `argv` (without node and the script) and returns the exit code. Every failure is one
  * line on stderr: `edgeq: <what went wrong>`. A one-shot command reads and writes only `io` and `env`
- * (EDGEQ_URL, EDGEQ_TOKEN, EDGEQ_CONFIG, HOME), so it can run inside another process; `worker` and `watch`
- * also listen for the process's signals.
+ * (EDGEQ_URL, EDGEQ_TOKEN, EDGEQ_CONFIG, HOME), so it can run inside another process (the cli tests do);
+ * `worker` and `watch` also listen for the process's signals, and `worker` and `worker stop` find their pid
+ * file in the process's temporary directory (os.tmpdir()), so those run as the `edgeq` binary.
  *
  * @example
  * process.exitCode = await main(process.argv.slice(2));

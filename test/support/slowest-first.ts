@@ -27,7 +27,8 @@ export const SLOWEST_FILES = [
  * The worker project goes first and its BESIDE_CLI_FILES last, so that they run beside the cli project's
  * first files: the cli files wait on one `wrangler dev` and on the processes they start, and left a core
  * idle while they ran alone (an unloaded whole run on 2 cores, 2026-11-27: 349 s of CPU in 243 s, the cli
- * project's ~95 s at about 1.2 cores: 127 s of CPU for the project alone), while those two files (a tick
+ * project's ~95 s at about 1.2 cores: 127 s of CPU for the project alone then; 63-77 s since its one-shot
+ * commands run in the test's process, docs/architecture.md "How long"), while those two files (a tick
  * stopped at every D1 call: ~40 s each in that run, ~29 s of CPU for both alone) are CPU. A worker-project
  * slot reuses its workerd only while the next queued file is of its own project (Vitest's pool), so they
  * come at the end of that project's run, not at the start of the queue: no workerd more is started for them
