@@ -287,27 +287,30 @@ describeStore(
   { needs: CORE },
 );
 
-// Needs more of the port than the core (default `needs`: the whole port).
-describeStore("fencing: after the reaper", (kind) => {
-  const { store, enqueueOne, leaseOne, row, snapshot } = storeFixtures(kind);
-  it("an old token after the task was re-leased is lease_lost", async () => {
-    const queue = uniqueQueue();
-    const id = await enqueueOne(queue);
-    const first = await leaseOne(queue, T0);
-    const { reaped } = await store().reapExpiredLeases(T0 + VT_MS + 1);
-    expect(reaped.map((r) => r.id)).toContain(id);
-    const retryAt = (await row(id)).runAt;
-    const second = await leaseOne(queue, retryAt);
-    expect(second.leaseToken).not.toBe(first.leaseToken);
-    const before = await snapshot(queue);
-    expect(await holderWriteCodes(store(), id, first.leaseToken, retryAt + 1)).toEqual([
-      "lease_lost",
-      "lease_lost",
-      "lease_lost",
-    ]);
-    expect(await snapshot(queue)).toEqual(before);
-    // The current holder is unaffected.
-    const [ok] = await store().completeTasks([{ id, leaseToken: second.leaseToken }], retryAt + 2);
-    expect(ok).toMatchObject({ ok: true, state: "completed" });
-  });
-});
+describeStore(
+  "fencing: after the reaper",
+  (kind) => {
+    const { store, enqueueOne, leaseOne, row, snapshot } = storeFixtures(kind);
+    it("an old token after the task was re-leased is lease_lost", async () => {
+      const queue = uniqueQueue();
+      const id = await enqueueOne(queue);
+      const first = await leaseOne(queue, T0);
+      const { reaped } = await store().reapExpiredLeases(T0 + VT_MS + 1);
+      expect(reaped.map((r) => r.id)).toContain(id);
+      const retryAt = (await row(id)).runAt;
+      const second = await leaseOne(queue, retryAt);
+      expect(second.leaseToken).not.toBe(first.leaseToken);
+      const before = await snapshot(queue);
+      expect(await holderWriteCodes(store(), id, first.leaseToken, retryAt + 1)).toEqual([
+        "lease_lost",
+        "lease_lost",
+        "lease_lost",
+      ]);
+      expect(await snapshot(queue)).toEqual(before);
+      // The current holder is unaffected.
+      const [ok] = await store().completeTasks([{ id, leaseToken: second.leaseToken }], retryAt + 2);
+      expect(ok).toMatchObject({ ok: true, state: "completed" });
+    });
+  },
+  { needs: ["core", "upkeep"] },
+);

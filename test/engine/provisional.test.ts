@@ -113,7 +113,7 @@ describeStore(
       },
     );
 
-    itNeeds(kind, "all")(
+    itNeeds(kind, ["core", "upkeep"])(
       "the reaper leaves an unclaimed lease to its holder until it expires, then hands it back refunded",
       async () => {
         const { queue, leased } = await handedOut(1);

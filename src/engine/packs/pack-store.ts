@@ -20,6 +20,8 @@ import {
 import { leasePackAnswers, leasePackTasks } from "./lease";
 import { cancelPackQueueTasks, cancelPackTask, redrivePackQueue, retryPackTask } from "./operator-writes";
 import { findPackTaskState, getPackTask, listPackTasks, packQueueStats } from "./reads";
+import { prunePacksByRetention } from "./retention";
+import { reapPackExpiredLeases, reapPackLapsedLeases } from "./upkeep";
 
 /** The groups of the task-store port (src/engine/store.ts), by name: what a store implements, and what a
  * conformance file needs (test/engine/conformance/store-kinds.ts). */
@@ -52,6 +54,9 @@ export const STORE_GROUPS = {
     "replaceQueueRecord",
     "listConfiguredQueues",
   ],
+  /** The cron tick's reaper and retention prune (of the port's Upkeep: not yet `readLiveFront` and the
+   * counter folds). */
+  upkeep: ["reapLapsedLeases", "reapExpiredLeases", "pruneByRetention"],
 } as const satisfies Record<string, ReadonlyArray<keyof TaskStore>>;
 
 export type StoreGroup = keyof typeof STORE_GROUPS;
@@ -94,5 +99,8 @@ export function packTaskStore(db: Db): PackCore {
     readQueueRecord: (queue) => readQueueRecord(db, queue),
     replaceQueueRecord: (record) => replaceQueueRecord(db, record),
     listConfiguredQueues: () => listConfiguredQueues(db),
+    reapLapsedLeases: (ids, now) => reapPackLapsedLeases(db, ids, now),
+    reapExpiredLeases: (now, limit) => reapPackExpiredLeases(db, now, limit),
+    pruneByRetention: (now) => prunePacksByRetention(db, now),
   };
 }

@@ -1,0 +1,119 @@
+import { sql, type SQL } from "drizzle-orm";
+import { batchAll, type Db } from "../../db/client";
+import { idLowerBound } from "../purge";
+import { DEFAULT_QUEUE_CONFIG } from "../queue-config";
+
+/**
+ * Retention over packs (the port's `pruneByRetention`, src/engine/store-upkeep.ts): a pack is deleted — its
+ * row, its tasks' dedupe-key rows (`pack_keys`), client-id rows (`pack_ids`) and spill rows (`pack_spill`),
+ * in one batch — once it is finished (`live = 0`: every slot completed, dead or cancelled; the row's CHECK
+ * ties `finished_at` to it) past its queue's retention. A pack with one live slot is never deleted, whatever
+ * its other slots: a pack ends as a whole, so a task finished early in it is kept until its pack's last one
+ * is past retention (never deleted before its time, sometimes after). A queue of `retention_s: 0` keeps a
+ * pack that holds a dead or cancelled task for the default retention, as the D1 store keeps such tasks.
+ *
+ * Finished packs are not indexed (`packs_live` holds live ones only: no index entry to pay per pack), so
+ * the prune walks the packs' primary key a window at a time from where the last call stopped
+ * (`sweep_cursors`), up to the id of the shortest retention's cutoff — pack ids are time-ordered
+ * (pack-ids.ts) and a pack finishes after it is created — as the D1 store walks `tasks` (src/engine/purge.ts).
+ */
+
+/**
+ * Packs one prune window reads, in primary-key order. Why 500: a window's walk reads only the leading
+ * columns of each row (id, queue, finished_at: never the slots), and its delete rewrites nothing; 500 packs
+ * are up to 50,000 tasks, and at a typical 1 KiB per task some 50 MB of pages freed in one batch — a few
+ * tens of milliseconds of D1, so requests run between windows.
+ */
+export const PACK_PRUNE_WINDOW = 500;
+
+/**
+ * Most windows one call prunes, going on only while most of a window was deleted. Why 20: 10,000 packs a
+ * call (the D1 store's bound of 5,000 statements' rows, twice: a pack is one row); at the cron tick's once a
+ * minute that is 1,000,000 tasks a minute in full packs, and 10,000 in packs of one — a database's enqueue
+ * rate in packs of one, past which calls fall behind and the next tick goes on.
+ */
+export const PACK_PRUNE_ROUNDS = 20;
+
+/** The prune's cursor in `sweep_cursors` (the D1 store's is "retention"). */
+const PACK_PRUNE_CURSOR = "pack_retention";
+
+/** A pack id ordered with the time prefix of `ms` (a pack id is a ULID less two characters: pack-ids.ts). */
+const packIdBound = (ms: number) => idLowerBound(ms).slice(0, 24);
+
+/**
+ * Deletes finished packs past their queue's retention, up to PACK_PRUNE_ROUNDS windows per call, going on
+ * from where the last call stopped; never a pack with a live slot, nor one before its time.
+ *
+ * @example
+ * const { pruned } = await prunePacksByRetention(db, Date.now());
+ */
+export async function prunePacksByRetention(db: Db, now: number): Promise<{ pruned: number; windows: number }> {
+  const stored = await db.get<{ position: string }>(
+    sql`SELECT position FROM sweep_cursors WHERE name = ${PACK_PRUNE_CURSOR}`,
+  );
+  const shortest = await db.get<{ s: number | null }>(sql`SELECT min(retention_s) AS s FROM queues`);
+  const below = packIdBound(now - Math.min(shortest?.s ?? Infinity, DEFAULT_QUEUE_CONFIG.retention_s) * 1000);
+  let at = stored?.position ?? "";
+  let pruned = 0;
+  let windows = 0;
+  for (let round = 0; round < PACK_PRUNE_ROUNDS; round++) {
+    const step = await pruneWindow(db, now, at, below);
+    windows++;
+    pruned += step.pruned;
+    at = step.next;
+    // At the cutoff, or a window mostly kept (live packs, longer retention): the next call goes on.
+    if (at === "" || step.pruned < step.read / 2) break;
+  }
+  if (at !== (stored?.position ?? "")) {
+    await db.run(sql`INSERT INTO sweep_cursors (name, position) VALUES (${PACK_PRUNE_CURSOR}, ${at})
+      ON CONFLICT (name) DO UPDATE SET position = excluded.position`);
+  }
+  return { pruned, windows };
+}
+
+/** One window: reads up to PACK_PRUNE_WINDOW pack ids after `after` and below `below`; if any is finished,
+ * deletes those past retention with their side rows. `next` is "" once the window reached the cutoff. */
+async function pruneWindow(
+  db: Db,
+  now: number,
+  after: string,
+  below: string,
+): Promise<{ pruned: number; read: number; next: string }> {
+  const seen = await db.get<{ n: number; finished: number; last: string | null }>(sql`SELECT count(*) AS n,
+      coalesce(sum(finished_at IS NOT NULL), 0) AS finished, max(id) AS last
+    FROM (SELECT id, finished_at FROM packs WHERE id > ${after} AND id < ${below} ORDER BY id LIMIT ${PACK_PRUNE_WINDOW})`);
+  const { n, finished, last } = seen ?? { n: 0, finished: 0, last: null };
+  const next = n < PACK_PRUNE_WINDOW || last === null ? "" : last;
+  if (finished === 0 || last === null) return { pruned: 0, read: n, next };
+  // Each statement finds the doomed packs again (one batch: one transaction, so all see the same packs), the
+  // side rows first — they are found through the packs' slots.
+  const doomed = sql`SELECT * FROM packs p WHERE ${prunable(sql`p`, now, after, last)}`;
+  const slots = sql`(${doomed}) AS d, json_each(d.slots) AS j`;
+  const deleted = await batchAll<{ id: string }>(db, [
+    // A key row of a doomed task (the row names the task: a key since taken by another task is left alone).
+    sql`DELETE FROM pack_keys WHERE (queue, dedupe_key, task_id) IN (
+      SELECT d.queue, j.value->>'d', coalesce(j.value->>'i', k.task_id) FROM ${slots}
+        JOIN pack_keys k ON k.queue = d.queue AND k.dedupe_key = j.value->>'d'
+      WHERE j.value->>'d' IS NOT NULL AND (j.value->>'i' IS NOT NULL OR substr(k.task_id, 1, 24) = d.id))`,
+    sql`DELETE FROM pack_ids WHERE id IN (SELECT j.value->>'i' FROM ${slots} WHERE j.value->>'i' IS NOT NULL)
+      AND pack IN (SELECT id FROM packs p WHERE ${prunable(sql`p`, now, after, last)})`,
+    // A slot's spill rows are keyed by its address (its pack's id and two characters): a range of the key.
+    sql`DELETE FROM pack_spill WHERE task_id IN (SELECT s.task_id FROM packs p
+      JOIN pack_spill s ON s.task_id >= p.id AND s.task_id < p.id || '~' WHERE ${prunable(sql`p`, now, after, last)})`,
+    sql`DELETE FROM packs WHERE ${prunable(sql`packs`, now, after, last)} RETURNING id`,
+  ]);
+  return { pruned: deleted.at(-1)?.length ?? 0, read: n, next };
+}
+
+/**
+ * Whether pack `p` (a table alias) is finished past its queue's retention, with an id in (after, last]. On a
+ * queue of `retention_s: 0`, a pack holding a dead or cancelled task (its `st` not all `c`) is kept for the
+ * default retention.
+ */
+function prunable(p: SQL, now: number, after: string, last: string): SQL {
+  const retention = sql`(SELECT q.retention_s FROM queues q WHERE q.name = ${p}.queue)`;
+  return sql`${p}.id > ${after} AND ${p}.id <= ${last} AND ${p}.live = 0 AND ${p}.finished_at IS NOT NULL
+    AND ${p}.finished_at < ${now} - 1000 * CASE
+      WHEN ${retention} = 0 AND replace(${p}.st, 'c', '') <> '' THEN ${DEFAULT_QUEUE_CONFIG.retention_s}
+      ELSE coalesce(${retention}, ${DEFAULT_QUEUE_CONFIG.retention_s}) END`;
+}
