@@ -97,9 +97,10 @@ describeStore(
       const queue = uniqueQueue("prune");
       await store().putQueueConfig(queue, { retention_s: MIN_RETENTION_S }, base, PROCESSORS);
       const done = await completedTask(queue, {}, base);
-      const live = await enqueueOne(queue, {}, base);
-      const held = await enqueueOne(queue, {}, base);
-      expect((await leaseOne(queue, base)).id).toBe(live);
+      const processing = await enqueueOne(queue, {}, base);
+      const pending = await enqueueOne(queue, {}, base + 1);
+      // Lease order is (priority, run_at, id): the earlier run time first.
+      expect((await leaseOne(queue, base + 1)).id).toBe(processing);
       // Before its time: kept, however many calls.
       for (let i = 0; i < 5; i++) await store().pruneByRetention(base + MIN_RETENTION_S * 1000 - 1000);
       expect(await exists(done)).toBe(true);
@@ -107,8 +108,8 @@ describeStore(
       const after = base + 2 * MIN_RETENTION_S * 1000;
       for (let i = 0; i < 100 && (await exists(done)); i++) await store().pruneByRetention(after);
       expect(await exists(done)).toBe(false);
-      expect(await exists(live)).toBe(true);
-      expect(await exists(held)).toBe(true);
+      expect(await exists(processing)).toBe(true);
+      expect(await exists(pending)).toBe(true);
     });
   },
   { needs: ["core", "queueConfig", "upkeep"] },
