@@ -8,6 +8,7 @@ import { sumCounters } from "../../../src/engine/counters";
 import { packTaskStore } from "../../../src/engine/packs/pack-store";
 import { SPILL_AT_BYTES } from "../../../src/engine/packs/spill";
 import { PROCESSORS, T0, uniqueQueue } from "../../helpers";
+import { meteredD1 } from "../../support/metered-d1";
 import { recordingD1 } from "./recording-d1";
 
 // The pack store's own mechanics of upkeep (src/engine/packs/upkeep.ts, retention.ts): a pack is deleted as a
@@ -123,5 +124,22 @@ describe("pack store: the reaper", () => {
     expect(reaped.filter(mine)).toEqual([{ id: task!.id, queue, state: "pending", run_at: T0 }]);
     expect(unclaimed).toContain(task!.id);
     expect(await store().getTask(task!.id)).toMatchObject({ state: "pending", attempts: 0, errors: "[]" });
+  });
+
+  it("reaps 100 lapsed leases of one pack writing 2 rows: the pack and one counter row (the D1 store: 201, each row and its live-index entry)", async () => {
+    const queue = uniqueQueue("pack-reap-cost");
+    const { tasks } = await store().enqueueTasks(
+      queue,
+      Array.from({ length: 100 }, () => ({})),
+      T0,
+    );
+    await leaseAt(queue, T0);
+    const meter = meteredD1(env.DB);
+    const { reaped } = await packTaskStore(openDb(meter.db)).reapLapsedLeases(
+      tasks.map((t) => t.id),
+      T0 + 30_000,
+    );
+    expect(reaped).toHaveLength(100);
+    expect(meter.usage.rowsWritten).toBe(2);
   });
 });
