@@ -75,9 +75,36 @@ describe("pack store: retention deletes a finished pack only, with its side rows
     expect(await packExists(spare)).toBe(true);
     expect((await store().getTask(mixed.tasks[0]!.id)).state).toBe("completed");
     expect((await store().getTask(spare)).state).toBe("pending");
-    // The key is free for a new task (its row went with its pack).
-    const [again] = (await store().enqueueTasks(queue, [{ dedupeKey: "gone-key" }], after)).tasks;
+    // The key is free for a new task (its row went with its pack). Enqueued at today's time, not `after`: pack
+    // ids take the latest time their generator has seen (pack-ids.ts), and a later test's packs must not
+    // carry a future time the prune's cutoff would skip.
+    const [again] = (await store().enqueueTasks(queue, [{ dedupeKey: "gone-key" }], base + 4)).tasks;
     expect(again).toMatchObject({ deduplicated: false });
+  });
+});
+
+describe("pack store: the prune's cost", () => {
+  it("deletes a finished pack of 100 tasks writing 1 row (and at most the cursor's; the D1 store: 100)", async () => {
+    const base = Date.now();
+    const queue = uniqueQueue("pack-prune-cost");
+    await store().putQueueConfig(queue, { retention_s: MIN_RETENTION_S }, base, PROCESSORS);
+    const { tasks } = await store().enqueueTasks(
+      queue,
+      Array.from({ length: 100 }, () => ({})),
+      base,
+    );
+    const leased = await leaseAt(queue, base);
+    await store().completeTasks(
+      leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+      base + 1,
+    );
+    const meter = meteredD1(env.DB);
+    const measured = packTaskStore(openDb(meter.db));
+    const after = base + 2 * MIN_RETENTION_S * 1000;
+    for (let i = 0; i < 100 && (await packExists(tasks[0]!.id)); i++) await measured.pruneByRetention(after);
+    expect(await packExists(tasks[0]!.id)).toBe(false);
+    expect(meter.usage.rowsWritten).toBeGreaterThanOrEqual(1);
+    expect(meter.usage.rowsWritten).toBeLessThanOrEqual(2);
   });
 });
 
