@@ -4,7 +4,7 @@ import { DEFAULT_QUEUE_CONFIG } from "../../src/engine/queue-config";
 import { backoffBoundsMs } from "../../src/engine/retry-policy";
 import { PROCESSORS, T0, uniqueQueue } from "../helpers";
 import { VT_MS, storeFixtures } from "./conformance/fixtures";
-import { describeStore } from "./conformance/store-kinds";
+import { describeStore, itNeeds } from "./conformance/store-kinds";
 
 /** The expiry backoff after attempt `n` on a queue of the default backoff (no jitter: retry-policy.ts). */
 const expiryBackoff = (n: number) =>
@@ -82,6 +82,22 @@ describeStore(
         finished.id === a.id ? b.id : a.id,
       ]);
     });
+
+    itNeeds(kind, ["core", "operator", "upkeep"])(
+      "ends a lapsed lease whose cancel was requested cancelled, attempts left or not",
+      async () => {
+        const queue = uniqueQueue("reap-cancel");
+        const id = await enqueueOne(queue, { maxAttempts: 3 });
+        await leaseOne(queue, T0);
+        expect(await store().cancelTask(id, T0 + 1)).toMatchObject({ state: "processing", cancelRequested: 1 });
+        const now = T0 + VT_MS + 1;
+        expect(await store().reapLapsedLeases([id], now)).toEqual({
+          reaped: [{ id, queue, state: "cancelled", run_at: T0 }],
+          unclaimed: [],
+        });
+        expect(await row(id)).toMatchObject({ state: "cancelled", finishedAt: now, leaseToken: null });
+      },
+    );
   },
   { needs: ["core", "upkeep"] },
 );
