@@ -10,46 +10,38 @@ import { CORE_AND_CONFIG, describeStore, itNeeds } from "./conformance/store-kin
 describeStore(
   "rows written per task",
   (kind) => {
-    it("a successful life at batch 100 writes what the store promises (D1: 2 + 1 + 1 per task, plus 1 counter row per call: 4.03)", async () => {
+    /** Rows written by one enqueue, one lease and one complete of `n` tasks on a fresh queue. */
+    async function lifeWritten(n: number) {
       const { store, rowsWritten, reset } = kind.measure();
       const queue = uniqueQueue();
-      const n = 100;
-
       await store.enqueueTasks(
         queue,
         Array.from({ length: n }, (_, i) => ({ payload: { i } })),
         T0,
       );
-      const enqueueWritten = rowsWritten();
+      const enqueue = rowsWritten();
       reset();
       const leased = await store.leaseTasks({ queue, max: n, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
       expect(leased).toHaveLength(n);
-      const leaseWritten = rowsWritten();
+      const lease = rowsWritten();
       reset();
       const outcomes = await store.completeTasks(
         leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
         T0 + 2,
       );
       expect(outcomes.every((o) => o.ok)).toBe(true);
-      const completeWritten = rowsWritten();
+      return { enqueue, lease, complete: rowsWritten() };
+    }
 
+    it("a successful life at batch 100 writes what the store promises (D1: 2 + 1 + 1 per task, plus 1 counter row per call: 4.03)", async () => {
+      const written = await lifeWritten(100);
       // The task's own writes (2n, n, n) and one counter row per call.
-      expect({ enqueue: enqueueWritten, lease: leaseWritten, complete: completeWritten }).toEqual(kind.costs.life(n));
-      expect((enqueueWritten + leaseWritten + completeWritten) / n).toBe(kind.costs.perTaskAtBatch100);
+      expect(written).toEqual(kind.costs.life(100));
+      expect((written.enqueue + written.lease + written.complete) / 100).toBe(kind.costs.perTaskAtBatch100);
     });
 
     it("a successful life at batch 1 writes what the store promises (D1: 4 + 3 counter rows = 7, each call upserts its own counter row)", async () => {
-      const { store, rowsWritten, reset } = kind.measure();
-      const queue = uniqueQueue();
-      await store.enqueueTasks(queue, [{ payload: { i: 0 } }], T0);
-      const enqueueWritten = rowsWritten();
-      reset();
-      const [task] = await store.leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
-      const leaseWritten = rowsWritten();
-      reset();
-      await store.completeTasks([{ id: task!.id, leaseToken: task!.leaseToken! }], T0 + 2);
-      const completeWritten = rowsWritten();
-      expect({ enqueue: enqueueWritten, lease: leaseWritten, complete: completeWritten }).toEqual(kind.costs.life(1));
+      expect(await lifeWritten(1)).toEqual(kind.costs.life(1));
     });
 
     itNeeds(kind, "all")(
@@ -84,25 +76,7 @@ describeStore(
     );
 
     it("a successful life at batch 10 writes what the store promises (D1: 4 per task + 3 counter rows = 4.3 per task)", async () => {
-      const { store, rowsWritten, reset } = kind.measure();
-      const queue = uniqueQueue();
-      const n = 10;
-      await store.enqueueTasks(
-        queue,
-        Array.from({ length: n }, (_, i) => ({ payload: { i } })),
-        T0,
-      );
-      const enqueueWritten = rowsWritten();
-      reset();
-      const leased = await store.leaseTasks({ queue, max: n, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
-      const leaseWritten = rowsWritten();
-      reset();
-      await store.completeTasks(
-        leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
-        T0 + 2,
-      );
-      const completeWritten = rowsWritten();
-      expect({ enqueue: enqueueWritten, lease: leaseWritten, complete: completeWritten }).toEqual(kind.costs.life(n));
+      expect(await lifeWritten(10)).toEqual(kind.costs.life(10));
     });
 
     it("a lease that takes over 100 lapsed leases writes what any lease of 100 does: the lapsed attempts are counted in its counter row", async () => {
