@@ -138,8 +138,8 @@ export const CLAIM_WINDOW_S = 10;
 export const CONTESTED_CLAIM_S = 1;
 
 /** How often, at most, a coordinator ends the claim windows of contested hand-outs
- * (src/coordinator/hand-outs.ts): each end is a D1 statement and usually finds every lease claimed. Why 250 ms: one statement covers the
- * hand-outs of a quarter second (ten at 40 tasks/s) instead of one per task, and a gone client's task is
+ * (src/coordinator/hand-outs.ts): each end is a D1 statement and usually finds every lease claimed. Why
+ * 250 ms: one statement covers the hand-outs of a quarter second (ten at 40 tasks/s) instead of one per task, and a gone client's task is
  * taken back 1.25 s after its hand-out at the latest — inside the 2 s a live client waits at most with two
  * hung-up polls parked (test/http/hung-up-polls.test.ts; docs/api.md, "Long polls"). */
 export const CONTESTED_CHECK_MS = 250;

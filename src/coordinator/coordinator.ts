@@ -58,8 +58,8 @@ const PART_KEY = "part";
  *
  * A waiter answered after it waited gets its tasks under a provisional lease: its client may have hung up
  * meanwhile. Where the Worker hears of hang-ups (`hangUpReported`) it withdraws such a poll, and the lease
- * is a plain one (claimed, its expiry counting the attempt); where it does not (`wrangler dev`: docs/api.md, "Long polls"), unless the holder
- * claims the lease (any fenced call) within CLAIM_WINDOW_S the tasks become leasable again, and while
+ * is a plain one (claimed, its expiry counting the attempt); where it does not (`wrangler dev`: docs/api.md,
+ * "Long polls"), unless the holder claims the lease (any fenced call) within CLAIM_WINDOW_S the tasks become leasable again, and while
  * another poll waits a hand-out left unclaimed for CONTESTED_CLAIM_S is taken back for it — only as many as
  * the waiting polls ask for (hand-outs.ts). A withdrawn poll (`withdrawPoll`: its client's disconnect where the
  * platform reports it, or the client's own POST .../lease/withdraw) leaves the line, and whatever was

@@ -11,8 +11,8 @@ import { leasableSql } from "./redelivery";
  * backlog: the keys of the queue's live keyed tasks are walked from the round-robin cursor (a seek per key
  * in the `tasks_keyed` index: the set of keys is the tasks' own, nothing to keep), at most keyWindow(max)
  * of them that may have work — keys with nothing due (every task fresh and delayed) are passed without
- * counting, up to NOT_DUE_KEYS_PASSED of them (mayWorkSql). For each, its state (flow_keys: pause, tokens) and its limits (the queue's config: the key's
- * override, else the default) give how many it may start now:
+ * counting, up to NOT_DUE_KEYS_PASSED of them (mayWorkSql). For each, its state (flow_keys: pause, tokens)
+ * and its limits (the queue's config: the key's override, else the default) give how many it may start now:
  * - paused (the key or the queue): none;
  * - concurrency: the limit less its running tasks — counted from the tasks themselves (processing under a
  *   lease that has not expired and is not an unclaimed provisional one), so a count cannot leak, and a
@@ -48,7 +48,8 @@ export function keyWindow(max: number): number {
 /** Most keys with nothing due (no started task, every fresh one delayed) one lease walks past beyond its
  * window: such keys do not count towards keyWindow(max), so a due key behind them is leased by the same
  * lease; bounded, because each costs the walk a few index seeks and its own reads of the walk (~11 rows read:
- * 11,227 for a lease passing 1,000 in test/engine/flow-window.test.ts). Behind more, the cursor moves past the ones walked and the next lease goes on from there. */
+ * 11,227 for a lease passing 1,000 in test/engine/flow-window.test.ts). Behind more, the cursor moves past
+ * the ones walked and the next lease goes on from there. */
 export const NOT_DUE_KEYS_PASSED = 1000;
 
 /** How deep into the queue's live tasks (in lease order) a flow lease looks for unkeyed ones: four times its

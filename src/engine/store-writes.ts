@@ -13,8 +13,9 @@ import type { StoredTask } from "../contracts/stored-task";
 
 /**
  * The state changes of a task store (src/engine/store.ts), in four groups: tasks in and leases out, the
- * holder's fenced writes, a long poll's coordinator's returns and claim-window ends, and an operator's. Each is atomic — one statement or one transaction of the
- * store — and says which invariant it keeps; every one counts what it changed in the per-minute counters.
+ * holder's fenced writes, a long poll's coordinator's returns and claim-window ends, and an operator's. Each
+ * is atomic — one statement or one transaction of the store — and says which invariant it keeps; every one
+ * counts what it changed in the per-minute counters.
  */
 
 /** Tasks in, leases out. */

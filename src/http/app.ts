@@ -46,8 +46,8 @@ export interface AppDeps {
 }
 
 /**
- * Builds the HTTP API, with the parts the Worker opted into. Routes validate with zod, make one operation call (src/operations/), and render;
- * errors go to the one `onError`.
+ * Builds the HTTP API, with the parts the Worker opted into. Routes validate with zod, make one operation call
+ * (src/operations/), and render; errors go to the one `onError`.
  *
  * @example
  * export default { fetch: buildApp({ processors: new ProcessorRegistry([echoProcessor]) }).fetch };
