@@ -49,9 +49,11 @@ export default defineConfig(async () => {
                   EDGEQ_TOKEN: "test-token",
                   ENVIRONMENT: "test",
                 },
-                // Two databases that are not shards: USER_DB for a Worker's own migrations, OWN_DB for a test that
-                // needs a whole database to itself (a read over every task of it: test/engine/d1/counters-tail.test.ts).
-                d1Databases: ["USER_DB", "OWN_DB"],
+                // Databases that are not shards: USER_DB for a Worker's own migrations, OWN_DB for a test that
+                // needs a whole database to itself (a read over every task of it: test/engine/d1/counters-tail.test.ts),
+                // and a pair standing in for the two shards for each file that stops a tick at every D1 call
+                // (test/support/own-shards.ts).
+                d1Databases: ["USER_DB", "OWN_DB", "TICK_DB", "TICK_DB_1", "SETTLE_DB", "SETTLE_DB_1"],
               },
             }),
           ],

@@ -16,6 +16,11 @@ declare global {
       USER_DB: D1Database;
       /** An empty database (vitest.config.ts), not a shard: one test file migrates and uses it alone. */
       OWN_DB: D1Database;
+      /** Two empty databases each (vitest.config.ts) that stand in for the two shards: test/support/own-shards.ts. */
+      TICK_DB: D1Database;
+      TICK_DB_1: D1Database;
+      SETTLE_DB: D1Database;
+      SETTLE_DB_1: D1Database;
     }
   }
 }

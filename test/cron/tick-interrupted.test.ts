@@ -1,20 +1,31 @@
-import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { runTick } from "../../src/cron/tick";
+import { openDb } from "../../src/db/client";
 import { completeTasks } from "../../src/engine/complete";
 import { minuteOf } from "../../src/engine/counters";
 import { d1TaskStore } from "../../src/engine/d1-store";
 import { enqueueTasks } from "../../src/engine/enqueue";
 import { leaseTasks } from "../../src/engine/lease";
 import { putQueueConfig } from "../../src/engine/queue-config";
-import { db, PROCESSORS, row, uniqueQueue } from "../helpers";
+import { getTask } from "../../src/engine/read";
+import { PROCESSORS, uniqueQueue } from "../helpers";
 import { clearQueue } from "../support/clear-queue";
 import { clockRange } from "../support/clock-range";
 import { atEveryD1Call } from "../support/failing-d1";
+import { ownShards } from "../support/own-shards";
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
+
+// Two databases of this file's own stand in for the shards (test/support/own-shards.ts): every tick here reads
+// only what this file wrote, so each point's D1 calls are the same whatever ran before it in this workerd.
+let env: Awaited<ReturnType<typeof ownShards>>;
+beforeAll(async () => {
+  env = await ownShards("TICK");
+});
+const db = () => openDb(env.DB);
+const row = (id: string) => getTask(db(), id);
 
 /** One of each thing a tick changes, in a queue of its own, set up at `t` for a tick two hours later. */
 async function scenario(t: number) {

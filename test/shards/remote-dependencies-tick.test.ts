@@ -1,5 +1,4 @@
-import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { runTick } from "../../src/cron/tick";
 import { openDb } from "../../src/db/client";
 import { d1TaskStore } from "../../src/engine/d1-store";
@@ -8,9 +7,16 @@ import { queueRoute } from "../../src/shards/queue-route";
 import { clockRange } from "../support/clock-range";
 import { clearQueue } from "../support/clear-queue";
 import { atEveryD1Call } from "../support/failing-d1";
+import { ownShards } from "../support/own-shards";
 import { queueOn } from "./support";
 
 const HOUR = 3_600_000;
+// Two databases of this file's own stand in for the shards (test/support/own-shards.ts): every tick here reads
+// only what this file wrote, so each point's D1 calls are the same whatever ran before it in this workerd.
+let env: Awaited<ReturnType<typeof ownShards>>;
+beforeAll(async () => {
+  env = await ownShards("SETTLE");
+});
 const storeOf = (name: "DB" | "DB_1") => d1TaskStore(openDb(name === "DB" ? env.DB : env.DB_1));
 
 /**
