@@ -36,7 +36,8 @@ export const SLOWEST_FILES = [
  */
 export const PROJECT_ORDER = ["worker", "cli"];
 
-/** The worker project's files that end its run, to overlap the cli project's start (see PROJECT_ORDER). */
+/** The worker project's files that end its run, to overlap the cli project's start (see PROJECT_ORDER). Their
+ * ticks read databases of their own (test/support/own-shards.ts), so coming last costs them nothing more. */
 export const BESIDE_CLI_FILES = ["test/cron/tick-interrupted.test.ts", "test/shards/remote-dependencies-tick.test.ts"];
 
 const listed = (list: readonly string[], spec: TestSpecification) =>
