@@ -32,7 +32,8 @@ export const SLOWEST_FILES = [
  * stopped at every D1 call: ~40 s each in that run, ~29 s of CPU for both alone) are CPU. A worker-project
  * slot reuses its workerd only while the next queued file is of its own project (Vitest's pool), so they
  * come at the end of that project's run, not at the start of the queue: no workerd more is started for them
- * (a start is ~10 s of CPU: `/usr/bin/time npx vitest run --project worker` on two small files).
+ * (a workerd more is ~5.5 s of CPU: `/usr/bin/time -v npx vitest run --project worker` on one small file
+ * and on four, docs/architecture.md "How long").
  */
 export const PROJECT_ORDER = ["worker", "cli"];
 
