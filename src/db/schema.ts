@@ -577,6 +577,11 @@ export const packs = sqliteTable(
     index("packs_live")
       .on(t.queue, sql`${t.priority} DESC`, t.runAt, t.id)
       .where(sql`${t.finishedAt} IS NULL`),
+    // A queue's finished packs in id order: listings and stats of one queue (src/engine/packs/listing.ts).
+    // Written once when a pack finishes (migration 0024).
+    index("packs_done")
+      .on(t.queue, t.id)
+      .where(sql`${t.finishedAt} IS NOT NULL`),
     check("packs_live_finished", sql`(${t.live} > 0) = (${t.finishedAt} IS NULL)`),
   ],
 );

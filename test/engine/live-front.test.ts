@@ -9,29 +9,33 @@ import { describeStore } from "./conformance/store-kinds";
 /** The front is read over every queue, and the reap below takes every lapsed lease: a clock range of its own. */
 const clock = clockRange("engine/live-front");
 
-describeStore("the live front the tick reads", (kind) => {
-  it("finds every lapsed lease, in every priority, and the figures health reads", async () => {
-    const t = clock.day(0);
-    const queue = uniqueQueue("front");
-    const { expiring } = await lapsedMix(kind.store(), queue, t);
+describeStore(
+  "the live front the tick reads",
+  (kind) => {
+    it("finds every lapsed lease, in every priority, and the figures health reads", async () => {
+      const t = clock.day(0);
+      const queue = uniqueQueue("front");
+      const { expiring } = await lapsedMix(kind.store(), queue, t);
 
-    // The short leases expired; the provisional one went unclaimed past its claim window but has not
-    // expired, so it is still its holder's (a lease may take it over; the reaper leaves it); all ran > 60 s.
-    const now = t + 120_000;
-    const front = (await kind.store().readLiveFront(now, { dueCountFor: () => 0 })).find((f) => f.queue === queue);
-    expect(front).toMatchObject({
-      queue,
-      due: 5, // the low-priority tasks not leased; the delayed one is not due
-      capped: false,
-      oldest_due_at: t,
-      lease_expired: 2,
-      overrun: 5,
-      leasable: true,
+      // The short leases expired; the provisional one went unclaimed past its claim window but has not
+      // expired, so it is still its holder's (a lease may take it over; the reaper leaves it); all ran > 60 s.
+      const now = t + 120_000;
+      const front = (await kind.store().readLiveFront(now, { dueCountFor: () => 0 })).find((f) => f.queue === queue);
+      expect(front).toMatchObject({
+        queue,
+        due: 5, // the low-priority tasks not leased; the delayed one is not due
+        capped: false,
+        oldest_due_at: t,
+        lease_expired: 2,
+        overrun: 5,
+        leasable: true,
+      });
+      expect(front!.lapsed.map((l) => l.id).sort()).toEqual(expiring.map((r) => r.id).sort());
+      await kind.discard(queue);
     });
-    expect(front!.lapsed.map((l) => l.id).sort()).toEqual(expiring.map((r) => r.id).sort());
-    await kind.discard(queue);
-  });
-});
+  },
+  { needs: ["core", "queueConfig", "liveFront"] },
+);
 
 describe("the live front after the reaper", () => {
   it("after the reaper: reaped tasks leave the lease figures, and those due again count as due", () => {

@@ -73,42 +73,46 @@ describeStore("which queues are in use (the SQS endpoint's queues)", (kind) => {
   });
 });
 
-describeStore("reads of single tasks and live counts", (kind) => {
-  const { store, enqueueOne, enqueueMany, leaseOne, completedTask, deadTask } = storeFixtures(kind);
+describeStore(
+  "reads of single tasks and live counts",
+  (kind) => {
+    const { store, enqueueOne, enqueueMany, leaseOne, completedTask, deadTask } = storeFixtures(kind);
 
-  it("findTaskState: the state, or null for no such task", async () => {
-    expect(await store().findTaskState(await enqueueOne(uniqueQueue("state")))).toBe("pending");
-    expect(await store().findTaskState(await deadTask(uniqueQueue("state")))).toBe("dead");
-    expect(await store().findTaskState("01JZZZZZZZZZZZZZZZZZZZZZZY")).toBeNull();
-  });
+    it("findTaskState: the state, or null for no such task", async () => {
+      expect(await store().findTaskState(await enqueueOne(uniqueQueue("state")))).toBe("pending");
+      expect(await store().findTaskState(await deadTask(uniqueQueue("state")))).toBe("dead");
+      expect(await store().findTaskState("01JZZZZZZZZZZZZZZZZZZZZZZY")).toBeNull();
+    });
 
-  it("readTaskEventFields: what an event shows of each task held, as it is now", async () => {
-    const queue = uniqueQueue("event-fields");
-    const [a] = await enqueueMany(queue, [{ type: "mail", group: "g1" }]);
-    const leased = await leaseOne(queue, T0 + 5);
-    const rows = await store().readTaskEventFields([a!, "01JZZZZZZZZZZZZZZZZZZZZZZX"]);
-    expect(rows).toEqual([
-      {
-        id: a,
-        type: "mail",
-        group_key: "g1",
-        state: "processing",
-        attempts: 1,
-        run_at: leased.runAt,
-        errors: "[]",
-        progress: null,
-        progress_message: null,
-      },
-    ]);
-  });
+    it("readTaskEventFields: what an event shows of each task held, as it is now", async () => {
+      const queue = uniqueQueue("event-fields");
+      const [a] = await enqueueMany(queue, [{ type: "mail", group: "g1" }]);
+      const leased = await leaseOne(queue, T0 + 5);
+      const rows = await store().readTaskEventFields([a!, "01JZZZZZZZZZZZZZZZZZZZZZZX"]);
+      expect(rows).toEqual([
+        {
+          id: a,
+          type: "mail",
+          group_key: "g1",
+          state: "processing",
+          attempts: 1,
+          run_at: leased.runAt,
+          errors: "[]",
+          progress: null,
+          progress_message: null,
+        },
+      ]);
+    });
 
-  it("countLiveTasks: due and not-yet-due pending tasks, and processing ones, at `now`", async () => {
-    const queue = uniqueQueue("live-counts");
-    await completedTask(queue, {}, T0);
-    await enqueueMany(queue, [{}, {}, { runAt: T0 + 60_000 }], T0 + 1);
-    await leaseOne(queue, T0 + 2);
-    expect(await store().countLiveTasks(queue, T0 + 10)).toEqual({ due: 1, notDue: 1, processing: 1 });
-    expect(await store().countLiveTasks(queue, T0 + 60_000)).toEqual({ due: 2, notDue: 0, processing: 1 });
-    expect(await store().countLiveTasks(uniqueQueue("live-none"), T0)).toEqual({ due: 0, notDue: 0, processing: 0 });
-  });
-});
+    it("countLiveTasks: due and not-yet-due pending tasks, and processing ones, at `now`", async () => {
+      const queue = uniqueQueue("live-counts");
+      await completedTask(queue, {}, T0);
+      await enqueueMany(queue, [{}, {}, { runAt: T0 + 60_000 }], T0 + 1);
+      await leaseOne(queue, T0 + 2);
+      expect(await store().countLiveTasks(queue, T0 + 10)).toEqual({ due: 1, notDue: 1, processing: 1 });
+      expect(await store().countLiveTasks(queue, T0 + 60_000)).toEqual({ due: 2, notDue: 0, processing: 1 });
+      expect(await store().countLiveTasks(uniqueQueue("live-none"), T0)).toEqual({ due: 0, notDue: 0, processing: 0 });
+    });
+  },
+  { needs: ["core", "reads"] },
+);

@@ -89,38 +89,42 @@ describeStore(
   { needs: CORE_AND_OPERATOR },
 );
 
-describeStore("listQueues", (kind) => {
-  const fixtures = storeFixtures(kind);
-  const { store } = fixtures;
+describeStore(
+  "listQueues",
+  (kind) => {
+    const fixtures = storeFixtures(kind);
+    const { store } = fixtures;
 
-  it("includes queues with tasks and configured queues without tasks", async () => {
-    const withTasks = uniqueQueue("a");
-    const configuredOnly = uniqueQueue("b");
-    await populate(fixtures, withTasks);
-    await store().putQueueConfig(configuredOnly, { max_attempts: 4 }, T0, PROCESSORS);
-    const all = await store().listQueues();
-    const names = all.map((q) => q.queue);
-    expect(names).toEqual([...names].sort((x, y) => x.localeCompare(y)));
-    expect(all.find((q) => q.queue === withTasks)?.counts).toEqual({
-      pending: 3,
-      waiting: 0,
-      processing: 1,
-      completed: 1,
-      dead: 1,
-      cancelled: 1,
-      expired: 0,
+    it("includes queues with tasks and configured queues without tasks", async () => {
+      const withTasks = uniqueQueue("a");
+      const configuredOnly = uniqueQueue("b");
+      await populate(fixtures, withTasks);
+      await store().putQueueConfig(configuredOnly, { max_attempts: 4 }, T0, PROCESSORS);
+      const all = await store().listQueues();
+      const names = all.map((q) => q.queue);
+      expect(names).toEqual([...names].sort((x, y) => x.localeCompare(y)));
+      expect(all.find((q) => q.queue === withTasks)?.counts).toEqual({
+        pending: 3,
+        waiting: 0,
+        processing: 1,
+        completed: 1,
+        dead: 1,
+        cancelled: 1,
+        expired: 0,
+      });
+      expect(all.find((q) => q.queue === configuredOnly)?.counts).toEqual({
+        pending: 0,
+        waiting: 0,
+        processing: 0,
+        completed: 0,
+        dead: 0,
+        cancelled: 0,
+        expired: 0,
+      });
     });
-    expect(all.find((q) => q.queue === configuredOnly)?.counts).toEqual({
-      pending: 0,
-      waiting: 0,
-      processing: 0,
-      completed: 0,
-      dead: 0,
-      cancelled: 0,
-      expired: 0,
-    });
-  });
-});
+  },
+  { needs: ["core", "operator", "queueConfig", "reads"] },
+);
 
 describeStore(
   "listTasks",

@@ -8,6 +8,9 @@ import {
   replaceQueueRecord,
   storeQueueConfig,
 } from "../queue-config";
+import { foldOldCounters, recentCounts, sumCounters } from "../counters";
+import { throughputSeries } from "../throughput";
+import { foldPackCountersInRows } from "./counter-folds";
 import { enqueuePackTasks } from "./enqueue";
 import {
   assertPackLeaseHeld,
@@ -19,7 +22,11 @@ import {
 } from "./holder-writes";
 import { leasePackAnswers, leasePackTasks } from "./lease";
 import { cancelPackQueueTasks, cancelPackTask, redrivePackQueue, retryPackTask } from "./operator-writes";
-import { findPackTaskState, getPackTask, listPackTasks, packQueueStats } from "./reads";
+import { listPackTasks } from "./listing";
+import { readPackLiveFront } from "./live-front";
+import { countPackLiveTasks, packLiveFigures, packNextRunAt } from "./live-reads";
+import { listPackQueues, packQueueStats } from "./queue-reads";
+import { findPackTaskState, getPackTask, readPackTaskEventFields } from "./reads";
 import { prunePacksByRetention } from "./retention";
 import { reapPackExpiredLeases, reapPackLapsedLeases } from "./upkeep";
 
@@ -57,6 +64,15 @@ export const STORE_GROUPS = {
   /** The cron tick's reaper and retention prune (of the port's Upkeep: not yet `readLiveFront` and the
    * counter folds). */
   upkeep: ["reapLapsedLeases", "reapExpiredLeases", "pruneByRetention"],
+  /** The rest of TaskReads but `collectCompletedResults`: event fields, queues, live counts and figures, the
+   * next run time (src/engine/packs/queue-reads.ts, live-reads.ts). */
+  reads: ["readTaskEventFields", "listQueues", "nextRunAt", "countLiveTasks", "liveFigures"],
+  /** CounterReads: the per-minute counters, the table shared with the D1 store (src/engine/counters.ts). */
+  counters: ["sumCounters", "recentCounts", "throughputSeries"],
+  /** The cron tick's walk of the live front (src/engine/packs/live-front.ts). */
+  liveFront: ["readLiveFront"],
+  /** The counter folds of Upkeep (src/engine/packs/counter-folds.ts: packs keep no events to fold). */
+  counterFolds: ["foldOldCounters", "foldCountersInRows"],
 } as const satisfies Record<string, ReadonlyArray<keyof TaskStore>>;
 
 export type StoreGroup = keyof typeof STORE_GROUPS;
@@ -102,5 +118,16 @@ export function packTaskStore(db: Db): PackCore {
     reapLapsedLeases: (ids, now) => reapPackLapsedLeases(db, ids, now),
     reapExpiredLeases: (now, limit) => reapPackExpiredLeases(db, now, limit),
     pruneByRetention: (now) => prunePacksByRetention(db, now),
+    readTaskEventFields: (ids) => readPackTaskEventFields(db, ids),
+    listQueues: () => listPackQueues(db),
+    nextRunAt: (queue, now, opts) => packNextRunAt(db, queue, now, opts),
+    countLiveTasks: (queue, now) => countPackLiveTasks(db, queue, now),
+    liveFigures: (now, queue) => packLiveFigures(db, now, queue),
+    sumCounters: (opts) => sumCounters(db, opts),
+    recentCounts: (now, queue) => recentCounts(db, now, queue),
+    throughputSeries: (queue, since, now) => throughputSeries(db, queue, since, now),
+    readLiveFront: (now, opts) => readPackLiveFront(db, now, opts),
+    foldOldCounters: (now) => foldOldCounters(db, now),
+    foldCountersInRows: () => foldPackCountersInRows(),
   };
 }

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, it } from "vitest";
-import { openDb } from "../../../src/db/client";
+import { batchAll, openDb } from "../../../src/db/client";
 import { d1TaskStore } from "../../../src/engine/d1-store";
 import { packTaskStore, STORE_GROUPS, type StoreGroup } from "../../../src/engine/packs/pack-store";
 import type { TaskStore } from "../../../src/engine/store";
@@ -187,12 +187,12 @@ export const PACK_STORE: StoreKind = {
   // `then` is refused by the pack store's enqueue (not implemented): a task has no children.
   childrenOf: async () => [],
   discard: async (queue) => {
-    const db = openDb(env.DB);
-    await db.batch([
-      db.run(sql`DELETE FROM pack_spill WHERE substr(task_id, 1, 24) IN (SELECT id FROM packs WHERE queue = ${queue})`),
-      db.run(sql`DELETE FROM pack_keys WHERE queue = ${queue}`),
-      db.run(sql`DELETE FROM pack_ids WHERE queue = ${queue}`),
-      db.run(sql`DELETE FROM packs WHERE queue = ${queue}`),
+    // One batch of plain SQL (drizzle's `db.batch` takes query builders, not `db.run`'s promises).
+    await batchAll(openDb(env.DB), [
+      sql`DELETE FROM pack_spill WHERE substr(task_id, 1, 24) IN (SELECT id FROM packs WHERE queue = ${queue})`,
+      sql`DELETE FROM pack_keys WHERE queue = ${queue}`,
+      sql`DELETE FROM pack_ids WHERE queue = ${queue}`,
+      sql`DELETE FROM packs WHERE queue = ${queue}`,
     ]);
   },
   callerDb: () => env.DB,
