@@ -74,12 +74,13 @@ async function finishedWindow(
   queue: string,
   bound: { gt: string } | { ge: string },
   type: string | undefined,
+  size = LIST_FINISHED_WINDOW,
 ): Promise<Candidate[]> {
   const typed = type === undefined ? sql`` : sql` AND type = ${type}`;
   const edge = "gt" in bound ? sql`id > ${bound.gt}` : sql`id >= ${bound.ge}`;
   return db.all<Candidate>(sql`SELECT id, st FROM packs INDEXED BY packs_done
     WHERE queue = ${queue} AND finished_at IS NOT NULL AND ${edge}${typed}
-    ORDER BY id LIMIT ${LIST_FINISHED_WINDOW}`);
+    ORDER BY id LIMIT ${size}`);
 }
 
 /**
@@ -104,11 +105,14 @@ export async function listPackTasks(db: Db, queue: string, filter: ListFilter): 
   };
   const live = await liveCandidates(db, queue, from, filter.type);
   const liveOnly = filter.state !== undefined && LIVE_STATES.includes(filter.state);
-  let finished: Candidate[] = liveOnly ? [] : await finishedWindow(db, queue, { ge: from }, filter.type);
-  let finishedDone = liveOnly || finished.length < LIST_FINISHED_WINDOW;
+  const want = filter.limit + 1;
+  // The first window no larger than the page (each pack holds a task at least): a page of the newest needs
+  // no more entries than it lists; the next windows are LIST_FINISHED_WINDOW.
+  const first = Math.min(want, LIST_FINISHED_WINDOW);
+  let finished: Candidate[] = liveOnly ? [] : await finishedWindow(db, queue, { ge: from }, filter.type, first);
+  let finishedDone = liveOnly || finished.length < first;
   let finishedLast = finished.at(-1)?.id;
 
-  const want = filter.limit + 1;
   const found: StoredTask[] = [];
   const matches = (t: StoredTask) =>
     (filter.state === undefined || t.state === filter.state) &&

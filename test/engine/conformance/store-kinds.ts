@@ -168,8 +168,9 @@ const packsOf = (n: number) => Math.ceil(n / 100);
  * The pack store (src/engine/packs/, docs/design/packs.md): many tasks per row, the core groups of the port
  * only. Its cost design: an enqueue writes each pack's row and live-index entry, a lease or an ack rewrites
  * each pack it touches (no index entry: the live index's columns never change while a slot is live), and
- * every call upserts one counter row per (queue, type) in the same batch — 7 rows per call of any size up to
- * a pack, so 7/n rows per task at batch n.
+ * every call upserts one counter row per (queue, type) in the same batch, and the write that finishes a pack
+ * adds its finished-index entry (`packs_done`) — 8 rows per life of a call of any size up to a pack, so 8/n
+ * rows per task at batch n.
  */
 export const PACK_STORE: StoreKind = {
   name: "pack",
@@ -198,11 +199,13 @@ export const PACK_STORE: StoreKind = {
   callerDb: () => env.DB,
   groups: Object.keys(STORE_GROUPS) as StoreGroup[],
   costs: {
-    life: (n) => ({ enqueue: 2 * packsOf(n) + 1, lease: packsOf(n) + 1, complete: packsOf(n) + 1 }),
+    // The complete that finishes a pack also writes its `packs_done` entry (migration 0024: the finished-pack
+    // index listings read), one row per pack finished.
+    life: (n) => ({ enqueue: 2 * packsOf(n) + 1, lease: packsOf(n) + 1, complete: 2 * packsOf(n) + 1 }),
     lifeKeepingNothing: notPromised("retention_s 0"),
     lifeCountedInRow: notPromised("counters kept in rows"),
     foldOf: notPromised("the counter fold"),
-    perTaskAtBatch100: 0.07,
+    perTaskAtBatch100: 0.08,
     takeOver: (n) => packsOf(n) + 1,
     // The pack's row: its `next_at` moves with the lease, not an indexed column.
     heartbeat: 1,

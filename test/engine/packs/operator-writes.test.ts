@@ -99,10 +99,10 @@ describe("pack store: rows an operator write writes (D1's rows_written)", () => 
     // 99 pending cancelled at once: the pack and one counter row (the D1 store: 100, a row per task).
     expect(await rows(() => store.cancelQueueTasks(queue, {}, T0 + 4))).toBe(2);
     expect(await rows(() => store.redriveQueue(queue, { state: "cancelled" }, T0 + 5))).toBe(1);
-    // A pack of one: its cancel finishes the pack (its live-index entry's deletion is not billed); its retry
-    // makes it live again, the entry inserted.
+    // A pack of one: its cancel finishes the pack (its live-index entry's deletion is not billed, its
+    // finished-index entry, packs_done, is a row); its retry makes it live again, the live entry inserted.
     const [one] = (await store.enqueueTasks(queue, [{}], T0)).tasks;
-    expect(await rows(() => store.cancelTask(one!.id, T0 + 2))).toBe(2);
+    expect(await rows(() => store.cancelTask(one!.id, T0 + 2))).toBe(3);
     expect(await rows(() => store.retryTask(one!.id, T0 + 3))).toBe(2);
   });
 });
