@@ -106,8 +106,8 @@ export async function listPackTasks(db: Db, queue: string, filter: ListFilter): 
   const live = await liveCandidates(db, queue, from, filter.type);
   const liveOnly = filter.state !== undefined && LIVE_STATES.includes(filter.state);
   const want = filter.limit + 1;
-  // The first window no larger than the page (each pack holds a task at least): a page of the newest needs
-  // no more entries than it lists; the next windows are LIST_FINISHED_WINDOW.
+  // The first window no larger than the page (a pack holds one task at least): a page whose filter most tasks
+  // match reads no more finished entries than it lists; the next windows are LIST_FINISHED_WINDOW.
   const first = Math.min(want, LIST_FINISHED_WINDOW);
   let finished: Candidate[] = liveOnly ? [] : await finishedWindow(db, queue, { ge: from }, filter.type, first);
   let finishedDone = liveOnly || finished.length < first;

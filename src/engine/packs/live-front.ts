@@ -135,8 +135,9 @@ export async function readPackLiveFront(db: Db, now: number, opts: FrontOptions 
     const wanted = () =>
       Math.max(LIVE_FRONT_MIN_PENDING - walk.pending, (opts.dueCountFor?.(queue) ?? 0) - frontOf(queue).due);
     while (!walk.done && wanted() > 0) {
-      const rows = await db.all(chunkSql(walk, now, PACK_FRONT_CHUNK));
-      await add(walk, decodeLiveRows(rows), PACK_FRONT_CHUNK);
+      // As many packs as the slots wanted fill when full (a pack's due slots are known once it is read).
+      const limit = Math.min(PACK_FRONT_CHUNK, Math.ceil(wanted() / PACK_SLOTS));
+      await add(walk, decodeLiveRows(await db.all(chunkSql(walk, now, limit))), limit);
     }
     if (!walk.done) frontOf(queue).capped = true;
   }
