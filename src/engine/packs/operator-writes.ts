@@ -1,5 +1,5 @@
 import { sql, type SQL } from "drizzle-orm";
-import type { Db } from "../../db/client";
+import { batchAll, type Db } from "../../db/client";
 import { EdgeqError, NotFoundError } from "../../contracts/errors";
 import { MAX_ROWS_PER_TICK_STATEMENT } from "../../contracts/limits";
 import { REVIVABLE_STATES } from "../../contracts/states";
@@ -73,12 +73,17 @@ export function cancelPackTask(db: Db, id: string, now: number): Promise<StoredT
   });
 }
 
-/** The packs of a queue, live ones only (over `packs_live`) or all (a scan: see reads.ts). */
+/** The packs of a queue in id order, live ones only (over `packs_live`) or all (and its finished ones over
+ * `packs_done`, migration 0024): never another queue's. */
 async function queuePacks(db: Db, queue: string, liveOnly: boolean): Promise<Pack[]> {
-  const live = liveOnly ? sql` AND finished_at IS NULL` : sql``;
-  const rows = await db.all<PackRowRead>(
-    sql`SELECT ${sql.raw(PACK_COLUMNS)} FROM packs WHERE queue = ${queue}${live} ORDER BY id`,
-  );
+  const select = (index: string, finished: string) =>
+    sql`SELECT ${sql.raw(PACK_COLUMNS)} FROM packs INDEXED BY ${sql.raw(index)}
+      WHERE queue = ${queue} AND finished_at ${sql.raw(finished)}`;
+  const [live = [], finished = []] = await batchAll<PackRowRead>(db, [
+    select("packs_live", "IS NULL"),
+    ...(liveOnly ? [] : [select("packs_done", "IS NOT NULL")]),
+  ]);
+  const rows = [...live, ...finished].sort((a, b) => (a.id < b.id ? -1 : 1));
   const packs = rows.map(decodePack);
   await loadSpill(db, packs);
   return packs;
@@ -212,8 +217,8 @@ export function retryPackTask(db: Db, id: string, now: number): Promise<StoredTa
 }
 
 /** redriveQueue: the queue's tasks in `scope.state` (default dead; of `scope.group`) revived in id order,
- * at most `limit` (and MAX_ROWS_PER_TICK_STATEMENT). Reads every pack of the queue: not indexed, as
- * listTasks (docs/design/packs.md, "Left"). */
+ * at most `limit` (and MAX_ROWS_PER_TICK_STATEMENT). Reads every pack of the queue (through its indexes,
+ * `packs_live` and `packs_done`), not only those holding a task in that state. */
 export function redrivePackQueue(
   db: Db,
   queue: string,

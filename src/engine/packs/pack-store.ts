@@ -61,8 +61,7 @@ export const STORE_GROUPS = {
     "replaceQueueRecord",
     "listConfiguredQueues",
   ],
-  /** The cron tick's reaper and retention prune (of the port's Upkeep: not yet `readLiveFront` and the
-   * counter folds). */
+  /** The cron tick's reaper and retention prune (the rest of the port's Upkeep: `liveFront`, `counterFolds`). */
   upkeep: ["reapLapsedLeases", "reapExpiredLeases", "pruneByRetention"],
   /** The rest of TaskReads but `collectCompletedResults`: event fields, queues, live counts and figures, the
    * next run time (src/engine/packs/queue-reads.ts, live-reads.ts). */
