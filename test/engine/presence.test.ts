@@ -1,77 +1,89 @@
 import { expect, it } from "vitest";
 import { PROCESSORS, T0, uniqueQueue } from "../helpers";
 import { storeFixtures } from "./conformance/fixtures";
+import type { StoreGroup } from "../../src/engine/packs/pack-store";
 import { describeStore } from "./conformance/store-kinds";
 
 const TO = { shard: "DB_1", slot: 7 };
 
-describeStore("what a database holds of a queue", (kind) => {
-  const { store, enqueueOne, enqueueMany, leaseOne, completedTask, deadTask } = storeFixtures(kind);
+/** What the presence properties call: the reads, and a config, a cancel and a take-out to set them up. */
+const PRESENCE: readonly StoreGroup[] = ["core", "queueConfig", "operator", "presence", "transit"];
 
-  it("hasQueueData: a stored config, or any task, live or finished", async () => {
-    const [none, configured, live, finished] = [1, 2, 3, 4].map(() => uniqueQueue("data"));
-    await store().putQueueConfig(configured!, { max_attempts: 3 }, T0, PROCESSORS);
-    await enqueueOne(live!);
-    await completedTask(finished!);
-    expect(await store().hasQueueData(none!)).toBe(false);
-    expect(await store().hasQueueData(configured!)).toBe(true);
-    expect(await store().hasQueueData(live!)).toBe(true);
-    expect(await store().hasQueueData(finished!)).toBe(true);
-  });
+describeStore(
+  "what a database holds of a queue",
+  (kind) => {
+    const { store, enqueueOne, enqueueMany, leaseOne, completedTask, deadTask } = storeFixtures(kind);
 
-  it("findQueuesWithLiveTasks: only the queues asked about that have a pending or processing task", async () => {
-    const [pending, processing, finished, none] = [1, 2, 3, 4].map(() => uniqueQueue("live"));
-    await enqueueOne(pending!);
-    await enqueueOne(processing!);
-    await leaseOne(processing!, T0);
-    await deadTask(finished!);
-    const found = await store().findQueuesWithLiveTasks([pending!, processing!, finished!, none!]);
-    expect(found.sort()).toEqual([pending!, processing!].sort());
-    expect(await store().findQueuesWithLiveTasks([])).toEqual([]);
-  });
+    it("hasQueueData: a stored config, or any task, live or finished", async () => {
+      const [none, configured, live, finished] = [1, 2, 3, 4].map(() => uniqueQueue("data"));
+      await store().putQueueConfig(configured!, { max_attempts: 3 }, T0, PROCESSORS);
+      await enqueueOne(live!);
+      await completedTask(finished!);
+      expect(await store().hasQueueData(none!)).toBe(false);
+      expect(await store().hasQueueData(configured!)).toBe(true);
+      expect(await store().hasQueueData(live!)).toBe(true);
+      expect(await store().hasQueueData(finished!)).toBe(true);
+    });
 
-  it("countQueueTasksHeld and findTaskIdsHeld: tasks in any state, and those in transit out", async () => {
-    const queue = uniqueQueue("held");
-    const done = await completedTask(queue);
-    const [moving, staying] = await enqueueMany(queue, [{ payload: 1 }, { payload: 2 }], T0 + 10);
-    expect(await store().countQueueTasksHeld(queue)).toBe(3);
-    await store().takeOutForTransit({ queue, partition: { slot: TO.slot, idGlob: moving! } }, TO, 200, T0 + 20);
-    expect(await store().countQueueTasksHeld(queue)).toBe(3);
-    const unknown = "01JZZZZZZZZZZZZZZZZZZZZZZZ";
-    expect((await store().findTaskIdsHeld([done, moving!, staying!, unknown])).sort()).toEqual(
-      [done, moving!, staying!].sort(),
-    );
-    await store().clearTransit([moving!]);
-    expect(await store().countQueueTasksHeld(queue)).toBe(2);
-    expect(await store().findTaskIdsHeld([moving!])).toEqual([]);
-    expect(await store().countQueueTasksHeld(uniqueQueue("held-none"))).toBe(0);
-  });
-});
+    it("findQueuesWithLiveTasks: only the queues asked about that have a pending or processing task", async () => {
+      const [pending, processing, finished, none] = [1, 2, 3, 4].map(() => uniqueQueue("live"));
+      await enqueueOne(pending!);
+      await enqueueOne(processing!);
+      await leaseOne(processing!, T0);
+      await deadTask(finished!);
+      const found = await store().findQueuesWithLiveTasks([pending!, processing!, finished!, none!]);
+      expect(found.sort()).toEqual([pending!, processing!].sort());
+      expect(await store().findQueuesWithLiveTasks([])).toEqual([]);
+    });
 
-describeStore("which queues are in use (the SQS endpoint's queues)", (kind) => {
-  const { store, enqueueOne, leaseOne, completedTask } = storeFixtures(kind);
+    it("countQueueTasksHeld and findTaskIdsHeld: tasks in any state, and those in transit out", async () => {
+      const queue = uniqueQueue("held");
+      const done = await completedTask(queue);
+      const [moving, staying] = await enqueueMany(queue, [{ payload: 1 }, { payload: 2 }], T0 + 10);
+      expect(await store().countQueueTasksHeld(queue)).toBe(3);
+      await store().takeOutForTransit({ queue, partition: { slot: TO.slot, idGlob: moving! } }, TO, 200, T0 + 20);
+      expect(await store().countQueueTasksHeld(queue)).toBe(3);
+      const unknown = "01JZZZZZZZZZZZZZZZZZZZZZZZ";
+      expect((await store().findTaskIdsHeld([done, moving!, staying!, unknown])).sort()).toEqual(
+        [done, moving!, staying!].sort(),
+      );
+      await store().clearTransit([moving!]);
+      expect(await store().countQueueTasksHeld(queue)).toBe(2);
+      expect(await store().findTaskIdsHeld([moving!])).toEqual([]);
+      expect(await store().countQueueTasksHeld(uniqueQueue("held-none"))).toBe(0);
+    });
+  },
+  { needs: PRESENCE },
+);
 
-  it("counts a stored config or a live task no cancel is pending for; not finished tasks, not a cancel requested", async () => {
-    const [configured, live, finished, stopping] = [1, 2, 3, 4].map(() => uniqueQueue("in-use"));
-    await store().putQueueConfig(configured!, {}, T0, PROCESSORS);
-    await enqueueOne(live!);
-    await completedTask(finished!);
-    const held = await enqueueOne(stopping!);
-    await leaseOne(stopping!, T0);
-    expect(await store().hasUncancelledLiveTask(stopping!)).toBe(true);
-    expect((await store().cancelTask(held, T0 + 1)).cancelRequested).toBe(1);
+describeStore(
+  "which queues are in use (the SQS endpoint's queues)",
+  (kind) => {
+    const { store, enqueueOne, leaseOne, completedTask } = storeFixtures(kind);
 
-    expect(await store().hasUncancelledLiveTask(live!)).toBe(true);
-    expect(await store().hasUncancelledLiveTask(configured!)).toBe(false);
-    expect(await store().hasUncancelledLiveTask(finished!)).toBe(false);
-    expect(await store().hasUncancelledLiveTask(stopping!)).toBe(false);
-    const names = await store().listQueueNamesInUse();
-    expect(names.filter((n) => [configured, live, finished, stopping].includes(n)).sort()).toEqual(
-      [configured!, live!].sort(),
-    );
-    expect(new Set(names).size).toBe(names.length);
-  });
-});
+    it("counts a stored config or a live task no cancel is pending for; not finished tasks, not a cancel requested", async () => {
+      const [configured, live, finished, stopping] = [1, 2, 3, 4].map(() => uniqueQueue("in-use"));
+      await store().putQueueConfig(configured!, {}, T0, PROCESSORS);
+      await enqueueOne(live!);
+      await completedTask(finished!);
+      const held = await enqueueOne(stopping!);
+      await leaseOne(stopping!, T0);
+      expect(await store().hasUncancelledLiveTask(stopping!)).toBe(true);
+      expect((await store().cancelTask(held, T0 + 1)).cancelRequested).toBe(1);
+
+      expect(await store().hasUncancelledLiveTask(live!)).toBe(true);
+      expect(await store().hasUncancelledLiveTask(configured!)).toBe(false);
+      expect(await store().hasUncancelledLiveTask(finished!)).toBe(false);
+      expect(await store().hasUncancelledLiveTask(stopping!)).toBe(false);
+      const names = await store().listQueueNamesInUse();
+      expect(names.filter((n) => [configured, live, finished, stopping].includes(n)).sort()).toEqual(
+        [configured!, live!].sort(),
+      );
+      expect(new Set(names).size).toBe(names.length);
+    });
+  },
+  { needs: PRESENCE },
+);
 
 describeStore(
   "reads of single tasks and live counts",

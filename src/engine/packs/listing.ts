@@ -1,3 +1,4 @@
+import { holdsTask } from "./slot-rules";
 import { sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import type { TaskState } from "../../contracts/states";
@@ -100,7 +101,10 @@ export async function listPackTasks(db: Db, queue: string, filter: ListFilter): 
   const canMatch = (c: Candidate, first: boolean) => {
     const start = first && after !== null && c.id === after.pack ? after.slot + 1 : 0;
     let n = 0;
-    for (let k = start; k < c.st.length; k++) if (chars === null || chars.includes(c.st[k] as SlotChar)) n++;
+    for (let k = start; k < c.st.length; k++) {
+      const at = c.st[k] as SlotChar;
+      if (at !== "o" && (chars === null || chars.includes(at))) n++;
+    }
     return n;
   };
   const live = await liveCandidates(db, queue, from, filter.type);
@@ -145,7 +149,8 @@ export async function listPackTasks(db: Db, queue: string, filter: ListFilter): 
       if (!pack) continue; // pruned since its entry was read
       const start = after !== null && pack.id === after.pack ? after.slot + 1 : 0;
       for (let k = start; k < pack.slots.length && found.length < want; k++) {
-        if (chars !== null && !chars.includes(pack.slots[k]!.st)) continue;
+        const slot = pack.slots[k]!;
+        if (!holdsTask(slot) || (chars !== null && !chars.includes(slot.st))) continue;
         const task = storedSlot(pack, k);
         if (matches(task)) found.push(task);
       }

@@ -3,6 +3,7 @@ import type { Db } from "../../db/client";
 import { packOf } from "./pack-ids";
 import { slotId, type Pack, type Slot } from "./pack-row";
 import { readPacks } from "./pack-commit";
+import { holdsTask } from "./slot-rules";
 
 /** A task found in its pack. */
 export interface Located {
@@ -14,7 +15,7 @@ export interface Located {
 /**
  * Finds tasks by id: a client's own id through `pack_ids`, any other through the pack and slot it names
  * (pack-ids.ts) — one read of `pack_ids` and one of the packs. A slot is the id's only when its task answers
- * to that id (a client-id task is not found by its slot's address). Absent ids are missing from the map.
+ * to that id (a client-id task is not found by its slot's address), and holds a task (not `o`). Absent ids are missing from the map.
  */
 export async function locateTasks(db: Db, ids: string[]): Promise<Map<string, Located>> {
   const found = new Map<string, Located>();
@@ -35,7 +36,7 @@ export async function locateTasks(db: Db, ids: string[]): Promise<Map<string, Lo
   for (const [id, place] of address) {
     const pack = packs.get(place.pack);
     const slot = pack?.slots[place.slot];
-    if (!pack || !slot || slotId(pack, place.slot) !== id) continue;
+    if (!pack || !slot || !holdsTask(slot) || slotId(pack, place.slot) !== id) continue;
     found.set(id, { pack, k: place.slot, slot });
   }
   return found;

@@ -29,6 +29,18 @@ import { listPackQueues, packQueueStats } from "./queue-reads";
 import { findPackTaskState, getPackTask, readPackTaskEventFields } from "./reads";
 import { prunePacksByRetention } from "./retention";
 import { reapPackExpiredLeases, reapPackLapsedLeases } from "./upkeep";
+import { deleteQueueRecord } from "../sqs-settings";
+import { clearTransit, findInTransit, isInTransit, listTransit } from "../transit";
+import {
+  countPackQueueTasksHeld,
+  findPackQueuesWithLiveTasks,
+  findPackTaskIdsHeld,
+  hasPackQueueData,
+  hasPackUncancelledLiveTask,
+  listPackQueueNamesInUse,
+} from "./presence";
+import { putInPackTasks } from "./transit-in";
+import { takeOutPackTasks } from "./transit-out";
 
 /** The groups of the task-store port (src/engine/store.ts), by name: what a store implements, and what a
  * conformance file needs (test/engine/conformance/store-kinds.ts). */
@@ -72,6 +84,19 @@ export const STORE_GROUPS = {
   liveFront: ["readLiveFront"],
   /** The counter folds of Upkeep (src/engine/packs/counter-folds.ts: packs keep no events to fold). */
   counterFolds: ["foldOldCounters", "foldCountersInRows"],
+  /** What the store holds of a queue (src/engine/store-shards.ts Presence), and deleting a queue's record. */
+  presence: [
+    "deleteQueueRecord",
+    "hasQueueData",
+    "findQueuesWithLiveTasks",
+    "findTaskIdsHeld",
+    "countQueueTasksHeld",
+    "hasUncancelledLiveTask",
+    "listQueueNamesInUse",
+  ],
+  /** Queue moves between stores (src/engine/store-shards.ts Transit): tasks taken out of their packs, put in
+   * on the destination in packs of the same ids (transit-out.ts, transit-in.ts). */
+  transit: ["takeOutForTransit", "listTransit", "putInFromTransit", "clearTransit", "isInTransit", "findInTransit"],
 } as const satisfies Record<string, ReadonlyArray<keyof TaskStore>>;
 
 export type StoreGroup = keyof typeof STORE_GROUPS;
@@ -128,5 +153,19 @@ export function packTaskStore(db: Db): PackCore {
     readLiveFront: (now, opts) => readPackLiveFront(db, now, opts),
     foldOldCounters: (now) => foldOldCounters(db, now),
     foldCountersInRows: () => foldPackCountersInRows(),
+    deleteQueueRecord: (queue) => deleteQueueRecord(db, queue),
+    hasQueueData: (queue) => hasPackQueueData(db, queue),
+    findQueuesWithLiveTasks: (queues) => findPackQueuesWithLiveTasks(db, queues),
+    findTaskIdsHeld: (ids) => findPackTaskIdsHeld(db, ids),
+    countQueueTasksHeld: (queue, partition) => countPackQueueTasksHeld(db, queue, partition),
+    hasUncancelledLiveTask: (queue) => hasPackUncancelledLiveTask(db, queue),
+    listQueueNamesInUse: () => listPackQueueNamesInUse(db),
+    // `task_transit` is shared with the row store: its reads and its clear are the same statements.
+    takeOutForTransit: (selection, to, limit, now) => takeOutPackTasks(db, selection, to, limit, now),
+    listTransit: (limit) => listTransit(db, limit),
+    putInFromTransit: (rows) => putInPackTasks(db, rows),
+    clearTransit: (ids) => clearTransit(db, ids),
+    isInTransit: (id) => isInTransit(db, id),
+    findInTransit: (ids) => findInTransit(db, ids),
   };
 }

@@ -40,6 +40,9 @@ export interface SlotBody {
   cr?: number;
   /** The fields kept in `pack_spill` rows instead (spill.ts). */
   sp?: SpillField[];
+  /** The partition slot a delivery gave it (transit-in.ts: `DeliveredRow.rowSlot`, the `tasks.slot` column of
+   * a row), when its id does not carry the partition it joined. */
+  sl?: number;
 }
 
 /** One entry of a task's error history, as stored (`at` in ms; the view renders it ISO). */
@@ -53,8 +56,9 @@ export interface StoredError {
 /** What may spill: result, errors, checkpoint. */
 export type SpillField = "r" | "er" | "cp";
 
-/** p pending (at its run time), w pending at its own `t`, r processing, c completed, d dead, x cancelled. */
-export type SlotChar = "p" | "w" | "r" | "c" | "d" | "x";
+/** p pending (at its run time), w pending at its own `t`, r processing, c completed, d dead, x cancelled; o no
+ * task here: taken out for a move, or never put in on the pack's copy a move made (transit-out.ts). */
+export type SlotChar = "p" | "w" | "r" | "c" | "d" | "x" | "o";
 
 export interface Slot {
   st: SlotChar;

@@ -11,7 +11,8 @@ import type { SlotBody, SlotChar } from "./pack-row";
  * own run time for `due`, a slot's group for a group's stats).
  */
 
-const STATE_OF: Record<SlotChar, keyof StateCounts> = {
+/** The state each slot character counts as; `o` (no task here: transit-out.ts) counts as none. */
+const STATE_OF: Record<Exclude<SlotChar, "o">, keyof StateCounts> = {
   p: "pending",
   w: "pending",
   r: "processing",
@@ -60,6 +61,7 @@ export async function packQueueStats(
     for (let k = 0; k < row.st.length; k++) {
       if (grouped && slots![k]!.g !== scope.group) continue;
       const c = row.st[k] as SlotChar;
+      if (c === "o") continue;
       counts[STATE_OF[c]]++;
       if (c !== "p" && c !== "w") continue;
       const runAt = c === "w" ? slots![k]!.t! : row.run_at;
@@ -87,7 +89,7 @@ export async function listPackQueues(db: Db): Promise<Array<{ queue: string; cou
   for (const { name } of configured as Array<{ name: string }>) byQueue.set(name, emptyCounts());
   for (const { queue, st } of rows as Array<{ queue: string; st: string }>) {
     const counts = byQueue.get(queue) ?? emptyCounts();
-    for (const c of st) counts[STATE_OF[c as SlotChar]]++;
+    for (const c of st) if (c !== "o") counts[STATE_OF[c as Exclude<SlotChar, "o">]]++;
     byQueue.set(queue, counts);
   }
   return [...byQueue.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([queue, counts]) => ({ queue, counts }));

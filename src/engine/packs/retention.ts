@@ -107,13 +107,13 @@ async function pruneWindow(
 
 /**
  * Whether pack `p` (a table alias) is finished past its queue's retention, with an id in (after, last]. On a
- * queue of `retention_s: 0`, a pack holding a dead or cancelled task (its `st` not all `c`) is kept for the
+ * queue of `retention_s: 0`, a pack holding a dead or cancelled task (its `st` not all `c` or `o`) is kept for the
  * default retention.
  */
 function prunable(p: SQL, now: number, after: string, last: string): SQL {
   const retention = sql`(SELECT q.retention_s FROM queues q WHERE q.name = ${p}.queue)`;
   return sql`${p}.id > ${after} AND ${p}.id <= ${last} AND ${p}.live = 0 AND ${p}.finished_at IS NOT NULL
     AND ${p}.finished_at < ${now} - 1000 * CASE
-      WHEN ${retention} = 0 AND replace(${p}.st, 'c', '') <> '' THEN ${DEFAULT_QUEUE_CONFIG.retention_s}
+      WHEN ${retention} = 0 AND replace(replace(${p}.st, 'c', ''), 'o', '') <> '' THEN ${DEFAULT_QUEUE_CONFIG.retention_s}
       ELSE coalesce(${retention}, ${DEFAULT_QUEUE_CONFIG.retention_s}) END`;
 }

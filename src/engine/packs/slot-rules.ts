@@ -42,6 +42,12 @@ export function slotState(slot: Slot): TaskState {
   }
 }
 
+/** A task is in the slot: not `o` (taken out for a move, or never put in here: transit-out.ts). Every read
+ * of slots skips the others. */
+export function holdsTask(slot: Slot): boolean {
+  return slot.st !== "o";
+}
+
 /** Pending, waiting for a retry, or processing: the slot keeps its pack live. The ONE definition of `live`. */
 export function isLive(slot: Slot): boolean {
   return slot.st === "p" || slot.st === "w" || slot.st === "r";

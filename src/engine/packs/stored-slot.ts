@@ -5,7 +5,7 @@ import { slotRunAt, slotState } from "./slot-rules";
 /**
  * Slot k of a pack as the port's domain type: every field a `tasks` row has, from the pack's columns, the
  * slot's state and attempts, its lease entry and its body. Fields of capabilities the pack store does not
- * keep yet (flow keys, dependencies, deadlines, `then`, partition slots) are null, as on a plain task.
+ * keep yet (flow keys, dependencies, deadlines, `then`; a partition slot but one a move gave it) are null, as on a plain task.
  */
 export function storedSlot(pack: Pack, k: number): StoredTask {
   const slot = pack.slots[k]!;
@@ -43,7 +43,7 @@ export function storedSlot(pack: Pack, k: number): StoredTask {
     finishedAt: body.f ?? null,
     checkpoint: body.cp === undefined ? null : JSON.stringify(body.cp),
     thenTasks: null,
-    slot: null,
+    slot: body.sl ?? null,
     dependsOn: null,
     waitingOn: null,
     onDependencyFailure: null,
