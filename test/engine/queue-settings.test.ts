@@ -7,29 +7,33 @@ import { describeStore } from "./conformance/store-kinds";
 // A queue's record beyond its config (QueueRecords.listConfiguredQueues, deleteQueueRecord) and the SQS
 // endpoint's settings kept with it (SqsSettings): what src/sqs/queue-registry.ts and health ask of a store.
 
-describeStore("queue records: listing and deleting", (kind) => {
-  const { store, enqueueOne } = storeFixtures(kind);
+describeStore(
+  "queue records: listing and deleting",
+  (kind) => {
+    const { store, enqueueOne } = storeFixtures(kind);
 
-  it("lists the queues with a record, not those with tasks only; a deleted record leaves the defaults and the tasks", async () => {
-    const configured = uniqueQueue("qrec");
-    const tasksOnly = uniqueQueue("qrec");
-    await store().putQueueConfig(configured, { max_attempts: 7 }, T0, PROCESSORS);
-    const id = await enqueueOne(configured);
-    await enqueueOne(tasksOnly);
-    const names = await store().listConfiguredQueues();
-    expect(names).toContain(configured);
-    expect(names).not.toContain(tasksOnly);
+    it("lists the queues with a record, not those with tasks only; a deleted record leaves the defaults and the tasks", async () => {
+      const configured = uniqueQueue("qrec");
+      const tasksOnly = uniqueQueue("qrec");
+      await store().putQueueConfig(configured, { max_attempts: 7 }, T0, PROCESSORS);
+      const id = await enqueueOne(configured);
+      await enqueueOne(tasksOnly);
+      const names = await store().listConfiguredQueues();
+      expect(names).toContain(configured);
+      expect(names).not.toContain(tasksOnly);
 
-    await store().deleteQueueRecord(configured);
-    expect(await store().listConfiguredQueues()).not.toContain(configured);
-    expect(await store().readQueueRecord(configured)).toBeNull();
-    expect(await store().getQueueConfig(configured)).toEqual(DEFAULT_QUEUE_CONFIG);
-    expect((await store().getTask(id)).state).toBe("pending");
-    // Deleting a record that is not there changes nothing.
-    await store().deleteQueueRecord(tasksOnly);
-    expect(await store().readQueueRecord(tasksOnly)).toBeNull();
-  });
-});
+      await store().deleteQueueRecord(configured);
+      expect(await store().listConfiguredQueues()).not.toContain(configured);
+      expect(await store().readQueueRecord(configured)).toBeNull();
+      expect(await store().getQueueConfig(configured)).toEqual(DEFAULT_QUEUE_CONFIG);
+      expect((await store().getTask(id)).state).toBe("pending");
+      // Deleting a record that is not there changes nothing.
+      await store().deleteQueueRecord(tasksOnly);
+      expect(await store().readQueueRecord(tasksOnly)).toBeNull();
+    });
+  },
+  { needs: ["core", "queueConfig", "presence"] },
+);
 
 describeStore("SQS settings kept with a queue's record", (kind) => {
   const store = () => kind.store();
