@@ -251,6 +251,30 @@ describe("pack store: a move interrupted anywhere loses nothing and leases nothi
   });
 });
 
+describe("pack store: two relays at once", () => {
+  it("two take-outs at once take each task once; two put-ins of the same rows at once make one copy", async () => {
+    const queue = uniqueQueue("pt-twice");
+    const { tasks } = await source().enqueueTasks(queue, many(30), T0);
+    const taken = await Promise.all([
+      source().takeOutForTransit({ queue }, TO, 200, T0 + 1),
+      source().takeOutForTransit({ queue }, TO, 200, T0 + 1),
+    ]);
+    expect(taken.sort()).toEqual([0, 30]);
+    const rows = await transitOf(source(), queue);
+    expect(rows.map((r) => r.id)).toEqual(tasks.map((t) => t.id));
+    // The first to commit makes the pack's copy; the other's guard (the copy absent) fails, and computed
+    // again it finds every task here.
+    await Promise.all([dest().putInFromTransit(rows), dest().putInFromTransit(rows)]);
+    expect((await packsOf(openDb(env.DB_1), queue)).map((p) => p.st)).toEqual(["p".repeat(30)]);
+    expect((await tasksOf(dest(), queue)).map((t) => t.id)).toEqual(tasks.map((t) => t.id));
+    const cleared = await Promise.all([
+      source().clearTransit(rows.map((r) => r.id)),
+      source().clearTransit(rows.map((r) => r.id)),
+    ]);
+    expect(cleared[0]!.length + cleared[1]!.length).toBe(30);
+  });
+});
+
 describe("pack store: rows a move writes (D1's rows_written), against the row store", () => {
   it("per moved task at 1 and 100 tasks a pack: take-out, put-in, clear", async () => {
     const measure = async (kind: "pack" | "d1", n: number) => {
