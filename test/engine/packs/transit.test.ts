@@ -287,8 +287,11 @@ describe("pack store: rows a move writes (D1's rows_written), against the row st
       await src.enqueueTasks(queue, many(n), T0);
       const out = await rowsWritten([from], () => src.takeOutForTransit({ queue }, TO, 200, T0 + 1));
       const rows = await transitOf(src, queue);
+      const outRead = from.usage.rowsRead;
       const put = await rowsWritten([to], () => dst.putInFromTransit(rows));
+      const putRead = to.usage.rowsRead;
       const clear = await rowsWritten([from], () => src.clearTransit(rows.map((r) => r.id)));
+      console.log(`rows read by a move (${kind}, ${n}): take-out ${outRead}, put-in ${putRead}`);
       return { out, put, clear };
     };
     const figures = {
