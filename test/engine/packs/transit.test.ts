@@ -251,6 +251,26 @@ describe("pack store: a move interrupted anywhere loses nothing and leases nothi
   });
 });
 
+describe("pack store: a finished pack moved", () => {
+  it("keeps its finish time on the destination (retention counts from it, never from the move)", async () => {
+    const queue = uniqueQueue("pt-finished");
+    await source().enqueueTasks(queue, many(2), T0);
+    const leased = await source().leaseTasks({ queue, max: 2, visibilityTimeoutS: VT_S, holder: "w" }, T0 + 1);
+    await source().completeTasks(
+      leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+      T0 + 5,
+    );
+    expect(await source().takeOutForTransit({ queue }, TO, 200, T0 + 100_000)).toBe(2);
+    const rows = await transitOf(source(), queue);
+    await dest().putInFromTransit(rows);
+    await source().clearTransit(rows.map((r) => r.id));
+    expect((await packsOf(openDb(env.DB_1), queue)).map((p) => [p.st, p.finished_at])).toEqual([["cc", T0 + 5]]);
+    expect(await dest().findQueuesWithLiveTasks([queue])).toEqual([]);
+    expect(await dest().hasQueueData(queue)).toBe(true);
+    expect(await source().hasQueueData(queue)).toBe(false);
+  });
+});
+
 describe("pack store: two relays at once", () => {
   it("two take-outs at once take each task once; two put-ins of the same rows at once make one copy", async () => {
     const queue = uniqueQueue("pt-twice");
