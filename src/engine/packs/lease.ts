@@ -6,7 +6,8 @@ import { leasedTaskJson } from "../../contracts/task-view";
 import type { StoredTask } from "../../contracts/stored-task";
 import { countersStatementSql, type CounterEvent } from "../counters";
 import type { LeasedAnswer, LeaseRequest } from "../lease";
-import { getQueueConfig } from "../queue-config";
+import { getQueueConfig, type QueueConfig } from "../queue-config";
+import { leasePlainSlots } from "./lease-sql";
 import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
 import { decodePack, PACK_COLUMNS, type LeaseEntry, type Pack, type PackRowRead } from "./pack-row";
 import { isUnclaimed, leasableAt } from "./slot-rules";
@@ -22,19 +23,50 @@ import { storedSlot } from "./stored-slot";
 const MAX_LEASE_PAGES = 4;
 
 /**
- * The port's leaseTasks over packs: walks the live packs of the queue in lease order (priority DESC,
- * run_at, id over `packs_live`), reading only those whose `next_at` has come, and takes their leasable
- * slots in order (slot-rules.ts, as redelivery.ts: pending and due; an unclaimed provisional lease, attempt
- * refunded; an expired lease with attempts left past its backoff, the lapsed attempt recorded as `lease
- * expired` and counted failed) until `max`, each under a fresh token of its own (the port's rule: a
- * token fences one task). Written in one guarded batch with its counters (pack-commit.ts).
- * A retried task is leased in its pack's position (docs/design/packs.md, "Priorities and run_at").
+ * The port's leaseTasks over packs: takes the queue's leasable slots in lease order (priority DESC, run_at,
+ * id over `packs_live`, a pack's slots in order) until `max`, each under a fresh token of its own (the
+ * port's rule: a token fences one task), with its counters in the same batch.
+ *
+ * Pending slots go first through `leasePlainSlots` (lease-sql.ts): SQL that takes what is pending in the
+ * rows as they are when its batch runs, so leasers racing for one pack never compute their write again.
+ * Where that walk meets a pack with a slot of another kind leasable now (a retry or a release due, a lapsed
+ * or unclaimed lease: the pack's `rare_at` has come), the rest of the lease is taken from there by
+ * `leaseByRules`: the slots read and changed in JavaScript with the engine's rules (slot-rules.ts, as
+ * redelivery.ts), committed by a guarded batch (pack-commit.ts). A retried task is leased in its pack's
+ * position (docs/design/packs.md, "Priorities and run_at").
  */
 export async function leasePackTasks(db: Db, request: LeaseRequest, now: number): Promise<StoredTask[]> {
   if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
   const config = await getQueueConfig(db, request.queue);
+  const vtS = request.visibilityTimeoutS ?? config.visibility_timeout_s;
+  const expires = now + vtS * 1000;
+  const tokens = Array.from({ length: request.max }, newToken);
+  const plain = await leasePlainSlots(db, {
+    queue: request.queue,
+    max: request.max,
+    tokens,
+    expires,
+    claim: request.provisional ? Math.min(now + CLAIM_WINDOW_S * 1000, expires) : null,
+    holder: request.holder ?? null,
+    vtS,
+    now,
+    config,
+  });
+  const mine = new Set(tokens);
+  const taken = plain.packs.flatMap((pack) =>
+    pack.slots.flatMap((slot, k) => (slot.st === "r" && slot.lease && mine.has(slot.lease.k) ? [{ pack, k }] : [])),
+  );
+  await loadSpill(db, plain.packs);
+  const leased = taken.map(({ pack, k }) => storedSlot(pack, k));
+  if (leased.length === request.max || !plain.rare) return leased;
+  return [...leased, ...(await leaseByRules(db, { ...request, max: request.max - leased.length }, config, now))];
+}
+
+/** The lease by the engine's rules in JavaScript (any slot leasable now), read then written by a guarded
+ * batch, computed again when another write came between (pack-commit.ts). */
+async function leaseByRules(db: Db, request: LeaseRequest, config: QueueConfig, now: number): Promise<StoredTask[]> {
   return withRetries(async () => {
     const packs = await readLeasable(db, request.queue, request.max, now);
     const vtS = request.visibilityTimeoutS ?? config.visibility_timeout_s;

@@ -1,0 +1,194 @@
+import { sql, type SQL } from "drizzle-orm";
+import { batchAll, type Db } from "../../db/client";
+import { countersSpec, countersUpsertSql } from "../counters";
+import { decodePack, PACK_COLUMNS, type Pack, type PackRowRead } from "./pack-row";
+import { expiryBackoffMs, type SlotConfig } from "./slot-rules";
+
+/**
+ * The pack store's lease of pending slots as SQL evaluated at write time (docs/design/packs.md, "The lease
+ * under contention"): one D1 batch whose statements walk the queue's live packs in lease order as they are
+ * when the batch runs and take what is there — so leasers racing for one pack each take what the others
+ * left, in turn, and none computes its write again (the guarded JavaScript writes of pack-commit.ts retried
+ * once per lost race: 25 leases of one pack took 25 rounds).
+ *
+ * It takes `p` slots only — pending at their pack's run time, on a pack with no other slot leasable now
+ * (`rare_at` not come). It stops at the first pack in lease order that has one (a retry due, a released
+ * task, a lapsed or unclaimed lease): `probeRare` tells the caller, which takes the rest of the lease from
+ * there with the JavaScript rules (lease.ts), so the lease order is kept.
+ *
+ * What it writes is what the JavaScript lease writes for the same slots (test/engine/packs/lease-sql.test.ts
+ * holds the two equal): each slot `r`, its attempts + 1, a lease entry of its own (fresh token, appended to
+ * `leases`), its body's `st` if unset and `u`; and the pack's `ready`, `live`, `rare_at`, `next_at` as
+ * `packFigures` derives them from the slots: `ready`, `live` counted from the new `st`; `rare_at` the
+ * earlier of the pack's (its other slots are unchanged) and the slots' leasable time once leased
+ * (`leasableAt` of a processing slot: its claim, else expiry + `expiryBackoffMs`, handed in computed by
+ * slot-rules.ts); `next_at` the pack's run time while a `p` slot is left, else `rare_at`.
+ * Rows written: one per pack taken from (its index entry unchanged) plus the counters' row.
+ */
+
+/** What the plain lease is asked. */
+export interface PlainLease {
+  queue: string;
+  max: number;
+  /** One fresh token per slot it may take, in the order it takes them. */
+  tokens: string[];
+  expires: number;
+  claim: number | null;
+  holder: string | null;
+  vtS: number;
+  now: number;
+  config: SlotConfig;
+}
+
+/** The counts of a lease, as the JavaScript lease counts it (counters.ts): one `leased` per slot, and the
+ * wait (due → first lease) of each slot never leased before. */
+const LEASE_COUNTS = countersSpec([["leased", "count(*)"]], [{ h: "wait", ms: "wait_ms", when: "first = 1" }]);
+
+/** An integer inlined into the statement (a time, a count; D1 allows 100 bound parameters). */
+const int = (n: number): SQL => sql.raw(String(Math.trunc(n)));
+
+/** Null-safe minimum of two nullable numbers (SQLite's min() is NULL when one is). */
+const least = (a: SQL, b: SQL): SQL => sql`coalesce(min(${a}, ${b}), ${a}, ${b})`;
+
+/** How many characters of `col` are one of `chars`. */
+const countOf = (col: SQL, chars: string[]): SQL => {
+  let rest = col;
+  for (const ch of chars) rest = sql`replace(${rest}, ${sql.raw(`'${ch}'`)}, '')`;
+  return sql`(length(${col}) - length(${rest}))`;
+};
+
+/**
+ * The selection both statements share, as CTEs ending in `tk`: one row per slot taken (pack `pid`, its
+ * turn `j` in the pack, 1-based position `k` in the pack's columns, its turn `g` in the lease, attempts
+ * after the lease `na`, `first`, `wait_ms`), plus `quota` per pack. Deterministic over the rows as they are,
+ * so the counters statement and the UPDATE after it in the same batch (one transaction) select the same.
+ */
+function selectionSql(o: PlainLease): SQL {
+  const now = int(o.now);
+  const max = int(o.max);
+  return sql`cand AS MATERIALIZED (
+      SELECT id AS pid, type, priority, run_at, created_at, max_attempts, st, at, lk, ready, rare_at,
+        json_array_length(leases) AS nl, (rare_at IS NOT NULL AND rare_at <= ${now}) AS rare,
+        row_number() OVER (ORDER BY priority DESC, run_at, id) AS rk
+      FROM (SELECT * FROM packs WHERE queue = ${o.queue} AND finished_at IS NULL AND next_at <= ${now}
+        ORDER BY priority DESC, run_at, id LIMIT ${max})
+    ),
+    quota AS MATERIALIZED (
+      SELECT *, min(ready, ${max} - before) AS take FROM (
+        SELECT c.*, coalesce(sum(c.ready) OVER (ORDER BY c.rk ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+          AS before
+        FROM cand c WHERE c.rk < (SELECT coalesce(min(rk), ${max} + 1) FROM cand WHERE rare))
+      WHERE before < ${max} AND ready > 0
+    ),
+    pos(pid, j, k) AS (
+      SELECT pid, 1, instr(st, 'p') FROM quota WHERE instr(st, 'p') > 0
+      UNION ALL
+      SELECT pos.pid, pos.j + 1, pos.k + instr(substr(q.st, pos.k + 1), 'p')
+      FROM pos JOIN quota q ON q.pid = pos.pid
+      WHERE pos.j < q.take AND instr(substr(q.st, pos.k + 1), 'p') > 0
+    ),
+    tk AS MATERIALIZED (
+      SELECT pos.pid, pos.j, pos.k, q.before + pos.j - 1 AS g, ${o.queue} AS queue, q.type,
+        unicode(substr(q.at, pos.k, 1)) - 48 + 1 AS na,
+        json_extract(p.slots, '$[' || (pos.k - 1) || '].st') IS NULL AS first,
+        ${now} - max(q.created_at, q.run_at) AS wait_ms
+      FROM pos JOIN quota q ON q.pid = pos.pid CROSS JOIN packs p ON p.id = pos.pid
+    )`;
+}
+
+/** The counters of what the lease takes, run first in its batch. */
+function countsSql(o: PlainLease): SQL {
+  return countersUpsertSql(o.now, sql`WITH RECURSIVE ${selectionSql(o)} SELECT * FROM tk`, LEASE_COUNTS);
+}
+
+/**
+ * When a slot leased now with `na` attempts becomes leasable again, by attempts (index): its claim when
+ * provisional, else its expiry plus the expiry backoff of that attempt — `leasableAt` of slot-rules.ts for a
+ * processing slot, computed there and handed to SQL as a JSON array (the pack's max_attempts is applied in
+ * SQL: at the last attempt only the reaper moves it on, NULL).
+ */
+function lapsesJson(o: PlainLease): string {
+  return JSON.stringify(Array.from({ length: BACKOFF_STEPS }, (_, a) => o.expires + expiryBackoffMs(a, o.config)));
+}
+
+/** How many attempts' lapse times are handed in: past attempt 31 the backoff's exponent is capped
+ * (retry-policy.ts), so every later attempt lapses as the last entry. */
+const BACKOFF_STEPS = 32;
+
+/** Path/value pairs per JSON function call: SQLite builds before 3.49 cap a function's arguments at 127. */
+const PAIRS_PER_CALL = 50;
+
+/** The lease UPDATE: each pack's new columns built slot by slot (`build`), then written; returns the rows. */
+function updateSql(o: PlainLease): SQL {
+  const now = int(o.now);
+  const lapses = lapsesJson(o);
+  const lapse = (na: SQL): SQL =>
+    o.claim !== null
+      ? int(o.claim)
+      : sql`CASE WHEN ${na} < q.max_attempts THEN coalesce(json_extract(${lapses}, '$[' || ${na} || ']'),
+          json_extract(${lapses}, '$[#-1]')) END`;
+  const entry = sql`json_object('e', ${int(o.expires)}, 'c', ${o.claim === null ? sql`NULL` : int(o.claim)},
+    'h', ${o.holder ?? null}, 'v', ${int(o.vtS)}, 't', ${now}, 'k', json_extract(${JSON.stringify(o.tokens)}, '$[' || t.g || ']'),
+    'x', 0)`;
+  const splice = (col: SQL, text: SQL): SQL => sql`substr(${col}, 1, t.k - 1) || ${text} || substr(${col}, t.k + 1)`;
+  // Each slot's body: `st` (first started) inserted when absent, `u` set. One path/value pair per slot the
+  // lease may take (`max`); a pack whose turn took fewer repeats its first slot's pair (a no-op).
+  const path = (i: number, key: string): SQL =>
+    sql.raw(`'$[' || coalesce(json_extract(f.ks, '$[${i}]'), json_extract(f.ks, '$[0]')) || '].${key}'`);
+  const pairs = (fn: string, blob: SQL, key: string): SQL => {
+    let out = blob;
+    for (let from = 0; from < o.max; from += PAIRS_PER_CALL) {
+      const some = Array.from(
+        { length: Math.min(PAIRS_PER_CALL, o.max - from) },
+        (_, i) => sql`${path(from + i, key)}, ${now}`,
+      );
+      out = sql`${sql.raw(fn)}(${out}, ${sql.join(some, sql`, `)})`;
+    }
+    return out;
+  };
+  const ready = countOf(sql`l.st`, ["p"]);
+  return sql`WITH RECURSIVE ${selectionSql(o)},
+    build(pid, j, st, at, lk, ents, ks, lapse) AS (
+      SELECT pid, 0, st, at, lk, '', '', NULL FROM quota
+      UNION ALL
+      SELECT b.pid, b.j + 1, ${splice(sql`b.st`, sql`'r'`)}, ${splice(sql`b.at`, sql`char(48 + t.na)`)},
+        ${splice(sql`b.lk`, sql`char(48 + q.nl + b.j)`)}, b.ents || ',' || ${entry}, b.ks || ',' || (t.k - 1),
+        ${least(sql`b.lapse`, lapse(sql`t.na`))}
+      FROM build b JOIN tk t ON t.pid = b.pid AND t.j = b.j + 1 JOIN quota q ON q.pid = b.pid
+    ),
+    last AS (SELECT pid, st, at, lk, ents, '[' || substr(ks, 2) || ']' AS ks, lapse, max(j) AS j FROM build GROUP BY pid),
+    f AS MATERIALIZED (
+      SELECT l.*, ${ready} AS ready, ${countOf(sql`l.st`, ["p", "w", "r"])} AS live,
+        ${least(sql`q.rare_at`, sql`l.lapse`)} AS rare_at, q.run_at
+      FROM last l JOIN quota q ON q.pid = l.pid WHERE l.j > 0
+    )
+    UPDATE packs SET st = f.st, at = f.at, lk = f.lk,
+      leases = jsonb(CASE WHEN json_array_length(packs.leases) = 0 THEN '[' || substr(f.ents, 2) || ']'
+        ELSE substr(json(packs.leases), 1, length(json(packs.leases)) - 1) || f.ents || ']' END),
+      slots = ${pairs("jsonb_set", pairs("jsonb_insert", sql`packs.slots`, "st"), "u")},
+      ready = f.ready, live = f.live, rare_at = f.rare_at,
+      next_at = CASE WHEN f.ready > 0 THEN ${least(sql`f.run_at`, sql`f.rare_at`)} ELSE f.rare_at END,
+      updated_at = ${now}, ver = ver + 1
+    FROM f
+    WHERE packs.id = f.pid
+    RETURNING ${sql.raw(PACK_COLUMNS)}`;
+}
+
+/** Whether a pack with a slot other than a plain pending one leasable now is among the queue's next leasable
+ * packs (after the UPDATE): where the plain lease stopped. */
+function probeRareSql(o: PlainLease): SQL {
+  const now = int(o.now);
+  return sql`SELECT EXISTS (SELECT 1 FROM (SELECT rare_at FROM packs
+      WHERE queue = ${o.queue} AND finished_at IS NULL AND next_at <= ${now}
+      ORDER BY priority DESC, run_at, id LIMIT ${int(o.max)}) WHERE rare_at <= ${now}) AS rare`;
+}
+
+/** The packs taken from (as written, in lease order; a slot is this lease's when its entry carries one of
+ * `tokens`), and whether a pack with a rare slot due stopped the walk. One batch: counters, UPDATE, probe. */
+export async function leasePlainSlots(db: Db, o: PlainLease): Promise<{ packs: Pack[]; rare: boolean }> {
+  const [, rows, probe] = await batchAll(db, [countsSql(o), updateSql(o), probeRareSql(o)]);
+  const packs = (rows as unknown as PackRowRead[]).map(decodePack);
+  // RETURNING order is unspecified in SQLite: restore the lease order.
+  packs.sort((x, y) => y.priority - x.priority || x.runAt - y.runAt || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
+  return { packs, rare: Number((probe as Array<{ rare: number }>)[0]?.rare ?? 0) === 1 };
+}

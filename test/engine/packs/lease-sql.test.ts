@@ -1,0 +1,163 @@
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { openDb } from "../../../src/db/client";
+import { decodePack, packFigures, PACK_COLUMNS, type PackRowRead } from "../../../src/engine/packs/pack-row";
+import { packTaskStore } from "../../../src/engine/packs/pack-store";
+import { getQueueConfig } from "../../../src/engine/queue-config";
+import { PROCESSORS, T0, uniqueQueue } from "../../helpers";
+import { recordingD1 } from "./recording-d1";
+
+// The pack store's lease of pending slots in SQL evaluated at write time (src/engine/packs/lease-sql.ts):
+// what it writes is what the slots say (packFigures, the one definition of a pack's figures), and leasers
+// racing for one pack take what the others left instead of computing their write again.
+
+const db = () => openDb(env.DB);
+const store = () => packTaskStore(db());
+const many = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ payload: { i: from + i } }));
+
+type Row = PackRowRead & { next_at: number | null; rare_at: number | null; live: number; ready: number; n: number };
+
+/** Every pack of a queue with its stored figures. */
+async function packsOf(queue: string): Promise<Row[]> {
+  return db().all<Row>(
+    sql`SELECT ${sql.raw(PACK_COLUMNS)}, next_at, rare_at, live, ready, n FROM packs WHERE queue = ${queue} ORDER BY id`,
+  );
+}
+
+/** Holds every pack's stored figures equal to packFigures of its slots as stored. */
+async function expectFiguresFromSlots(queue: string, now: number) {
+  const config = await getQueueConfig(db(), queue);
+  const rows = await packsOf(queue);
+  expect(rows.length).toBeGreaterThan(0);
+  for (const row of rows) {
+    const f = packFigures(decodePack(row), config, now);
+    expect({
+      live: row.live,
+      ready: row.ready,
+      next_at: row.next_at,
+      rare_at: row.rare_at,
+      finished_at: row.finished_at,
+    }).toEqual({ live: f.live, ready: f.ready, next_at: f.nextAt, rare_at: f.rareAt, finished_at: f.finishedAt });
+  }
+}
+
+describe("pack store: the SQL lease writes what the slots say (lease-sql.ts against packFigures)", () => {
+  it("partial leases, slots out of order, several packs, a retry not yet due: figures, attempts, entries and bodies", async () => {
+    const queue = uniqueQueue("lsql-figures");
+    await store().putQueueConfig(queue, { backoff_base_s: 3, backoff_cap_s: 50 }, T0, PROCESSORS);
+    await store().enqueueTasks(queue, many(10), T0);
+    await store().enqueueTasks(
+      queue,
+      many(5, 10).map((t) => ({ ...t, priority: 5 })),
+      T0,
+    );
+    await store().enqueueTasks(queue, many(4, 20), T0 + 1);
+    // A task failed in the first pack (a retry due later: its rare_at), one completed (a gap in `st`).
+    const first = await store().leaseTasks({ queue, max: 7, visibilityTimeoutS: 30, holder: "w" }, T0 + 2);
+    expect(first.map((t) => t.priority)).toEqual([5, 5, 5, 5, 5, 0, 0]);
+    await store().failTasks([{ id: first[5]!.id, leaseToken: first[5]!.leaseToken!, message: "x" }], T0 + 3);
+    await store().completeTasks([{ id: first[6]!.id, leaseToken: first[6]!.leaseToken! }], T0 + 3);
+    await expectFiguresFromSlots(queue, T0 + 3);
+
+    // The failed slot's retry is not due at T0 + 4: the lease takes the pending slots after it, in order.
+    const second = await store().leaseTasks({ queue, max: 9, visibilityTimeoutS: 20, holder: "v" }, T0 + 4);
+    expect(second).toHaveLength(9);
+    expect(second.map((t) => JSON.parse(t.payload).i)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 20]);
+    expect(new Set(second.map((t) => t.leaseToken)).size).toBe(9);
+    for (const t of second) {
+      expect(t).toMatchObject({ state: "processing", attempts: 1, leaseHolder: "v", leaseExpiresAt: T0 + 4 + 20_000 });
+      expect(t).toMatchObject({ leaseVisibilityS: 20, claimBy: null, startedAt: T0 + 4, updatedAt: T0 + 4 });
+      expect(await store().getTask(t.id)).toEqual(t);
+    }
+    await expectFiguresFromSlots(queue, T0 + 4);
+    // Untouched slots kept their own data: the failed one its error, the completed one its end.
+    expect(await store().getTask(first[5]!.id)).toMatchObject({ state: "pending", attempts: 1 });
+    expect(JSON.parse((await store().getTask(first[5]!.id))!.errors)).toHaveLength(1);
+    expect(await store().getTask(first[6]!.id)).toMatchObject({ state: "completed", leaseHolder: "w" });
+  });
+
+  it("a provisional lease, and a lease at the last attempt (no leasable time: rare_at null)", async () => {
+    const queue = uniqueQueue("lsql-last");
+    await store().putQueueConfig(queue, { max_attempts: 1 }, T0, PROCESSORS);
+    await store().enqueueTasks(queue, many(6), T0);
+    const last = await store().leaseTasks({ queue, max: 3, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
+    expect(last).toHaveLength(3);
+    await expectFiguresFromSlots(queue, T0 + 1);
+    expect((await packsOf(queue))[0]!.rare_at).toBeNull();
+    const provisional = await store().leaseTasks(
+      { queue, max: 3, visibilityTimeoutS: 30, holder: "p", provisional: true },
+      T0 + 2,
+    );
+    expect(provisional.every((t) => t.claimBy !== null && t.claimBy <= T0 + 2 + 30_000)).toBe(true);
+    await expectFiguresFromSlots(queue, T0 + 2);
+    // Every slot processing: the pack is read by no lease until a claim window ends.
+    const [row] = await packsOf(queue);
+    expect(row!.next_at).toBe(provisional[0]!.claimBy);
+    expect(await store().leaseTasks({ queue, max: 3, visibilityTimeoutS: 30, holder: "x" }, T0 + 3)).toEqual([]);
+  });
+
+  it("a second lease of a pack already leased appends its entries and keeps the first lease's", async () => {
+    const queue = uniqueQueue("lsql-entries");
+    await store().enqueueTasks(queue, many(4), T0);
+    const one = await store().leaseTasks({ queue, max: 2, visibilityTimeoutS: 30, holder: "a" }, T0 + 1);
+    const two = await store().leaseTasks({ queue, max: 2, visibilityTimeoutS: 60, holder: "b" }, T0 + 2);
+    for (const t of [...one, ...two]) expect(await store().getTask(t.id)).toEqual(t);
+    const [row] = await packsOf(queue);
+    expect(JSON.parse(row!.leases)).toHaveLength(4);
+    expect(row!.st).toBe("rrrr");
+    // The first holder's fence still holds: its completion is accepted.
+    const done = await store().completeTasks([{ id: one[0]!.id, leaseToken: one[0]!.leaseToken! }], T0 + 3);
+    expect(done[0]).toMatchObject({ ok: true, state: "completed" });
+    await expectFiguresFromSlots(queue, T0 + 3);
+  });
+});
+
+describe("pack store: leasers racing for one pack take what is left, never computing again", () => {
+  it("25 concurrent leases of 4 over one pack of 60: each lease is one batch, every task leased once", async () => {
+    const queue = uniqueQueue("lsql-race");
+    await store().enqueueTasks(queue, many(60), T0);
+    const { db: d1, calls } = recordingD1(env.DB);
+    const recorded = packTaskStore(openDb(d1));
+    const batches = await Promise.all(
+      Array.from({ length: 25 }, (_, w) =>
+        recorded.leaseTasks({ queue, max: 4, visibilityTimeoutS: 30, holder: `w${w}` }, T0 + 1),
+      ),
+    );
+    const ids = batches.flat().map((t) => t.id);
+    expect(new Set(ids).size).toBe(60);
+    expect(batches.filter((b) => b.length === 4)).toHaveLength(15);
+    // One write batch per lease (the guarded JavaScript lease computed again once per lost race).
+    const writes = calls.filter((c) => c.some((s) => /\bUPDATE packs\b/.test(s)));
+    expect(writes).toHaveLength(25);
+    await expectFiguresFromSlots(queue, T0 + 1);
+  });
+
+  it("rows written by a lease: one per pack taken from, plus the counters' row", async () => {
+    const queue = uniqueQueue("lsql-rows");
+    await store().enqueueTasks(queue, many(3), T0);
+    await store().enqueueTasks(queue, many(3, 3), T0 + 1);
+    const d1 = env.DB;
+    const before = await db().get<{ c: number }>(sql`SELECT count(*) AS c FROM task_counters WHERE queue = ${queue}`);
+    const meta: number[] = [];
+    const metered = new Proxy(d1, {
+      get(target, p) {
+        if (p === "batch")
+          return async (s: D1PreparedStatement[]) => {
+            const results = await target.batch(s);
+            meta.push(results.reduce((sum, r) => sum + (r.meta.rows_written ?? 0), 0));
+            return results;
+          };
+        const value = target[p as keyof D1Database];
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const leased = await packTaskStore(openDb(metered)).leaseTasks(
+      { queue, max: 5, visibilityTimeoutS: 30, holder: "w" },
+      T0 + 2,
+    );
+    expect(leased).toHaveLength(5);
+    expect(before!.c).toBe(1);
+    expect(meta).toEqual([3]);
+  });
+});
