@@ -58,14 +58,30 @@ const countOf = (col: SQL, chars: string[]): SQL => {
 };
 
 /**
- * The selection both statements share, as CTEs ending in `tk`: one row per slot taken (pack `pid`, its
- * turn `j` in the pack, 1-based position `k` in the pack's columns, its turn `g` in the lease, attempts
- * after the lease `na`, `first`, `wait_ms`), plus `quota` per pack. Deterministic over the rows as they are,
- * so the counters statement and the UPDATE after it in the same batch (one transaction) select the same.
+ * The selection both statements share, as CTEs: `quota` (per pack in lease order, how many of its `p`
+ * slots the lease takes) and `walk`, which takes them one by one in slot order, carrying the pack's new
+ * columns as it goes (row j of a pack: its j-th slot taken, at 1-based position `k`) — every value it needs
+ * carried, so no step joins another table. Deterministic over the rows as they are, so the counters
+ * statement and the UPDATE after it in the same batch (one transaction) select the same slots.
  */
 function selectionSql(o: PlainLease): SQL {
   const now = int(o.now);
   const max = int(o.max);
+  // The next `p` after position w.k (the slots before it already taken or not pending).
+  const nk = sql`(w.k + instr(substr(w.st, w.k + 1), 'p'))`;
+  const splice = (col: SQL, text: SQL): SQL =>
+    sql`substr(${col}, 1, ${nk} - 1) || ${text} || substr(${col}, ${nk} + 1)`;
+  const na = sql`(unicode(substr(w.at, ${nk}, 1)) - 48 + 1)`;
+  const lapses = lapsesJson(o);
+  // When the slot leased now is leasable again: leasableAt of a processing slot (see lapsesJson).
+  const lapse =
+    o.claim !== null
+      ? int(o.claim)
+      : sql`CASE WHEN ${na} < w.ma THEN coalesce(json_extract(${lapses}, '$[' || ${na} || ']'),
+          json_extract(${lapses}, '$[#-1]')) END`;
+  const entry = sql`json_object('e', ${int(o.expires)}, 'c', ${o.claim === null ? sql`NULL` : int(o.claim)},
+    'h', ${o.holder ?? null}, 'v', ${int(o.vtS)}, 't', ${now},
+    'k', json_extract(${JSON.stringify(o.tokens)}, '$[' || (w.g0 + w.j) || ']'), 'x', 0)`;
   return sql`cand AS MATERIALIZED (
       SELECT id AS pid, type, priority, run_at, created_at, max_attempts, st, at, lk, ready, rare_at,
         json_array_length(leases) AS nl, (rare_at IS NOT NULL AND rare_at <= ${now}) AS rare,
@@ -80,25 +96,27 @@ function selectionSql(o: PlainLease): SQL {
         FROM cand c WHERE c.rk < (SELECT coalesce(min(rk), ${max} + 1) FROM cand WHERE rare))
       WHERE before < ${max} AND ready > 0
     ),
-    pos(pid, j, k) AS (
-      SELECT pid, 1, instr(st, 'p') FROM quota WHERE instr(st, 'p') > 0
+    walk(pid, j, k, take, g0, nl, ma, type, wait_ms, rare_at, run_at, st, at, lk, ents, ks, lapse) AS (
+      SELECT pid, 0, 0, take, before, nl, max_attempts, type, ${now} - max(created_at, run_at), rare_at, run_at,
+        st, at, lk, '', '', NULL
+      FROM quota
       UNION ALL
-      SELECT pos.pid, pos.j + 1, pos.k + instr(substr(q.st, pos.k + 1), 'p')
-      FROM pos JOIN quota q ON q.pid = pos.pid
-      WHERE pos.j < q.take AND instr(substr(q.st, pos.k + 1), 'p') > 0
-    ),
-    tk AS MATERIALIZED (
-      SELECT pos.pid, pos.j, pos.k, q.before + pos.j - 1 AS g, ${o.queue} AS queue, q.type,
-        unicode(substr(q.at, pos.k, 1)) - 48 + 1 AS na,
-        json_extract(p.slots, '$[' || (pos.k - 1) || '].st') IS NULL AS first,
-        ${now} - max(q.created_at, q.run_at) AS wait_ms
-      FROM pos JOIN quota q ON q.pid = pos.pid CROSS JOIN packs p ON p.id = pos.pid
+      SELECT w.pid, w.j + 1, ${nk}, w.take, w.g0, w.nl, w.ma, w.type, w.wait_ms, w.rare_at, w.run_at,
+        ${splice(sql`w.st`, sql`'r'`)}, ${splice(sql`w.at`, sql`char(48 + ${na})`)},
+        ${splice(sql`w.lk`, sql`char(48 + w.nl + w.j)`)}, w.ents || ',' || ${entry}, w.ks || ',' || (${nk} - 1),
+        ${least(sql`w.lapse`, lapse)}
+      FROM walk w
+      WHERE w.j < w.take AND instr(substr(w.st, w.k + 1), 'p') > 0
     )`;
 }
 
 /** The counters of what the lease takes, run first in its batch. */
 function countsSql(o: PlainLease): SQL {
-  return countersUpsertSql(o.now, sql`WITH RECURSIVE ${selectionSql(o)} SELECT * FROM tk`, LEASE_COUNTS);
+  // A slot never leased before has no `st` (first started) in its body: its wait is observed.
+  const taken = sql`SELECT ${o.queue} AS queue, w.type, w.wait_ms,
+      json_extract(p.slots, '$[' || (w.k - 1) || '].st') IS NULL AS first
+    FROM walk w CROSS JOIN packs p ON p.id = w.pid WHERE w.j > 0`;
+  return countersUpsertSql(o.now, sql`WITH RECURSIVE ${selectionSql(o)} ${taken}`, LEASE_COUNTS);
 }
 
 /**
@@ -118,19 +136,9 @@ const BACKOFF_STEPS = 32;
 /** Path/value pairs per JSON function call: SQLite builds before 3.49 cap a function's arguments at 127. */
 const PAIRS_PER_CALL = 50;
 
-/** The lease UPDATE: each pack's new columns built slot by slot (`build`), then written; returns the rows. */
+/** The lease UPDATE: each pack's new columns as `walk` built them, written; returns the rows. */
 function updateSql(o: PlainLease): SQL {
   const now = int(o.now);
-  const lapses = lapsesJson(o);
-  const lapse = (na: SQL): SQL =>
-    o.claim !== null
-      ? int(o.claim)
-      : sql`CASE WHEN ${na} < q.max_attempts THEN coalesce(json_extract(${lapses}, '$[' || ${na} || ']'),
-          json_extract(${lapses}, '$[#-1]')) END`;
-  const entry = sql`json_object('e', ${int(o.expires)}, 'c', ${o.claim === null ? sql`NULL` : int(o.claim)},
-    'h', ${o.holder ?? null}, 'v', ${int(o.vtS)}, 't', ${now}, 'k', json_extract(${JSON.stringify(o.tokens)}, '$[' || t.g || ']'),
-    'x', 0)`;
-  const splice = (col: SQL, text: SQL): SQL => sql`substr(${col}, 1, t.k - 1) || ${text} || substr(${col}, t.k + 1)`;
   // Each slot's body: `st` (first started) inserted when absent, `u` set. One path/value pair per slot the
   // lease may take (`max`); a pack whose turn took fewer repeats its first slot's pair (a no-op).
   const path = (i: number, key: string): SQL =>
@@ -148,26 +156,19 @@ function updateSql(o: PlainLease): SQL {
   };
   const ready = countOf(sql`l.st`, ["p"]);
   return sql`WITH RECURSIVE ${selectionSql(o)},
-    build(pid, j, st, at, lk, ents, ks, lapse) AS (
-      SELECT pid, 0, st, at, lk, '', '', NULL FROM quota
-      UNION ALL
-      SELECT b.pid, b.j + 1, ${splice(sql`b.st`, sql`'r'`)}, ${splice(sql`b.at`, sql`char(48 + t.na)`)},
-        ${splice(sql`b.lk`, sql`char(48 + q.nl + b.j)`)}, b.ents || ',' || ${entry}, b.ks || ',' || (t.k - 1),
-        ${least(sql`b.lapse`, lapse(sql`t.na`))}
-      FROM build b JOIN tk t ON t.pid = b.pid AND t.j = b.j + 1 JOIN quota q ON q.pid = b.pid
-    ),
-    last AS (SELECT pid, st, at, lk, ents, '[' || substr(ks, 2) || ']' AS ks, lapse, max(j) AS j FROM build GROUP BY pid),
+    last AS (SELECT pid, st, at, lk, ents, '[' || substr(ks, 2) || ']' AS ks, lapse, rare_at, run_at, max(j) AS j
+      FROM walk GROUP BY pid),
     f AS MATERIALIZED (
       SELECT l.*, ${ready} AS ready, ${countOf(sql`l.st`, ["p", "w", "r"])} AS live,
-        ${least(sql`q.rare_at`, sql`l.lapse`)} AS rare_at, q.run_at
-      FROM last l JOIN quota q ON q.pid = l.pid WHERE l.j > 0
+        ${least(sql`l.rare_at`, sql`l.lapse`)} AS new_rare_at
+      FROM last l WHERE l.j > 0
     )
     UPDATE packs SET st = f.st, at = f.at, lk = f.lk,
       leases = jsonb(CASE WHEN json_array_length(packs.leases) = 0 THEN '[' || substr(f.ents, 2) || ']'
         ELSE substr(json(packs.leases), 1, length(json(packs.leases)) - 1) || f.ents || ']' END),
       slots = ${pairs("jsonb_set", pairs("jsonb_insert", sql`packs.slots`, "st"), "u")},
-      ready = f.ready, live = f.live, rare_at = f.rare_at,
-      next_at = CASE WHEN f.ready > 0 THEN ${least(sql`f.run_at`, sql`f.rare_at`)} ELSE f.rare_at END,
+      ready = f.ready, live = f.live, rare_at = f.new_rare_at,
+      next_at = CASE WHEN f.ready > 0 THEN ${least(sql`f.run_at`, sql`f.new_rare_at`)} ELSE f.new_rare_at END,
       updated_at = ${now}, ver = ver + 1
     FROM f
     WHERE packs.id = f.pid

@@ -18,8 +18,9 @@ import type { SlotConfig } from "./slot-rules";
 /**
  * How often one call computes its write again after losing to concurrent writers before it gives up. Each
  * round one of the competing writers commits (the first to reach D1), so N callers racing for one pack all
- * finish within N rounds; 32 covers the conformance suite's concurrent leasers with room. A queue with more
- * leasers than this racing for one pack needs the prototype's single-statement lease (docs/design/packs.md).
+ * finish within N rounds; 32 covers the conformance suite's concurrent writers with room. Leases of pending
+ * slots do not race here: they are taken by SQL evaluated at write time (lease-sql.ts); acks of one pack by
+ * many holders still do (docs/design/packs.md, "The lease under contention").
  */
 export const MAX_WRITE_ROUNDS = 32;
 
