@@ -12,10 +12,10 @@ describeStore(
   (kind) => {
     const { store, enqueueMany, leaseOne, row } = storeFixtures(kind);
 
-    // 60 s, not the project's 15: on the pack store the 25 leases (and then 15 completes) race for one pack,
-    // and each round of its guarded writes lets one through (src/engine/packs/pack-commit.ts) — 12 s at load
-    // 10 on 2 cores, against 1.4 s on the row store. That cost is the pack store's, measured and stated in
-    // docs/design/packs.md; this test is about every task leased exactly once, not about time.
+    // 60 s, not the project's 15: on the pack store the 15 completes race for one pack, and each round of its
+    // guarded writes lets one through (src/engine/packs/pack-commit.ts; its leases no longer race:
+    // lease-sql.ts). That cost is the pack store's, measured and stated in docs/design/packs.md ("The lease
+    // under contention"); this test is about every task leased exactly once, not about time.
     it("25 leasers over 60 tasks take every task exactly once", { timeout: 60_000 }, async () => {
       const queue = uniqueQueue();
       const ids = await enqueueMany(
