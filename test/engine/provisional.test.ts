@@ -2,7 +2,7 @@ import { expect, it } from "vitest";
 import { CLAIM_WINDOW_S } from "../../src/contracts/limits";
 import { T0, uniqueQueue } from "../helpers";
 import { storeFixtures } from "./conformance/fixtures";
-import { CORE, describeStore, itNeeds } from "./conformance/store-kinds";
+import { CORE, CORE_AND_HAND_OUT, describeStore, itNeeds } from "./conformance/store-kinds";
 
 const CLAIM_MS = CLAIM_WINDOW_S * 1000;
 /** The provisional leases' length here. */
@@ -63,7 +63,7 @@ describeStore(
       expect(late).toMatchObject({ ok: false, error: { code: "lease_lost" } });
     });
 
-    itNeeds(kind, "all")(
+    itNeeds(kind, CORE_AND_HAND_OUT)(
       "returnUndelivered returns only hand-outs still unclaimed under their token: pending at once, attempt refunded",
       async () => {
         const { leased } = await handedOut(3);
@@ -89,7 +89,7 @@ describeStore(
       },
     );
 
-    itNeeds(kind, "all")(
+    itNeeds(kind, CORE_AND_HAND_OUT)(
       "endClaimWindows ends the claim window of the first `limit` unclaimed hand-outs now: leasable, still their holder's",
       async () => {
         const { queue, leased } = await handedOut(4);

@@ -20,6 +20,7 @@ import {
   heartbeatPackTask,
   releasePackTasks,
 } from "./holder-writes";
+import { endPackClaimWindows, returnPackUndelivered } from "./hand-out";
 import { leasePackAnswers, leasePackTasks } from "./lease";
 import { cancelPackQueueTasks, cancelPackTask, redrivePackQueue, retryPackTask } from "./operator-writes";
 import { listPackTasks } from "./listing";
@@ -97,6 +98,8 @@ export const STORE_GROUPS = {
   /** Queue moves between stores (src/engine/store-shards.ts Transit): tasks taken out of their packs, put in
    * on the destination in packs of the same ids (transit-out.ts, transit-in.ts). */
   transit: ["takeOutForTransit", "listTransit", "putInFromTransit", "clearTransit", "isInTransit", "findInTransit"],
+  /** A long poll's coordinator's returns and claim-window ends of its provisional leases (HandOutWrites). */
+  handOut: ["returnUndelivered", "endClaimWindows"],
 } as const satisfies Record<string, ReadonlyArray<keyof TaskStore>>;
 
 export type StoreGroup = keyof typeof STORE_GROUPS;
@@ -167,5 +170,7 @@ export function packTaskStore(db: Db): PackCore {
     clearTransit: (ids) => clearTransit(db, ids),
     isInTransit: (id) => isInTransit(db, id),
     findInTransit: (ids) => findInTransit(db, ids),
+    returnUndelivered: (items, now) => returnPackUndelivered(db, items, now),
+    endClaimWindows: (items, now, limit) => endPackClaimWindows(db, items, now, limit),
   };
 }

@@ -236,6 +236,8 @@ export const CORE: readonly StoreGroup[] = ["core"];
 export const OPERATOR: readonly StoreGroup[] = ["operator"];
 /** The core and an operator's writes. */
 export const CORE_AND_OPERATOR: readonly StoreGroup[] = ["core", "operator"];
+/** The core and a long poll's coordinator's hand-out writes (returnUndelivered, endClaimWindows). */
+export const CORE_AND_HAND_OUT: readonly StoreGroup[] = ["core", "handOut"];
 /** The core and a queue's stored config. */
 export const CORE_AND_CONFIG: readonly StoreGroup[] = ["core", "queueConfig"];
 
