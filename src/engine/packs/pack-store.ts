@@ -28,6 +28,7 @@ import { readPackLiveFront } from "./live-front";
 import { countPackLiveTasks, packLiveFigures, packNextRunAt } from "./live-reads";
 import { listPackQueues, packQueueStats } from "./queue-reads";
 import { findPackTaskState, getPackTask, readPackTaskEventFields } from "./reads";
+import { purgePackTasks } from "./purge";
 import { prunePacksByRetention } from "./retention";
 import { reapPackExpiredLeases, reapPackLapsedLeases } from "./upkeep";
 import { deleteQueueRecord } from "../sqs-settings";
@@ -62,8 +63,7 @@ export const STORE_GROUPS = {
     "listTasks",
     "queueStats",
   ],
-  /** An operator's writes (src/engine/store-writes.ts OperatorWrites) but `purgeTasks`, which deletes finished
-   * tasks out of packs still holding live ones: left with retention (docs/design/packs.md, "Left"). */
+  /** An operator's writes (src/engine/store-writes.ts OperatorWrites) but `purgeTasks` (group `purge`). */
   operator: ["cancelTask", "cancelQueueTasks", "retryTask", "redriveQueue"],
   /** A queue's stored config (the `queues` table, shared by both layouts). */
   queueConfig: [
@@ -100,6 +100,8 @@ export const STORE_GROUPS = {
   transit: ["takeOutForTransit", "listTransit", "putInFromTransit", "clearTransit", "isInTransit", "findInTransit"],
   /** A long poll's coordinator's returns and claim-window ends of its provisional leases (HandOutWrites). */
   handOut: ["returnUndelivered", "endClaimWindows"],
+  /** An operator's purge of finished tasks, out of packs that may still hold live ones (purge.ts). */
+  purge: ["purgeTasks"],
 } as const satisfies Record<string, ReadonlyArray<keyof TaskStore>>;
 
 export type StoreGroup = keyof typeof STORE_GROUPS;
@@ -172,5 +174,6 @@ export function packTaskStore(db: Db): PackCore {
     findInTransit: (ids) => findInTransit(db, ids),
     returnUndelivered: (items, now) => returnPackUndelivered(db, items, now),
     endClaimWindows: (items, now, limit) => endPackClaimWindows(db, items, now, limit),
+    purgeTasks: (queue, options) => purgePackTasks(db, queue, options),
   };
 }
