@@ -31,7 +31,7 @@ const REVIVABLE_CHARS: Record<(typeof REVIVABLE_STATES)[number], SlotChar | null
 };
 
 /** Cancels a live slot no cancel is pending for: pending → cancelled now; processing → cancel requested. */
-function cancelSlot(at: Located, now: number): CounterEvent[] {
+export function cancelSlot(at: Located, now: number): CounterEvent[] {
   at.slot.body.u = now;
   if (at.slot.st === "r") {
     at.slot.body.cr = 1;
@@ -43,10 +43,10 @@ function cancelSlot(at: Located, now: number): CounterEvent[] {
 }
 
 /** Cancelable: live, and no cancel already requested. */
-const cancelable = (at: Located) => isLive(at.slot) && at.slot.body.cr !== 1;
+export const cancelable = (at: Located) => isLive(at.slot) && at.slot.body.cr !== 1;
 
 /** The batch: every pack changed, then the counters. */
-function writesOf(packs: Iterable<Pack>, config: QueueConfig, events: CounterEvent[], now: number): SQL[] {
+export function writesOf(packs: Iterable<Pack>, config: QueueConfig, events: CounterEvent[], now: number): SQL[] {
   const counters = countersStatementSql(events, now);
   return [...[...packs].flatMap((p) => packWriteSql(p, config, now)), ...(counters ? [counters] : [])];
 }
@@ -140,7 +140,7 @@ function reviveSlot(at: Located, now: number): void {
 }
 
 /** The dedupe-key rows of `keys` in `queue`, and their holders located (for whether they are live). */
-async function keyHolders(db: Db, queue: string, keys: string[]) {
+export async function keyHolders(db: Db, queue: string, keys: string[]) {
   const rows = keys.length
     ? await db.all<{ dedupe_key: string; task_id: string }>(sql`SELECT dedupe_key, task_id FROM pack_keys
         WHERE queue = ${queue} AND dedupe_key IN (SELECT value FROM json_each(${JSON.stringify(keys)}))`)
@@ -158,7 +158,7 @@ async function keyHolders(db: Db, queue: string, keys: string[]) {
  * (guarded as read). The batch's statements and read set, and the slots revived; null when the write
  * lost a race (computed again).
  */
-async function reviveAll(db: Db, queue: string, candidates: Located[], limit: number, now: number) {
+export async function reviveAll(db: Db, queue: string, candidates: Located[], limit: number, now: number) {
   const keys = [...new Set(candidates.flatMap((c) => (c.slot.body.d === undefined ? [] : [c.slot.body.d])))];
   const held = await keyHolders(db, queue, keys);
   const read: ReadSet = { packs: [], keysHeld: [], keysFree: [] };

@@ -11,6 +11,7 @@ import {
 import { foldOldCounters, recentCounts, sumCounters } from "../counters";
 import { throughputSeries } from "../throughput";
 import { foldPackCountersInRows } from "./counter-folds";
+import { applyPackBulk, countPackBulk } from "./bulk";
 import { enqueuePackTasks } from "./enqueue";
 import {
   assertPackLeaseHeld,
@@ -102,6 +103,8 @@ export const STORE_GROUPS = {
   handOut: ["returnUndelivered", "endClaimWindows"],
   /** An operator's purge of finished tasks, out of packs that may still hold live ones (purge.ts). */
   purge: ["purgeTasks"],
+  /** An operator's actions on the tasks a filter matches (BulkWrites: bulk.ts). */
+  bulk: ["countForBulk", "applyBulk"],
 } as const satisfies Record<string, ReadonlyArray<keyof TaskStore>>;
 
 export type StoreGroup = keyof typeof STORE_GROUPS;
@@ -175,5 +178,7 @@ export function packTaskStore(db: Db): PackCore {
     returnUndelivered: (items, now) => returnPackUndelivered(db, items, now),
     endClaimWindows: (items, now, limit) => endPackClaimWindows(db, items, now, limit),
     purgeTasks: (queue, options) => purgePackTasks(db, queue, options),
+    countForBulk: (queue, action, filter, cap) => countPackBulk(db, queue, action, filter, cap),
+    applyBulk: (queue, action, filter, cap, now) => applyPackBulk(db, queue, action, filter, cap, now),
   };
 }
