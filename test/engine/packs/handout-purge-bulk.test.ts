@@ -165,7 +165,7 @@ describe("pack store: purge out of packs still holding live tasks", () => {
 });
 
 describe("pack store: bulk actions", () => {
-  it("a cancel of 99 pending tasks of one pack writes 2 rows (the D1 store: 100), their retry 1", async () => {
+  it("a cancel of 99 pending tasks of one pack writes 2 rows, their retry 1 (the D1 store: 100 and 198)", async () => {
     const queue = uniqueQueue("bulk-rows");
     await store().enqueueTasks(
       queue,
