@@ -27,6 +27,31 @@ const packOf = (taskId: string) => taskId.slice(0, 24);
 const packExists = async (taskId: string) =>
   (await db().get(sql`SELECT 1 AS one FROM packs WHERE id = ${packOf(taskId)}`)) !== undefined;
 
+/**
+ * A D1 binding whose batches wait until `release()`: a write is held in flight after its reads, and
+ * `reached` resolves when its first batch arrives — so a test can land another write in between, for sure.
+ */
+function heldBatches(d1: D1Database) {
+  let release!: () => void;
+  let arrived!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const reached = new Promise<void>((resolve) => (arrived = resolve));
+  const db = new Proxy(d1, {
+    get(target, p) {
+      if (p === "batch") {
+        return async (statements: D1PreparedStatement[]) => {
+          arrived();
+          await gate;
+          return target.batch(statements);
+        };
+      }
+      const value = target[p as keyof D1Database];
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { db, reached, release };
+}
+
 /** A store over the suite's database whose rows written are counted per call of `rows`. */
 function metered() {
   const meter = meteredD1(env.DB);
@@ -71,6 +96,21 @@ describe("pack store: a long poll's hand-out writes", () => {
     const again = await store().leaseTasks({ queue, max: 100, visibilityTimeoutS: 30, holder: "w2" }, AT + 2);
     expect(again).toHaveLength(100);
     expect(new Set(again.map((t) => t.attempts))).toEqual(new Set([1]));
+  });
+
+  it("a claim that lands between a return's read and its write wins: the return is computed again and leaves it", async () => {
+    const queue = uniqueQueue("handout-race");
+    const { leased } = await leasedPack(queue, 2, AT, true);
+    const held = heldBatches(env.DB);
+    // The return reads both hand-outs, then waits at its batch while the holder claims the first.
+    const returning = packTaskStore(openDb(held.db)).returnUndelivered(leased, AT + 1);
+    await held.reached;
+    const [claim] = await store().extendLeases([leased[0]!], AT + 1);
+    expect(claim).toMatchObject({ ok: true });
+    held.release();
+    expect((await returning).map((t) => t.id)).toEqual([leased[1]!.id]);
+    expect(await store().getTask(leased[0]!.id)).toMatchObject({ state: "processing", claimBy: null });
+    expect(await store().findTaskState(leased[1]!.id)).toBe("pending");
   });
 
   it("answers a row task's id as not here, and leaves that task alone", async () => {
@@ -118,6 +158,24 @@ describe("pack store: purge out of packs still holding live tasks", () => {
     expect(secondRows).toBe(1);
     expect(await packExists(live[0]!.id)).toBe(false);
     expect(await rows(() => measured.purgeTasks(queue, { before: AT + 5 }))).toEqual([{ purged: 0 }, 0]);
+  });
+
+  it("a retry that lands between a purge's read and its write wins: the purge is computed again and keeps it", async () => {
+    const queue = uniqueQueue("purge-race");
+    const { leased } = await leasedPack(queue, 2);
+    await store().failTasks(
+      leased.map((l) => ({ ...l, message: "broken", retryable: false })),
+      AT + 1,
+    );
+    const held = heldBatches(env.DB);
+    // The purge reads both dead tasks, then waits at its batch while an operator retries the first.
+    const purging = packTaskStore(openDb(held.db)).purgeTasks(queue, { before: AT + 2 });
+    await held.reached;
+    expect(await store().retryTask(leased[0]!.id, AT + 2)).toMatchObject({ state: "pending" });
+    held.release();
+    expect(await purging).toEqual({ purged: 1 });
+    expect(await store().findTaskState(leased[0]!.id)).toBe("pending");
+    expect(await store().findTaskState(leased[1]!.id)).toBeNull();
   });
 
   it("deletes a purged task's dedupe-key, client-id and spill rows with it: its client id can be enqueued again", async () => {
