@@ -4,6 +4,7 @@ import { EdgeqError } from "../contracts/errors";
 import { MAX_DEPENDENCIES, MAX_PRIORITY } from "../contracts/limits";
 import type { SettledDependent } from "./ack";
 import type { InsertRow, InsertShape, TaskField } from "./enqueue-rows";
+import { packSlotCharSql, slotCharFinishedSql, slotCharStateSql } from "./packs/pack-task-sql";
 
 /**
  * Dependencies between tasks of one database: a task enqueued with `depends_on` is `waiting` until every
@@ -49,15 +50,21 @@ const FAILED_STATES = sql`('dead', 'cancelled', 'expired')`;
  */
 export function waitingShape(now: number): InsertShape {
   const deps = sql`json_each(r.value->'depends_on') AS d JOIN tasks t ON t.id = d.value`;
+  // The dependencies that are no row: each one's pack slot state (`c`), NULL when it is no pack task either.
+  const packDeps = sql`(SELECT d.value AS id, ${packSlotCharSql(sql`d.value`)} AS c FROM json_each(r.value->'depends_on') AS d
+    WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = d.value)) AS p`;
   const policy = sql`j.value->>'on_dependency_failure'`;
   const hasDeps = sql`j.value->>'depends_on' IS NOT NULL`;
   const ends = sql`(${hasDeps} AND j.failed_by IS NOT NULL AND ${policy} IN ('fail', 'cancel'))`;
   const waits = sql`(${hasDeps} AND NOT ${ends} AND j.live > 0)`;
   return {
     // Dependencies on other databases (src/engine/remote-dependencies.ts) come counted in the row's JSON.
+    // A dependency of the pack layout (src/engine/packs/) is read from its pack's slot, as a row is.
     source: (json) => sql`(SELECT r.value,
-        (SELECT count(*) FROM ${deps} WHERE t.finished_at IS NULL) + coalesce(r.value->>'remote_live', 0) AS live,
+        (SELECT count(*) FROM ${deps} WHERE t.finished_at IS NULL) + coalesce(r.value->>'remote_live', 0)
+          + (SELECT count(*) FROM ${packDeps} WHERE p.c IN ('p', 'w', 'r')) AS live,
         coalesce((SELECT t.id || ' ended ' || t.state FROM ${deps} WHERE t.state IN ${FAILED_STATES} LIMIT 1),
+          (SELECT p.id || ' ended ' || ${slotCharStateSql(sql`p.c`)} FROM ${packDeps} WHERE p.c IN ('d', 'x') LIMIT 1),
           r.value->>'remote_failed_by') AS failed_by
       FROM json_each(${json}) AS r)`,
     state: sql`CASE WHEN ${ends} THEN (CASE WHEN ${policy} = 'cancel' THEN 'cancelled' ELSE 'dead' END)
@@ -84,12 +91,18 @@ export function waitingShape(now: number): InsertShape {
  */
 export function edgesSql(chunk: InsertRow[], now: number): SQL {
   const ids = JSON.stringify(chunk.filter((r) => r.dependsOn !== null).map((r) => r.id));
+  // A dependency of the pack layout is found by its slot (`pc`, its state character: NULL when no pack task).
   return sql`INSERT INTO task_edges (dependency, dependent, outcome)
-    SELECT d.value, t.id, CASE WHEN dep.id IS NULL THEN 'pruned' WHEN dep.finished_at IS NOT NULL THEN dep.state END
-    FROM json_each(${ids}) AS j JOIN tasks t ON t.id = j.value AND t.created_at = ${now} AND t.depends_on IS NOT NULL
-      JOIN json_each(t.depends_on) AS d LEFT JOIN tasks dep ON dep.id = d.value
-    WHERE dep.id IS NOT NULL
-      OR NOT EXISTS (SELECT 1 FROM remote_waits w WHERE w.dependent = t.id AND w.dependency = d.value)
+    SELECT x.dependency, x.dependent, CASE WHEN x.row_id IS NOT NULL THEN x.row_outcome
+        WHEN x.pc IS NOT NULL THEN CASE WHEN ${slotCharFinishedSql(sql`x.pc`)} THEN ${slotCharStateSql(sql`x.pc`)} END
+        ELSE 'pruned' END
+    FROM (SELECT d.value AS dependency, t.id AS dependent, dep.id AS row_id,
+        CASE WHEN dep.finished_at IS NOT NULL THEN dep.state END AS row_outcome,
+        CASE WHEN dep.id IS NULL THEN ${packSlotCharSql(sql`d.value`)} END AS pc
+      FROM json_each(${ids}) AS j JOIN tasks t ON t.id = j.value AND t.created_at = ${now} AND t.depends_on IS NOT NULL
+        JOIN json_each(t.depends_on) AS d LEFT JOIN tasks dep ON dep.id = d.value) AS x
+    WHERE x.row_id IS NOT NULL OR x.pc IS NOT NULL
+      OR NOT EXISTS (SELECT 1 FROM remote_waits w WHERE w.dependent = x.dependent AND w.dependency = x.dependency)
     ON CONFLICT DO NOTHING`;
 }
 
@@ -125,6 +138,15 @@ export async function refuseUnknownDependencies(db: Db, rows: InsertRow[], field
       (r) => r.id,
     ),
   );
+  // Those that are no row may be tasks of the pack layout (src/engine/packs/): read only when some id is no row.
+  const notRows = [...new Set(wanted.map((w) => w.id))].filter((id) => !found.has(id));
+  if (notRows.length > 0) {
+    const packTasks = await db.all<{
+      id: string;
+    }>(sql`SELECT d.value AS id FROM json_each(${JSON.stringify(notRows)}) AS d
+      WHERE ${packSlotCharSql(sql`d.value`)} IS NOT NULL`);
+    for (const r of packTasks) found.add(r.id);
+  }
   const missing = wanted.find((w) => !found.has(w.id));
   if (missing) {
     throw new EdgeqError(
@@ -145,7 +167,7 @@ export async function refuseUnknownDependencies(db: Db, rows: InsertRow[], field
  * A dependent on another database whose settlement the finish (or the cascade) made owed is reported `remote`
  * (still waiting there): the effects owner delivers it (src/shards/remote-settlements.ts).
  */
-export function settledDependentsSql(fencesJson: string, now: number): SQL {
+export function settledDependentsSql(fencesJson: string | SQL, now: number): SQL {
   return sql`WITH RECURSIVE walk(by_id, id, ended) AS (
       SELECT j.value->>'id', j.value->>'id', 1 FROM json_each(${fencesJson}) AS j
       UNION

@@ -4,6 +4,9 @@ import { NotFoundError } from "../contracts/errors";
 import { MAX_INLINE_DEPENDENCY_RESULT_BYTES } from "../contracts/limits";
 import type { DependencyEntry, DependencyPage, DependentEntry } from "../contracts/dependency-page";
 import type { TaskState } from "../contracts/states";
+import { utf8Bytes } from "../contracts/json-value";
+import { locateTasks } from "./packs/locate";
+import { slotState } from "./packs/slot-rules";
 
 export type { DependencyEntry, DependencyPage, DependentEntry } from "../contracts/dependency-page";
 
@@ -41,7 +44,7 @@ export async function listDependencies(
     FROM json_each(${task.depends_on ?? "[]"}) AS d LEFT JOIN tasks t ON t.id = d.value
     WHERE d.value > ${page.cursor ?? ""}
     ORDER BY d.value LIMIT ${page.limit + 1}`);
-  const entries = rows.slice(0, page.limit).map((r) => ({
+  const entries: DependencyEntry[] = rows.slice(0, page.limit).map((r) => ({
     id: r.id,
     queue: r.queue,
     type: r.type,
@@ -49,7 +52,32 @@ export async function listDependencies(
     result: r.result,
     resultBytes: r.result_bytes,
   }));
+  await fillPackDependencies(db, entries);
   return { entries, nextCursor: rows.length > page.limit ? entries.at(-1)!.id : null };
+}
+
+/**
+ * Fills in the entries that are no row with the pack layout's tasks (src/engine/packs/): a dependency may be
+ * a task of a pack, read from its slot (its result with its spill). Reads nothing when every entry is a row.
+ */
+async function fillPackDependencies(db: Db, entries: DependencyEntry[]): Promise<void> {
+  const missing = entries.filter((e) => e.queue === null);
+  if (missing.length === 0) return;
+  const found = await locateTasks(
+    db,
+    missing.map((e) => e.id),
+  );
+  for (const entry of missing) {
+    const at = found.get(entry.id);
+    if (!at) continue;
+    const result = at.slot.body.r === undefined ? null : JSON.stringify(at.slot.body.r);
+    const bytes = result === null ? null : utf8Bytes(result);
+    entry.queue = at.pack.queue;
+    entry.type = at.pack.type;
+    entry.state = slotState(at.slot);
+    entry.result = bytes !== null && bytes <= MAX_INLINE_DEPENDENCY_RESULT_BYTES ? result : null;
+    entry.resultBytes = bytes;
+  }
 }
 
 /**
@@ -68,6 +96,18 @@ export async function listDependents(
 ): Promise<DependencyPage<StoredDependent>> {
   const task = await db.get<{ id: string }>(sql`SELECT id FROM tasks WHERE id = ${id}`);
   if (!task) throw new NotFoundError(`task ${id}`);
+  return dependentsPage(db, id, page);
+}
+
+/**
+ * The page of `listDependents` for a task known to exist, whichever its layout (the edges name it by id: a
+ * row, or a task of a pack, src/engine/packs/dependency-targets.ts).
+ */
+export async function dependentsPage(
+  db: Db,
+  id: string,
+  page: { cursor?: string; limit: number },
+): Promise<DependencyPage<StoredDependent>> {
   const after = page.cursor ?? "";
   const rows = await db.all<Omit<StoredDependent, "remote"> & { remote: number }>(sql`SELECT * FROM (
       SELECT * FROM (SELECT t.id, t.queue, t.type, t.state, e.outcome, 0 AS remote

@@ -3,6 +3,7 @@ import { batchAll, type Db } from "../db/client";
 import { NotFoundError } from "../contracts/errors";
 import type { TaskState } from "../contracts/states";
 import type { SettledDependent } from "./ack";
+import { packSlotCharSql } from "./packs/pack-task-sql";
 
 /**
  * Dependencies across databases: a dependent whose dependency lives on another D1 database (another shard,
@@ -142,7 +143,8 @@ export async function owedSettlements(db: Db, limit: number): Promise<OwedSettle
 /**
  * Marks delivered settlements delivered at `now`: out of the owed index, kept for the dependency's dependents
  * page until the retention prune deletes the dependency (src/engine/purge.ts); one whose dependency is gone
- * already (pruned while its settlement was owed) is deleted instead, as nothing would prune it later. Returns
+ * already (pruned while its settlement was owed) is deleted instead, as nothing would prune it later. The
+ * dependency may be a row or a task of a pack (src/engine/packs/): both layouts share these edges. Returns
  * how many this call took off the owed list (a repeated call: 0).
  *
  * @example
@@ -159,7 +161,8 @@ export async function dropSettlements(
     AND outcome IS NOT NULL AND delivered_at IS NULL`;
   const [marked = [], deleted = []] = await batchAll<{ one: number }>(db, [
     sql`UPDATE remote_edges SET delivered_at = ${now}
-      WHERE ${owed} AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = remote_edges.dependency) RETURNING 1 AS one`,
+      WHERE ${owed} AND (EXISTS (SELECT 1 FROM tasks t WHERE t.id = remote_edges.dependency)
+        OR ${packSlotCharSql(sql`remote_edges.dependency`)} IS NOT NULL) RETURNING 1 AS one`,
     sql`DELETE FROM remote_edges WHERE ${owed} RETURNING 1 AS one`,
   ]);
   return marked.length + deleted.length;

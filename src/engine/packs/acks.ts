@@ -1,12 +1,15 @@
+import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { EdgeqError, LeaseLostError, NotFoundError, TaskCancelledError } from "../../contracts/errors";
 import { countersStatementSql, type CounterEvent } from "../counters";
-import type { AckKind, AckOutcome, AckScope, FencedItem } from "../ack";
+import type { AckKind, AckOutcome, AckScope, FencedItem, SettledDependent } from "../ack";
+import { settledDependentsSql } from "../dependencies";
 import { getQueueConfig, type QueueConfig } from "../queue-config";
 import { locateTasks, type Located } from "./locate";
 import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
 import type { Pack } from "./pack-row";
-import { fenceHolds, slotRunAt, slotState } from "./slot-rules";
+import { packHasEdgesSql } from "./settle-dependents";
+import { fenceHolds, isLive, slotRunAt, slotState } from "./slot-rules";
 
 /**
  * The holder's batch writes over packs (completeTasks, failTasks, releaseTasks, extendLeases), with the
@@ -69,19 +72,54 @@ export async function applyPackWrites(
       return { id: item.id, ok: false, error: new LeaseLostError(item.id) };
     });
     const counters = countersStatementSql(events, now);
+    // A completion's or a failure's report of the dependents it settled (released, or ended down a cascade),
+    // read last in its batch as the D1 store's ack reads them (settledDependentsSql): the items it finished.
+    const ended = items.filter((item, k) => outcomes[k] === "changed" && !isLive(found.get(item.id)!.slot));
+    const reportsDependents = (write.kind === "complete" || write.kind === "fail") && ended.length > 0;
     const statements = [
       ...[...touched].flatMap((p) => packWriteSql(p, configs.get(p.queue)!, now)),
       ...(counters ? [counters] : []),
+      ...(reportsDependents ? [settledDependentsSql(endedJson(ended, [...touched]), now)] : []),
     ];
-    if (statements.length && (await commitGuarded(db, { packs: [...touched] }, statements)) === null) return null;
+    const results = statements.length ? await commitGuarded(db, { packs: [...touched] }, statements) : [];
+    if (results === null) return null;
+    const dependentsOf = reportsDependents ? settledByItem(results.at(-1) ?? []) : new Map();
     return outcomes.map((o, k) =>
-      o === "changed" ? okOutcome(items[k]!.id, found.get(items[k]!.id)!, write, false) : o,
+      o === "changed" ? okOutcome(items[k]!.id, found.get(items[k]!.id)!, write, false, dependentsOf) : o,
     );
   });
 }
 
-/** An item's success, from its slot as it now is. */
-function okOutcome(id: string, at: Located, write: HolderWrite, repeated: boolean): AckOutcome {
+/** The items an ack finished, as settledDependentsSql reads them: none (nothing read) unless one of the
+ * packs has a dependent (settle-dependents.ts `packHasEdgesSql`). */
+function endedJson(ended: FencedItem[], packs: Pack[]): SQL {
+  return sql`(CASE WHEN ${packHasEdgesSql(packs)} THEN ${JSON.stringify(ended.map((i) => ({ id: i.id })))}
+    ELSE '[]' END)`;
+}
+
+/** The dependents a batch's last read (settledDependentsSql) reported, by the item whose finish reached them,
+ * each once (released by several items of the ack: reported under the first), as src/engine/ack.ts. */
+function settledByItem(rows: unknown[]): Map<string, SettledDependent[]> {
+  const seen = new Set<string>();
+  const byItem = new Map<string, SettledDependent[]>();
+  for (const d of rows as Array<SettledDependent & { by_id: string }>) {
+    if (seen.has(d.id)) continue;
+    seen.add(d.id);
+    const list = byItem.get(d.by_id) ?? [];
+    list.push({ id: d.id, queue: d.queue, state: d.state, run_at: d.run_at, ...(d.remote ? { remote: true } : {}) });
+    byItem.set(d.by_id, list);
+  }
+  return byItem;
+}
+
+/** An item's success, from its slot as it now is (with the dependents its finish settled, for an ack). */
+function okOutcome(
+  id: string,
+  at: Located,
+  write: HolderWrite,
+  repeated: boolean,
+  dependentsOf: Map<string, SettledDependent[]> = new Map(),
+): AckOutcome {
   const state = slotState(at.slot);
   if (state === "cancelled") return { id, ok: false, error: new TaskCancelledError(id) };
   return {
@@ -91,7 +129,7 @@ function okOutcome(id: string, at: Located, write: HolderWrite, repeated: boolea
     state,
     run_at: slotRunAt(at.pack, at.slot),
     children: [],
-    ...(write.kind === "complete" || write.kind === "fail" ? { dependents: [] } : {}),
+    ...(write.kind === "complete" || write.kind === "fail" ? { dependents: dependentsOf.get(id) ?? [] } : {}),
     repeated,
     lease_expires_at: state === "processing" ? at.slot.lease!.e : null,
   };

@@ -4,6 +4,7 @@ import { EdgeqError } from "../../contracts/errors";
 import { encodeSlots, packFigures, PACK_COLUMNS, decodePack, type Pack, type PackRowRead } from "./pack-row";
 import { encodeBodies, loadSpill } from "./spill";
 import type { SlotConfig } from "./slot-rules";
+import { finishedInWrite, settleDependentsSql } from "./settle-dependents";
 
 /**
  * How a pack store's write is made atomic on D1, which has no interactive transaction: read the packs (and
@@ -55,8 +56,11 @@ export function guardSql(read: ReadSet): SQL {
     THEN 1 ELSE json('stale') END AS ok`;
 }
 
-/** The statements writing a pack as it now is: its row (inserted when new, else rewritten with `ver` + 1)
- * and its spill rows. One row written per pack rewritten; two for a new one (row + live-index entry). */
+/** The statements writing a pack as it now is: its row (inserted when new, else rewritten with `ver` + 1),
+ * its spill rows, and — for the slots this write finishes, whichever write it is (an ack, a cancel, the
+ * reaper) — the settlement of their dependents (settle-dependents.ts), in the same batch as the finish. One
+ * row written per pack rewritten; two for a new one (row + live-index entry); more only where a dependent
+ * waits. */
 export function packWriteSql(pack: Pack, config: SlotConfig, now: number): SQL[] {
   const f = packFigures(pack, config, now);
   const cols = encodeSlots(pack);
@@ -72,7 +76,7 @@ export function packWriteSql(pack: Pack, config: SlotConfig, now: number): SQL[]
           updated_at = ${now}, ${f.finishedAt === pack.finishedAt ? sql`` : sql`finished_at = ${f.finishedAt}, `}ver = ver + 1,
           st = ${cols.st}, at = ${cols.at}, lk = ${cols.lk}, leases = jsonb(${cols.leases}), slots = jsonb(${slots})
         WHERE id = ${pack.id}`;
-  return [row, ...statements];
+  return [row, ...statements, ...settleDependentsSql(finishedInWrite(pack), now, pack)];
 }
 
 /** Runs a guarded batch: its rows per statement after the guard, or null when the guard found a change (or a

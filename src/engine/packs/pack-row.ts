@@ -57,6 +57,7 @@ export function decodePack(row: PackRowRead): Pack {
     finishedAt: row.finished_at,
     ver: row.ver,
     slots,
+    readSt: row.st,
   };
 }
 

@@ -44,6 +44,16 @@ import {
 } from "./presence";
 import { putInPackTasks } from "./transit-in";
 import { takeOutPackTasks } from "./transit-out";
+import { dropSettlements, owedSettlements } from "../remote-dependencies";
+import {
+  listPackDependencies,
+  listPackDependents,
+  listPackRemoteWaits,
+  packSettledDependents,
+  recordPackRemoteEdges,
+  refusePackFanOut,
+  settlePackRemoteWait,
+} from "./dependency-targets";
 
 /** The groups of the task-store port (src/engine/store.ts), by name: what a store implements, and what a
  * conformance file needs (test/engine/conformance/store-kinds.ts). */
@@ -105,6 +115,19 @@ export const STORE_GROUPS = {
   purge: ["purgeTasks"],
   /** An operator's actions on the tasks a filter matches (BulkWrites: bulk.ts). */
   bulk: ["countForBulk", "applyBulk"],
+  /** Dependencies (src/engine/store-dependencies.ts), a pack task as a TARGET: row tasks that depend on it
+   * are settled by whatever finishes it, and listed. Row-only by nature, answered as such (a pack task never
+   * waits): `enqueueFanOut` is refused `invalid_request`, a pack task's dependencies are none. */
+  dependencies: ["enqueueFanOut", "listDependencies", "listDependents", "settledDependents"],
+  /** Dependencies across stores (store-remote-dependencies.ts): a pack task's outbox of dependents elsewhere.
+   * Row-only by nature: `settleRemoteWait` (no dependent here: `not_found`), `listRemoteWaits` (none). */
+  remoteDependencies: [
+    "recordRemoteEdges",
+    "owedSettlements",
+    "dropSettlements",
+    "settleRemoteWait",
+    "listRemoteWaits",
+  ],
 } as const satisfies Record<string, ReadonlyArray<keyof TaskStore>>;
 
 export type StoreGroup = keyof typeof STORE_GROUPS;
@@ -180,5 +203,14 @@ export function packTaskStore(db: Db): PackCore {
     purgeTasks: (queue, options) => purgePackTasks(db, queue, options),
     countForBulk: (queue, action, filter, cap) => countPackBulk(db, queue, action, filter, cap),
     applyBulk: (queue, action, filter, cap, now) => applyPackBulk(db, queue, action, filter, cap, now),
+    enqueueFanOut: () => refusePackFanOut(),
+    listDependencies: (id) => listPackDependencies(db, id),
+    listDependents: (id, page) => listPackDependents(db, id, page),
+    settledDependents: (ids, now) => packSettledDependents(db, ids, now),
+    recordRemoteEdges: (edges, now) => recordPackRemoteEdges(db, edges, now),
+    owedSettlements: (limit) => owedSettlements(db, limit),
+    dropSettlements: (edges, now) => dropSettlements(db, edges, now),
+    settleRemoteWait: (settlement) => settlePackRemoteWait(settlement),
+    listRemoteWaits: () => listPackRemoteWaits(),
   };
 }

@@ -79,6 +79,9 @@ export interface Pack {
   /** The version read (null: a new pack, inserted). */
   ver: number | null;
   slots: Slot[];
+  /** The slots' states as read (`st`; absent for a new pack): which slots a write finishes
+   * (settle-dependents.ts). */
+  readSt?: string;
   /** The spill rows read with it, by `address\u0000field`: JSON text (spill.ts). */
   spilled?: Map<string, string>;
 }

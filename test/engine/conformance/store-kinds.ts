@@ -217,8 +217,10 @@ export const PACK_STORE: StoreKind = {
     expiringEnqueue: notPromised("start deadlines"),
     expirePass: notPromised("the expiry pass"),
     debounceReplace: Number.NaN,
-    // 27 measured (the ack's pack_ids probe of its ids, the pack, the queue's config, the guard); a scan would read 2,000+.
-    completeOfTenReadsBelow: 50,
+    // 54 measured: 27 for the ack's pack_ids probe of its ids, the pack, the queue's config and the guard, and 27
+    // for the settlement of its dependents (five statements and the report's read, each gated by one probe of
+    // the edge tables: src/engine/packs/settle-dependents.ts); a scan would read 2,000+.
+    completeOfTenReadsBelow: 80,
   },
 };
 
