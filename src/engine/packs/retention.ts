@@ -100,6 +100,18 @@ async function pruneWindow(
     // A slot's spill rows are keyed by its address (its pack's id and two characters): a range of the key.
     sql`DELETE FROM pack_spill WHERE task_id IN (SELECT s.task_id FROM packs p
       JOIN pack_spill s ON s.task_id >= p.id AND s.task_id < p.id || '~' WHERE ${prunable(sql`p`, now, after, last)})`,
+    // A doomed task's edges as a dependency (settled: it finished), as the row store's prune deletes them: a
+    // delivered settlement to a dependent elsewhere, and an edge whose dependent here is gone already (one kept
+    // longer lists it as pruned, and its own prune deletes the edge). Found by each table's key: the pack's
+    // range of task ids, and its tasks' client ids.
+    ...["task_edges", "remote_edges"].map(
+      (table) => sql`DELETE FROM ${sql.raw(table)} WHERE (dependency, dependent) IN (
+        SELECT e.dependency, e.dependent FROM (${doomed}) AS d JOIN ${sql.raw(table)} e
+          ON e.dependency >= d.id AND e.dependency < d.id || '~'
+        UNION ALL
+        SELECT e.dependency, e.dependent FROM ${slots} JOIN ${sql.raw(table)} e ON e.dependency = j.value->>'i'
+      ) AND ${table === "task_edges" ? sql`NOT EXISTS (SELECT 1 FROM tasks o WHERE o.id = dependent)` : sql`delivered_at IS NOT NULL`}`,
+    ),
     sql`DELETE FROM packs WHERE ${prunable(sql`packs`, now, after, last)} RETURNING id`,
   ]);
   return { pruned: deleted.at(-1)?.length ?? 0, read: n, next };

@@ -1,11 +1,13 @@
 import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+import { MIN_RETENTION_S } from "../../../src/contracts/limits";
 import { openDb } from "../../../src/db/client";
 import type { NewTask } from "../../../src/engine/enqueue";
 import { d1TaskStore } from "../../../src/engine/d1-store";
 import { packTaskStore } from "../../../src/engine/packs/pack-store";
-import { T0, uniqueQueue } from "../../helpers";
+import { PROCESSORS, T0, uniqueQueue } from "../../helpers";
 import { expectEdgeqError } from "../conformance/fixtures";
 
 // A pack task as a dependency TARGET (docs/design/packs.md, "Dependencies across the two layouts"): the
@@ -288,5 +290,67 @@ describe("a row task depending on a pack task", () => {
       "invalid_request",
     );
     expect(error.message).toMatch(/^join: /);
+  });
+
+  it("retention deletes a pruned pack's settled edges whose other end is gone, and keeps those a dependent still needs", async () => {
+    // Today's clock (pack ids are time-ordered: the prune walks those below its cutoff), on queues that keep
+    // finished tasks MIN_RETENTION_S.
+    const base = Date.now();
+    const [p, w, kept] = [uniqueQueue("pdt-prune"), uniqueQueue("pdt-prune-w"), uniqueQueue("pdt-prune-kept")];
+    await packs().putQueueConfig(p, { retention_s: MIN_RETENTION_S }, base, PROCESSORS);
+    await rows().putQueueConfig(w, { retention_s: MIN_RETENTION_S }, base, PROCESSORS);
+    const own = ulid(base);
+    const [a, b, c] = await packTasks(p, [{}, {}, { id: own }], base);
+    const gone = await dependent(w, [a!, c!], { onDependencyFailure: "continue" }, base);
+    const stays = await dependent(kept, [a!], {}, base); // its queue keeps it for the default retention
+    await packs().recordRemoteEdges([{ dependency: b!, dependent: "D-far", dependentQueue: "far" }], base);
+    const tokens = await leasePacks(p, base + 1);
+    await packs().completeTasks(
+      [a!, b!, c!].map((id) => ({ id, leaseToken: tokens.get(id)! })),
+      base + 2,
+    );
+    expect(await rows().getTask(gone.id)).toMatchObject({ state: "pending" });
+    await packs().dropSettlements([{ dependency: b!, dependent: "D-far" }], base + 3);
+    await rows().cancelTask(gone.id, base + 4);
+    const after = base + 2 * MIN_RETENTION_S * 1000;
+    const edges = async () =>
+      (
+        await openDb(env.DB).all<{ e: string }>(sql`SELECT dependency || '>' || dependent AS e FROM task_edges
+          WHERE dependency IN (${a}, ${b}, ${c}) UNION ALL
+          SELECT dependency || '>' || dependent FROM remote_edges WHERE dependency IN (${a}, ${b}, ${c}) ORDER BY 1`)
+      ).map((r) => r.e);
+    expect(await edges()).toEqual([`${a}>${gone.id}`, `${a}>${stays.id}`, `${b}>D-far`, `${own}>${gone.id}`].sort());
+    for (
+      let i = 0;
+      i < 100 &&
+      (await rows()
+        .getTask(gone.id)
+        .then(
+          () => true,
+          () => false,
+        ));
+      i++
+    ) {
+      await rows().pruneByRetention(after);
+    }
+    for (
+      let i = 0;
+      i < 100 &&
+      (await packs()
+        .listDependents(a!, { limit: 1 })
+        .then(
+          () => true,
+          () => false,
+        ));
+      i++
+    ) {
+      await packs().pruneByRetention(after);
+    }
+    // The row dependent's own prune took its edges; the pack's prune took the delivered settlement; the edge of
+    // the dependent still kept stays (it lists its dependency as pruned).
+    expect(await edges()).toEqual([`${a}>${stays.id}`]);
+    expect((await rows().listDependencies(stays.id, { limit: 5 })).entries).toMatchObject([
+      { id: a, queue: null, state: null },
+    ]);
   });
 });
