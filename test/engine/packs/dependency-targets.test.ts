@@ -9,6 +9,7 @@ import { d1TaskStore } from "../../../src/engine/d1-store";
 import { packTaskStore } from "../../../src/engine/packs/pack-store";
 import { PROCESSORS, T0, uniqueQueue } from "../../helpers";
 import { expectEdgeqError } from "../conformance/fixtures";
+import { meteredD1 } from "../../support/metered-d1";
 
 // A pack task as a dependency TARGET (docs/design/packs.md, "Dependencies across the two layouts"): the
 // served hybrid keeps plain multi-task enqueues in packs and every task with `depends_on` in rows, both on one
@@ -352,5 +353,26 @@ describe("a row task depending on a pack task", () => {
     expect((await rows().listDependencies(stays.id, { limit: 5 })).entries).toMatchObject([
       { id: a, queue: null, state: null },
     ]);
+  });
+
+  it("rows: a pack completion releasing one row dependent writes 3 more rows, as a row's does; one nobody waits on, none more", async () => {
+    const [p, w] = [uniqueQueue("pdt-rows"), uniqueQueue("pdt-rows-w")];
+    const [a, b] = await packTasks(p, [{}, {}]);
+    await dependent(w, [a!]);
+    const tokens = await leasePacks(p, T0 + 1);
+    const meter = meteredD1(env.DB);
+    const metered = packTaskStore(openDb(meter.db));
+    await metered.completeTasks([{ id: b!, leaseToken: tokens.get(b!)! }], T0 + 2);
+    const plain = { written: meter.usage.rowsWritten, read: meter.usage.rowsRead };
+    meter.reset();
+    await metered.completeTasks([{ id: a!, leaseToken: tokens.get(a!)! }], T0 + 3);
+    const settling = { written: meter.usage.rowsWritten, read: meter.usage.rowsRead };
+    console.log(
+      `pack completion: nobody waits ${JSON.stringify(plain)}; one row dependent ${JSON.stringify(settling)}`,
+    );
+    expect(plain.written).toBe(2); // the pack's row, one counter row
+    // The dependent's row and its live-index entry (released: its run time and priority move), the edge's
+    // outcome — the row store's +3 (docs/dependencies.md).
+    expect(settling.written).toBe(plain.written + 3);
   });
 });
