@@ -25,11 +25,17 @@ import { slotState } from "./slot-rules";
  */
 export function packHasEdgesSql(packs: Pack[]): SQL {
   const clientIds = JSON.stringify(packs.flatMap((p) => p.slots.flatMap((s) => (s.body.i ? [s.body.i] : []))));
-  const inPack = (table: string, p: Pack) =>
-    sql`SELECT 1 FROM ${sql.raw(table)} WHERE dependency >= ${p.id} AND dependency < ${p.id + "~"}`;
+  const packIds = JSON.stringify(packs.map((p) => p.id));
+  // One pack (a settlement's own statements): its range bound directly, nothing read when empty. Several (an
+  // ack's report): their ids as one list (a row read per pack), within a statement's 100 bound parameters.
+  const inPacks = (table: string) =>
+    packs.length === 1
+      ? sql`SELECT 1 FROM ${sql.raw(table)} WHERE dependency >= ${packs[0]!.id} AND dependency < ${packs[0]!.id + "~"}`
+      : sql`SELECT 1 FROM json_each(${packIds}) AS j JOIN ${sql.raw(table)} e
+          ON e.dependency >= j.value AND e.dependency < j.value || '~'`;
   const byId = (table: string) =>
     sql`SELECT 1 FROM json_each(${clientIds}) AS j JOIN ${sql.raw(table)} e ON e.dependency = j.value`;
-  const terms = packs.flatMap((p) => [inPack("task_edges", p), inPack("remote_edges", p)]);
+  const terms = [inPacks("task_edges"), inPacks("remote_edges")];
   if (clientIds !== "[]") terms.push(byId("task_edges"), byId("remote_edges"));
   // One EXISTS: each is billed a row read when evaluated, found or not (measured).
   return sql`EXISTS (${sql.join(terms, sql` UNION ALL `)})`;

@@ -357,7 +357,8 @@ describe("a row task depending on a pack task", () => {
 
   it("rows: a pack completion releasing one row dependent writes 3 more rows, as a row's does; one nobody waits on, none more", async () => {
     const [p, w] = [uniqueQueue("pdt-rows"), uniqueQueue("pdt-rows-w")];
-    const [a, b] = await packTasks(p, [{}, {}]);
+    // A third task stays live: neither completion finishes the pack (that adds its packs_done entry).
+    const [a, b] = await packTasks(p, [{}, {}, {}]);
     await dependent(w, [a!]);
     const tokens = await leasePacks(p, T0 + 1);
     const meter = meteredD1(env.DB);
@@ -374,5 +375,26 @@ describe("a row task depending on a pack task", () => {
     // The dependent's row and its live-index entry (released: its run time and priority move), the edge's
     // outcome — the row store's +3 (docs/dependencies.md).
     expect(settling.written).toBe(plain.written + 3);
+  });
+
+  it("an ack over many packs reports the dependent of any of them (its gate within a statement's 100 parameters)", async () => {
+    const [p, w] = [uniqueQueue("pdt-many"), uniqueQueue("pdt-many-w")];
+    // 60 packs: tasks of 60 types are 60 packs.
+    const ids = (
+      await packs().enqueueTasks(
+        p,
+        Array.from({ length: 60 }, (_, i) => ({ type: `t${i}` })),
+        T0,
+      )
+    ).tasks.map((t) => t.id);
+    expect(new Set(ids.map((id) => id.slice(0, 24))).size).toBe(60);
+    const join = await dependent(w, [ids[59]!]);
+    const tokens = await leasePacks(p, T0 + 1);
+    const outcomes = await packs().completeTasks(
+      ids.map((id) => ({ id, leaseToken: tokens.get(id)! })),
+      T0 + 2,
+    );
+    expect(outcomes.every((o) => o.ok)).toBe(true);
+    expect(outcomes[59]).toMatchObject({ dependents: [{ id: join.id, state: "pending" }] });
   });
 });
