@@ -21,6 +21,12 @@ export const PACK_SLOTS = MAX_BATCH;
  */
 export const PACK_MAX_BYTES = MAX_ENQUEUE_CHUNK_BYTES;
 
+/** A pack id's length: a ULID's 26 characters less the two a slot takes (`newPackId`). */
+export const PACK_ID_CHARS = 24;
+
+/** A task id's length, in either layout: a ULID's. */
+export const TASK_ID_CHARS = 26;
+
 /** Crockford base32, as ULIDs use it: a slot is two characters at the end of its task's id. */
 export const B32 = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
@@ -31,11 +37,11 @@ export function slotChars(k: number): string {
 
 /** (pack id, slot) a task id made by `slotChars` names, or null when it cannot be one. */
 export function packOf(taskId: string): { pack: string; slot: number } | null {
-  if (taskId.length !== 26) return null;
+  if (taskId.length !== TASK_ID_CHARS) return null;
   const hi = B32.indexOf(taskId[24]!);
   const lo = B32.indexOf(taskId[25]!);
   if (hi < 0 || lo < 0) return null;
-  return { pack: taskId.slice(0, 24), slot: hi * 32 + lo };
+  return { pack: taskId.slice(0, PACK_ID_CHARS), slot: hi * 32 + lo };
 }
 
 const nextUlid = monotonicFactory();

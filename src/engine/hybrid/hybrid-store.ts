@@ -1,0 +1,206 @@
+import type { Db } from "../../db/client";
+import { d1TaskStore } from "../d1-store";
+import { packTaskStore } from "../packs/pack-store";
+import { getQueueConfig } from "../queue-config";
+import type { TaskStore } from "../store";
+import { inInputOrder, packTaskIds, splitItems } from "./layout-of-ids";
+import { byQueue, joinFigures, joinFronts, mergePages, mergeStats, minOf, sumCounts } from "./merge-answers";
+import { goesIntoPacks } from "./route-enqueue";
+import { leaseBoth } from "./split-lease";
+
+/**
+ * The store of one D1 database in both layouts (docs/design/packs.md, "Serving: rows and packs side by
+ * side"): an enqueue call of plain tasks (`goesIntoPacks`) is kept in packs, every other in rows; a task stays
+ * in the layout it was enqueued into for its whole life, so no task is ever in both. Operations by id go to
+ * the layout holding each id (`packTaskIds`, one read of primary keys); operations over a queue ask both and
+ * join the answers; what only rows keep (flow keys, dependencies, deadlines, uniqueness keys, the SQS
+ * settings, a caller's batch) is the row store's alone. The queue records and the counters are one table
+ * each, shared by both layouts: read once.
+ *
+ * A call that touches both layouts is one atomic step per layout, not one for the call: each item or task is
+ * changed atomically and answered on its own, as the port promises for batch forms.
+ */
+export function hybridTaskStore(db: Db): TaskStore {
+  const rows = d1TaskStore(db);
+  const packs = packTaskStore(db);
+  const side = { rows, packs };
+
+  /** Runs a by-item write on each layout holding some of `items`, answered in input order. */
+  async function perItem<T extends { id: string }, A>(
+    items: T[],
+    run: (store: "rows" | "packs", items: T[]) => Promise<A[]>,
+  ): Promise<A[]> {
+    const onPacks = await packTaskIds(
+      db,
+      items.map((i) => i.id),
+    );
+    if (onPacks.size === 0) return run("rows", items);
+    const split = splitItems(items, onPacks);
+    const [packAnswers, rowAnswers] = await Promise.all([
+      split.packs.length > 0 ? run("packs", split.packs) : Promise.resolve([]),
+      split.rows.length > 0 ? run("rows", split.rows) : Promise.resolve([]),
+    ]);
+    return inInputOrder(split, { packs: packAnswers, rows: rowAnswers });
+  }
+
+  /** The layout holding task `id` (the row store when no pack does: it answers an unknown id). */
+  async function holder(id: string) {
+    return (await packTaskIds(db, [id])).has(id) ? packs : rows;
+  }
+
+  return {
+    ...rows,
+
+    // Tasks in, leases out.
+    enqueueTasks: async (queue, tasks, now, options) =>
+      goesIntoPacks(tasks, await getQueueConfig(db, queue))
+        ? packs.enqueueTasks(queue, tasks, now, options)
+        : rows.enqueueTasks(queue, tasks, now, options),
+    leaseTasks: (request, now) => leaseBoth(db, request, now, (s, r) => side[s].leaseTasks(r, now)),
+    leaseAnswers: (request, now) => leaseBoth(db, request, now, (s, r) => side[s].leaseAnswers(r, now)),
+
+    // The holder's fenced writes.
+    completeTasks: (items, now, scope) => perItem(items, (s, part) => side[s].completeTasks(part, now, scope)),
+    failTasks: (items, now, scope) => perItem(items, (s, part) => side[s].failTasks(part, now, scope)),
+    releaseTasks: (items, now, scope) => perItem(items, (s, part) => side[s].releaseTasks(part, now, scope)),
+    extendLeases: (items, now, scope) => perItem(items, (s, part) => side[s].extendLeases(part, now, scope)),
+    heartbeatTask: async (request, now) => (await holder(request.id)).heartbeatTask(request, now),
+    assertLeaseHeld: async (id, token, now) => (await holder(id)).assertLeaseHeld(id, token, now),
+
+    // A long poll's coordinator's hand-out writes.
+    returnUndelivered: async (items, now) =>
+      (await perItem(items, async (s, part) => [await side[s].returnUndelivered(part, now)])).flat(),
+    endClaimWindows: async (items, now, limit) => {
+      const ended = (await perItem(items, async (s, part) => [await side[s].endClaimWindows(part, now, limit)])).flat();
+      return limit === undefined ? ended : ended.slice(0, limit);
+    },
+
+    // An operator's writes.
+    cancelTask: async (id, now) => (await holder(id)).cancelTask(id, now),
+    retryTask: async (id, now) => (await holder(id)).retryTask(id, now),
+    cancelQueueTasks: async (queue, scope, now) => {
+      const [a, b] = await Promise.all([
+        rows.cancelQueueTasks(queue, scope, now),
+        packs.cancelQueueTasks(queue, scope, now),
+      ]);
+      return {
+        cancelled: a.cancelled + b.cancelled,
+        cancel_requested: a.cancel_requested + b.cancel_requested,
+        ids: [...a.ids, ...b.ids],
+        freesFlowKey: a.freesFlowKey || b.freesFlowKey,
+      };
+    },
+    redriveQueue: async (queue, scope, now) => {
+      const a = await rows.redriveQueue(queue, scope, now);
+      const left = scope.limit === undefined ? undefined : scope.limit - a.redriven;
+      if (left !== undefined && left <= 0) return a;
+      const b = await packs.redriveQueue(queue, { ...scope, limit: left }, now);
+      return { redriven: a.redriven + b.redriven, ids: [...a.ids, ...b.ids] };
+    },
+    purgeTasks: async (queue, options) => {
+      const a = await rows.purgeTasks(queue, options);
+      const left = options.limit === undefined ? undefined : options.limit - a.purged;
+      if (left !== undefined && left <= 0) return a;
+      const b = await packs.purgeTasks(queue, { ...options, limit: left });
+      return { purged: a.purged + b.purged };
+    },
+    countForBulk: async (queue, action, filter, cap) => {
+      const [a, b] = await Promise.all([
+        rows.countForBulk(queue, action, filter, cap),
+        packs.countForBulk(queue, action, filter, cap),
+      ]);
+      return a + b;
+    },
+    applyBulk: async (queue, action, filter, cap, now) => {
+      const a = await rows.applyBulk(queue, action, filter, cap, now);
+      if (a.count >= cap) return { ...a, more: true };
+      const b = await packs.applyBulk(queue, action, filter, cap - a.count, now);
+      return {
+        count: a.count + b.count,
+        ids: [...a.ids, ...b.ids],
+        more: a.more || b.more,
+        freesFlowKey: a.freesFlowKey || b.freesFlowKey,
+      };
+    },
+
+    // Reads.
+    getTask: async (id) => (await holder(id)).getTask(id),
+    findTaskState: async (id) => (await holder(id)).findTaskState(id),
+    readTaskEventFields: async (ids) => {
+      const [a, b] = await Promise.all([rows.readTaskEventFields(ids), packs.readTaskEventFields(ids)]);
+      return [...a, ...b];
+    },
+    listTasks: async (queue, filter) => {
+      const [a, b] = await Promise.all([rows.listTasks(queue, filter), packs.listTasks(queue, filter)]);
+      return mergePages(a, b, filter.limit);
+    },
+    queueStats: async (queue, scope, now) => {
+      const [a, b] = await Promise.all([rows.queueStats(queue, scope, now), packs.queueStats(queue, scope, now)]);
+      return mergeStats(a, b);
+    },
+    listQueues: async () => {
+      const [a, b] = await Promise.all([rows.listQueues(), packs.listQueues()]);
+      return byQueue(a, b, (x, y) => ({ queue: x.queue, counts: sumCounts(x.counts, y.counts) })).sort((x, y) =>
+        x.queue < y.queue ? -1 : 1,
+      );
+    },
+    nextRunAt: async (queue, now, opts) => {
+      const [a, b] = await Promise.all([rows.nextRunAt(queue, now, opts), packs.nextRunAt(queue, now, opts)]);
+      return minOf(a, b);
+    },
+    countLiveTasks: async (queue, now) => {
+      const [a, b] = await Promise.all([rows.countLiveTasks(queue, now), packs.countLiveTasks(queue, now)]);
+      return { due: a.due + b.due, notDue: a.notDue + b.notDue, processing: a.processing + b.processing };
+    },
+    liveFigures: async (now, queue) => {
+      const [a, b] = await Promise.all([rows.liveFigures(now, queue), packs.liveFigures(now, queue)]);
+      return byQueue(a, b, joinFigures);
+    },
+
+    // What this database holds.
+    hasQueueData: async (queue) => (await rows.hasQueueData(queue)) || (await packs.hasQueueData(queue)),
+    hasUncancelledLiveTask: async (queue) =>
+      (await rows.hasUncancelledLiveTask(queue)) || (await packs.hasUncancelledLiveTask(queue)),
+    findQueuesWithLiveTasks: async (queues) => {
+      const [a, b] = await Promise.all([rows.findQueuesWithLiveTasks(queues), packs.findQueuesWithLiveTasks(queues)]);
+      return [...new Set([...a, ...b])];
+    },
+    findTaskIdsHeld: async (ids) => {
+      const [a, b] = await Promise.all([rows.findTaskIdsHeld(ids), packs.findTaskIdsHeld(ids)]);
+      return [...new Set([...a, ...b])];
+    },
+    countQueueTasksHeld: async (queue, partition) =>
+      (await rows.countQueueTasksHeld(queue, partition)) + (await packs.countQueueTasksHeld(queue, partition)),
+    listQueueNamesInUse: async () => {
+      const [a, b] = await Promise.all([rows.listQueueNamesInUse(), packs.listQueueNamesInUse()]);
+      return [...new Set([...a, ...b])];
+    },
+
+    // The cron tick.
+    readLiveFront: async (now, opts) => {
+      const [a, b] = await Promise.all([rows.readLiveFront(now, opts), packs.readLiveFront(now, opts)]);
+      return byQueue(a, b, joinFronts);
+    },
+    reapLapsedLeases: async (ids, now) => {
+      const onPacks = await packTaskIds(db, ids);
+      const [a, b] = await Promise.all([
+        rows.reapLapsedLeases(
+          ids.filter((id) => !onPacks.has(id)),
+          now,
+        ),
+        onPacks.size > 0 ? packs.reapLapsedLeases([...onPacks], now) : { reaped: [], unclaimed: [] },
+      ]);
+      return { reaped: [...a.reaped, ...b.reaped], unclaimed: [...a.unclaimed, ...b.unclaimed] };
+    },
+    reapExpiredLeases: async (now, limit) => {
+      const a = await rows.reapExpiredLeases(now, limit);
+      const b = await packs.reapExpiredLeases(now, limit);
+      return { reaped: [...a.reaped, ...b.reaped], unclaimed: [...a.unclaimed, ...b.unclaimed] };
+    },
+    pruneByRetention: async (now) => {
+      const a = await rows.pruneByRetention(now);
+      const b = await packs.pruneByRetention(now);
+      return { pruned: a.pruned + b.pruned, windows: a.windows + b.windows };
+    },
+  };
+}

@@ -1,0 +1,147 @@
+import { env } from "cloudflare:workers";
+import { ulid } from "ulid";
+import { describe, expect, it } from "vitest";
+import { openDb } from "../../../src/db/client";
+import { hybridTaskStore } from "../../../src/engine/hybrid/hybrid-store";
+import { packTaskIds } from "../../../src/engine/hybrid/layout-of-ids";
+import { T0, uniqueQueue } from "../../helpers";
+
+// The store of both layouts (src/engine/hybrid/hybrid-store.ts): which calls go into packs, and how an
+// operation over both answers as one store. The properties every store keeps are test/engine's conformance
+// files; these are the hybrid's own: routing, the lease across layouts, the split of items by layout.
+
+const store = () => hybridTaskStore(openDb(env.DB));
+const onPacks = async (ids: string[]) => [...(await packTaskIds(openDb(env.DB), ids))].sort();
+const plain = (n: number, priority = 0) => Array.from({ length: n }, (_, i) => ({ payload: { i }, priority }));
+
+describe("hybrid store: where an enqueue call goes", () => {
+  it("a call of plain tasks goes into packs; a single task, or any task with a row-only field, into rows", async () => {
+    const queue = uniqueQueue("hy-route");
+    const s = store();
+    const packed = (await s.enqueueTasks(queue, plain(3), T0)).tasks.map((t) => t.id);
+    const single = (await s.enqueueTasks(queue, plain(1), T0)).tasks.map((t) => t.id);
+    const keyed = (await s.enqueueTasks(queue, [{ payload: 1 }, { payload: 2, dedupeKey: "k" }], T0)).tasks;
+    const grouped = (await s.enqueueTasks(queue, [{ payload: 1 }, { payload: 2, group: "g" }], T0)).tasks;
+    const withId = (await s.enqueueTasks(queue, [{ payload: 1 }, { id: ulid(T0) }], T0)).tasks;
+    expect(await onPacks(packed)).toEqual([...packed].sort());
+    const rowIds = [...single, ...keyed.map((t) => t.id), ...grouped.map((t) => t.id), ...withId.map((t) => t.id)];
+    expect(await onPacks(rowIds)).toEqual([]);
+    // Every one is a task of the one store, whatever its layout.
+    for (const id of [...packed, ...rowIds]) expect((await s.getTask(id)).queue).toBe(queue);
+    expect((await s.queueStats(queue, {}, T0)).counts.pending).toBe(3 + 1 + 2 + 2 + 2);
+  });
+
+  it("a queue with flow control keeps every call in rows", async () => {
+    const queue = uniqueQueue("hy-flow");
+    const s = store();
+    await s.putQueueConfig(queue, { flow: { concurrency: 2 } }, T0, []);
+    const ids = (await s.enqueueTasks(queue, plain(5), T0)).tasks.map((t) => t.id);
+    expect(await onPacks(ids)).toEqual([]);
+  });
+});
+
+describe("hybrid store: one lease over both layouts", () => {
+  it("takes the layout whose front comes first in lease order first, then the other for the rest", async () => {
+    const queue = uniqueQueue("hy-lease");
+    const s = store();
+    const low = (await s.enqueueTasks(queue, plain(4, 1), T0)).tasks.map((t) => t.id); // packs, priority 1
+    const high = (await s.enqueueTasks(queue, [{ payload: "h", priority: 9 }], T0 + 1)).tasks[0]!.id; // a row
+    const leased = await s.leaseTasks({ queue, max: 3, visibilityTimeoutS: 30, holder: "w" }, T0 + 10);
+    expect(leased.map((t) => t.id)).toEqual([high, low[0], low[1]]);
+    const rest = await s.leaseTasks({ queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, T0 + 11);
+    expect(rest.map((t) => t.id)).toEqual([low[2], low[3]]);
+    expect(await s.leaseTasks({ queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, T0 + 12)).toEqual([]);
+  });
+
+  it("concurrent leasers over a queue in both layouts never take a task twice, and take every one", async () => {
+    const queue = uniqueQueue("hy-race");
+    const s = store();
+    const ids: string[] = [];
+    for (let call = 0; call < 4; call++) {
+      ids.push(...(await s.enqueueTasks(queue, plain(10), T0)).tasks.map((t) => t.id));
+      ids.push((await s.enqueueTasks(queue, plain(1), T0)).tasks[0]!.id);
+    }
+    const leases = await Promise.all(
+      Array.from({ length: 12 }, (_, w) =>
+        s.leaseTasks({ queue, max: 4, visibilityTimeoutS: 30, holder: `w${w}` }, T0 + 10),
+      ),
+    );
+    const taken = leases.flat().map((t) => t.id);
+    expect(new Set(taken).size).toBe(taken.length);
+    expect(taken.length).toBe(ids.length);
+    expect([...taken].sort()).toEqual([...ids].sort());
+  });
+});
+
+describe("hybrid store: writes by id go to the layout holding each task", () => {
+  it("a complete of tasks of both layouts answers each in input order; an unknown id is not_found", async () => {
+    const queue = uniqueQueue("hy-ack");
+    const s = store();
+    await s.enqueueTasks(queue, plain(2), T0);
+    await s.enqueueTasks(queue, plain(1), T0);
+    const leased = await s.leaseTasks({ queue, max: 3, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
+    expect(leased).toHaveLength(3);
+    const items = [...leased].reverse().map((t) => ({ id: t.id, leaseToken: t.leaseToken!, result: t.id }));
+    const unknown = { id: ulid(T0), leaseToken: "x", result: null };
+    const outcomes = await s.completeTasks([items[0]!, unknown, items[1]!, items[2]!], T0 + 2);
+    expect(outcomes.map((o) => [o.id, o.ok])).toEqual([
+      [items[0]!.id, true],
+      [unknown.id, false],
+      [items[1]!.id, true],
+      [items[2]!.id, true],
+    ]);
+    expect(outcomes[1]).toMatchObject({ error: { code: "not_found" } });
+    for (const item of items) expect(await s.getTask(item.id)).toMatchObject({ state: "completed", result: JSON.stringify(item.id) });
+  });
+
+  it("a heartbeat, a cancel and a retry reach a pack task and a row task alike", async () => {
+    const queue = uniqueQueue("hy-byid");
+    const s = store();
+    await s.enqueueTasks(queue, plain(2), T0);
+    await s.enqueueTasks(queue, plain(1), T0);
+    const leased = await s.leaseTasks({ queue, max: 3, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
+    for (const t of leased) {
+      const beat = await s.heartbeatTask({ id: t.id, leaseToken: t.leaseToken!, extendS: 60, progress: 50 }, T0 + 2);
+      expect(beat.leaseExpiresAt).toBe(T0 + 2 + 60_000);
+      await s.cancelTask(t.id, T0 + 3);
+      await expect(s.heartbeatTask({ id: t.id, leaseToken: t.leaseToken! }, T0 + 4)).rejects.toMatchObject({
+        code: "task_cancelled",
+      });
+      expect((await s.retryTask(t.id, T0 + 5)).state).toBe("pending");
+    }
+  });
+});
+
+describe("hybrid store: reads and writes over a queue cover both layouts", () => {
+  it("lists a queue's tasks in id order across layouts, page by page, each once", async () => {
+    const queue = uniqueQueue("hy-list");
+    const s = store();
+    const ids: string[] = [];
+    for (let call = 0; call < 3; call++) {
+      ids.push(...(await s.enqueueTasks(queue, plain(3), T0 + call)).tasks.map((t) => t.id));
+      ids.push((await s.enqueueTasks(queue, plain(1), T0 + call)).tasks[0]!.id);
+    }
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < 10; page++) {
+      const got = await s.listTasks(queue, { limit: 5, cursor });
+      seen.push(...got.tasks.map((t) => t.id));
+      if (got.next_cursor === null) break;
+      cursor = got.next_cursor;
+    }
+    expect(seen).toEqual([...ids].sort());
+  });
+
+  it("a queue cancel, a redrive and the stats take in both layouts", async () => {
+    const queue = uniqueQueue("hy-queue");
+    const s = store();
+    await s.enqueueTasks(queue, plain(4), T0);
+    await s.enqueueTasks(queue, plain(1), T0);
+    const cancelled = await s.cancelQueueTasks(queue, {}, T0 + 1);
+    expect(cancelled.cancelled).toBe(5);
+    expect((await s.queueStats(queue, {}, T0 + 1)).counts).toMatchObject({ pending: 0, cancelled: 5 });
+    const redriven = await s.redriveQueue(queue, { state: "cancelled" }, T0 + 2);
+    expect(redriven.redriven).toBe(5);
+    expect((await s.queueStats(queue, {}, T0 + 2)).counts).toMatchObject({ pending: 5, cancelled: 0 });
+  });
+});
