@@ -1,11 +1,14 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
+import { QUEUE_ROW_KEY } from "../flow-lease";
 import type { LeaseRequest } from "../lease";
 
 /** Where a queue's lease order starts in each layout: the (priority, run_at) of its first due task. */
 interface Fronts {
   rows: { priority: number; runAt: number } | null;
   packs: { priority: number; runAt: number } | null;
+  /** The queue is paused as a whole (flow control: src/engine/flow-control.ts). */
+  paused: boolean;
 }
 
 /**
@@ -15,8 +18,9 @@ interface Fronts {
  * (in flight, or held packs), as the lease's own walk does.
  */
 async function readFronts(db: Db, queue: string, now: number): Promise<Fronts> {
-  const [row] = await db.all<{ rows: string | null; packs: string | null }>(sql`
+  const [row] = await db.all<{ rows: string | null; packs: string | null; paused: number | null }>(sql`
     SELECT
+      (SELECT paused FROM flow_keys WHERE queue = ${queue} AND key = ${QUEUE_ROW_KEY}) AS paused,
       (SELECT json_array(priority, run_at) FROM tasks
         WHERE queue = ${queue} AND finished_at IS NULL AND state = 'pending' AND run_at <= ${now}
         ORDER BY priority DESC, run_at, id LIMIT 1) AS rows,
@@ -28,7 +32,7 @@ async function readFronts(db: Db, queue: string, now: number): Promise<Fronts> {
     const [priority, runAt] = JSON.parse(text) as [number, number];
     return { priority, runAt };
   };
-  return { rows: front(row?.rows), packs: front(row?.packs) };
+  return { rows: front(row?.rows), packs: front(row?.packs), paused: row?.paused === 1 };
 }
 
 /**
@@ -38,6 +42,11 @@ async function readFronts(db: Db, queue: string, now: number): Promise<Fronts> {
  * even where they interleave (a lease of 100 over a pack of priority 5 and rows of priority 5 and 4 takes the
  * pack's first, then the rows'). Each layout's lease is atomic on its own, and no task is in both, so no task
  * is leased twice; a call is two atomic steps, not one.
+ *
+ * A queue paused as a whole leases nothing from its packs (its rows: flow control's lease, which refuses
+ * them). Pack tasks are never on a queue that had flow control when they were enqueued (route-enqueue.ts);
+ * those of a queue that got it later are leased beside flow control's lease, outside its queue rate (they
+ * have no key, so no key's limits apply to them).
  *
  * The row store is always asked when the packs leave room, whatever its front says: its front counts
  * pending rows only, and an expired or unclaimed lease it may take over is not pending.
@@ -52,7 +61,8 @@ export async function leaseBoth<T>(
   leaseOn: (side: "rows" | "packs", request: LeaseRequest) => Promise<T[]>,
 ): Promise<T[]> {
   const fronts = await readFronts(db, request.queue, now);
-  if (fronts.packs === null) return leaseOn("rows", request);
+  // A paused queue's packs are left alone; its rows are flow control's to refuse (the row store's lease).
+  if (fronts.packs === null || fronts.paused) return leaseOn("rows", request);
   const packsFirst =
     fronts.rows === null ||
     fronts.packs.priority > fronts.rows.priority ||

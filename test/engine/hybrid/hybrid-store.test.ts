@@ -91,7 +91,8 @@ describe("hybrid store: writes by id go to the layout holding each task", () => 
       [items[2]!.id, true],
     ]);
     expect(outcomes[1]).toMatchObject({ error: { code: "not_found" } });
-    for (const item of items) expect(await s.getTask(item.id)).toMatchObject({ state: "completed", result: JSON.stringify(item.id) });
+    for (const item of items)
+      expect(await s.getTask(item.id)).toMatchObject({ state: "completed", result: JSON.stringify(item.id) });
   });
 
   it("a heartbeat, a cancel and a retry reach a pack task and a row task alike", async () => {
@@ -143,5 +144,19 @@ describe("hybrid store: reads and writes over a queue cover both layouts", () =>
     const redriven = await s.redriveQueue(queue, { state: "cancelled" }, T0 + 2);
     expect(redriven.redriven).toBe(5);
     expect((await s.queueStats(queue, {}, T0 + 2)).counts).toMatchObject({ pending: 5, cancelled: 0 });
+  });
+});
+
+describe("hybrid store: a paused queue", () => {
+  it("leases nothing from its packs while paused, and takes them again once resumed", async () => {
+    const queue = uniqueQueue("hy-pause");
+    const s = store();
+    const ids = (await s.enqueueTasks(queue, plain(3), T0)).tasks.map((t) => t.id);
+    expect(await onPacks(ids)).toEqual([...ids].sort());
+    await s.setFlowPaused(queue, null, true, T0 + 1);
+    expect(await s.leaseTasks({ queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, T0 + 2)).toEqual([]);
+    await s.setFlowPaused(queue, null, false, T0 + 3);
+    const leased = await s.leaseTasks({ queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, T0 + 4);
+    expect(leased.map((t) => t.id)).toEqual(ids);
   });
 });
