@@ -96,8 +96,13 @@ export function assertEnqueueCallSize(input: NewTask[]): void {
  * @example
  * const rows = insertRows([{ payload: { to: "a@example.com" } }], Date.now());
  */
-export function insertRows(input: NewTask[], now: number, field: TaskField = tasksField): InsertRow[] {
-  const nextId = monotonicFactory();
+export function insertRows(
+  input: NewTask[],
+  now: number,
+  field: TaskField = tasksField,
+  newId: (now: number) => string = monotonicFactory(),
+): InsertRow[] {
+  const nextId = newId;
   const keysSeen = new Map<string, number>();
   return input.map((task, i) => {
     if (task.unique) checkKeyed(task, i, field, keysSeen);

@@ -54,6 +54,12 @@ export interface EnqueueOptions {
    * call runs is checked by the next call (and by the processor at run time, as ever).
    */
   checkedFor?: QueueProcessing;
+  /**
+   * How an id is made for a task the call gives none: the shard layer's ids carrying the task's partition
+   * (src/shards/task-slot.ts), so a single-task call finds its database from the id alone. Default: a ULID.
+   * A pack store makes its pack ids from it too (their characters 10-13 are the id's: src/engine/packs/pack-ids.ts).
+   */
+  newId?: (now: number) => string;
 }
 
 /** Existing ids or dedupe keys can free up between our insert and our read-back; retry that few times. */
@@ -98,7 +104,7 @@ export async function enqueueTasks(
   if (input.length === 0) return { tasks: [], earliestRunAt: null };
   const field = options.field ?? tasksField;
   assertEnqueueCallSize(input);
-  const rows = insertRows(input, now, field);
+  const rows = insertRows(input, now, field, options.newId);
   if (hasDependencies(rows)) await refuseUnknownDependencies(db, rows, field);
 
   const outcomes = new Array<EnqueueOutcome | undefined>(rows.length);

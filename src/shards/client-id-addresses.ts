@@ -62,14 +62,15 @@ export async function placeClientIds(
   env: Env,
   route: QueueRoute,
   input: NewTask[],
-  ids: string[],
+  /** Each task's id where it was made before the insert: every client's own. */
+  ids: ReadonlyArray<string | undefined>,
   parts: PartRoute[],
   now: number,
 ): Promise<void> {
   const ours = new Map(route.parts.map((p) => [p.slot, p]));
   const foreign: Array<{ i: number; id: string; slot: number; carried: number | null }> = [];
   ids.forEach((id, i) => {
-    if (input[i]!.id === undefined) return;
+    if (id === undefined || input[i]!.id === undefined) return;
     const carried = decodeSlot(id);
     // An id carrying a partition's slot of this queue is that partition's (its task, if any, is there).
     const own = carried === null ? undefined : ours.get(carried);

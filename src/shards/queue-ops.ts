@@ -50,29 +50,33 @@ export async function enqueueToQueue(
 ): Promise<EnqueueResult & { parts: number[]; remoteDependencies?: boolean }> {
   const field = options.field ?? tasksField;
   const parts = input.map((task) => pickPart(route, task));
-  const ids = input.map((task, i) => task.id ?? slotId(parts[i]!.slot, now));
+  // An id is made here only where it is needed before the insert: a dependent's, for its edges on other
+  // shards. The store makes every other (`newId` below), carrying its partition's slot as these do.
+  const ids = input.map((task, i) => task.id ?? (task.dependsOn?.length ? slotId(parts[i]!.slot, now) : undefined));
   if (shardNames(env).length > 1) await placeClientIds(env, route, input, ids, parts, now);
   // Dependencies on other shards: found there and their edges written first (src/shards/remote-dependencies.ts).
   if (shardNames(env).length > 1)
     input = await placeRemoteDependencies(env, route.queue, input, ids, parts, field, now);
-  const byShard = new Map<string, { part: PartRoute; items: Array<{ i: number; task: NewTask }> }>();
+  // One call per partition: the ids the store makes carry that partition's slot.
+  const byPart = new Map<number, { part: PartRoute; items: Array<{ i: number; task: NewTask }> }>();
   input.forEach((task, i) => {
     const part = parts[i]!;
-    const group = byShard.get(part.shard.name) ?? { part, items: [] };
+    const group = byPart.get(part.part) ?? { part, items: [] };
+    const id = ids[i];
     // A client's id carries no slot: the row names its partition (what a move of it selects by).
-    const slot = carriesSlot(ids[i]!, part.slot) ? undefined : part.slot;
-    group.items.push({ i, task: { ...task, id: ids[i], slot } });
-    byShard.set(part.shard.name, group);
+    const slot = id === undefined || carriesSlot(id, part.slot) ? undefined : part.slot;
+    group.items.push({ i, task: { ...task, id, slot } });
+    byPart.set(part.part, group);
   });
   const outcomes = new Array<EnqueueOutcome>(input.length);
   let earliestRunAt: number | null = null;
   await Promise.all(
-    [...byShard.values()].map(async ({ part, items }) => {
+    [...byPart.values()].map(async ({ part, items }) => {
       const result = await part.shard.store.enqueueTasks(
         route.queue,
         items.map((item) => item.task),
         now,
-        { ...options, field: (k, name) => field(items[k]!.i, name) },
+        { ...options, field: (k, name) => field(items[k]!.i, name), newId: (at) => slotId(part.slot, at) },
       );
       result.tasks.forEach((outcome, k) => (outcomes[items[k]!.i] = outcome));
       if (result.earliestRunAt !== null) earliestRunAt = Math.min(earliestRunAt ?? Infinity, result.earliestRunAt);

@@ -30,7 +30,8 @@ export async function placeRemoteDependencies(
   env: Env,
   queue: string,
   input: NewTask[],
-  ids: string[],
+  /** Each task's id where it was made before the insert: every dependent's. */
+  ids: ReadonlyArray<string | undefined>,
   parts: PartRoute[],
   field: TaskField,
   now: number,

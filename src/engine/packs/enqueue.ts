@@ -66,7 +66,9 @@ export async function enqueuePackTasks(
   let earliestRunAt: number | null = null;
   let checkedFor = options.checkedFor;
   for (const chunk of chunks) {
-    const created = await withRetries(() => enqueueChunk(db, queue, input, chunk, now, outcomes, checkedFor, field));
+    const created = await withRetries(() =>
+      enqueueChunk(db, queue, input, chunk, now, outcomes, checkedFor, field, options.newId),
+    );
     checkedFor = undefined; // as the D1 store: the first chunk carries the caller's check
     for (const runAt of created) earliestRunAt = earliestRunAt === null ? runAt : Math.min(earliestRunAt, runAt);
   }
@@ -98,6 +100,7 @@ async function enqueueChunk(
   outcomes: EnqueueOutcome[],
   checkedFor: EnqueueOptions["checkedFor"],
   field: TaskField,
+  newId: EnqueueOptions["newId"],
 ): Promise<number[] | null> {
   const config = await getQueueConfig(db, queue);
   if (checkedFor && !sameProcessing(processingOf(config), checkedFor))
@@ -139,7 +142,7 @@ async function enqueueChunk(
       outcomes[row.i] = { id: holder.id, state: holder.state, deduplicated: true };
       continue;
     }
-    const pack = packFor(packs, bytes, queue, task, row, config, now);
+    const pack = packFor(packs, bytes, queue, task, row, config, now, newId);
     bytes.set(pack, (bytes.get(pack) ?? 0) + row.bytes);
     const k = pack.slots.length;
     pack.slots.push({
@@ -187,6 +190,7 @@ function packFor(
   row: InsertRow,
   config: QueueConfig,
   now: number,
+  newId: EnqueueOptions["newId"],
 ): Pack {
   const type = row.type;
   const priority = task.priority ?? 0;
@@ -204,7 +208,7 @@ function packFor(
     return last;
   }
   const pack: Pack = {
-    id: newPackId(now),
+    id: newPackId(now, newId),
     queue,
     type,
     priority,

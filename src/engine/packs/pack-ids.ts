@@ -46,8 +46,18 @@ export function packOf(taskId: string): { pack: string; slot: number } | null {
 
 const nextUlid = monotonicFactory();
 
-/** A fresh pack id: a monotonic ULID of `now` without characters 10–11 (the slot takes their place). */
-export function newPackId(now: number): string {
+/**
+ * A fresh pack id: a monotonic ULID of `now` without two of its random characters (the slot takes their place
+ * at the end) — characters 10–11, or, for an id made by `newId` (the shard layer's, whose characters 10–13
+ * name the task's partition: src/shards/task-slot.ts), characters 14–15, so that every task id of the pack
+ * names its partition as a row's id does. Never the last two: a monotonic factory counts up there, and two
+ * packs made in one millisecond would share an id.
+ */
+export function newPackId(now: number, newId?: (now: number) => string): string {
+  if (newId) {
+    const id = newId(now);
+    return id.slice(0, 14) + id.slice(16);
+  }
   const u = nextUlid(now);
   return u.slice(0, 10) + u.slice(12);
 }

@@ -34,7 +34,7 @@ describe("hybrid store: where an enqueue call goes", () => {
   it("a queue with flow control keeps every call in rows", async () => {
     const queue = uniqueQueue("hy-flow");
     const s = store();
-    await s.putQueueConfig(queue, { flow: { concurrency: 2 } }, T0, []);
+    await s.putQueueConfig(queue, { flow: { default: { concurrency: 2 } } }, T0, []);
     const ids = (await s.enqueueTasks(queue, plain(5), T0)).tasks.map((t) => t.id);
     expect(await onPacks(ids)).toEqual([]);
   });
