@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { openDb } from "../../../src/db/client";
 import { hybridTaskStore } from "../../../src/engine/hybrid/hybrid-store";
 import { packTaskIds } from "../../../src/engine/hybrid/layout-of-ids";
+import { decodeSlot, slotIdFactory } from "../../../src/shards/task-slot";
 import { T0, uniqueQueue } from "../../helpers";
 
 // The store of both layouts (src/engine/hybrid/hybrid-store.ts): which calls go into packs, and how an
@@ -29,6 +30,21 @@ describe("hybrid store: where an enqueue call goes", () => {
     // Every one is a task of the one store, whatever its layout.
     for (const id of [...packed, ...rowIds]) expect((await s.getTask(id)).queue).toBe(queue);
     expect((await s.queueStats(queue, {}, T0)).counts.pending).toBe(3 + 1 + 2 + 2 + 2);
+  });
+
+  it("ids made by the caller's `newId` name its partition in either layout, each distinct", async () => {
+    const queue = uniqueQueue("hy-slot");
+    const s = store();
+    const slotId = slotIdFactory();
+    const newId = (now: number) => slotId(7, now);
+    // Packs of 100 made in one millisecond: every pack id distinct although the factory counts up at the end.
+    const packed = (await s.enqueueTasks(queue, plain(300), T0, { newId })).tasks.map((t) => t.id);
+    const single = (await s.enqueueTasks(queue, plain(1), T0, { newId })).tasks.map((t) => t.id);
+    expect(await onPacks(packed)).toHaveLength(300);
+    expect(await onPacks(single)).toEqual([]);
+    expect(new Set(packed).size).toBe(300);
+    for (const id of [...packed, ...single]) expect(decodeSlot(id)).toBe(7);
+    expect((await s.queueStats(queue, {}, T0)).counts.pending).toBe(301);
   });
 
   it("a queue with flow control keeps every call in rows", async () => {
