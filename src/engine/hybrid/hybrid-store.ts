@@ -53,7 +53,7 @@ export function hybridTaskStore(db: Db): TaskStore {
 
     // Tasks in, leases out.
     enqueueTasks: async (queue, tasks, now, options) =>
-      goesIntoPacks(tasks, await getQueueConfig(db, queue))
+      (await goesIntoPacks(tasks, () => getQueueConfig(db, queue)))
         ? packs.enqueueTasks(queue, tasks, now, options)
         : rows.enqueueTasks(queue, tasks, now, options),
     leaseTasks: (request, now) => leaseBoth(db, request, now, (s, r) => side[s].leaseTasks(r, now)),

@@ -23,9 +23,12 @@ export const MIN_PACKED_CALL = 2;
  * seen by an enqueue into the other. Why not on a flow queue: a flow queue's unkeyed tasks are leased by flow
  * control's lease (the queue's pause and rate: src/engine/flow-lease.ts), which reads rows only.
  */
-export function goesIntoPacks(tasks: readonly NewTask[], config: Pick<QueueConfig, "flow">): boolean {
-  if (tasks.length < MIN_PACKED_CALL || config.flow !== null) return false;
-  return tasks.every(isPlain);
+export async function goesIntoPacks(
+  tasks: readonly NewTask[],
+  config: () => Promise<Pick<QueueConfig, "flow">>,
+): Promise<boolean> {
+  // The queue's config is read only for a call that could go into packs (one read more for such a call).
+  return tasks.length >= MIN_PACKED_CALL && tasks.every(isPlain) && (await config()).flow === null;
 }
 
 function isPlain(task: NewTask): boolean {
