@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { partitionCondition, type PartitionSelection } from "./transit";
 
@@ -60,13 +60,23 @@ export async function findTaskIdsHeld(db: Db, ids: string[]): Promise<string[]> 
  * const left = await countQueueTasksHeld(sourceDb, "emails", { slot: 3, idGlob: "??????????0003*" });
  */
 export async function countQueueTasksHeld(db: Db, queue: string, partition?: PartitionSelection): Promise<number> {
-  const ofPart = partition === undefined ? sql`` : sql` AND ${partitionCondition("tasks", partition)}`;
-  const inTransitTo = partition === undefined ? sql`` : sql` AND slot = ${partition.slot}`;
   const row = await db.get<{ n: number }>(
-    sql`SELECT (SELECT count(*) FROM tasks WHERE queue = ${queue}${ofPart})
-      + (SELECT count(*) FROM task_transit WHERE queue = ${queue}${inTransitTo}) AS n`,
+    sql`SELECT (${tasksHeldSql(queue, partition)}) + (${transitHeldSql(queue, partition)}) AS n`,
   );
   return row?.n ?? 0;
+}
+
+/** The count of the queue's tasks in `tasks` (of one partition), as a scalar subquery. */
+export function tasksHeldSql(queue: string, partition?: PartitionSelection): SQL {
+  const ofPart = partition === undefined ? sql`` : sql` AND ${partitionCondition("tasks", partition)}`;
+  return sql`SELECT count(*) FROM tasks WHERE queue = ${queue}${ofPart}`;
+}
+
+/** The count of the queue's tasks in transit out (to one partition), as a scalar subquery: `task_transit` is
+ * one table for every layout of the database. */
+export function transitHeldSql(queue: string, partition?: PartitionSelection): SQL {
+  const inTransitTo = partition === undefined ? sql`` : sql` AND slot = ${partition.slot}`;
+  return sql`SELECT count(*) FROM task_transit WHERE queue = ${queue}${inTransitTo}`;
 }
 
 /**

@@ -1,4 +1,8 @@
+import { sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
+import { tasksHeldSql, transitHeldSql } from "../presence";
+import { packsHeldSql } from "../packs/presence";
+import { readPackTransitRow } from "../packs/transit-row";
 import { d1TaskStore } from "../d1-store";
 import { packTaskStore } from "../packs/pack-store";
 import { getQueueConfig } from "../queue-config";
@@ -169,11 +173,33 @@ export function hybridTaskStore(db: Db): TaskStore {
       const [a, b] = await Promise.all([rows.findTaskIdsHeld(ids), packs.findTaskIdsHeld(ids)]);
       return [...new Set([...a, ...b])];
     },
+    // One statement: counted apart, a take-out between the two reads would be missed by both.
     countQueueTasksHeld: async (queue, partition) =>
-      (await rows.countQueueTasksHeld(queue, partition)) + (await packs.countQueueTasksHeld(queue, partition)),
+      (
+        await db.get<{ n: number }>(
+          sql`SELECT (${tasksHeldSql(queue, partition)}) + (${packsHeldSql(queue, partition)})
+            + (${transitHeldSql(queue, partition)}) AS n`,
+        )
+      )?.n ?? 0,
     listQueueNamesInUse: async () => {
       const [a, b] = await Promise.all([rows.listQueueNamesInUse(), packs.listQueueNamesInUse()]);
       return [...new Set([...a, ...b])];
+    },
+
+    // Transit to and from other databases: `task_transit` is one table for both layouts, so its reads and its
+    // clear are the row store's alone; a take-out takes from both, a put-in hands each row to the layout whose
+    // record it is (a pack's carries a `pack` key: src/engine/packs/transit-row.ts).
+    takeOutForTransit: async (selection, to, limit, now) => {
+      const taken = await rows.takeOutForTransit(selection, to, limit, now);
+      return taken >= limit ? taken : taken + (await packs.takeOutForTransit(selection, to, limit - taken, now));
+    },
+    putInFromTransit: async (delivered) => {
+      const ofPacks = delivered.filter((row) => readPackTransitRow(row.row) !== null);
+      const ofRows = delivered.filter((row) => readPackTransitRow(row.row) === null);
+      // Each layout's put-in is all or none and a repeat writes nothing, so a crash between the two is made
+      // good by the relay's next delivery of the same rows.
+      if (ofRows.length > 0) await rows.putInFromTransit(ofRows);
+      if (ofPacks.length > 0) await packs.putInFromTransit(ofPacks);
     },
 
     // The cron tick.

@@ -44,7 +44,8 @@ export function packOf(taskId: string): { pack: string; slot: number } | null {
   return { pack: taskId.slice(0, PACK_ID_CHARS), slot: hi * 32 + lo };
 }
 
-const nextUlid = monotonicFactory();
+let nextUlid = monotonicFactory();
+let lastNow = -Infinity;
 
 /**
  * A fresh pack id: a monotonic ULID of `now` without two of its random characters (the slot takes their place
@@ -58,6 +59,11 @@ export function newPackId(now: number, newId?: (now: number) => string): string 
     const id = newId(now);
     return id.slice(0, 14) + id.slice(16);
   }
+  // A clock that went back (an injected one) starts a fresh sequence at `now`: a monotonic factory would
+  // answer with the latest time it saw, an id from the future that retention's walk by id would skip until
+  // then (as src/shards/task-slot.ts's ids do).
+  if (now < lastNow) nextUlid = monotonicFactory();
+  lastNow = now;
   const u = nextUlid(now);
   return u.slice(0, 10) + u.slice(12);
 }

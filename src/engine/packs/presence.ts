@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../../db/client";
+import { transitHeldSql } from "../presence";
 import type { PartitionSelection } from "../transit";
 import { locateTasks } from "./locate";
 import { B32 } from "./pack-ids";
@@ -74,18 +75,20 @@ export async function findPackTaskIdsHeld(db: Db, ids: string[]): Promise<string
  * const left = await countPackQueueTasksHeld(db, "emails", { slot: 3, idGlob: "??????????0003*" });
  */
 export async function countPackQueueTasksHeld(db: Db, queue: string, partition?: PartitionSelection): Promise<number> {
-  const inPacks =
-    partition === undefined
-      ? sql`SELECT coalesce(sum(length(replace(st, 'o', ''))), 0) FROM packs WHERE queue = ${queue}`
-      : sql`SELECT count(*) FROM packs p, json_each(p.slots) AS j
+  const row = await db.get<{ n: number }>(
+    sql`SELECT (${packsHeldSql(queue, partition)}) + (${transitHeldSql(queue, partition)}) AS n`,
+  );
+  return row?.n ?? 0;
+}
+
+/** The count of the queue's tasks in packs (of one partition), as a scalar subquery. */
+export function packsHeldSql(queue: string, partition?: PartitionSelection): SQL {
+  return partition === undefined
+    ? sql`SELECT coalesce(sum(length(replace(st, 'o', ''))), 0) FROM packs WHERE queue = ${queue}`
+    : sql`SELECT count(*) FROM packs p, json_each(p.slots) AS j
         WHERE p.queue = ${queue} AND substr(p.st, j.key + 1, 1) <> 'o'
           AND (j.value->>'sl' = ${partition.slot} OR (j.value->>'sl' IS NULL AND coalesce(j.value->>'i',
             p.id || substr(${B32}, j.key / 32 + 1, 1) || substr(${B32}, j.key % 32 + 1, 1)) GLOB ${partition.idGlob}))`;
-  const inTransitTo = partition === undefined ? sql`` : sql` AND slot = ${partition.slot}`;
-  const row = await db.get<{ n: number }>(
-    sql`SELECT (${inPacks}) + (SELECT count(*) FROM task_transit WHERE queue = ${queue}${inTransitTo}) AS n`,
-  );
-  return row?.n ?? 0;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { ulid } from "ulid";
+import { decodeTime, ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { openDb } from "../../../src/db/client";
 import { hybridTaskStore } from "../../../src/engine/hybrid/hybrid-store";
@@ -174,5 +174,16 @@ describe("hybrid store: a paused queue", () => {
     await s.setFlowPaused(queue, null, false, T0 + 3);
     const leased = await s.leaseTasks({ queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, T0 + 4);
     expect(leased.map((t) => t.id)).toEqual(ids);
+  });
+});
+
+describe("pack ids follow the clock they are made at", () => {
+  it("a pack made after one at a later time carries its own time, not the later one", async () => {
+    const s = store();
+    const queue = uniqueQueue("hy-clock");
+    const later = (await s.enqueueTasks(queue, plain(2), T0 + 10 * 365 * 86_400_000)).tasks[0]!.id;
+    const now = (await s.enqueueTasks(queue, plain(2), T0)).tasks[0]!.id;
+    expect(decodeTime(later)).toBe(T0 + 10 * 365 * 86_400_000);
+    expect(decodeTime(now)).toBe(T0);
   });
 });
