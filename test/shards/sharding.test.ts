@@ -11,16 +11,12 @@ import { enqueueTasks } from "../../src/engine/enqueue";
 import { readShard, shardNames } from "../../src/shards/shard-set";
 import { decodeSlot } from "../../src/shards/task-slot";
 import { uniqueQueue } from "../helpers";
-import { queueOn, shard } from "./support";
+import { idsOn, queueOn, shard } from "./support";
 import { until } from "../support/until";
 import { call, complete, enqueue, enqueueOne, expectError, getTask, lease, leaseOne } from "../http/api";
 
 const sum = (counts: number[]) => counts.reduce((a, b) => a + b, 0);
 
-async function idsOn(name: string, queue: string): Promise<string[]> {
-  const rows = await shard(name).all<{ id: string }>(sql`SELECT id FROM tasks WHERE queue = ${queue} ORDER BY id`);
-  return rows.map((r) => r.id);
-}
 
 describe("placement", () => {
   it("places a queue on first use by the stable rule, records it, and keeps it", async () => {
