@@ -2,11 +2,10 @@ import { env } from "cloudflare:workers";
 import { sql, type SQL } from "drizzle-orm";
 import { openDb, type Db } from "../src/db/client";
 import type { TaskRow } from "../src/db/schema";
-import { getTask } from "../src/engine/read";
 import type { AppDeps } from "../src/http/app";
 import { REFERENCE_PROCESSORS } from "../src/plugins/reference";
 import { ProcessorRegistry } from "../src/processors/registry";
-import { allShards } from "../src/shards/shard-set";
+import { allShards, taskStoreOn } from "../src/shards/shard-set";
 import { queueRoute } from "../src/shards/queue-route";
 import { dashboard } from "../src/http/parts/dashboard";
 import { reference } from "../src/http/parts/reference";
@@ -26,24 +25,39 @@ export function uniqueQueue(prefix = "q"): string {
   return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
-/** The stored row on whichever shard holds it (tests also enqueue through the engine, bypassing the
- * slot-carrying ids the routes give, so this looks on every shard rather than through the locator). */
+/** The stored task on whichever shard holds it, in either layout (a row, or a task of a pack), as its store
+ * reads it (tests also enqueue through the engine, bypassing the slot-carrying ids the routes give, so this
+ * looks on every shard rather than through the locator). */
 export async function row(id: string): Promise<TaskRow> {
-  return getTask(await taskDb(id), id);
+  const task = await taskStoreOn(await taskDb(id)).getTask(id);
+  return task as TaskRow;
 }
 
-/** The database holding a task (tests that move a time D1 cannot fake). */
+/** The database holding a task, in either layout (tests that move a time D1 cannot fake: their UPDATEs of
+ * `tasks` change a row task only). */
 export async function taskDb(id: string): Promise<Db> {
   for (const shard of allShards(env)) {
-    if (await shard.db.get(sql`SELECT 1 AS one FROM tasks WHERE id = ${id}`)) return shard.db;
+    if ((await taskStoreOn(shard.db).findTaskState(id)) !== null) return shard.db;
   }
   throw new Error(`test: task ${id} is on no shard`);
 }
 
-/** Every row of a queue over every shard, for before/after comparisons. */
+/** Every task of a queue over every shard, in either layout, for before/after comparisons: its rows as
+ * stored, and its pack tasks as their store reads them. */
 export async function snapshot(queue: string): Promise<unknown[]> {
   const all = await Promise.all(
-    allShards(env).map((s) => s.db.all<{ id: string }>(sql`SELECT * FROM tasks WHERE queue = ${queue}`)),
+    allShards(env).map(async (s) => {
+      const rows = await s.db.all<{ id: string }>(sql`SELECT * FROM tasks WHERE queue = ${queue}`);
+      const inRows = new Set(rows.map((r) => r.id));
+      const listed: Array<{ id: string }> = [];
+      for (let cursor: string | undefined; ;) {
+        const page = await taskStoreOn(s.db).listTasks(queue, { limit: 500, cursor });
+        listed.push(...page.tasks.filter((t) => !inRows.has(t.id)));
+        if (page.next_cursor === null) break;
+        cursor = page.next_cursor;
+      }
+      return [...rows, ...listed];
+    }),
   );
   return all.flat().sort((a, b) => (a.id < b.id ? -1 : 1));
 }

@@ -1,7 +1,7 @@
 import { openDb, type Db } from "../db/client";
 import type { Env } from "../env";
 import { EdgeqError } from "../contracts/errors";
-import { d1TaskStore } from "../engine/d1-store";
+import { hybridTaskStore } from "../engine/hybrid/hybrid-store";
 import type { TaskStore } from "../engine/store";
 
 /** The first database: every deployment has it; it also holds the shard directory and global tables. */
@@ -19,14 +19,15 @@ export interface Shard {
 }
 
 /**
- * The task store of one database handle: the one place a store is made (each kind of store is built here
+ * The task store of one database handle — both layouts, rows and packs (src/engine/hybrid/hybrid-store.ts:
+ * an enqueue call of plain tasks is kept in packs, every other in rows) — and the one place a store is made (each kind of store is built here
  * and nowhere else outside src/engine, `stores-built-by-shard-set` in .dependency-cruiser.cjs).
  *
  * @example
  * const store = taskStoreOn(openDb(env.DB));
  */
 export function taskStoreOn(db: Db): TaskStore {
-  return d1TaskStore(db);
+  return hybridTaskStore(db);
 }
 
 /** The shard of one database handle: its name, its handle and its task store. */

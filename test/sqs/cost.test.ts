@@ -5,10 +5,11 @@ import { meteredD1 } from "../support/metered-d1";
 import { call, sqsRequest } from "./signed-request";
 
 // What a message costs on D1's bill over SQS, read from D1's own meta.rows_written: the same engine calls
-// as the native API (enqueue 2 rows per task, lease 1, complete 1, plus one counter row per call), so the
-// SQS path adds no write of its own — its queue lookup is a read.
+// as the native API, so the SQS path adds no write of its own — its queue lookup is a read. A batch of plain
+// messages is one pack (src/engine/hybrid/route-enqueue.ts): its row and live-index entry at the send, its row
+// at the receive, its row and finished-index entry at the delete, plus one counter row per call.
 describe("D1 rows written per SQS message", () => {
-  it("is 4.3 for SendMessageBatch(10) + ReceiveMessage(10) + DeleteMessageBatch(10): the native 4 + 3 counter rows per 10", async () => {
+  it("is 0.8 for SendMessageBatch(10) + ReceiveMessage(10) + DeleteMessageBatch(10): one pack's 5 + 3 counter rows per 10", async () => {
     // Both local shards metered: the queue is placed on one of them (the directory's writes are on DB).
     const home = meteredD1(env.DB);
     const other = meteredD1(env.DB_1);
@@ -50,10 +51,10 @@ describe("D1 rows written per SQS message", () => {
     const deleteWritten = meter.usage.rowsWritten;
 
     expect({ send: sendWritten, receive: receiveWritten, delete: deleteWritten }).toEqual({
-      send: 2 * 10 + 1,
-      receive: 10 + 1,
-      delete: 10 + 1,
+      send: 2 + 1,
+      receive: 1 + 1,
+      delete: 2 + 1,
     });
-    expect((sendWritten + receiveWritten + deleteWritten) / 10).toBe(4.3);
+    expect((sendWritten + receiveWritten + deleteWritten) / 10).toBe(0.8);
   });
 });

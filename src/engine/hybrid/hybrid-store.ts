@@ -25,6 +25,15 @@ import { leaseBoth } from "./split-lease";
  * changed atomically and answered on its own, as the port promises for batch forms.
  */
 export function hybridTaskStore(db: Db): TaskStore {
+  let store = stores.get(db);
+  if (store === undefined) stores.set(db, (store = openStore(db)));
+  return store;
+}
+
+/** One store per Drizzle handle, as d1TaskStore's: a shard handed out per request builds no closures. */
+const stores = new WeakMap<Db, TaskStore>();
+
+function openStore(db: Db): TaskStore {
   const rows = d1TaskStore(db);
   const packs = packTaskStore(db);
   const side = { rows, packs };
@@ -184,6 +193,27 @@ export function hybridTaskStore(db: Db): TaskStore {
     listQueueNamesInUse: async () => {
       const [a, b] = await Promise.all([rows.listQueueNamesInUse(), packs.listQueueNamesInUse()]);
       return [...new Set([...a, ...b])];
+    },
+
+    // Dependencies: a dependent is always a row (route-enqueue.ts), and the edge tables are one for both
+    // layouts; a dependency may be a pack task — asked of the layout that holds it.
+    listDependents: async (id, page) => (await holder(id)).listDependents(id, page),
+    recordRemoteEdges: async (edges, now) => {
+      const onPacks = await packTaskIds(
+        db,
+        edges.map((e) => e.dependency),
+      );
+      const [a, b] = await Promise.all([
+        rows.recordRemoteEdges(
+          edges.filter((e) => !onPacks.has(e.dependency)),
+          now,
+        ),
+        packs.recordRemoteEdges(
+          edges.filter((e) => onPacks.has(e.dependency)),
+          now,
+        ),
+      ]);
+      return new Map([...a, ...b]);
     },
 
     // Transit to and from other databases: `task_transit` is one table for both layouts, so its reads and its
