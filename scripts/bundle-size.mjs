@@ -14,12 +14,15 @@ const root = new URL("..", import.meta.url).pathname;
 const lib = join(root, "dist", "lib");
 
 /**
- * The core-only Worker's budget, gzipped: 150 KiB. Workers' free plan takes 3 MiB gzip and a paid one 10 MiB,
+ * The core-only Worker's budget, gzipped: 180 KiB. Workers' free plan takes 3 MiB gzip and a paid one 10 MiB,
  * so this is not the platform's limit: it holds the line issue 33 drew, a core within a tenth of the
- * free plan's, so that a Worker's own code and its processors' dependencies have room, and it fails the
- * moment something pulls a large dependency (zod's whole namespace, the OpenAPI machinery) into the core.
+ * free plan's (307 KiB), so that a Worker's own code and its processors' dependencies have room, and it fails
+ * the moment something pulls a large dependency (zod's whole namespace, the OpenAPI machinery) into the core.
+ * Issue 33 set it at 150 KiB; serving the pack store beside the row store (issue 32: src/engine/packs/,
+ * src/engine/hybrid/) added 22 KiB of edgeq's own code (148.9 -> 170.9 KiB, `npm run size`), for a task
+ * that writes a tenth of the rows it did in calls of 10 and more — room kept for 9 KiB more.
  */
-export const CORE_GZIP_BUDGET = 150 * 1024;
+export const CORE_GZIP_BUDGET = 180 * 1024;
 
 /** The opt-in parts: the module of dist/lib each subpath a user imports (package.json exports) points to.
  * @type {Record<"dashboard" | "sqs" | "reference", string>} */
