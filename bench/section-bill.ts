@@ -191,9 +191,10 @@ export async function runBillSection(
       });
       opts.log(`bill: ${w.workload}, batch ${w.batch}: $${dollars.total.toFixed(2)} per million tasks`);
     }
-    // The pack store (not served yet): its D1 rows and bytes for the same workload, measured through the port
-    // (bench/bill-packs.ts), with the requests of the served path's run of the same batch — what the bill would
-    // be if it served. Its retention prune is counted once the pack store has one.
+    // The pack store alone: every call in packs, a single task too (a pack of one), its D1 rows and bytes for
+    // the same workload measured through its port (bench/bill-packs.ts), with the requests of the served path's
+    // run of the same batch. The served store keeps a call of one task in rows instead (src/engine/hybrid/):
+    // this row shows why (docs/design/packs.md, "Serving").
     for (const [batch, counts] of served) {
       const tasks = counts.tasks;
       const packs = await bench.call<PackBillCounts>({ op: "bill-packs", queue: `bill-packs-${batch}`, tasks, batch });
@@ -205,7 +206,7 @@ export async function runBillSection(
         retentionS: packs.retentionS,
       };
       const { perTask, ...dollars } = priceBill(projected);
-      const workload = `successful, pack store's D1 rows (projected: not served yet)${packs.prune ? "" : ", prune not built"}`;
+      const workload = `successful, the pack store alone (a pack of one at batch 1)${packs.prune ? "" : ", prune not built"}`;
       rows.push({
         workload,
         batch,
