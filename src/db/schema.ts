@@ -578,7 +578,7 @@ export const packs = sqliteTable(
       .on(t.queue, sql`${t.priority} DESC`, t.runAt, t.id)
       .where(sql`${t.finishedAt} IS NULL`),
     // A queue's finished packs in id order: listings and stats of one queue (src/engine/packs/listing.ts).
-    // Written once when a pack finishes (migration 0024).
+    // Written once when a pack finishes (migration 0023).
     index("packs_done")
       .on(t.queue, t.id)
       .where(sql`${t.finishedAt} IS NOT NULL`),

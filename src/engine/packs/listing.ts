@@ -10,7 +10,7 @@ import type { SlotChar } from "./pack-row";
 import { storedSlot } from "./stored-slot";
 
 /**
- * listTasks over packs, bounded by the packs it lists (migration 0024, docs/design/packs.md "Listings"). A
+ * listTasks over packs, bounded by the packs it lists (migration 0023, docs/design/packs.md "Listings"). A
  * queue's packs are reached through two indexes, never by reading other queues' packs: its live packs
  * through `packs_live`, its finished packs through `packs_done (queue, id) WHERE finished_at IS NOT NULL`
  * in id order. A page is the tasks after the cursor in (pack id, slot) order — id order for the ids the store

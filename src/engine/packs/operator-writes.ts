@@ -74,7 +74,7 @@ export function cancelPackTask(db: Db, id: string, now: number): Promise<StoredT
 }
 
 /** The packs of a queue in id order, live ones only (over `packs_live`) or all (and its finished ones over
- * `packs_done`, migration 0024): never another queue's. */
+ * `packs_done`, migration 0023): never another queue's. */
 async function queuePacks(db: Db, queue: string, liveOnly: boolean): Promise<Pack[]> {
   const select = (index: string, finished: string) =>
     sql`SELECT ${sql.raw(PACK_COLUMNS)} FROM packs INDEXED BY ${sql.raw(index)}

@@ -6,7 +6,7 @@ import type { SlotBody, SlotChar } from "./pack-row";
 
 /**
  * The per-queue reads of the port's TaskReads over packs: `queueStats` (one queue, through its indexes:
- * `packs_live` and `packs_done`, migration 0024) and `listQueues` (every queue). Counts come from each pack's
+ * `packs_live` and `packs_done`, migration 0023) and `listQueues` (every queue). Counts come from each pack's
  * `st` column, one character per slot; the bodies are read only where a count needs one (a waiting slot's
  * own run time for `due`, a slot's group for a group's stats).
  */

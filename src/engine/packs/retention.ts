@@ -12,7 +12,7 @@ import { DEFAULT_QUEUE_CONFIG } from "../queue-config";
  * is past retention (never deleted before its time, sometimes after). A queue of `retention_s: 0` keeps a
  * pack that holds a dead or cancelled task for the default retention, as the D1 store keeps such tasks.
  *
- * The prune walks the packs' primary key (finished packs are indexed by queue since migration 0024,
+ * The prune walks the packs' primary key (finished packs are indexed by queue since migration 0023,
  * `packs_done`, for listings; the prune does not use it yet) a window at a time from where the last call stopped
  * (`sweep_cursors`), up to the id of the shortest retention's cutoff — pack ids are time-ordered
  * (pack-ids.ts) and a pack finishes after it is created — as the D1 store walks `tasks` (src/engine/purge.ts).

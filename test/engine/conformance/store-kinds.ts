@@ -199,7 +199,7 @@ export const PACK_STORE: StoreKind = {
   callerDb: () => env.DB,
   groups: Object.keys(STORE_GROUPS) as StoreGroup[],
   costs: {
-    // The complete that finishes a pack also writes its `packs_done` entry (migration 0024: the finished-pack
+    // The complete that finishes a pack also writes its `packs_done` entry (migration 0023: the finished-pack
     // index listings read), one row per pack finished.
     life: (n) => ({ enqueue: 2 * packsOf(n) + 1, lease: packsOf(n) + 1, complete: 2 * packsOf(n) + 1 }),
     lifeKeepingNothing: notPromised("retention_s 0"),
