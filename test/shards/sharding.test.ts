@@ -17,7 +17,6 @@ import { call, complete, enqueue, enqueueOne, expectError, getTask, lease, lease
 
 const sum = (counts: number[]) => counts.reduce((a, b) => a + b, 0);
 
-
 describe("placement", () => {
   it("places a queue on first use by the stable rule, records it, and keeps it", async () => {
     expect(shardNames(env)).toEqual(["DB", "DB_1"]);

@@ -12,7 +12,7 @@ export const shard = (name: string): Db => openDb(name === "DB" ? env.DB : env.D
 export async function idsOn(name: string, queue: string): Promise<string[]> {
   const store = taskStoreOn(shard(name));
   const ids: string[] = [];
-  for (let cursor: string | undefined; ; ) {
+  for (let cursor: string | undefined; ;) {
     const page = await store.listTasks(queue, { limit: 500, cursor });
     ids.push(...page.tasks.map((t) => t.id));
     if (page.next_cursor === null) return ids;
