@@ -58,6 +58,20 @@ export interface QueueFront {
   lapsed: LapsedTask[];
 }
 
+/** A queue's front before the walk has seen anything of it. */
+export function emptyFront(queue: string): QueueFront {
+  return {
+    queue,
+    due: 0,
+    capped: false,
+    oldest_due_at: null,
+    lease_expired: 0,
+    overrun: 0,
+    leasable: false,
+    lapsed: [],
+  };
+}
+
 export interface FrontOptions {
   /** How many due pending tasks of a queue to count at most (health's largest due-depth level); the walk
    * passes at least LIVE_FRONT_MIN_PENDING of each segment whatever this says. Default: none beyond that. */
@@ -166,19 +180,7 @@ export async function readLiveFront(db: Db, now: number, opts: FrontOptions = {}
   const fronts = new Map<string, QueueFront>();
   const frontOf = (queue: string) => {
     let front = fronts.get(queue);
-    if (!front) {
-      front = {
-        queue,
-        due: 0,
-        capped: false,
-        oldest_due_at: null,
-        lease_expired: 0,
-        overrun: 0,
-        leasable: false,
-        lapsed: [],
-      };
-      fronts.set(queue, front);
-    }
+    if (!front) fronts.set(queue, (front = emptyFront(queue)));
     return front;
   };
   const add = (walk: Walk, chunk: Chunk, limit: number) => {

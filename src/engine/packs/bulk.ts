@@ -1,7 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import type { BulkAction } from "../../contracts/bulk";
-import type { TaskState } from "../../contracts/states";
 import type { BulkChanged, TaskFilter } from "../bulk";
 import type { CounterEvent } from "../counters";
 import { getQueueConfig } from "../queue-config";
@@ -9,7 +8,7 @@ import type { Located } from "./locate";
 import { cancelable, cancelSlot, keyHolders, reviveAll, writesOf } from "./operator-writes";
 import { commitGuarded, withRetries } from "./pack-commit";
 import { decodePack, PACK_COLUMNS, slotId, type Pack, type PackRowRead, type SlotChar } from "./pack-row";
-import { isLive } from "./slot-rules";
+import { CHARS_OF_STATE as STATE_CHARS, isLive } from "./slot-rules";
 import { loadSpill } from "./spill";
 
 /**
@@ -41,18 +40,6 @@ const ACTION_CHARS: Record<BulkAction, readonly SlotChar[]> = {
   cancel: ["p", "w", "r"],
   retry: ["d", "x"],
   redrive: ["d"],
-};
-
-/** The slot characters of each state a filter may name (no `waiting` or `expired` task in the pack store: no
- * dependencies, no start deadlines). */
-const STATE_CHARS: Record<TaskState, readonly SlotChar[]> = {
-  pending: ["p", "w"],
-  waiting: [],
-  processing: ["r"],
-  completed: ["c"],
-  dead: ["d"],
-  cancelled: ["x"],
-  expired: [],
 };
 
 /** The packs of `queue` that may hold a slot `action` changes under `filter`, in id order. */

@@ -1,4 +1,4 @@
-import { holdsTask } from "./slot-rules";
+import { CHARS_OF_STATE as CHARS_OF, holdsTask } from "./slot-rules";
 import { sql } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import type { TaskState } from "../../contracts/states";
@@ -23,18 +23,6 @@ import { storedSlot } from "./stored-slot";
 /** Index entries of finished packs one statement of a listing reads: 200, a fraction of a millisecond of D1;
  * a listing whose filter matches few tasks goes on window by window. */
 export const LIST_FINISHED_WINDOW = 200;
-
-/** The slot characters of each state a listing can filter on (the pack store makes no waiting or expired
- * task: none matches those). */
-const CHARS_OF: Record<TaskState, readonly SlotChar[]> = {
-  pending: ["p", "w"],
-  waiting: [],
-  processing: ["r"],
-  completed: ["c"],
-  dead: ["d"],
-  cancelled: ["x"],
-  expired: [],
-};
 
 const LIVE_STATES: readonly TaskState[] = ["pending", "processing", "waiting"];
 

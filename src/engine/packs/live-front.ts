@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../../db/client";
 import { LIVE_FRONT_BATCH, LIVE_FRONT_MIN_PENDING, MAX_ROWS_PER_TICK_STATEMENT } from "../../contracts/limits";
-import type { FrontOptions, LiveSegment, QueueFront } from "../live-front";
+import { emptyFront, type FrontOptions, type LiveSegment, type QueueFront } from "../live-front";
 import { configsOf, decodeLiveRows, livePacksSql } from "./live-packs";
 import { PACK_SLOTS } from "./pack-ids";
 import { slotId, type Pack } from "./pack-row";
@@ -74,19 +74,7 @@ export async function readPackLiveFront(db: Db, now: number, opts: FrontOptions 
   const fronts = new Map<string, QueueFront>();
   const frontOf = (queue: string) => {
     let front = fronts.get(queue);
-    if (!front) {
-      front = {
-        queue,
-        due: 0,
-        capped: false,
-        oldest_due_at: null,
-        lease_expired: 0,
-        overrun: 0,
-        leasable: false,
-        lapsed: [],
-      };
-      fronts.set(queue, front);
-    }
+    if (!front) fronts.set(queue, (front = emptyFront(queue)));
     return front;
   };
   const add = async (walk: Walk, packs: Pack[], limit: number) => {

@@ -2,7 +2,7 @@ import { BACKOFF_JITTER } from "../../contracts/limits";
 import type { TaskState } from "../../contracts/states";
 import type { QueueConfig } from "../queue-config";
 import { backoffBoundsMs } from "../retry-policy";
-import type { LeaseEntry, Pack, Slot } from "./pack-types";
+import type { LeaseEntry, Pack, Slot, SlotChar } from "./pack-types";
 
 /**
  * The engine's rules for one slot of a pack, the same as for one row of `tasks`: leasability
@@ -41,6 +41,18 @@ export function slotState(slot: Slot): TaskState {
       return "cancelled";
   }
 }
+
+/** The slot characters of each state a filter may name (no `waiting` or `expired` task is in a pack: a pack
+ * task has no dependencies and no start deadline). */
+export const CHARS_OF_STATE: Record<TaskState, readonly SlotChar[]> = {
+  pending: ["p", "w"],
+  waiting: [],
+  processing: ["r"],
+  completed: ["c"],
+  dead: ["d"],
+  cancelled: ["x"],
+  expired: [],
+};
 
 /** A task is in the slot: not `o` (taken out for a move, or never put in here: transit-out.ts). Every read
  * of slots skips the others. */
