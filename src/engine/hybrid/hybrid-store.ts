@@ -6,7 +6,7 @@ import { readPackTransitRow } from "../packs/transit-row";
 import { d1TaskStore } from "../d1-store";
 import { packTaskStore } from "../packs/pack-store";
 import { getQueueConfig } from "../queue-config";
-import type { TaskStore } from "../store";
+import type { EndedHandOut, TaskStore } from "../store";
 import { inInputOrder, packTaskIds, splitItems } from "./layout-of-ids";
 import { byQueue, joinFigures, joinFronts, mergePages, mergeStats, minOf, sumCounts } from "./merge-answers";
 import { goesIntoPacks } from "./route-enqueue";
@@ -81,11 +81,36 @@ function openStore(db: Db): TaskStore {
     assertLeaseHeld: async (id, token, now) => (await holder(id)).assertLeaseHeld(id, token, now),
 
     // A long poll's coordinator's hand-out writes.
-    returnUndelivered: async (items, now) =>
-      (await perItem(items, async (s, part) => [await side[s].returnUndelivered(part, now)])).flat(),
+    // Answered per task changed, not per item: each layout's answers, rows' first.
+    returnUndelivered: async (items, now) => {
+      const { rows: ofRows, packs: ofPacks } = splitItems(
+        items,
+        await packTaskIds(
+          db,
+          items.map((i) => i.id),
+        ),
+      );
+      const a = ofRows.length > 0 ? await rows.returnUndelivered(ofRows, now) : [];
+      const b = ofPacks.length > 0 ? await packs.returnUndelivered(ofPacks, now) : [];
+      return [...a, ...b];
+    },
+    // At most `limit` in all: the layout of the first item first, the other for what it left.
     endClaimWindows: async (items, now, limit) => {
-      const ended = (await perItem(items, async (s, part) => [await side[s].endClaimWindows(part, now, limit)])).flat();
-      return limit === undefined ? ended : ended.slice(0, limit);
+      const split = splitItems(
+        items,
+        await packTaskIds(
+          db,
+          items.map((i) => i.id),
+        ),
+      );
+      const order = split.order[0]?.side === "packs" ? (["packs", "rows"] as const) : (["rows", "packs"] as const);
+      const ended: EndedHandOut[] = [];
+      for (const s of order) {
+        const left: number | undefined = limit === undefined ? undefined : limit - ended.length;
+        if (split[s].length === 0 || left === 0) continue;
+        ended.push(...(await side[s].endClaimWindows(split[s], now, left)));
+      }
+      return ended;
     },
 
     // An operator's writes.

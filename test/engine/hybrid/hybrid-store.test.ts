@@ -187,3 +187,30 @@ describe("pack ids follow the clock they are made at", () => {
     expect(decodeTime(now)).toBe(T0);
   });
 });
+
+describe("hybrid store: a long poll's hand-outs in both layouts", () => {
+  it("returns undelivered hand-outs of both layouts, each once, and ends claim windows up to the limit", async () => {
+    const queue = uniqueQueue("hy-handout");
+    const s = store();
+    await s.enqueueTasks(queue, plain(2), T0);
+    await s.enqueueTasks(queue, plain(1), T0);
+    await s.enqueueTasks(queue, plain(1), T0);
+    const handed = await s.leaseTasks(
+      { queue, max: 4, visibilityTimeoutS: 30, holder: "poll", provisional: true },
+      T0 + 1,
+    );
+    expect(handed).toHaveLength(4);
+    const items = handed.map((t) => ({ id: t.id, leaseToken: t.leaseToken! }));
+    expect((await onPacks(items.map((i) => i.id))).length).toBe(2);
+    // Two hand-outs' windows ended (the limit), whichever layouts hold them; the other two returned.
+    const ended = await s.endClaimWindows(items, T0 + 2, 2);
+    expect(ended).toHaveLength(2);
+    const rest = items.filter((i) => !ended.some((e) => e.id === i.id));
+    const returned = await s.returnUndelivered(rest, T0 + 3);
+    expect(returned.map((r) => r.id).sort()).toEqual(rest.map((i) => i.id).sort());
+    for (const i of rest) expect((await s.getTask(i.id)).state).toBe("pending");
+    // Every hand-out is leasable again: returned at once, the ended windows' taken over.
+    const again = await s.leaseTasks({ queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, T0 + 4);
+    expect(again.map((t) => t.id).sort()).toEqual(items.map((i) => i.id).sort());
+  });
+});
