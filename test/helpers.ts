@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { sql, type SQL } from "drizzle-orm";
 import { openDb, type Db } from "../src/db/client";
 import type { TaskRow } from "../src/db/schema";
+import type { StoredTask } from "../src/contracts/stored-task";
 import type { AppDeps } from "../src/http/app";
 import { REFERENCE_PROCESSORS } from "../src/plugins/reference";
 import { ProcessorRegistry } from "../src/processors/registry";
@@ -42,6 +43,18 @@ export async function taskDb(id: string): Promise<Db> {
   throw new Error(`test: task ${id} is on no shard`);
 }
 
+/** Every task of a queue on one database, in either layout, in id order, as its store lists them. */
+export async function queueTasksOn(db: Db, queue: string): Promise<StoredTask[]> {
+  const store = taskStoreOn(db);
+  const tasks: StoredTask[] = [];
+  for (let cursor: string | undefined; ;) {
+    const page = await store.listTasks(queue, { limit: 500, cursor });
+    tasks.push(...page.tasks);
+    if (page.next_cursor === null) return tasks;
+    cursor = page.next_cursor;
+  }
+}
+
 /** Every task of a queue over every shard, in either layout, for before/after comparisons: its rows as
  * stored, and its pack tasks as their store reads them. */
 export async function snapshot(queue: string): Promise<unknown[]> {
@@ -49,14 +62,7 @@ export async function snapshot(queue: string): Promise<unknown[]> {
     allShards(env).map(async (s) => {
       const rows = await s.db.all<{ id: string }>(sql`SELECT * FROM tasks WHERE queue = ${queue}`);
       const inRows = new Set(rows.map((r) => r.id));
-      const listed: Array<{ id: string }> = [];
-      for (let cursor: string | undefined; ;) {
-        const page = await taskStoreOn(s.db).listTasks(queue, { limit: 500, cursor });
-        listed.push(...page.tasks.filter((t) => !inRows.has(t.id)));
-        if (page.next_cursor === null) break;
-        cursor = page.next_cursor;
-      }
-      return [...rows, ...listed];
+      return [...rows, ...(await queueTasksOn(s.db, queue)).filter((t) => !inRows.has(t.id))];
     }),
   );
   return all.flat().sort((a, b) => (a.id < b.id ? -1 : 1));

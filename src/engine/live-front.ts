@@ -80,14 +80,15 @@ export interface FrontOptions {
 
 /**
  * Every (queue, priority) segment of the live index on `db`, in index order: one index probe per segment
- * (a skip-scan written as a recursive CTE), never a read of each live task.
+ * (a skip-scan written as a recursive CTE), never a read of each live task. `from`: the table whose live
+ * index is walked (`tasks_live` of `tasks` by default; the pack store's `packs_live`).
  *
  * @example
  * const segments = await listLiveSegments(db);
  */
-export async function listLiveSegments(db: Db): Promise<LiveSegment[]> {
+export async function listLiveSegments(db: Db, from: SQL = sql`tasks`): Promise<LiveSegment[]> {
   const next = (where: SQL) =>
-    sql`(SELECT json_array(queue, priority) FROM tasks WHERE finished_at IS NULL${where}
+    sql`(SELECT json_array(queue, priority) FROM ${from} WHERE finished_at IS NULL${where}
       ORDER BY queue, priority DESC LIMIT 1)`;
   return db.all<LiveSegment>(sql`WITH RECURSIVE seg(k) AS (
       SELECT ${next(sql``)}

@@ -2,22 +2,15 @@ import { env } from "cloudflare:workers";
 import { openDb, type Db } from "../../src/db/client";
 import { rankShards, readPlacements } from "../../src/shards/directory";
 import { advanceMove, MOVE_SETTLE_MS } from "../../src/shards/relay";
-import { shardNames, taskStoreOn } from "../../src/shards/shard-set";
-import { uniqueQueue } from "../helpers";
+import { shardNames } from "../../src/shards/shard-set";
+import { queueTasksOn, uniqueQueue } from "../helpers";
 
 /** One of the test deployment's two shards, by binding name. */
 export const shard = (name: string): Db => openDb(name === "DB" ? env.DB : env.DB_1);
 
 /** The ids of a queue's tasks on one shard, in id order, read through its store (rows and packs alike). */
 export async function idsOn(name: string, queue: string): Promise<string[]> {
-  const store = taskStoreOn(shard(name));
-  const ids: string[] = [];
-  for (let cursor: string | undefined; ;) {
-    const page = await store.listTasks(queue, { limit: 500, cursor });
-    ids.push(...page.tasks.map((t) => t.id));
-    if (page.next_cursor === null) return ids;
-    cursor = page.next_cursor;
-  }
+  return (await queueTasksOn(shard(name), queue)).map((t) => t.id);
 }
 
 /** A fresh queue name that the placement rule sends to `want` first (rendezvous hashing over DB, DB_1). */

@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../../db/client";
 import { LIVE_FRONT_BATCH, LIVE_FRONT_MIN_PENDING, MAX_ROWS_PER_TICK_STATEMENT } from "../../contracts/limits";
-import { emptyFront, type FrontOptions, type LiveSegment, type QueueFront } from "../live-front";
+import { emptyFront, listLiveSegments, type FrontOptions, type LiveSegment, type QueueFront } from "../live-front";
 import { configsOf, decodeLiveRows, livePacksSql } from "./live-packs";
 import { PACK_SLOTS } from "./pack-ids";
 import { slotId, type Pack } from "./pack-row";
@@ -28,22 +28,6 @@ export const PACK_FRONT_FIRST_LOOK = 2;
  * of full packs (50), the D1 store's bound per statement counted in tasks, so requests run between them. */
 export const PACK_FRONT_CHUNK = MAX_ROWS_PER_TICK_STATEMENT / PACK_SLOTS;
 
-/** Every (queue, priority) segment of `packs_live`, in index order: one index probe per segment (a skip-scan). */
-async function listPackSegments(db: Db): Promise<LiveSegment[]> {
-  const next = (where: SQL) =>
-    sql`(SELECT json_array(queue, priority) FROM packs INDEXED BY packs_live WHERE finished_at IS NULL${where}
-      ORDER BY queue, priority DESC LIMIT 1)`;
-  return db.all<LiveSegment>(sql`WITH RECURSIVE seg(k) AS (
-      SELECT ${next(sql``)}
-      UNION ALL
-      SELECT coalesce(
-        ${next(sql` AND queue = seg.k->>0 AND priority < seg.k->>1`)},
-        ${next(sql` AND queue > seg.k->>0`)})
-      FROM seg WHERE seg.k IS NOT NULL
-    )
-    SELECT k->>0 AS queue, k->>1 AS priority FROM seg WHERE k IS NOT NULL`);
-}
-
 /** A segment's walk so far: where it goes on from (the last pack read), whether its due part is done. */
 interface Walk {
   segment: LiveSegment;
@@ -68,7 +52,7 @@ function chunkSql(walk: Walk, now: number, limit: number): SQL {
  * const fronts = await readPackLiveFront(db, Date.now(), { dueCountFor: () => 10_000 });
  */
 export async function readPackLiveFront(db: Db, now: number, opts: FrontOptions = {}): Promise<QueueFront[]> {
-  const segments = await listPackSegments(db);
+  const segments = await listLiveSegments(db, sql`packs INDEXED BY packs_live`);
   if (segments.length === 0) return [];
   const configOf = configsOf(db);
   const fronts = new Map<string, QueueFront>();

@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { getQueueConfig, type QueueConfig } from "../queue-config";
-import { decodePack, type Pack } from "./pack-row";
+import { decodePack, type Pack, type PackRowRead } from "./pack-row";
 
 /**
  * Live packs as the live reads (live-reads.ts, live-front.ts) read them: through the live index
@@ -24,22 +24,13 @@ const LIVE_COLUMNS = sql.raw(`id, queue, type, priority, run_at, max_attempts, c
       't', s.value->'t', 'st', s.value->'st', 'cr', s.value->'cr'))
     FROM (SELECT value FROM json_each(packs.slots) ORDER BY key) AS s) END AS slots`);
 
-interface LiveRow {
-  id: string;
-  queue: string;
-  type: string;
-  priority: number;
-  run_at: number;
-  max_attempts: number;
-  created_at: number;
-  finished_at: number | null;
-  ver: number;
-  st: string;
-  at: string;
+/** A pack row as the live reads select it: the lease columns only of packs with a processing slot, bodies
+ * only of those with a processing or waiting slot. */
+type LiveRow = Omit<PackRowRead, "lk" | "leases" | "slots"> & {
   lk: string | null;
   leases: string | null;
   slots: string | null;
-}
+};
 
 /** A live row as a pack: bodies hold `t`, `st` and `cr` only (null where absent: read them with `?? `), or
  * nothing when no slot needs them; slots not processing have no lease (their state says they need none). */
