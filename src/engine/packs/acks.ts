@@ -6,7 +6,8 @@ import type { AckKind, AckOutcome, AckScope, FencedItem, SettledDependent } from
 import { settledDependentsSql } from "../dependencies";
 import { getQueueConfig, type QueueConfig } from "../queue-config";
 import { locateTasks, type Located } from "./locate";
-import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
+import { commitGuarded, withRetries } from "./pack-commit";
+import { holderPackWrites, readSlot, type SlotRead } from "./slot-splice";
 import type { Pack } from "./pack-row";
 import { packHasEdgesSql } from "./settle-dependents";
 import { fenceHolds, isLive, slotRunAt, slotState } from "./slot-rules";
@@ -19,6 +20,11 @@ import { fenceHolds, isLive, slotRunAt, slotState } from "./slot-rules";
  * success with `repeated: true`. The changes of all items are written in one guarded batch, one row per pack
  * touched, with their counters.
  */
+
+/** How a holder's write reaches its packs: its held slots spliced into each row at write time, computed
+ * again whole when a splice's guard fails (slot-splice.ts); or whole from the start (the guarded path every
+ * other pack write takes — kept for tests that hold the two equal and measure them against each other). */
+export type HolderWriteHow = "splice" | "whole";
 
 /** What one item does to its slot once the fence held: its counter events. */
 export type ApplySlot = (at: Located, now: number, config: QueueConfig) => CounterEvent[];
@@ -35,11 +41,12 @@ export async function applyPackWrites(
   write: HolderWrite,
   now: number,
   scope: AckScope = {},
+  how: HolderWriteHow = "splice",
 ): Promise<AckOutcome[]> {
   const seen = new Set<string>();
   const duplicate = items.map((i) => (seen.has(i.id) ? true : (seen.add(i.id), false)));
   if (items.length === 0) return [];
-  return withRetries(async () => {
+  return withRetries(async (round) => {
     const found = await locateTasks(
       db,
       items.filter((_, k) => !duplicate[k]).map((i) => i.id),
@@ -49,6 +56,7 @@ export async function applyPackWrites(
       if (!configs.has(pack.queue)) configs.set(pack.queue, await getQueueConfig(db, pack.queue));
     }
     const touched = new Set<Pack>();
+    const reads = new Map<Pack, SlotRead[]>();
     const events: CounterEvent[] = [];
     const outcomes = items.map((item, k): AckOutcome | "changed" => {
       if (duplicate[k]) {
@@ -61,6 +69,7 @@ export async function applyPackWrites(
         return { id: item.id, ok: false, error: new NotFoundError(what) };
       }
       if (fenceHolds(at.slot, item.leaseToken, now)) {
+        reads.set(at.pack, [...(reads.get(at.pack) ?? []), readSlot(at)]);
         events.push(...write.apply(at, now, configs.get(at.pack.queue)!));
         touched.add(at.pack);
         return "changed";
@@ -76,12 +85,19 @@ export async function applyPackWrites(
     // read last in its batch as the D1 store's ack reads them (settledDependentsSql): the items it finished.
     const ended = items.filter((item, k) => outcomes[k] === "changed" && !isLive(found.get(item.id)!.slot));
     const reportsDependents = (write.kind === "complete" || write.kind === "fail") && ended.length > 0;
+    const packs = holderPackWrites(
+      [...touched],
+      reads,
+      (p) => configs.get(p.queue)!,
+      now,
+      how === "splice" && round === 0,
+    );
     const statements = [
-      ...[...touched].flatMap((p) => packWriteSql(p, configs.get(p.queue)!, now)),
+      ...packs.statements,
       ...(counters ? [counters] : []),
       ...(reportsDependents ? [settledDependentsSql(endedJson(ended, [...touched]), now)] : []),
     ];
-    const results = statements.length ? await commitGuarded(db, { packs: [...touched] }, statements) : [];
+    const results = statements.length ? await commitGuarded(db, packs.read, statements) : [];
     if (results === null) return null;
     const dependentsOf = reportsDependents ? settledByItem(results.at(-1) ?? []) : new Map();
     return outcomes.map((o, k) =>

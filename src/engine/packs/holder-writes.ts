@@ -10,9 +10,10 @@ import type { ExtendItem } from "../extend";
 import { truncateMessage, type FailItem } from "../fail";
 import type { HeartbeatRequest } from "../heartbeat";
 import { getQueueConfig } from "../queue-config";
-import { applyPackWrites, cancelRequested, endCancelled, endLease } from "./acks";
+import { applyPackWrites, cancelRequested, endCancelled, endLease, type HolderWriteHow } from "./acks";
 import { locateTasks, type Located } from "./locate";
-import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
+import { commitGuarded, withRetries } from "./pack-commit";
+import { holderPackWrites, readSlot } from "./slot-splice";
 import { failureBackoffMs, fenceHolds, slotState } from "./slot-rules";
 import { storedSlot } from "./stored-slot";
 
@@ -44,7 +45,7 @@ async function withProblems<T extends FencedItem>(
 }
 
 /** completeTasks: completed, its result stored (a result too large for the pack's row spills: spill.ts). */
-export function completePackTasks(db: Db, items: CompleteItem[], now: number, scope?: AckScope) {
+export function completePackTasks(db: Db, items: CompleteItem[], now: number, scope?: AckScope, how?: HolderWriteHow) {
   return withProblems(
     items,
     (i) => storedJsonError(i.result, "result", `task ${i.id}: `),
@@ -67,13 +68,14 @@ export function completePackTasks(db: Db, items: CompleteItem[], now: number, sc
         },
         now,
         scope,
+        how,
       );
     },
   );
 }
 
 /** failTasks: retry after `retryAfterS` or the queue's jittered backoff, or dead (permanent, last attempt). */
-export function failPackTasks(db: Db, items: FailItem[], now: number, scope?: AckScope) {
+export function failPackTasks(db: Db, items: FailItem[], now: number, scope?: AckScope, how?: HolderWriteHow) {
   return withProblems(
     items,
     (i) => {
@@ -113,13 +115,14 @@ export function failPackTasks(db: Db, items: FailItem[], now: number, scope?: Ac
         },
         now,
         scope,
+        how,
       );
     },
   );
 }
 
 /** releaseTasks: pending at once, the attempt refunded. */
-export function releasePackTasks(db: Db, items: FencedItem[], now: number, scope?: AckScope) {
+export function releasePackTasks(db: Db, items: FencedItem[], now: number, scope?: AckScope, how?: HolderWriteHow) {
   const write = {
     kind: "release" as const,
     apply: (at: Located, at_now: number) => {
@@ -131,11 +134,11 @@ export function releasePackTasks(db: Db, items: FencedItem[], now: number, scope
       return ended(at, at_now, false);
     },
   };
-  return applyPackWrites(db, items, write, now, scope);
+  return applyPackWrites(db, items, write, now, scope, how);
 }
 
 /** extendLeases: each lease to `now + visibilityTimeoutS`, else by its own length, and claimed. */
-export function extendPackLeases(db: Db, items: ExtendItem[], now: number, scope?: AckScope) {
+export function extendPackLeases(db: Db, items: ExtendItem[], now: number, scope?: AckScope, how?: HolderWriteHow) {
   const byId = firstById(items);
   const write = {
     kind: "extend" as const,
@@ -145,7 +148,7 @@ export function extendPackLeases(db: Db, items: ExtendItem[], now: number, scope
       return [];
     },
   };
-  return applyPackWrites(db, items, write, now, scope);
+  return applyPackWrites(db, items, write, now, scope, how);
 }
 
 /** A kept lease: to `now + seconds` (else its own length), claimed — the slot's own copy of its entry. */
@@ -157,13 +160,19 @@ function keepLease(at: Located, seconds: number | undefined, now: number): void 
 
 /** heartbeatTask: extends the lease, stores progress and checkpoint; refused: throws. Moves the pack's
  * `next_at` with the lease (pack-row.ts `packFigures`), so a pack held by kept leases is not read by leases. */
-export async function heartbeatPackTask(db: Db, request: HeartbeatRequest, now: number): Promise<StoredTask> {
+export async function heartbeatPackTask(
+  db: Db,
+  request: HeartbeatRequest,
+  now: number,
+  how: HolderWriteHow = "splice",
+): Promise<StoredTask> {
   if (request.checkpoint !== undefined) {
     const error = storedJsonError(request.checkpoint, "checkpoint");
     if (error) throw error;
   }
-  const done = await withRetries(async () => {
+  const done = await withRetries(async (round) => {
     const at = await fencedSlot(db, request.id, request.leaseToken, now);
+    const read = readSlot(at);
     const statements: SQL[] = [];
     if (cancelRequested(at)) {
       // As heartbeat.ts: the task ends cancelled (progress and checkpoint not stored), counted in the batch.
@@ -175,8 +184,15 @@ export async function heartbeatPackTask(db: Db, request: HeartbeatRequest, now: 
       if (request.checkpoint !== undefined) at.slot.body.cp = request.checkpoint;
     }
     const config = await getQueueConfig(db, at.pack.queue);
-    statements.unshift(...packWriteSql(at.pack, config, now));
-    if ((await commitGuarded(db, { packs: [at.pack] }, statements)) === null) return null;
+    const write = holderPackWrites(
+      [at.pack],
+      new Map([[at.pack, [read]]]),
+      () => config,
+      now,
+      how === "splice" && round === 0,
+    );
+    statements.unshift(...write.statements);
+    if ((await commitGuarded(db, write.read, statements)) === null) return null;
     return storedSlot(at.pack, at.k);
   });
   if (done.state === "cancelled") throw new TaskCancelledError(done.id);

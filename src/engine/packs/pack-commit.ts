@@ -94,11 +94,11 @@ export async function commitGuarded(db: Db, read: ReadSet, statements: SQL[]): P
 
 /**
  * Runs `attempt` until its write commits (it returns a value) or MAX_WRITE_ROUNDS pass (`null` each time
- * the guard failed).
+ * the guard failed); `round` counts from 0 (a holder's write splices its slots in round 0 only: slot-splice.ts).
  */
-export async function withRetries<T>(attempt: () => Promise<T | null>): Promise<T> {
+export async function withRetries<T>(attempt: (round: number) => Promise<T | null>): Promise<T> {
   for (let round = 0; round < MAX_WRITE_ROUNDS; round++) {
-    const done = await attempt();
+    const done = await attempt(round);
     if (done !== null) return done;
   }
   throw new EdgeqError("internal", `pack store: a write lost to concurrent writers ${MAX_WRITE_ROUNDS} times`);

@@ -58,6 +58,7 @@ export function decodePack(row: PackRowRead): Pack {
     ver: row.ver,
     slots,
     readSt: row.st,
+    readLk: row.lk,
   };
 }
 

@@ -82,6 +82,9 @@ export interface Pack {
   /** The slots' states as read (`st`; absent for a new pack): which slots a write finishes
    * (settle-dependents.ts). */
   readSt?: string;
+  /** The slots' lease pointers as read (`lk`; absent for a new pack): where a spliced write finds each slot's
+   * entry (slot-splice.ts). */
+  readLk?: string;
   /** The spill rows read with it, by `address\u0000field`: JSON text (spill.ts). */
   spilled?: Map<string, string>;
 }
