@@ -231,7 +231,7 @@ describe("pack store: holders acking slots of one pack each commit their first b
     expect(spliced.batches).toBe(25);
     expect(whole.batches).toBeGreaterThan(25);
     expect(spliced.rowsWritten).toBe(whole.rowsWritten);
-  });
+  }, 60_000); // the whole-pack arm runs 25 × 26 / 2 = 325 batches one after another: ~10-25 s on 2 shared cores
 });
 
 describe("pack store: the splice's fence at write time", () => {
@@ -277,5 +277,36 @@ describe("pack store: the splice's fence at write time", () => {
     ).flat();
     expect(out.every((o) => !o.ok && o.error.code === "lease_lost")).toBe(true);
     expect((await packsOf(queue))[0]).toMatchObject({ st: "r".repeat(10), live: 10 });
+  });
+
+  it("a cancel requested between the holder's read and its batch: the splice's guard refuses, the call is computed again whole", async () => {
+    const queue = uniqueQueue("splice-fallback");
+    await store().enqueueTasks(queue, many(3), T);
+    const [task] = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, T + 1);
+    const rec = recordingD1(env.DB);
+    let cancelled = false;
+    // The operator's cancel lands after the holder read the slot, before its first batch reaches D1.
+    const racing = new Proxy(rec.db, {
+      get(target, p) {
+        if (p === "batch")
+          return async (statements: D1PreparedStatement[]) => {
+            if (!cancelled) {
+              cancelled = true;
+              await store().cancelTask(task!.id, T + 2);
+            }
+            return target.batch(statements);
+          };
+        const value = target[p as keyof D1Database];
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const [out] = await completePackTasks(openDb(racing), [{ id: task!.id, leaseToken: task!.leaseToken! }], T + 3);
+    expect(out).toMatchObject({ ok: false, error: { code: "task_cancelled" } });
+    expect(await store().getTask(task!.id)).toMatchObject({ state: "cancelled", finishedAt: T + 3 });
+    const writes = rec.calls.filter((c) => c.length > 1);
+    expect(writes).toHaveLength(2);
+    expect(writes[0]!.some((s) => s.includes("nw.st"))).toBe(true);
+    expect(writes[1]!.some((s) => /UPDATE packs SET next_at/.test(s))).toBe(true);
+    await expectFiguresFromSlots(queue, T + 3);
   });
 });
