@@ -19,9 +19,12 @@ import { finishedInWrite, settleDependentsSql } from "./settle-dependents";
 /**
  * How often one call computes its write again after losing to concurrent writers before it gives up. Each
  * round one of the competing writers commits (the first to reach D1), so N callers racing for one pack all
- * finish within N rounds; 32 covers the conformance suite's concurrent writers with room. Leases of pending
- * slots do not race here: they are taken by SQL evaluated at write time (lease-sql.ts); acks of one pack by
- * many holders still do (docs/design/packs.md, "The lease under contention").
+ * finish within N rounds; 32 covers the conformance suite's concurrent writers with room. The hot paths do
+ * not race here: leases of pending slots are taken by SQL evaluated at write time (lease-sql.ts), and a
+ * holder's acks splice its own slots, guarded per slot (slot-splice.ts), so holders of different slots of one
+ * pack each commit their first batch; what still retries is operator and upkeep writes, the lease's rare
+ * path, a holder write kept whole (spill) and a splice whose own slot changed under it (docs/design/packs.md,
+ * "The acks under contention").
  */
 export const MAX_WRITE_ROUNDS = 32;
 
