@@ -1,5 +1,4 @@
 import { env } from "cloudflare:workers";
-import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { openDb, type Db } from "../../../src/db/client";
 import type { AckOutcome } from "../../../src/engine/ack";
@@ -11,66 +10,13 @@ import {
   heartbeatPackTask,
   releasePackTasks,
 } from "../../../src/engine/packs/holder-writes";
-import { decodePack, packFigures, PACK_COLUMNS, type PackRowRead } from "../../../src/engine/packs/pack-row";
-import { packTaskStore } from "../../../src/engine/packs/pack-store";
-import { getQueueConfig } from "../../../src/engine/queue-config";
-import { PROCESSORS, T0, uniqueQueue } from "../../helpers";
-import { meteredD1 } from "../../support/metered-d1";
+import { PROCESSORS, uniqueQueue } from "../../helpers";
+import { countersOf, expectFiguresFromSlots, many, packsOf, packState, store, T } from "./pack-state";
 import { recordingD1 } from "./recording-d1";
 
 // The holder's writes as slot splices evaluated at write time (src/engine/packs/slot-splice.ts): what they
 // write is what the whole-pack guarded write writes for the same calls, slot by slot, with the same figures,
-// counters and answers; holders acking slots of one pack each commit their first batch; and the fence holds
-// at write time.
-
-const db = () => openDb(env.DB);
-const store = () => packTaskStore(db());
-const many = (n: number, from = 0) => Array.from({ length: n }, (_, i) => ({ payload: { i: from + i } }));
-const T = T0 + 7 * 86_400_000; // this file's own time range
-
-type Row = PackRowRead & { next_at: number | null; rare_at: number | null; live: number; ready: number; n: number };
-
-async function packsOf(queue: string): Promise<Row[]> {
-  return db().all<Row>(
-    sql`SELECT ${sql.raw(PACK_COLUMNS)}, next_at, rare_at, live, ready, n FROM packs WHERE queue = ${queue}
-      ORDER BY created_at, id`,
-  );
-}
-
-/** A queue's packs as the store would answer them, ids and tokens aside: slot by slot, with the row's figures. */
-async function packState(queue: string) {
-  return (await packsOf(queue)).map((row) => {
-    const pack = decodePack(row);
-    return {
-      figures: { live: row.live, ready: row.ready, next_at: row.next_at, rare_at: row.rare_at, n: row.n },
-      finished_at: row.finished_at,
-      ver: row.ver,
-      slots: pack.slots.map((s) => ({ st: s.st, a: s.a, body: s.body, lease: s.lease && { ...s.lease, k: "-" } })),
-    };
-  });
-}
-
-/** Every pack's stored figures are packFigures of its slots as stored. */
-async function expectFiguresFromSlots(queue: string, now: number) {
-  const config = await getQueueConfig(db(), queue);
-  for (const row of await packsOf(queue)) {
-    const f = packFigures(decodePack(row), config, now);
-    expect({
-      live: row.live,
-      ready: row.ready,
-      next_at: row.next_at,
-      rare_at: row.rare_at,
-      fin: row.finished_at,
-    }).toEqual({ live: f.live, ready: f.ready, next_at: f.nextAt, rare_at: f.rareAt, fin: f.finishedAt });
-  }
-}
-
-async function countersOf(queue: string) {
-  const rows = await db().all<Record<string, unknown>>(
-    sql`SELECT * FROM task_counters WHERE queue = ${queue} ORDER BY type, minute`,
-  );
-  return rows.map((row): Record<string, unknown> => ({ ...row, queue: "-" }));
-}
+// counters and answers. Races and the fence at write time: ack-splice-race.test.ts.
 
 /** An answer with ids as positions among the queue's leased tasks. */
 function answer(o: AckOutcome, ids: string[]) {
@@ -195,118 +141,6 @@ describe("pack store: a holder's writes spliced at write time write what the who
     const [batch] = rec.calls.filter((c) => c.length > 1);
     expect(batch!.some((s) => s.includes("nw.st"))).toBe(true);
     expect(batch!.some((s) => /INSERT INTO pack_spill/.test(s))).toBe(true);
-    await expectFiguresFromSlots(queue, T + 3);
-  });
-});
-
-/** 25 holders each completing its own slot of one pack at once: the write batches and rows written. */
-async function race(how: HolderWriteHow) {
-  const queue = uniqueQueue(`splice-race-${how}`);
-  await store().enqueueTasks(queue, many(25), T);
-  const leased = await store().leaseTasks({ queue, max: 25, visibilityTimeoutS: 30, holder: "w" }, T + 1);
-  expect(leased).toHaveLength(25);
-  const rec = recordingD1(env.DB);
-  const metered = meteredD1(rec.db);
-  const d = openDb(metered.db);
-  const out = await Promise.all(
-    leased.map((t) =>
-      completePackTasks(d, [{ id: t.id, leaseToken: t.leaseToken!, result: { by: t.id } }], T + 2, undefined, how),
-    ),
-  );
-  expect(out.flat().every((o) => o.ok && o.state === "completed" && !o.repeated)).toBe(true);
-  for (const t of leased) expect(JSON.parse((await store().getTask(t.id))!.result!)).toEqual({ by: t.id });
-  const [row] = await packsOf(queue);
-  expect(row).toMatchObject({ live: 0, ready: 0, finished_at: T + 2, st: "c".repeat(25) });
-  const counters = await countersOf(queue);
-  expect(counters.reduce((n, c) => n + Number(c.completed), 0)).toBe(25);
-  const batches = rec.calls.filter((c) => c.length > 1 && c.some((s) => /UPDATE packs/.test(s))).length;
-  return { batches, rowsWritten: metered.usage.rowsWritten };
-}
-
-describe("pack store: holders acking slots of one pack each commit their first batch", () => {
-  it("25 concurrent completions of one pack: 25 write batches spliced, more whole; the same rows written", async () => {
-    const whole = await race("whole");
-    const spliced = await race("splice");
-    console.log(`25 holders, one pack: whole ${JSON.stringify(whole)}, spliced ${JSON.stringify(spliced)}`);
-    expect(spliced.batches).toBe(25);
-    expect(whole.batches).toBeGreaterThan(25);
-    expect(spliced.rowsWritten).toBe(whole.rowsWritten);
-  }, 60_000); // the whole-pack arm runs 25 × 26 / 2 = 325 batches one after another: ~10-25 s on 2 shared cores
-});
-
-describe("pack store: the splice's fence at write time", () => {
-  it("old holders (leases expired and taken over) and new ones race for the same slots: only the new complete, once each", async () => {
-    const queue = uniqueQueue("splice-fence");
-    await store().putQueueConfig(queue, { backoff_base_s: 1, backoff_cap_s: 1 }, T, PROCESSORS);
-    await store().enqueueTasks(queue, many(20), T);
-    const old = await store().leaseTasks({ queue, max: 20, visibilityTimeoutS: 10, holder: "old" }, T + 1);
-    const now = T + 1 + 10_000 + 1_000 + 1;
-    const fresh = await store().leaseTasks({ queue, max: 20, visibilityTimeoutS: 30, holder: "new" }, now);
-    expect(fresh.map((t) => t.id).sort()).toEqual(old.map((t) => t.id).sort());
-    const byId = new Map(fresh.map((t) => [t.id, t]));
-    const calls = old.flatMap((t, k) => [
-      completePackTasks(db(), [{ id: t.id, leaseToken: t.leaseToken! }], now + 1),
-      // every other new holder also sends its completion twice at once: one applies, the other is a repeat
-      ...Array.from({ length: k % 2 ? 2 : 1 }, () =>
-        completePackTasks(db(), [{ id: t.id, leaseToken: byId.get(t.id)!.leaseToken!, result: k }], now + 1),
-      ),
-    ]);
-    const out = (await Promise.all(calls)).flat();
-    const stale = out.filter((o) => !o.ok);
-    expect(stale).toHaveLength(20);
-    expect(stale.every((o) => !o.ok && o.error.code === "lease_lost")).toBe(true);
-    const applied = out.filter((o) => o.ok && !o.repeated);
-    expect(applied.map((o) => o.id).sort()).toEqual(old.map((t) => t.id).sort());
-    expect(out.filter((o) => o.ok && o.repeated)).toHaveLength(10);
-    const counters = await countersOf(queue);
-    expect(counters.reduce((n, c) => n + Number(c.completed), 0)).toBe(20);
-    await expectFiguresFromSlots(queue, now + 1);
-    // A lease expired at write time is refused, the slot untouched.
-    const again = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "late" }, now + 2);
-    expect(again).toEqual([]);
-  });
-
-  it("completions after the lease's expiry are refused, concurrently, and leave every slot processing", async () => {
-    const queue = uniqueQueue("splice-expired");
-    await store().enqueueTasks(queue, many(10), T);
-    const leased = await store().leaseTasks({ queue, max: 10, visibilityTimeoutS: 10, holder: "w" }, T + 1);
-    const out = (
-      await Promise.all(
-        leased.map((t) => completePackTasks(db(), [{ id: t.id, leaseToken: t.leaseToken! }], T + 1 + 10_000)),
-      )
-    ).flat();
-    expect(out.every((o) => !o.ok && o.error.code === "lease_lost")).toBe(true);
-    expect((await packsOf(queue))[0]).toMatchObject({ st: "r".repeat(10), live: 10 });
-  });
-
-  it("a cancel requested between the holder's read and its batch: the splice's guard refuses, the call is computed again whole", async () => {
-    const queue = uniqueQueue("splice-fallback");
-    await store().enqueueTasks(queue, many(3), T);
-    const [task] = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, T + 1);
-    const rec = recordingD1(env.DB);
-    let cancelled = false;
-    // The operator's cancel lands after the holder read the slot, before its first batch reaches D1.
-    const racing = new Proxy(rec.db, {
-      get(target, p) {
-        if (p === "batch")
-          return async (statements: D1PreparedStatement[]) => {
-            if (!cancelled) {
-              cancelled = true;
-              await store().cancelTask(task!.id, T + 2);
-            }
-            return target.batch(statements);
-          };
-        const value = target[p as keyof D1Database];
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-    const [out] = await completePackTasks(openDb(racing), [{ id: task!.id, leaseToken: task!.leaseToken! }], T + 3);
-    expect(out).toMatchObject({ ok: false, error: { code: "task_cancelled" } });
-    expect(await store().getTask(task!.id)).toMatchObject({ state: "cancelled", finishedAt: T + 3 });
-    const writes = rec.calls.filter((c) => c.length > 1);
-    expect(writes).toHaveLength(2);
-    expect(writes[0]!.some((s) => s.includes("nw.st"))).toBe(true);
-    expect(writes[1]!.some((s) => /UPDATE packs SET next_at/.test(s))).toBe(true);
     await expectFiguresFromSlots(queue, T + 3);
   });
 });
