@@ -42,17 +42,19 @@ export interface ReadSet {
 /** The message SQLite gives `json()` of text that is not JSON: how the guard fails its batch. */
 const STALE = "malformed JSON";
 
-/** The guard: fails the batch (an error from `json('stale')`) unless every read still holds. */
+/** The guard: fails the batch (an error from `json('stale')`) unless every read still holds. CROSS JOIN keeps
+ * the list first, each pack and key row probed by primary key: with statistics (ANALYZE) the planner scanned
+ * a small `packs` table instead (test/engine/cost.test.ts, "once the database has statistics"). */
 export function guardSql(read: ReadSet): SQL {
   const packs = JSON.stringify(read.packs.filter((p) => p.ver !== null).map((p) => [p.id, p.ver]));
   const held = JSON.stringify(read.keysHeld ?? []);
   const free = JSON.stringify(read.keysFree ?? []);
   return sql`SELECT CASE WHEN
-      (SELECT count(*) FROM json_each(${packs}) AS j JOIN packs p ON p.id = j.value->>0 AND p.ver = j.value->>1)
+      (SELECT count(*) FROM json_each(${packs}) AS j CROSS JOIN packs p ON p.id = j.value->>0 AND p.ver = j.value->>1)
         = json_array_length(${packs})
-      AND (SELECT count(*) FROM json_each(${held}) AS j JOIN pack_keys k
+      AND (SELECT count(*) FROM json_each(${held}) AS j CROSS JOIN pack_keys k
         ON k.queue = j.value->>0 AND k.dedupe_key = j.value->>1 AND k.task_id = j.value->>2) = json_array_length(${held})
-      AND NOT EXISTS (SELECT 1 FROM json_each(${free}) AS j JOIN pack_keys k
+      AND NOT EXISTS (SELECT 1 FROM json_each(${free}) AS j CROSS JOIN pack_keys k
         ON k.queue = j.value->>0 AND k.dedupe_key = j.value->>1)${sql.join(
           (read.conditions ?? []).map((c) => sql` AND (${c})`),
         )}
