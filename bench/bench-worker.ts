@@ -39,6 +39,7 @@ import { metered } from "./bill-meter";
 import { runBill, type BillRequest } from "./bill-ops";
 import { runDepsOps, type DepsOpsRequest } from "./deps-ops";
 import { GatheringObject as GatheringObjectBase } from "./gathering-object";
+import { AUDIT_HOST, auditFetch, auditLayouts, auditTick } from "./audit-worker";
 
 // The Worker's own Durable Object classes, under the names wrangler.toml binds, with what they do metered for
 // the bill (bench/bill-meter.ts): same code, a counter beside each storage call.
@@ -55,6 +56,8 @@ interface BenchEnv {
 
 export type BenchRequest =
   | { op: "migrate"; statements: string[]; shard?: number }
+  | { op: "audit-tick" }
+  | { op: "audit-layouts"; ids: string[] }
   | ({ op: "bill" } & BillRequest)
   | ({ op: "bill-packs" } & PackBillRequest)
   | ({ op: "deps" } & DepsOpsRequest)
@@ -86,6 +89,10 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
       for (const s of req.statements) await db.prepare(s).run();
       return { ok: true };
     }
+    case "audit-tick":
+      return auditTick(env);
+    case "audit-layouts":
+      return auditLayouts(env.DB, req.ids);
     case "bill":
       return runBill(env as unknown as Env, req);
     case "bill-packs":
@@ -134,7 +141,9 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
 }
 
 export default {
-  async fetch(request: Request, env: BenchEnv): Promise<Response> {
+  async fetch(request: Request, env: BenchEnv, ctx: ExecutionContext): Promise<Response> {
+    // Section 12's API requests: the Worker itself answers them (bench/audit-worker.ts).
+    if (new URL(request.url).host === AUDIT_HOST) return auditFetch(request, env, ctx);
     try {
       const body = (await request.json()) as BenchRequest;
       return Response.json(await handle(body, env));

@@ -30,6 +30,7 @@ import { runSqsSection } from "./section-sqs";
 import { runBillSection } from "./section-bill";
 import { runFlowSection } from "./section-flow";
 import { runDepsSection } from "./section-deps";
+import { runAuditSection } from "./section-audit";
 import { startWorkerdBench } from "./workerd-host";
 
 const quick = process.argv.includes("--quick");
@@ -50,6 +51,7 @@ const SECTIONS = [
   "packs",
   "flow",
   "deps",
+  "audit",
 ] as const;
 // `--only http-profile` (or a comma list): just those sections, e.g. to check one after changing it.
 const onlyAt = process.argv.indexOf("--only");
@@ -321,6 +323,12 @@ if (wanted("flow")) {
   );
   results.flow = flow;
   results.durations.flow = flow.seconds;
+}
+
+if (wanted("audit")) {
+  const audit = await section("12. guarantees on the served store", () => runAuditSection(root, { log }));
+  results.audit = audit;
+  results.durations.audit = audit.seconds;
 }
 
 results.durations.total = (performance.now() - started) / 1000;

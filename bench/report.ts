@@ -16,6 +16,8 @@ import { scaleEfficiency, scaleReportSection, type ScaleSection } from "./sectio
 import { packsHeadline, packsReportSection, type PacksSection } from "./section-packs";
 import { sqsReportSection, type SqsSection } from "./section-sqs";
 import { billReportSection } from "./report-bill";
+import { auditReportSection } from "./report-audit";
+import type { AuditSection } from "./section-audit";
 import type { BillSection } from "./section-bill";
 import { fmt, fmtSpread, percentile, spread, type Spread } from "./stats";
 
@@ -74,6 +76,7 @@ export interface BenchResults {
   /** Section 10's figures are quoted in docs/flow-control.md (not rendered here). */
   flow?: Outcome<FlowSection>;
   deps?: Outcome<DepsSection>;
+  audit?: Outcome<AuditSection>;
 }
 
 /** D1's published prices (Workers Paid, beyond the included amounts). */
@@ -605,6 +608,7 @@ function notes(r: BenchResults, out: string[]) {
       ["8. a queue move", r.moves],
       ["9. packs prototype", r.packs],
       ["11. joins, wait, keys, deadlines", r.deps],
+      ["12. guarantees on the served store", r.audit],
     ] as Array<[string, Outcome<unknown> | undefined]>
   ).filter(([, o]) => !o || o.skipped);
   out.push("## Left out, and what these figures are not", "");
@@ -699,6 +703,7 @@ export function renderReport(r: BenchResults): string {
   movesReportSection(r.moves, out);
   depsReportSection(r.deps, out);
   packsReportSection(r.packs, r.plan.command, out);
+  auditReportSection(r.audit, r.plan.command, out);
   notes(r, out);
   return out.join("\n").replace(/\n{3,}/g, "\n\n");
 }

@@ -30,6 +30,14 @@ export interface WorkerdBench {
   call<T>(req: BenchRequest): Promise<T>;
   /** Wall-clock milliseconds (Node's clock) of one call, with its result. */
   timed<T>(req: BenchRequest): Promise<{ ms: number; result: T }>;
+  /** One HTTP request straight into the bench worker (section 12 sends the Worker's API requests so). */
+  fetch(
+    url: string,
+    init: { method: string; headers: Record<string, string>; body?: string },
+  ): Promise<{
+    status: number;
+    text: string;
+  }>;
   dispose(): Promise<void>;
 }
 
@@ -92,6 +100,10 @@ export async function startWorkerdBench(root: string, databases = 1): Promise<Wo
       const t0 = performance.now();
       const result = await call<T>(req);
       return { ms: performance.now() - t0, result };
+    },
+    async fetch(url, init) {
+      const res = await mf.dispatchFetch(url, init);
+      return { status: res.status, text: await res.text() };
     },
     async dispose() {
       await mf.dispose();
