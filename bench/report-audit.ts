@@ -45,11 +45,11 @@ export function auditReportSection(outcome: Outcome<AuditSection> | undefined, c
     "abandoned whole, 10 % acknowledged in half, 7 % heart-beaten once then abandoned, 6 % acknowledged after",
     "the lease lapsed (must be refused), 7 % half failed (retryable, retried) and half completed, 1 % one task",
     `failed for good on purpose; until every task ended or ${soak.capS} s passed, then a drain by workers that no longer crash`,
-    `(30 s leases); **stale acks** — per layout, ${stale.perLayout} tasks on a queue of`,
-    "their own leased with 1 s leases and let lapse; another worker leases up to 100 of them again; the old",
-    "holder then completes, fails, releases, heart-beats (`POST /v1/tasks/{id}/…`), acks and extends in",
-    "batches with its old tokens — on the re-leased ones, on the lapsed ones before the tick, and on both",
-    "after the tick reaped the lapsed ones; then the real holders finish every task.",
+    `(30 s leases); **stale acks** — per layout, ${stale.perLayout} tasks on a queue of their own leased with 1 s leases`,
+    "and let lapse; the old holder then completes, fails, releases, heart-beats (`POST /v1/tasks/{id}/…`), acks",
+    "and extends in batches with its old tokens: first with every lease lapsed but the task still `processing`",
+    "(no tick yet), then after the tick reaped them and another worker leased up to 100 again — on the",
+    "re-leased ones and on the reaped ones left pending; then the real holders finish every task.",
     "",
     violations === 0
       ? "**Every run read 0 lost, 0 doubled, 0 stale accepted, in both layouts.**"
