@@ -27,6 +27,8 @@ import {
 } from "./scale-ops";
 import { leaseOnce, probeTick } from "./tick-ops";
 import { timePackCalls } from "./packs-call-time";
+import { timeCycles } from "./served-call-time";
+import { enqueueMixed, layoutCounts } from "./served-store-ops";
 import { flowConfig, flowEnqueue, flowLife, flowWaits, type FlowEnqueueRequest } from "./flow-ops";
 import type { FlowConfig } from "../src/contracts/flow";
 
@@ -64,7 +66,7 @@ export type BenchRequest =
   | { op: "cost"; system: SystemName; scenario: Scenario; batch: number; tasks: number; queue: string }
   | { op: "enqueue"; system: SystemName; queue: string; count: number; chunk?: number }
   | { op: "burn"; system: SystemName; queue: string; batch: number; maxTasks: number; carry?: boolean }
-  | { op: "probe-lease"; queue: string; batch: number; leases: number }
+  | { op: "probe-lease"; queue: string; batch: number; leases: number; system?: SystemName }
   | { op: "probe-reap" }
   | { op: "hold"; queue: string; count: number }
   | { op: "tick" }
@@ -76,6 +78,9 @@ export type BenchRequest =
   | ({ op: "model-burn" } & ModelBurnRequest)
   | { op: "packs-guarantees"; queue: string }
   | { op: "packs-call-time"; queue: string; cycles: number }
+  | { op: "cycle-times"; system: SystemName; queue: string; batch: number; cycles: number }
+  | { op: "enqueue-mixed"; queue: string; count: number; step: number }
+  | { op: "layout-counts"; queue: string }
   | ({ op: "flow-enqueue" } & FlowEnqueueRequest)
   | { op: "flow-config"; queue: string; flow: FlowConfig | null }
   | { op: "flow-waits"; queue: string; key: string; tasks: number; max: number; maxLeases: number }
@@ -108,7 +113,7 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
     case "burn":
       return { done: await burnDown(env.DB, req.system, req.queue, req.batch, req.maxTasks, req.carry) };
     case "probe-lease":
-      return probeLeases(env.DB, req.queue, req.batch, req.leases);
+      return probeLeases(env.DB, req.queue, req.batch, req.leases, req.system);
     case "probe-reap":
       return probeReap(env.DB);
     case "tick":
@@ -129,6 +134,12 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
       return checkGuarantees(env.DB, req.queue);
     case "packs-call-time":
       return timePackCalls(env.DB, req.queue, req.cycles);
+    case "enqueue-mixed":
+      return enqueueMixed(env.DB, req.queue, req.count, req.step);
+    case "layout-counts":
+      return layoutCounts(env.DB, req.queue);
+    case "cycle-times":
+      return timeCycles(env.DB, req.system, req.queue, req.batch, req.cycles);
     case "flow-enqueue":
       return flowEnqueue(env.DB, req);
     case "flow-config":

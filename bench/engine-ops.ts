@@ -12,6 +12,7 @@ import { reapExpiredLeases } from "../src/engine/reap";
 import { meteredD1, type D1Usage } from "../test/support/metered-d1";
 import { packsSystem } from "./packs-ops";
 import { packStoreSystem } from "./pack-store-ops";
+import { servedSystem } from "./served-store-ops";
 import { baselineComplete, baselineDequeue, baselineEnqueue, baselineFail, type BaselineJob } from "./baseline-jobs";
 
 /** A leased task: enough to acknowledge it. */
@@ -36,8 +37,12 @@ export interface QueueSystem {
   ): Promise<{ completed: number; held: Held[] }>;
 }
 
-/** `packs`: the packs prototype (bench/packs-engine.ts, docs/design/packs.md), not the product's storage. */
-export type SystemName = "edgeq" | "baseline" | "packs" | "pack-store";
+/**
+ * `edgeq`: the row store's engine functions; `served`: the store every shard serves (the hybrid of rows and
+ * packs: bench/served-store-ops.ts); `packs`: the packs prototype (bench/packs-engine.ts, docs/design/packs.md),
+ * not the product's storage; `pack-store`: the product's pack store alone.
+ */
+export type SystemName = "edgeq" | "served" | "baseline" | "packs" | "pack-store";
 
 export const VISIBILITY_S = 300;
 
@@ -110,6 +115,7 @@ export function baselineSystem(d1: D1Database): QueueSystem {
 
 export function systemFor(name: SystemName, d1: D1Database): QueueSystem {
   if (name === "pack-store") return packStoreSystem(d1);
+  if (name === "served") return servedSystem(d1);
   return name === "edgeq" ? edgeqSystem(d1) : name === "packs" ? packsSystem(d1) : baselineSystem(d1);
 }
 
@@ -276,11 +282,17 @@ export interface LeaseProbe {
   msPerLease: number;
 }
 
-/** `leases` times: lease `batch` (metered and timed), then complete them (neither). */
-export async function probeLeases(d1: D1Database, queue: string, batch: number, leases: number): Promise<LeaseProbe> {
+/** `leases` times: lease `batch` (metered and timed), then complete them (neither), through `system`. */
+export async function probeLeases(
+  d1: D1Database,
+  queue: string,
+  batch: number,
+  leases: number,
+  system: SystemName = "edgeq",
+): Promise<LeaseProbe> {
   const meter = meteredD1(d1);
-  const metered = edgeqSystem(meter.db);
-  const plain = edgeqSystem(d1);
+  const metered = systemFor(system, meter.db);
+  const plain = systemFor(system, d1);
   let rowsRead = 0;
   let rowsWritten = 0;
   let ms = 0;

@@ -27,6 +27,8 @@ import { runHttpProfileSection } from "./section-http-profile";
 import { runRpcSection } from "./section-rpc";
 import { runPacksSection } from "./section-packs";
 import { runSqsSection } from "./section-sqs";
+import { SERVED_ENQUEUE_CALL } from "./served-store-ops";
+import { runCycleTimes } from "./served-call-time";
 import { runBillSection } from "./section-bill";
 import { runFlowSection } from "./section-flow";
 import { runDepsSection } from "./section-deps";
@@ -190,11 +192,20 @@ if (engine) {
           log(`burn: edgeq on node:sqlite, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
           rows.push(await runWorkerdBurn(engine, "baseline", batch, { ...opts, tasks: plan.baselineBurnTasks }));
           log(`burn: baseline in workerd, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
+          // The store as served (the hybrid every shard uses), its tasks enqueued in calls of 100: in packs. At
+          // batch 1 and 10 on the baseline's smaller count (its batch-1 burn-down alone would take the cap).
+          const servedTasks = batch === 100 ? plan.burnTasks : plan.baselineBurnTasks;
+          const served = { ...opts, tasks: servedTasks, enqueueCall: SERVED_ENQUEUE_CALL };
+          rows.push(await runWorkerdBurn(engine, "served", batch, served));
+          log(`burn: served store in workerd, batch ${batch}: ${rows.at(-1)!.tasksPerS.median.toFixed(0)} tasks/s`);
         }
         return rows;
       });
       results.burn = burn;
       results.durations.burn = burn.seconds;
+      const calls = await section("2b. where a burn-down cycle's time goes", () => runCycleTimes(engine));
+      results.burnCalls = calls;
+      results.durations.burnCalls = calls.seconds;
     }
   } finally {
     await engine.dispose();

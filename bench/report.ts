@@ -5,6 +5,7 @@ import { SCENARIOS, type Scenario } from "./engine-ops";
 import type { Machine } from "./machine";
 import type { AltService } from "./section-alternatives";
 import type { BurnRow, CostRow } from "./section-engine";
+import type { CycleTimes } from "./served-call-time";
 import type { GrowthRow } from "./section-growth";
 import type { HttpSection } from "./section-http";
 import { httpProfileReportSection } from "./report-http-profile";
@@ -18,6 +19,7 @@ import { sqsReportSection, type SqsSection } from "./section-sqs";
 import { billReportSection } from "./report-bill";
 import { auditReportSection } from "./report-audit";
 import type { AuditSection } from "./section-audit";
+import { servedBurnSection, servedGrowthSection, servedHeadlines } from "./report-served";
 import type { BillSection } from "./section-bill";
 import { fmt, fmtSpread, percentile, spread, type Spread } from "./stats";
 
@@ -64,6 +66,8 @@ export interface BenchResults {
   cost?: Outcome<CostRow[]>;
   bill?: Outcome<BillSection>;
   burn?: Outcome<BurnRow[]>;
+  /** Section 2b: where a burn-down cycle's time goes, row engine and served store (bench/served-call-time.ts). */
+  burnCalls?: Outcome<CycleTimes[]>;
   http?: Outcome<HttpSection>;
   httpProfile?: Outcome<HttpProfileSection>;
   rpc?: Outcome<RpcSection>;
@@ -108,6 +112,11 @@ export function renderChart(r: BenchResults): string {
       color: "#f38020",
       dashed: true,
       values: batches.map((b) => find("node:sqlite", "edgeq", b)),
+    },
+    {
+      name: "the store as served (hybrid, tasks in packs)",
+      color: "#2ca02c",
+      values: batches.map((b) => find("workerd", "served", b)),
     },
     {
       name: "baseline jobs table in workerd",
@@ -274,7 +283,9 @@ function burnSection(r: BenchResults, out: string[]) {
       `| ${e.batch} | ${cell(e)} | ${cell(c)} | ${c ? `${((100 * e.tasksPerS.median) / c.tasksPerS.median).toFixed(0)} %` : "—"} | ${cell(b)} | ${fmt(e.enqueueTasksPerS)} |`,
     );
   }
-  out.push("", "![Throughput against batch size and worker count](benchmarks-throughput.svg)", "");
+  out.push("");
+  servedBurnSection(r, out);
+  out.push("![Throughput against batch size and worker count](benchmarks-throughput.svg)", "");
 }
 
 /** The HTTP burn-down against the engine's own at batch 100 (section 2), in this run. */
@@ -444,8 +455,9 @@ function growthSection(r: BenchResults, out: string[]) {
       `| ${fmt(g.pending)} | ${num(l1!.rowsReadPerLease)} | ${l1!.msPerLease.toFixed(2)} | ${num(l100!.rowsReadPerLease)} | ${l100!.msPerLease.toFixed(2)} | ${fmt(g.reap.rowsRead)} | ${g.reap.ms.toFixed(1)} |`,
     );
   }
+  out.push("");
+  servedGrowthSection(r, out);
   out.push(
-    "",
     "Enqueueing the tasks (engine, 10,000 per call, inside workerd):",
     "",
     "| tasks | seconds | tasks/s | rows written per task |",
@@ -539,6 +551,7 @@ function summary(r: BenchResults): string[] {
       );
     }
   }
+  lines.push(...servedHeadlines(r));
   const h = r.http?.value;
   if (h) {
     const best = [...h.throughput].sort((x, y) => y.tasksPerS.median - x.tasksPerS.median)[0];
@@ -677,7 +690,8 @@ export function renderReport(r: BenchResults): string {
     "- Sections 1, 2 and 5 call the engine functions of `src/engine` directly inside workerd: a bench worker",
     "  (`bench/bench-worker.ts`) bundled by esbuild, run by Miniflare with a local D1 binding, migrated with the",
     "  same `migrations/*.sql` files wrangler applies. D1's rows come from each result's `meta`, summed by the",
-    "  wrapper the cost test uses (`test/support/metered-d1.ts`). No HTTP, no coordinator.",
+    "  wrapper the cost test uses (`test/support/metered-d1.ts`). No HTTP, no coordinator. Sections 2 and 5 also",
+    "  run the store as served (`taskStoreOn` of src/shards/shard-set.ts: the hybrid of rows and packs) through its port.",
     "- Section 3 goes through the whole stack over HTTP against `wrangler dev`.",
     "- Section 4 runs BullMQ and pg-boss against servers the bench starts itself.",
     "- Throughputs are median (min–max) over repeated runs or consecutive slices of one run, as each section",

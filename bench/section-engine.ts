@@ -66,6 +66,8 @@ export interface BurnRow {
   capped: boolean;
   tasksPerS: Spread;
   enqueueTasksPerS: number;
+  /** Tasks per enqueue call when not 10,000 (the served store's burn-down enqueues as a producer of batches). */
+  enqueueCall?: number;
 }
 
 /** Options every burn-down takes. */
@@ -74,6 +76,8 @@ export interface BurnOptions {
   segments: number;
   /** Stop after this many seconds even if tasks are left (a bound on the run's time). */
   capS: number;
+  /** Tasks per enqueue call (default 10,000, the API's most per call). */
+  enqueueCall?: number;
 }
 
 interface Burned {
@@ -130,7 +134,8 @@ export async function runWorkerdBurn(
   const burned = await burnSegments(
     async (queue, count) => {
       for (let first = 0; first < count; first += 10_000) {
-        await bench.call({ op: "enqueue", system, queue, count: Math.min(10_000, count - first) });
+        const chunk = opts.enqueueCall;
+        await bench.call({ op: "enqueue", system, queue, count: Math.min(10_000, count - first), chunk });
       }
     },
     async (queue, b, maxTasks) =>
@@ -150,6 +155,7 @@ export async function runWorkerdBurn(
     capped: burned.capped,
     tasksPerS: spread(burned.rates),
     enqueueTasksPerS: burned.enqueueRate,
+    ...(opts.enqueueCall ? { enqueueCall: opts.enqueueCall } : {}),
   };
 }
 

@@ -7,6 +7,7 @@
  */
 import type { D1Usage } from "../test/support/metered-d1";
 import type { LeaseProbe } from "./engine-ops";
+import { runServedGrowth, SERVED_LAYOUTS, type ServedGrowthRow } from "./section-growth-served";
 import type { TickProbe } from "./tick-ops";
 import { startWorkerdBench, type WorkerdBench } from "./workerd-host";
 
@@ -47,6 +48,8 @@ export interface GrowthRow {
   /** A second tick, with leases on a small queue sent while it ran. */
   duringTick: LeaseDuringTick;
   inFlight?: { held: number; probe: LeaseProbe };
+  /** The same size through the store as served, the tasks in packs, and in packs and rows (section-growth-served.ts). */
+  served?: ServedGrowthRow[];
 }
 
 export interface GrowthOptions {
@@ -113,6 +116,17 @@ export async function runGrowthSection(root: string, opts: GrowthOptions): Promi
       rows.push(row);
     } finally {
       await bench.dispose();
+    }
+    const row = rows.at(-1)!;
+    row.served = [];
+    for (const layout of SERVED_LAYOUTS) {
+      const served = await runServedGrowth(root, { pending, leases: opts.leases, layout });
+      row.served.push(served);
+      opts.log(
+        `growth: served store, ${pending} pending in ${layout} (seeded in ${(served.enqueue.ms / 1000).toFixed(1)} s): ` +
+          `lease 1 reads ${served.leases[0]!.rowsReadPerLease.toFixed(0)} rows, ${served.leases[0]!.msPerLease.toFixed(2)} ms; ` +
+          `lease 100 reads ${served.leases[1]!.rowsReadPerLease.toFixed(0)} rows, ${served.leases[1]!.msPerLease.toFixed(2)} ms`,
+      );
     }
   }
   return rows;
