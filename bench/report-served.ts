@@ -6,7 +6,7 @@
 import type { BenchResults } from "./report";
 import type { AltRow } from "./section-alternatives";
 import type { BurnRow } from "./section-engine";
-import type { CycleTimes } from "./served-call-time";
+import type { CallShare, CycleTimes } from "./served-call-time";
 import { fmt, fmtSpread } from "./stats";
 
 const num = (v: number) => (Number.isInteger(v) ? fmt(v) : v >= 10 ? fmt(v, 1) : fmt(v, 2));
@@ -66,7 +66,8 @@ function cycleSection(r: BenchResults, out: string[]) {
   out.push(
     "### 2b. Where a burn-down cycle's time goes",
     "",
-    `${cycles[0]!.cycles} cycles of lease \`batch\` + complete them, on a queue of their own, each D1 call timed inside the Worker`,
+    `${cycles[0]!.cycles} cycles of lease \`batch\` + complete them, on a queue of their own holding ${fmt(cycles[0]!.pending ?? cycles[0]!.cycles * cycles[0]!.batch)} tasks (the served store's tasks`,
+    "in packs), in the database section 2's burn-downs left (their finished tasks still in it), each D1 call timed inside the Worker",
     "around it (bench/served-call-time.ts), beside D1's own time for its statements (`meta.duration`: SQLite's",
     "execution). A call's time less its SQL is the round trip to local D1's object; a port call's time less its",
     "D1 calls' is its JavaScript (Drizzle, decoding, rendering).",
@@ -85,18 +86,24 @@ function cycleSection(r: BenchResults, out: string[]) {
   }
   out.push("", "Each D1 call of a cycle (mean per cycle):", "");
   out.push(
-    "| store | batch | port call | D1 call (first words; a batch: its statements) | ms | SQL ms | rows read | rows written |",
+    "| store | batch | port call | D1 call (first words; a batch: its statements) | ms | SQL ms | rows read (a batch: per statement) | rows written |",
     "| --- | --: | --- | --- | --: | --: | --: | --: |",
   );
   for (const c of cycles) {
     for (const x of c.calls) {
       const label = x.label.replace(/\|/g, "\\|");
       out.push(
-        `| ${name(c)} | ${c.batch} | ${x.op} | \`${label}\`${x.callsPerCycle !== 1 ? ` ×${num(x.callsPerCycle)}` : ""} | ${x.ms.toFixed(1)} | ${x.sqlMs.toFixed(1)} | ${num(x.rowsRead)} | ${num(x.rowsWritten)} |`,
+        `| ${name(c)} | ${c.batch} | ${x.op} | \`${label}\`${x.callsPerCycle !== 1 ? ` ×${num(x.callsPerCycle)}` : ""} | ${x.ms.toFixed(1)} | ${x.sqlMs.toFixed(1)} | ${readCell(x)} | ${num(x.rowsWritten)} |`,
       );
     }
   }
   out.push("");
+}
+
+/** Rows read by a call; a batch's per statement too. */
+function readCell(x: CallShare): string {
+  const per = x.statementRowsRead ?? [];
+  return per.length > 1 ? `${num(x.rowsRead)} (${per.map((n) => fmt(n)).join(" + ")})` : num(x.rowsRead);
 }
 
 /** Section 5's part: leases through the served store with the pending tasks in packs, and in both layouts. */

@@ -29,6 +29,8 @@ export interface CycleTimes {
   system: SystemName;
   batch: number;
   cycles: number;
+  /** Tasks in the queue when the cycles started. */
+  pending?: number;
   /** Milliseconds per cycle of each port call, whole (D1 calls and JavaScript). */
   leaseMs: number;
   completeMs: number;
@@ -99,6 +101,13 @@ function timedD1(d1: D1Database, seen: Seen[]): D1Database {
 }
 
 /**
+ * Tasks the profiled queue holds at least: 200 packs, so that a pack lease walks as many packs as in a long
+ * burn-down (its walk reads up to `max` packs: src/engine/packs/lease-sql.ts), and as many rows for the row
+ * engine.
+ */
+const PROFILE_PENDING = 20_000;
+
+/**
  * `cycles` leases of `batch` from a queue of `system` and completions of them, timed per D1 call. The tasks
  * are enqueued first (the served store's in calls of SERVED_ENQUEUE_CALL, so in packs), not timed.
  */
@@ -109,7 +118,8 @@ export async function timeCycles(
   batch: number,
   cycles: number,
 ): Promise<CycleTimes> {
-  await bulkEnqueue(d1, system, queue, batch * cycles, system === "served" ? SERVED_ENQUEUE_CALL : undefined);
+  const pending = Math.max(batch * cycles, PROFILE_PENDING);
+  await bulkEnqueue(d1, system, queue, pending, system === "served" ? SERVED_ENQUEUE_CALL : undefined);
   const seen: Seen[] = [];
   const sys = systemFor(system, timedD1(d1, seen));
   const shares = new Map<string, CallShare>();
@@ -154,6 +164,7 @@ export async function timeCycles(
     system,
     batch,
     cycles,
+    pending,
     leaseMs: per(leaseMs),
     completeMs: per(completeMs),
     calls: [...shares.values()].map((s) => ({
