@@ -82,12 +82,23 @@ function selectionSql(o: PlainLease): SQL {
   const entry = sql`json_object('e', ${int(o.expires)}, 'c', ${o.claim === null ? sql`NULL` : int(o.claim)},
     'h', ${o.holder ?? null}, 'v', ${int(o.vtS)}, 't', ${now},
     'k', json_extract(${JSON.stringify(o.tokens)}, '$[' || (w.g0 + w.j) || ']'), 'x', 0)`;
+  // The candidates: the queue's first `max` leasable packs in lease order, of which only those with pending
+  // slots ahead of them fewer than `max` are kept and read whole (their slot columns and lease count) — a
+  // lease of 100 from full packs reads the slots of one or two packs, not of a hundred (whose `leases`, long
+  // once their slots are leased, sit in overflow pages). `before` is what `quota` computes again over them.
   return sql`cand AS MATERIALIZED (
-      SELECT id AS pid, type, priority, run_at, created_at, max_attempts, st, at, lk, ready, rare_at,
-        json_array_length(leases) AS nl, (rare_at IS NOT NULL AND rare_at <= ${now}) AS rare,
-        row_number() OVER (ORDER BY priority DESC, run_at, id) AS rk
-      FROM (SELECT * FROM packs WHERE queue = ${o.queue} AND finished_at IS NULL AND next_at <= ${now}
-        ORDER BY priority DESC, run_at, id LIMIT ${max})
+      SELECT p.id AS pid, p.type, p.priority, p.run_at, p.created_at, p.max_attempts, p.st, p.at, p.lk, p.ready,
+        p.rare_at, json_array_length(p.leases) AS nl, l.rare, l.rk
+      FROM (SELECT id, rare, rk FROM (
+          SELECT id, (rare_at IS NOT NULL AND rare_at <= ${now}) AS rare,
+            row_number() OVER (ORDER BY priority DESC, run_at, id) AS rk,
+            coalesce(sum(ready) OVER (ORDER BY priority DESC, run_at, id
+              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+          FROM (SELECT id, priority, run_at, ready, rare_at FROM packs
+            WHERE queue = ${o.queue} AND finished_at IS NULL AND next_at <= ${now}
+            ORDER BY priority DESC, run_at, id LIMIT ${max}))
+        WHERE before < ${max}) AS l
+      CROSS JOIN packs p ON p.id = l.id
     ),
     quota AS MATERIALIZED (
       SELECT *, min(ready, ${max} - before) AS take FROM (
