@@ -81,7 +81,12 @@ export const QUEUE_ROW_KEY = "";
  * The flow lease's two statements (see the module comment). `update(picked)` is the UPDATE that leases the
  * ids `picked` selects (lease.ts's, shared with today's lease).
  */
-export function flowLeaseSql(request: FlowLeaseRequest, now: number, update: (picked: SQL) => SQL): [SQL, SQL] {
+export function flowLeaseSql(
+  request: FlowLeaseRequest,
+  now: number,
+  update: (picked: SQL) => SQL,
+  guard: SQL = sql`1`,
+): [SQL, SQL] {
   const nonce = crypto.randomUUID();
   // `picked` is read three times below (per key, the total, the ids): MATERIALIZED, so it is computed once.
   const grant = sql`WITH RECURSIVE ${pickCtes(request, now)},
@@ -99,7 +104,7 @@ export function flowLeaseSql(request: FlowLeaseRequest, now: number, update: (pi
         NULL, total.n, ${nonce}, total.ids, ${now}
         FROM qt q, total, cap
         WHERE total.n > 0 OR q.cur IS NOT coalesce(total.last_seen, q.cur)
-    ) WHERE true
+    ) WHERE (${guard})
     ON CONFLICT (queue, key) DO UPDATE SET tokens = excluded.tokens, refilled_at = excluded.refilled_at,
       cursor = CASE WHEN excluded.key = ${QUEUE_ROW_KEY} THEN excluded.cursor ELSE flow_keys.cursor END,
       window_from = NULL, granted = excluded.granted, lease_nonce = excluded.lease_nonce,

@@ -9,7 +9,7 @@ import { flowTokenTimesSql } from "./flow-control";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
 import type { StoredTask } from "../contracts/stored-task";
-import { leaseOrder } from "../contracts/lease-order";
+import { leaseOrder, type LeaseOrdered } from "../contracts/lease-order";
 import { leasedViewJsonSql, rowFromRaw } from "./task-row";
 
 export interface LeaseRequest {
@@ -48,11 +48,7 @@ export interface LeaseRequest {
  * const leased = await leaseTasks(db, { queue: "emails", max: 10, visibilityTimeoutS: 30, holder: "w1" }, Date.now());
  */
 export async function leaseTasks(db: Db, request: LeaseRequest, now: number): Promise<StoredTask[]> {
-  const raw = await leaseRows<Record<string, unknown>>(db, request, now, sql`*`);
-  // RETURNING order is unspecified in SQLite: restore the lease order.
-  const leased = raw.map(rowFromRaw).sort(leaseOrder);
-  await countLeases(db, request.queue, leased, now);
-  return leased;
+  return leaseAs(db, request, now, AS_TASKS);
 }
 
 /** A task as a lease answer carries it: what the engine orders and counts it by, its token, its API view. */
@@ -86,15 +82,25 @@ export interface LeasedAnswer {
  * const body = `{"tasks":[${answers.map((t) => t.view).join(",")}]}`;
  */
 export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): Promise<LeasedAnswer[]> {
-  const rows = await leaseRows<LeasedAnswerRow>(
-    db,
-    request,
-    now,
-    sql`id, lease_token, type, priority, run_at, created_at, started_at, lease_took_over_expired,
+  return leaseAs(db, request, now, AS_ANSWERS);
+}
+
+/** What a lease answers with: the columns its UPDATE returns, and each returned row read as an answer. */
+export interface RowLeaseShape<T> {
+  returning: SQL;
+  read(row: Record<string, unknown>): T;
+}
+
+/** A lease answered as tasks (leaseTasks). */
+export const AS_TASKS: RowLeaseShape<StoredTask> = { returning: sql`*`, read: rowFromRaw };
+
+/** A lease answered as the API renders it (leaseAnswers). */
+export const AS_ANSWERS: RowLeaseShape<LeasedAnswer> = {
+  returning: sql`id, lease_token, type, priority, run_at, created_at, started_at, lease_took_over_expired,
         CASE WHEN uncounted IS NULL THEN NULL ELSE '' END AS uncounted, ${leasedViewJsonSql} AS view`,
-  );
-  const leased = rows
-    .map((r) => ({
+  read: (raw) => {
+    const r = raw as unknown as LeasedAnswerRow;
+    return {
       id: r.id,
       leaseToken: r.lease_token,
       type: r.type,
@@ -105,8 +111,33 @@ export async function leaseAnswers(db: Db, request: LeaseRequest, now: number): 
       leaseTookOverExpired: r.lease_took_over_expired,
       uncounted: r.uncounted,
       view: r.view,
-    }))
-    .sort(leaseOrder);
+    };
+  },
+};
+
+async function leaseAs<T extends CountedLease>(
+  db: Db,
+  request: LeaseRequest,
+  now: number,
+  shape: RowLeaseShape<T>,
+): Promise<T[]> {
+  return finishRowLease(db, request, now, shape, await batchAll(db, rowLeaseSql(request, now, shape.returning)));
+}
+
+/**
+ * A lease's answer from the results of its statements (`rowLeaseSql`'s, run in one batch, maybe after other
+ * statements of the caller's): the tasks in lease order, counted.
+ */
+export async function finishRowLease<T extends CountedLease>(
+  db: Db,
+  request: LeaseRequest,
+  now: number,
+  shape: RowLeaseShape<T>,
+  results: unknown[][],
+): Promise<T[]> {
+  const [plain, , flow] = results as Array<Array<Record<string, unknown>>>;
+  // RETURNING order is unspecified in SQLite: restore the lease order.
+  const leased = [...plain!, ...flow!].map(shape.read).sort(leaseOrder);
   await countLeases(db, request.queue, leased, now);
   return leased;
 }
@@ -129,21 +160,23 @@ interface LeasedAnswerRow {
  * which leases only on a queue without flow control (its pick reads whether the queue's row has a flow
  * config: one more row read, no row written), then flow control's two (src/engine/flow-lease.ts), which
  * lease only on a queue with it. One batch: one round trip, and whichever applies sees the config as it is.
+ *
+ * `guard`: a condition read inside the statements; where it is false they lease nothing and write nothing
+ * (the served store batches them after a read of its own: src/engine/hybrid/split-lease.ts).
  */
-async function leaseRows<T>(db: Db, request: LeaseRequest, now: number, returning: SQL): Promise<T[]> {
+export function rowLeaseSql(request: LeaseRequest, now: number, returning: SQL, guard: SQL = sql`1`): SQL[] {
   if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
     // SQLite reads LIMIT -1 as "no limit": never let a bad max through to SQL.
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
-  const [plain, , flow] = await batchAll<T>(db, [
-    leaseSql(request, now, returning),
-    ...flowLeaseSql(request, now, (picked) => leaseUpdateSql(request, now, picked, returning)),
-  ]);
-  return [...plain!, ...flow!];
+  return [
+    leaseSql(request, now, returning, guard),
+    ...flowLeaseSql(request, now, (picked) => leaseUpdateSql(request, now, picked, returning), guard),
+  ];
 }
 
 /** Today's lease statement, on a queue without flow control. */
-function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
+function leaseSql(request: LeaseRequest, now: number, returning: SQL, guard: SQL): SQL {
   // priority >= -MAX_PRIORITY: the pick stops before waiting tasks (src/engine/dependencies.ts, WAITING_PRIORITY).
   return sql`WITH picked AS (
       SELECT id FROM tasks
@@ -153,7 +186,7 @@ function leaseSql(request: LeaseRequest, now: number, returning: SQL): SQL {
       -- LIMIT 0 on a flow queue: the walk never starts (as a WHERE term, the check ran per live task: a flow
       -- queue's lease read its whole backlog here). max is checked to be an integer (leaseRows): inlined.
       LIMIT (SELECT CASE WHEN EXISTS (SELECT 1 FROM queues WHERE name = ${request.queue} AND flow IS NOT NULL)
-        THEN 0 ELSE ${sql.raw(String(request.max))} END)
+        OR NOT (${guard}) THEN 0 ELSE ${sql.raw(String(request.max))} END)
     )
     ${leaseUpdateSql(request, now, sql`SELECT id FROM picked`, returning)}`;
 }
@@ -210,12 +243,10 @@ function leaseUncountedSql(now: number, takesOverExpired: SQL): SQL {
  * `meta.duration`, `npm run bench -- --only http-profile`, 2026-11-23) — more database time than the
  * extra call's small upsert.
  */
-function countLeases(
-  db: Db,
-  queue: string,
-  leased: Array<Pick<StoredTask, "type" | "createdAt" | "runAt" | "startedAt" | "leaseTookOverExpired" | "uncounted">>,
-  now: number,
-): Promise<void> {
+export type CountedLease = LeaseOrdered &
+  Pick<StoredTask, "type" | "createdAt" | "runAt" | "startedAt" | "leaseTookOverExpired" | "uncounted">;
+
+function countLeases(db: Db, queue: string, leased: CountedLease[], now: number): Promise<void> {
   return recordCounters(
     db,
     // A task whose events its row keeps had this lease's recorded there by the lease itself.

@@ -1,4 +1,4 @@
-import { eq, sql } from "drizzle-orm";
+import { eq, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { queues, type QueueRow } from "../db/schema";
 import { EdgeqError } from "../contracts/errors";
@@ -80,6 +80,23 @@ function fromRow(row: QueueRow | undefined): QueueConfig {
 /** The effective config of one queue. */
 export async function getQueueConfig(db: Db, queue: string): Promise<QueueConfig> {
   return fromRow(await db.select().from(queues).where(eq(queues.name, queue)).get());
+}
+
+/**
+ * getQueueConfig's read as a statement, for a caller that runs it in a batch of its own (one round trip for
+ * the read and its other statements: src/engine/hybrid/split-lease.ts); `queueConfigOf` reads its row.
+ */
+export function queueConfigSql(queue: string): SQL {
+  return sql`SELECT max_attempts AS maxAttempts, visibility_timeout_s AS visibilityTimeoutS,
+      backoff_base_s AS backoffBaseS, backoff_cap_s AS backoffCapS, retention_s AS retentionS, mode, processor,
+      concurrency, rate_limit_count AS rateLimitCount, rate_limit_window_s AS rateLimitWindowS,
+      max_run_s AS maxRunS, flow
+    FROM queues WHERE name = ${queue}`;
+}
+
+/** The effective config from `queueConfigSql`'s rows (none: the defaults). */
+export function queueConfigOf(rows: unknown[] | undefined): QueueConfig {
+  return fromRow(rows?.[0] as QueueRow | undefined);
 }
 
 /**

@@ -10,17 +10,21 @@ export interface D1Usage {
   /** The most rows one call read: a statement, or a batch (D1 runs a batch's statements back to back, so
    * that is the longest any other request waited behind one call). */
   largestCallRead?: number;
+  /** Calls to D1, each a round trip on Cloudflare (a Worker→D1 request): one per statement run alone, one per
+   * batch whatever its length. Counted whatever `only` says. */
+  calls?: number;
 }
 
 export function meteredD1(
   db: D1Database,
   opts: { only?: (values: unknown[]) => boolean } = {},
 ): { db: D1Database; usage: D1Usage; reset(): void } {
-  const usage: D1Usage = { rowsWritten: 0, rowsRead: 0, statements: 0, largestCallRead: 0 };
+  const usage: D1Usage = { rowsWritten: 0, rowsRead: 0, statements: 0, largestCallRead: 0, calls: 0 };
   // `only`: count just the statements whose bound values it accepts (e.g. those naming one queue), so a
   // test sharing the database with other files measures its own statements.
   const valuesOf = new WeakMap<object, unknown[]>();
   const count = (meta: D1Meta | undefined, values: unknown[] = []) => {
+    usage.calls! += 1;
     if (opts.only && !opts.only(values)) return;
     usage.statements += 1;
     usage.rowsWritten += meta?.rows_written ?? 0;
@@ -66,6 +70,8 @@ export function meteredD1(
     async batch(statements: D1PreparedStatement[]) {
       const results = await db.batch(statements.map((s) => unwrap.get(s) ?? s));
       results.forEach((r, i) => count(r.meta, valuesOf.get(statements[i]!) ?? []));
+      // One round trip for the whole batch: `count` added one per statement.
+      usage.calls! += 1 - results.length;
       const read = results
         .filter((_, i) => !opts.only || opts.only(valuesOf.get(statements[i]!) ?? []))
         .reduce((n, r) => n + (r.meta?.rows_read ?? 0), 0);
@@ -87,6 +93,7 @@ export function meteredD1(
       usage.rowsRead = 0;
       usage.statements = 0;
       usage.largestCallRead = 0;
+      usage.calls = 0;
     },
   };
 }

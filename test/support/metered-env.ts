@@ -33,6 +33,7 @@ export function meteredEnv(env: Env): { env: Env; usage(): Required<D1Usage>; re
       rowsWritten: meters.reduce((n, m) => n + m.usage.rowsWritten, 0),
       statements: meters.reduce((n, m) => n + m.usage.statements, 0),
       largestCallRead: Math.max(...meters.map((m) => m.usage.largestCallRead ?? 0)),
+      calls: meters.reduce((n, m) => n + (m.usage.calls ?? 0), 0),
     }),
     reset: () => meters.forEach((m) => m.reset()),
   };

@@ -5,12 +5,15 @@ import { packsHeldSql } from "../packs/presence";
 import { readPackTransitRow } from "../packs/transit-row";
 import { d1TaskStore } from "../d1-store";
 import { packTaskStore } from "../packs/pack-store";
-import { getQueueConfig } from "../queue-config";
+import { getQueueConfig, type QueueConfig } from "../queue-config";
+import { enqueuePackTasks } from "../packs/enqueue";
 import type { EndedHandOut, TaskStore } from "../store";
 import { inInputOrder, packTaskIds, splitItems } from "./layout-of-ids";
 import { byQueue, joinFigures, joinFronts, mergePages, mergeStats, minOf, sumCounts } from "./merge-answers";
 import { goesIntoPacks } from "./route-enqueue";
 import { leaseBoth } from "./split-lease";
+import { AS_ANSWERS, AS_TASKS } from "../lease";
+import { leasePackAnswers, leasePackTasks } from "../packs/lease";
 
 /**
  * The store of one D1 database in both layouts (docs/design/packs.md, "Serving: rows and packs side by
@@ -65,12 +68,18 @@ function openStore(db: Db): TaskStore {
     ...rows,
 
     // Tasks in, leases out.
-    enqueueTasks: async (queue, tasks, now, options) =>
-      (await goesIntoPacks(tasks, () => getQueueConfig(db, queue)))
-        ? packs.enqueueTasks(queue, tasks, now, options)
-        : rows.enqueueTasks(queue, tasks, now, options),
-    leaseTasks: (request, now) => leaseBoth(db, request, now, (s, r) => side[s].leaseTasks(r, now)),
-    leaseAnswers: (request, now) => leaseBoth(db, request, now, (s, r) => side[s].leaseAnswers(r, now)),
+    // The config read to decide is the pack store's for the call: read once.
+    enqueueTasks: async (queue, tasks, now, options) => {
+      let config: QueueConfig | undefined;
+      const readConfig = async () => (config = await getQueueConfig(db, queue));
+      return (await goesIntoPacks(tasks, readConfig))
+        ? enqueuePackTasks(db, queue, tasks, now, options, config)
+        : rows.enqueueTasks(queue, tasks, now, options);
+    },
+    leaseTasks: (request, now) =>
+      leaseBoth(db, request, now, { rows: AS_TASKS, packs: (r, config) => leasePackTasks(db, r, now, config) }),
+    leaseAnswers: (request, now) =>
+      leaseBoth(db, request, now, { rows: AS_ANSWERS, packs: (r, config) => leasePackAnswers(db, r, now, config) }),
 
     // The holder's fenced writes.
     completeTasks: (items, now, scope) => perItem(items, (s, part) => side[s].completeTasks(part, now, scope)),

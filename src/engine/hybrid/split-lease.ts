@@ -1,38 +1,57 @@
-import { sql } from "drizzle-orm";
-import type { Db } from "../../db/client";
+import { sql, type SQL } from "drizzle-orm";
+import { batchAll, type Db } from "../../db/client";
+import { MAX_PRIORITY } from "../../contracts/limits";
 import { QUEUE_ROW_KEY } from "../flow-lease";
-import type { LeaseRequest } from "../lease";
+import { finishRowLease, rowLeaseSql, type CountedLease, type LeaseRequest, type RowLeaseShape } from "../lease";
+import { queueConfigOf, queueConfigSql, type QueueConfig } from "../queue-config";
+import { leasableSql } from "../redelivery";
 
-/** Where a queue's lease order starts in each layout: the (priority, run_at) of its first due task. */
-interface Fronts {
-  rows: { priority: number; runAt: number } | null;
-  packs: { priority: number; runAt: number } | null;
+/** Where a queue's lease order starts in each layout, as the first statement of a lease's batch reads it. */
+interface FrontsRow {
   /** The queue is paused as a whole (flow control: src/engine/flow-control.ts). */
-  paused: boolean;
+  paused: number | null;
+  /** `[priority, run_at]` of the first due pack, as JSON. */
+  packs: string | null;
+  /** `[priority, run_at]` of the first leasable row, as JSON; read only where there is a due pack. */
+  rows: string | null;
+  /** 1 when the packs are leased first (a due pack, not paused, whose front comes first or ties). */
+  packs_first: number;
 }
 
 /**
- * Both layouts' fronts in one read, each the first entry of its live index (`tasks_live`, `packs_live`) that
- * is due: a row pending with its run_at come, a pack whose next leasable slot's time has come (`next_at`
- * counts a lapsed lease, a retry's time and pending slots alike). Reads the entries ahead of each front
- * (in flight, or held packs), as the lease's own walk does.
+ * Both layouts' fronts in one statement, each the first entry of its live index (`tasks_live`, `packs_live`)
+ * that is leasable now: a row the row store's lease would pick (pending with its run_at come, or a lapsed or
+ * unclaimed lease due: src/engine/redelivery.ts), a pack whose next leasable slot's time has come (`next_at`
+ * counts a lapsed lease, a retry's time and pending slots alike). Reads the entries ahead of each front (in
+ * flight, or held packs), as the lease's own walk does. The rows' front is read only where a due pack is
+ * (CASE evaluates its branches lazily): a queue without packs pays two index probes (flow_keys, packs).
  */
-async function readFronts(db: Db, queue: string, now: number): Promise<Fronts> {
-  const [row] = await db.all<{ rows: string | null; packs: string | null; paused: number | null }>(sql`
-    SELECT
-      (SELECT paused FROM flow_keys WHERE queue = ${queue} AND key = ${QUEUE_ROW_KEY}) AS paused,
-      (SELECT json_array(priority, run_at) FROM tasks
-        WHERE queue = ${queue} AND finished_at IS NULL AND state = 'pending' AND run_at <= ${now}
-        ORDER BY priority DESC, run_at, id LIMIT 1) AS rows,
-      (SELECT json_array(priority, run_at) FROM packs
-        WHERE queue = ${queue} AND finished_at IS NULL AND next_at <= ${now}
-        ORDER BY priority DESC, run_at, id LIMIT 1) AS packs`);
-  const front = (text: string | null | undefined) => {
-    if (!text) return null;
-    const [priority, runAt] = JSON.parse(text) as [number, number];
-    return { priority, runAt };
-  };
-  return { rows: front(row?.rows), packs: front(row?.packs), paused: row?.paused === 1 };
+function frontsSql(queue: string, now: number): SQL {
+  return sql`WITH f AS MATERIALIZED (
+      SELECT paused, packs,
+        CASE WHEN paused IS NOT 1 AND packs IS NOT NULL THEN
+          (SELECT json_array(priority, run_at) FROM tasks
+            WHERE queue = ${queue} AND finished_at IS NULL AND priority >= ${-MAX_PRIORITY} AND run_at <= ${now}
+              AND ${leasableSql(now)}
+            ORDER BY priority DESC, run_at, id LIMIT 1)
+        END AS rows
+      FROM (SELECT
+        (SELECT paused FROM flow_keys WHERE queue = ${queue} AND key = ${QUEUE_ROW_KEY}) AS paused,
+        (SELECT json_array(priority, run_at) FROM packs
+          WHERE queue = ${queue} AND finished_at IS NULL AND next_at <= ${now}
+          ORDER BY priority DESC, run_at, id LIMIT 1) AS packs))
+    SELECT paused, packs, rows,
+      CASE WHEN paused IS 1 OR packs IS NULL THEN 0 WHEN rows IS NULL THEN 1
+        WHEN packs->>0 > rows->>0 OR (packs->>0 = rows->>0 AND packs->>1 <= rows->>1) THEN 1 ELSE 0 END AS packs_first
+    FROM f`;
+}
+
+/** How one kind of lease is taken of each layout (tasks, or answers as the API renders them). */
+export interface LeaseSides<T> {
+  /** The row store's lease statements' shape (src/engine/lease.ts). */
+  rows: RowLeaseShape<T>;
+  /** The pack store's lease, with the queue's config read in the first batch. */
+  packs: (request: LeaseRequest, config: QueueConfig) => Promise<T[]>;
 }
 
 /**
@@ -40,36 +59,53 @@ async function readFronts(db: Db, queue: string, now: number): Promise<Fronts> {
  * leased first, up to `max`, and the other only for what it left — so a lease takes a queue's tasks in lease
  * order across the layouts up to one step: within one call, the second layout's tasks come after the first's
  * even where they interleave (a lease of 100 over a pack of priority 5 and rows of priority 5 and 4 takes the
- * pack's first, then the rows'). Each layout's lease is atomic on its own, and no task is in both, so no task
- * is leased twice; a call is two atomic steps, not one.
+ * pack's first, then the rows'); on a tie of the fronts the packs go first. Each layout's lease is atomic on
+ * its own, and no task is in both, so no task is leased twice; a call is two atomic steps, not one.
+ *
+ * Round trips: the first call is ONE batch — the fronts (`frontsSql`), the queue's config, and the row store's
+ * lease guarded by "the packs do not come first" (read inside each of its statements, in the batch's one
+ * transaction, so it agrees with the fronts read just before). A queue without due packs is leased in that
+ * one call, as the row store's own lease is. Where the packs come first, the batch leased nothing and the
+ * pack store's lease (one batch, with the config read) goes next; the rows are asked for what the packs left
+ * only if the fronts saw a leasable row. (docs/design/packs.md, "Round trips of the served store".)
  *
  * A queue paused as a whole leases nothing from its packs (its rows: flow control's lease, which refuses
  * them). Pack tasks are never on a queue that had flow control when they were enqueued (route-enqueue.ts);
  * those of a queue that got it later are leased beside flow control's lease, outside its queue rate (they
  * have no key, so no key's limits apply to them).
  *
- * The row store is always asked when the packs leave room, whatever its front says: its front counts
- * pending rows only, and an expired or unclaimed lease it may take over is not pending.
- *
  * @example
- * const tasks = await leaseBoth(db, request, now, (side, req) => stores[side].leaseTasks(req, now));
+ * const tasks = await leaseBoth(db, request, now, { rows: AS_TASKS, packs: (r, c) => leasePackTasks(db, r, now, c) });
  */
-export async function leaseBoth<T>(
+export async function leaseBoth<T extends CountedLease>(
   db: Db,
   request: LeaseRequest,
   now: number,
-  leaseOn: (side: "rows" | "packs", request: LeaseRequest) => Promise<T[]>,
+  sides: LeaseSides<T>,
 ): Promise<T[]> {
-  const fronts = await readFronts(db, request.queue, now);
-  // A paused queue's packs are left alone; its rows are flow control's to refuse (the row store's lease).
-  if (fronts.packs === null || fronts.paused) return leaseOn("rows", request);
-  const packsFirst =
-    fronts.rows === null ||
-    fronts.packs.priority > fronts.rows.priority ||
-    (fronts.packs.priority === fronts.rows.priority && fronts.packs.runAt <= fronts.rows.runAt);
-  const [first, second] = packsFirst ? (["packs", "rows"] as const) : (["rows", "packs"] as const);
-  const taken = await leaseOn(first, request);
-  if (taken.length >= request.max) return taken;
-  const more = await leaseOn(second, { ...request, max: request.max - taken.length });
+  const packsComeNotFirst = sql`coalesce((SELECT packs_first FROM (${frontsSql(request.queue, now)})), 0) = 0`;
+  const [fronts, configRows, ...rowLease] = await batchAll<unknown>(db, [
+    frontsSql(request.queue, now),
+    queueConfigSql(request.queue),
+    ...rowLeaseSql(request, now, sides.rows.returning, packsComeNotFirst),
+  ]);
+  const front = (fronts as FrontsRow[])[0]!;
+  const config = queueConfigOf(configRows);
+  if (front.packs_first !== 1) {
+    // The rows were leased in the batch; a paused queue's packs are left alone.
+    const taken = await finishRowLease(db, request, now, sides.rows, rowLease);
+    if (front.packs === null || front.paused === 1 || taken.length >= request.max) return taken;
+    return [...taken, ...(await sides.packs({ ...request, max: request.max - taken.length }, config))];
+  }
+  const taken = await sides.packs(request, config);
+  if (taken.length >= request.max || front.rows === null) return taken;
+  const rest = { ...request, max: request.max - taken.length };
+  const more = await finishRowLease(
+    db,
+    rest,
+    now,
+    sides.rows,
+    await batchAll<unknown>(db, rowLeaseSql(rest, now, sides.rows.returning)),
+  );
   return [...taken, ...more];
 }

@@ -46,6 +46,7 @@ export async function enqueuePackTasks(
   input: NewTask[],
   now: number,
   options: EnqueueOptions = {},
+  readConfig?: QueueConfig,
 ): Promise<EnqueueResult> {
   if (input.length === 0) return { tasks: [], earliestRunAt: null };
   const field = options.field ?? tasksField;
@@ -65,10 +66,15 @@ export async function enqueuePackTasks(
   const outcomes = new Array<EnqueueOutcome>(rows.length);
   let earliestRunAt: number | null = null;
   let checkedFor = options.checkedFor;
+  // The config a caller read just before (the served store, deciding where the call goes) serves the first
+  // attempt of the first chunk: one read less. A retry after a lost race reads it again.
+  let given = readConfig;
   for (const chunk of chunks) {
-    const created = await withRetries(() =>
-      enqueueChunk(db, queue, input, chunk, now, outcomes, checkedFor, field, options.newId),
-    );
+    const created = await withRetries(() => {
+      const config = given;
+      given = undefined;
+      return enqueueChunk(db, queue, input, chunk, now, outcomes, checkedFor, field, options.newId, config);
+    });
     checkedFor = undefined; // as the D1 store: the first chunk carries the caller's check
     for (const runAt of created) earliestRunAt = earliestRunAt === null ? runAt : Math.min(earliestRunAt, runAt);
   }
@@ -101,8 +107,9 @@ async function enqueueChunk(
   checkedFor: EnqueueOptions["checkedFor"],
   field: TaskField,
   newId: EnqueueOptions["newId"],
+  readConfig: QueueConfig | undefined,
 ): Promise<number[] | null> {
-  const config = await getQueueConfig(db, queue);
+  const config = readConfig ?? (await getQueueConfig(db, queue));
   if (checkedFor && !sameProcessing(processingOf(config), checkedFor))
     throw new ProcessingChanged(processingOf(config));
   const clientIds = chunk.filter((r) => r.clientId).map((r) => r.id);

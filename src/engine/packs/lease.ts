@@ -35,11 +35,17 @@ const MAX_LEASE_PAGES = 4;
  * redelivery.ts), committed by a guarded batch (pack-commit.ts). A retried task is leased in its pack's
  * position (docs/design/packs.md, "Priorities and run_at").
  */
-export async function leasePackTasks(db: Db, request: LeaseRequest, now: number): Promise<StoredTask[]> {
+export async function leasePackTasks(
+  db: Db,
+  request: LeaseRequest,
+  now: number,
+  readConfig?: QueueConfig,
+): Promise<StoredTask[]> {
   if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
-  const config = await getQueueConfig(db, request.queue);
+  // A caller that read the queue's config in a batch of its own passes it (one round trip less).
+  const config = readConfig ?? (await getQueueConfig(db, request.queue));
   const vtS = request.visibilityTimeoutS ?? config.visibility_timeout_s;
   const expires = now + vtS * 1000;
   const tokens = Array.from({ length: request.max }, newToken);
@@ -123,8 +129,13 @@ async function leaseByRules(db: Db, request: LeaseRequest, config: QueueConfig, 
 }
 
 /** The same lease answered as the API renders it (leaseAnswers): each task's LeasedTaskView as JSON text. */
-export async function leasePackAnswers(db: Db, request: LeaseRequest, now: number): Promise<LeasedAnswer[]> {
-  const tasks = await leasePackTasks(db, request, now);
+export async function leasePackAnswers(
+  db: Db,
+  request: LeaseRequest,
+  now: number,
+  readConfig?: QueueConfig,
+): Promise<LeasedAnswer[]> {
+  const tasks = await leasePackTasks(db, request, now, readConfig);
   return tasks.map((t) => ({
     id: t.id,
     leaseToken: t.leaseToken!,

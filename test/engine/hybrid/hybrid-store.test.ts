@@ -69,6 +69,25 @@ describe("hybrid store: one lease over both layouts", () => {
     expect(await s.leaseTasks({ queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, T0 + 12)).toEqual([]);
   });
 
+  it("a row's lapsed lease counts in the rows' front: taken in lease order beside the packs, in one call's two steps", async () => {
+    const queue = uniqueQueue("hy-lapsed");
+    const s = store();
+    const row = (await s.enqueueTasks(queue, [{ payload: "r", priority: 9 }], T0)).tasks[0]!.id;
+    await s.leaseTasks({ queue, max: 1, visibilityTimeoutS: 1, holder: "crashed" }, T0);
+    const packed = (await s.enqueueTasks(queue, plain(2, 1), T0)).tasks.map((t) => t.id);
+    // Past the lapsed lease and its first attempt's backoff: the row (priority 9) comes before the packs.
+    const taken = await s.leaseTasks({ queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, T0 + 11_000);
+    expect(taken.map((t) => t.id)).toEqual([row, ...packed]);
+    expect(taken[0]!.leaseTookOverExpired).toBe(1);
+    // And where the packs come first, a lapsed row is still taken for what they left.
+    const other = uniqueQueue("hy-lapsed-2");
+    const low = (await s.enqueueTasks(other, [{ payload: "r", priority: 0 }], T0)).tasks[0]!.id;
+    await s.leaseTasks({ queue: other, max: 1, visibilityTimeoutS: 1, holder: "crashed" }, T0);
+    const high = (await s.enqueueTasks(other, plain(2, 5), T0)).tasks.map((t) => t.id);
+    const rest = await s.leaseTasks({ queue: other, max: 10, visibilityTimeoutS: 30, holder: "w" }, T0 + 11_000);
+    expect(rest.map((t) => t.id)).toEqual([...high, low]);
+  });
+
   it("concurrent leasers over a queue in both layouts never take a task twice, and take every one", async () => {
     const queue = uniqueQueue("hy-race");
     const s = store();
