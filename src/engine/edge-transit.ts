@@ -15,13 +15,16 @@ import { sql, type SQL } from "drizzle-orm";
  *   here (that one waits remotely instead: a remote wait is written here).
  *
  * Statements for the take-out's batch, after its insert into transit and before its delete from `tasks`:
- * a task with no edges of any kind costs probes read, nothing written.
+ * a task with no edges of any kind costs probes read, nothing written. `moving` names the tasks moving now as a
+ * CTE `moving(id)`: by default the transit rows whose task is still in `tasks` (the row store's take-out); the
+ * pack store's names its own (src/engine/packs/transit-out.ts) — a pack task never waits, so for it only the
+ * `out` part and the remote waits of the dependents staying here are ever non-empty.
  */
 // CROSS JOIN: SQLite keeps the left table outer, so each statement walks the transit rows and probes `tasks` by
 // primary key; left to choose, the planner may scan `tasks` (every task of the database) per statement.
 const MOVING = sql`moving AS (SELECT tt.id FROM task_transit tt CROSS JOIN tasks t ON t.id = tt.id)`;
 
-export function carryEdgesSql(now: number): SQL[] {
+export function carryEdgesSql(now: number, moving: SQL = MOVING): SQL[] {
   const id = sql`task_transit.id`;
   const carried = sql`json_object(
       'edges', json((SELECT json_group_array(json_object('dependency', e.dependency, 'dependent', e.dependent,
@@ -44,14 +47,14 @@ export function carryEdgesSql(now: number): SQL[] {
   const inEdges = sql`SELECT d.value AS dependency, t.id AS dependent FROM moving m CROSS JOIN tasks t ON t.id = m.id
     JOIN json_each(t.depends_on) AS d WHERE t.depends_on IS NOT NULL`;
   return [
-    sql`WITH ${MOVING} UPDATE task_transit SET edges = ${carried}
+    sql`WITH ${moving} UPDATE task_transit SET edges = ${carried}
       WHERE id IN (SELECT id FROM moving) AND (
         EXISTS (SELECT 1 FROM task_edges e WHERE e.dependency = ${id})
         OR EXISTS (SELECT 1 FROM remote_waits w WHERE w.dependent = ${id})
         OR EXISTS (SELECT 1 FROM remote_edges r WHERE r.dependency = ${id})
         OR EXISTS (SELECT 1 FROM tasks t WHERE t.id = ${id} AND t.depends_on IS NOT NULL))`,
     // A dependency staying here owes its settlement to the dependent leaving.
-    sql`WITH ${MOVING}, ins AS (${inEdges})
+    sql`WITH ${moving}, ins AS (${inEdges})
       INSERT INTO remote_edges (dependency, dependent, dependent_queue, created_at)
       SELECT e.dependency, e.dependent, t.queue, ${now} FROM ins JOIN task_edges e
           ON e.dependency = ins.dependency AND e.dependent = ins.dependent
@@ -59,17 +62,17 @@ export function carryEdgesSql(now: number): SQL[] {
       WHERE e.outcome IS NULL AND e.dependency NOT IN (SELECT id FROM moving)
       ON CONFLICT DO NOTHING`,
     // A dependent staying here waits remotely for the dependency leaving.
-    sql`WITH ${MOVING}
+    sql`WITH ${moving}
       INSERT INTO remote_waits (dependent, dependency, outcome)
       SELECT e.dependent, e.dependency, NULL FROM moving m CROSS JOIN task_edges e ON e.dependency = m.id
       WHERE e.outcome IS NULL AND e.dependent NOT IN (SELECT id FROM moving)
         AND EXISTS (SELECT 1 FROM tasks t WHERE t.id = e.dependent)
       ON CONFLICT DO NOTHING`,
-    sql`WITH ${MOVING}, ins AS (${inEdges})
+    sql`WITH ${moving}, ins AS (${inEdges})
       DELETE FROM task_edges WHERE dependency IN (SELECT id FROM moving)
         OR (dependency, dependent) IN (SELECT dependency, dependent FROM ins)`,
-    sql`WITH ${MOVING} DELETE FROM remote_waits WHERE dependent IN (SELECT id FROM moving)`,
-    sql`WITH ${MOVING} DELETE FROM remote_edges WHERE dependency IN (SELECT id FROM moving)`,
+    sql`WITH ${moving} DELETE FROM remote_waits WHERE dependent IN (SELECT id FROM moving)`,
+    sql`WITH ${moving} DELETE FROM remote_edges WHERE dependency IN (SELECT id FROM moving)`,
   ];
 }
 

@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
 import { EdgeqError } from "../../contracts/errors";
+import { landEdgesSql } from "../edge-transit";
 import { getQueueConfig, type QueueConfig } from "../queue-config";
 import type { DeliveredRow } from "../transit";
 import { locateTasks } from "./locate";
@@ -21,7 +22,8 @@ import { readPackTransitRow, type PackTransitRow } from "./transit-row";
  * All or none, in ONE batch guarded by the `ver` of each pack read, the key rows read and the absence of each
  * pack made (pack-commit.ts), computed again when another write came between. A task already here (a repeat
  * after a crash: its slot holds a task, or its client id is here) is left as it is. A task whose dedupe key a
- * live task here holds — or an earlier row of this delivery took — goes in without its key.
+ * live task here holds — or an earlier row of this delivery took — goes in without its key. The edges a task
+ * carried (its dependents: src/engine/edge-transit.ts) go in with it.
  */
 export function putInPackTasks(db: Db, delivered: DeliveredRow[]): Promise<void> {
   if (delivered.length === 0) return Promise.resolve();
@@ -38,6 +40,7 @@ export function putInPackTasks(db: Db, delivered: DeliveredRow[]): Promise<void>
     const changed = new Map<string, Pack>();
     const clientIds: Array<[string, string, string, number]> = [];
     const keyWrites: Array<[string, string, string]> = [];
+    const edges: Array<{ id: string; edges: unknown }> = [];
     let now = 0;
     rows.forEach(({ row, rowSlot }, i) => {
       const pack = packs.get(row.pack.id) ?? newCopy(row, packs, read);
@@ -56,6 +59,8 @@ export function putInPackTasks(db: Db, delivered: DeliveredRow[]): Promise<void>
       }
       if (body.i !== undefined) clientIds.push([body.i, row.pack.queue, row.pack.id, row.k]);
       pack.slots[row.k] = { st: row.st, a: row.a, lease: row.lease, body };
+      const carried = delivered[i]!.edges;
+      if (carried) edges.push({ id: ids[i]!, edges: JSON.parse(carried) as unknown });
       changed.set(pack.id, pack);
       now = Math.max(now, row.t);
     });
@@ -78,6 +83,9 @@ export function putInPackTasks(db: Db, delivered: DeliveredRow[]): Promise<void>
       statements.push(sql`INSERT INTO pack_ids (id, queue, pack, slot)
         SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3 FROM json_each(${JSON.stringify(clientIds)}) AS j`);
     }
+    // The edges it carried go in with it (src/engine/edge-transit.ts), in the same batch: a pack task put in is
+    // never without the dependents it owes a settlement.
+    if (edges.length) statements.push(...landEdgesSql(JSON.stringify(edges)));
     return (await commitGuarded(db, read, statements)) === null ? null : true;
   }).then(() => undefined);
 }

@@ -1,10 +1,12 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
+import { carryEdgesSql } from "../edge-transit";
 import { getQueueConfig } from "../queue-config";
 import type { TransitDestination, TransitSelection } from "../transit";
 import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
 import { decodePack, PACK_COLUMNS, slotId, type Pack, type PackRowRead } from "./pack-row";
 import { holdsTask, isLive } from "./slot-rules";
+import { packHasEdgesSql } from "./settle-dependents";
 import { loadSpill } from "./spill";
 import { globRegExp, inPartition, packTransitRow } from "./transit-row";
 
@@ -20,7 +22,9 @@ import { globRegExp, inPartition, packTransitRow } from "./transit-row";
  * (pack-commit.ts): a lease, an ack or a second take-out that came between the read and the write fails the
  * guard and the take-out is computed again — so a task is live in its pack or in transit, never both and never
  * neither, and a held lease travels with its task (its token, expiry and holder in the transit row) and is
- * nowhere else.
+ * nowhere else. A task others depend on carries its edges in its transit row, as a row task does
+ * (src/engine/edge-transit.ts): its edges to dependents here become remote ones, so finishing it where it goes
+ * still releases them (docs/design/packs.md, "Moves of a pack task others depend on").
  */
 
 /**
@@ -88,6 +92,7 @@ export function takeOutPackTasks(
         SELECT j.value->>0, j.value->>1, j.value->>2 FROM json_each(${JSON.stringify(clientIds)}) AS j)`);
     }
     statements.push(...transitInsertsSql(rows, selection.queue, to, now));
+    statements.push(...carryEdgesSql(now, movingSql(chosen, rows)));
     const done = await commitGuarded(db, { packs: chosen.map((c) => c.pack) }, statements);
     return done === null ? null : rows.length;
   });
@@ -118,6 +123,18 @@ function transitInsertsSql(
       ON CONFLICT (id) DO UPDATE SET dest = excluded.dest, slot = excluded.slot, row = excluded.row,
         created_at = excluded.created_at, edges = NULL`,
   );
+}
+
+/**
+ * The tasks moving now, as edge-transit.ts's `moving(id)`: the ids taken out, read only when one of their packs
+ * has an edge (packHasEdgesSql: one probe of each edge table per pack) — a take-out of tasks nobody depends on
+ * reads no list of ids in its six edge statements and writes nothing for them.
+ */
+function movingSql(chosen: Array<{ pack: Pack }>, rows: Array<{ id: string }>): SQL {
+  const ids = JSON.stringify(rows.map((r) => r.id));
+  const packs = chosen.map((c) => c.pack);
+  return sql`moving AS (SELECT j.value AS id
+    FROM json_each(CASE WHEN ${packHasEdgesSql(packs)} THEN ${ids} ELSE '[]' END) AS j)`;
 }
 
 /** The packs holding the first `limit` selected tasks, in id order, with the slots chosen in each. */
