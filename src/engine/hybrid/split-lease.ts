@@ -5,6 +5,7 @@ import { QUEUE_ROW_KEY } from "../flow-lease";
 import { finishRowLease, rowLeaseSql, type CountedLease, type LeaseRequest, type RowLeaseShape } from "../lease";
 import { queueConfigOf, queueConfigSql, type QueueConfig } from "../queue-config";
 import { leasableSql } from "../redelivery";
+import { leaseUnderQueueRate } from "./queue-rate";
 
 /** Where a queue's lease order starts in each layout, as the first statement of a lease's batch reads it. */
 interface FrontsRow {
@@ -71,8 +72,8 @@ export interface LeaseSides<T> {
  *
  * A queue paused as a whole leases nothing from its packs (its rows: flow control's lease, which refuses
  * them). Pack tasks are never on a queue that had flow control when they were enqueued (route-enqueue.ts);
- * those of a queue that got it later are leased beside flow control's lease, outside its queue rate (they
- * have no key, so no key's limits apply to them).
+ * those of a queue that got it later are its unkeyed tasks, so no key's limits apply to them, and they are
+ * leased within the queue's rate (queue-rate.ts: the tokens of the bucket flow control's lease takes from).
  *
  * @example
  * const tasks = await leaseBoth(db, request, now, { rows: AS_TASKS, packs: (r, c) => leasePackTasks(db, r, now, c) });
@@ -91,13 +92,16 @@ export async function leaseBoth<T extends CountedLease>(
   ]);
   const front = (fronts as FrontsRow[])[0]!;
   const config = queueConfigOf(configRows);
+  // A rated queue's packs are leased within its rate; any other queue's as the pack store leases them.
+  const packsOn = (req: LeaseRequest): Promise<T[]> =>
+    config.flow?.rate ? leaseUnderQueueRate(db, req, now, (r) => sides.packs(r, config)) : sides.packs(req, config);
   if (front.packs_first !== 1) {
     // The rows were leased in the batch; a paused queue's packs are left alone.
     const taken = await finishRowLease(db, request, now, sides.rows, rowLease);
     if (front.packs === null || front.paused === 1 || taken.length >= request.max) return taken;
-    return [...taken, ...(await sides.packs({ ...request, max: request.max - taken.length }, config))];
+    return [...taken, ...(await packsOn({ ...request, max: request.max - taken.length }))];
   }
-  const taken = await sides.packs(request, config);
+  const taken = await packsOn(request);
   if (taken.length >= request.max || front.rows === null) return taken;
   const rest = { ...request, max: request.max - taken.length };
   const more = await finishRowLease(
