@@ -48,10 +48,31 @@ const FINAL_CHARS: Record<FinalState, SlotChar | null> = {
 const packIdBound = (ms: number) => idLowerBound(ms).slice(0, 24);
 
 /**
+ * Live packs of the queue one purge page looks at, in the live index's order (priority, then run_at: the
+ * lease's). Why 200: finished slots of a live pack are those of packs the lease has reached, which it takes
+ * from the front of `packs_live`, so a queue's partly finished packs lie at its front; 200 packs are 20,000
+ * tasks in full packs, ~200 rows read per page (index entries: the walk reads no pack row), whatever the
+ * backlog behind them. A finished task in a live pack further back (a lower priority's pack, partly done
+ * before higher ones came) is deleted with its pack once that finishes (purge or retention).
+ */
+export const PURGE_LIVE_PACKS_WALKED = 200;
+
+/**
+ * Most pages (of PURGE_PACKS_PER_BATCH packs) one purge call walks. Why 50: MAX_PURGE_PER_CALL tasks in packs
+ * of one are 50 pages, so the bound never stops a call that purges on every pack it reads; a call whose pages
+ * hold little to purge (slots finished after `before`, states not asked for) stops after 5,000 packs read, as
+ * the D1 store's purge stops at MAX_PURGE_PER_CALL rows, and the caller's next call goes on.
+ */
+export const PURGE_PAGES_PER_CALL = 50;
+
+/**
  * purgeTasks: at most `limit` (and MAX_PURGE_PER_CALL) finished tasks of `queue` in `states` that finished
- * strictly before `before`, in pack id and slot order. Walks the packs of the queue created before `before`
- * (pack ids are time-ordered and a task finishes after its pack is created, as the D1 store walks `tasks`'
- * key) that hold a slot of one of the states (their `st` column, read without the slots), a batch at a time.
+ * strictly before `before`, in pack id and slot order. Walks the queue's packs created before `before` (pack
+ * ids are time-ordered and a task finishes after its pack is created, as the D1 store walks `tasks`' key)
+ * through its two indexes, never the table: its finished packs (`packs_done`, in id order) and the first
+ * PURGE_LIVE_PACKS_WALKED of its live ones (`packs_live`); of those, the packs holding a slot of one of the
+ * states (their `st` column, read without the slots) are read whole, a page at a time, at most
+ * PURGE_PAGES_PER_CALL pages a call.
  *
  * @example
  * const { purged } = await purgePackTasks(db, "emails", { before: Date.now() - 86_400_000 });
@@ -64,40 +85,52 @@ export async function purgePackTasks(db: Db, queue: string, options: PurgeOption
     chars.map((c) => sql`instr(st, ${c}) > 0`),
     sql` OR `,
   );
+  const below = packIdBound(options.before);
+  // The live packs that may hold a finished slot (`live < n`), of the front of the queue: one read a call.
+  const liveFront = (
+    await db.all<{ id: string }>(sql`SELECT p.id FROM (SELECT id FROM packs INDEXED BY packs_live
+        WHERE queue = ${queue} AND finished_at IS NULL AND id < ${below} LIMIT ${PURGE_LIVE_PACKS_WALKED}) AS f
+      CROSS JOIN packs p ON p.id = f.id WHERE p.live < p.n AND (${holds})`)
+  ).map((r) => r.id);
   let purged = 0;
   let after = "";
-  while (purged < limit) {
-    const step = await withRetries(() => purgeBatch(db, queue, options.before, chars, holds, after, limit - purged));
+  for (let page = 0; page < PURGE_PAGES_PER_CALL && purged < limit; page++) {
+    // The next finished packs in id order holding a slot of the states, and the live ones among them.
+    const finished = await db.all<{ id: string }>(sql`SELECT id FROM packs INDEXED BY packs_done
+      WHERE queue = ${queue} AND finished_at IS NOT NULL AND id > ${after} AND id < ${below} AND (${holds})
+      ORDER BY id LIMIT ${PURGE_PACKS_PER_BATCH}`);
+    const full = finished.length === PURGE_PACKS_PER_BATCH;
+    const upTo = full ? finished.at(-1)!.id : "~";
+    const ids = [...finished.map((r) => r.id), ...liveFront.filter((id) => id > after && id <= upTo)].sort();
+    if (ids.length === 0) break;
+    const step = await withRetries(() => purgeBatch(db, queue, options.before, chars, holds, ids, limit - purged));
     purged += step.purged;
-    if (step.last === null) break;
-    after = step.last;
+    if (!full || step.stopped) break;
+    after = upTo;
   }
   return { purged };
 }
 
-/** One batch: up to PURGE_PACKS_PER_BATCH packs after `after` holding a slot of `chars`, their slots purged
- * (at most `room`) and committed; `last` is the last pack read (null: none left). Null when the batch lost
- * a race (computed again). */
+/** One batch: the packs `ids` still holding a slot of `chars`, their slots purged (at most `room`) and
+ * committed; `stopped` when `room` ran out. Null when the batch lost a race (computed again). */
 async function purgeBatch(
   db: Db,
   queue: string,
   before: number,
   chars: SlotChar[],
   holds: SQL,
-  after: string,
+  ids: string[],
   room: number,
-): Promise<{ purged: number; last: string | null } | null> {
+): Promise<{ purged: number; stopped: boolean } | null> {
   const rows = await db.all<PackRowRead>(sql`SELECT ${sql.raw(PACK_COLUMNS)} FROM packs
-    WHERE id > ${after} AND id < ${packIdBound(before)} AND queue = ${queue} AND (${holds})
-    ORDER BY id LIMIT ${PURGE_PACKS_PER_BATCH}`);
-  if (rows.length === 0) return { purged: 0, last: null };
+    WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})) AND (${holds}) ORDER BY id`);
   const packs = rows.map(decodePack);
   await loadSpill(db, packs);
   const touched: Pack[] = [];
   const keys: Array<[string, string]> = [];
   const clientIds: string[] = [];
   let purged = 0;
-  let last: string | null = rows.length < PURGE_PACKS_PER_BATCH ? null : rows.at(-1)!.id;
+  let stopped = false;
   for (const pack of packs) {
     let took = false;
     for (const [k, slot] of pack.slots.entries()) {
@@ -112,13 +145,13 @@ async function purgeBatch(
       took = true;
     }
     if (took) touched.push(pack);
-    // A pack not gone through (the call's limit reached in it) is where the next call starts.
+    // The call's limit reached: the rest is the next call's.
     if (purged >= room) {
-      last = null;
+      stopped = true;
       break;
     }
   }
-  if (touched.length === 0) return { purged: 0, last };
+  if (touched.length === 0) return { purged: 0, stopped };
   const config = await getQueueConfig(db, queue);
   const statements: SQL[] = touched.flatMap((pack) =>
     !pack.slots.some(holdsTask) ? gonePackSql(pack) : packWriteSql(pack, config, lastWrittenAt(pack)),
@@ -131,7 +164,7 @@ async function purgeBatch(
     statements.push(sql`DELETE FROM pack_ids WHERE id IN (SELECT value FROM json_each(${JSON.stringify(clientIds)}))`);
   }
   if ((await commitGuarded(db, { packs: touched }, statements)) === null) return null;
-  return { purged, last };
+  return { purged, stopped };
 }
 
 /**

@@ -12,10 +12,14 @@ import { DEFAULT_QUEUE_CONFIG } from "../queue-config";
  * is past retention (never deleted before its time, sometimes after). A queue of `retention_s: 0` keeps a
  * pack that holds a dead or cancelled task for the default retention, as the D1 store keeps such tasks.
  *
- * The prune walks the packs' primary key (finished packs are indexed by queue since migration 0023,
- * `packs_done`, for listings; the prune does not use it yet) a window at a time from where the last call stopped
- * (`sweep_cursors`), up to the id of the shortest retention's cutoff — pack ids are time-ordered
- * (pack-ids.ts) and a pack finishes after it is created — as the D1 store walks `tasks` (src/engine/purge.ts).
+ * The prune walks only finished packs: the finished-pack index (`packs_done`, migration 0023: queue, id), a
+ * queue at a time, each queue's entries in id order up to its own cutoff — the id of `now` less its retention
+ * (pack ids are time-ordered: pack-ids.ts; a pack finishes after it is created) — then a seek to the next
+ * queue, from where the last call stopped (`sweep_cursors`). So a pass reads the finished packs older than
+ * their queue's retention (those it deletes, and the few it keeps: a pack created before the cutoff and
+ * finished after it, a `retention_s: 0` queue's dead ones) and one seek per queue, never a live pack nor a
+ * finished one within its retention. (Until issue 32's last stop it walked the table's key below the shortest
+ * retention's cutoff: every live pack of every queue was read on each pass.)
  */
 
 /**
@@ -34,11 +38,21 @@ export const PACK_PRUNE_WINDOW = 500;
  */
 export const PACK_PRUNE_ROUNDS = 20;
 
-/** The prune's cursor in `sweep_cursors` (the D1 store's is "retention"). */
-const PACK_PRUNE_CURSOR = "pack_retention";
+/** The prune's cursor in `sweep_cursors` (the D1 store's is "retention"): JSON `[queue, pack id]`, the last
+ * finished pack looked at. (The name of the walk of the table's key before, "pack_retention", is left unread.) */
+const PACK_PRUNE_CURSOR = "pack_retention_done";
 
 /** A pack id ordered with the time prefix of `ms` (a pack id is a ULID less two characters: pack-ids.ts). */
 const packIdBound = (ms: number) => idLowerBound(ms).slice(0, 24);
+
+/** Where the walk is: a queue and the last pack id looked at in it ("" before its first). `queue` "" is before
+ * the first queue; `after` "~" is past the queue's last pack (the next step seeks the next queue). */
+interface WalkAt {
+  queue: string;
+  after: string;
+}
+
+const START: WalkAt = { queue: "", after: "~" };
 
 /**
  * Deletes finished packs past their queue's retention, up to PACK_PRUNE_ROUNDS windows per call, going on
@@ -51,43 +65,69 @@ export async function prunePacksByRetention(db: Db, now: number): Promise<{ prun
   const stored = await db.get<{ position: string }>(
     sql`SELECT position FROM sweep_cursors WHERE name = ${PACK_PRUNE_CURSOR}`,
   );
-  const shortest = await db.get<{ s: number | null }>(sql`SELECT min(retention_s) AS s FROM queues`);
-  const below = packIdBound(now - Math.min(shortest?.s ?? Infinity, DEFAULT_QUEUE_CONFIG.retention_s) * 1000);
-  let at = stored?.position ?? "";
+  const from = stored ? readCursor(stored.position) : START;
+  let at: WalkAt | null = from;
   let pruned = 0;
   let windows = 0;
-  for (let round = 0; round < PACK_PRUNE_ROUNDS; round++) {
-    const step = await pruneWindow(db, now, at, below);
+  for (let round = 0; round < PACK_PRUNE_ROUNDS && at !== null; round++) {
+    const step = await pruneWindow(db, now, at);
     windows++;
     pruned += step.pruned;
     at = step.next;
-    // At the cutoff, or a window mostly kept (live packs, longer retention): the next call goes on.
-    if (at === "" || step.pruned < step.read / 2) break;
+    // Past the last queue, or a window mostly kept (within retention, live packs kept): the next call goes on.
+    if (step.read > 0 && step.pruned < step.read / 2) break;
   }
-  if (at !== (stored?.position ?? "")) {
-    await db.run(sql`INSERT INTO sweep_cursors (name, position) VALUES (${PACK_PRUNE_CURSOR}, ${at})
+  const position = JSON.stringify(at === null ? [START.queue, START.after] : [at.queue, at.after]);
+  if (position !== stored?.position) {
+    await db.run(sql`INSERT INTO sweep_cursors (name, position) VALUES (${PACK_PRUNE_CURSOR}, ${position})
       ON CONFLICT (name) DO UPDATE SET position = excluded.position`);
   }
   return { pruned, windows };
 }
 
-/** One window: reads up to PACK_PRUNE_WINDOW pack ids after `after` and below `below`; if any is finished,
- * deletes those past retention with their side rows. `next` is "" once the window reached the cutoff. */
+function readCursor(position: string): WalkAt {
+  const [queue, after] = JSON.parse(position) as [string, string];
+  return { queue, after };
+}
+
+/** The queue whose finished packs come next after `queue` (one seek in `packs_done`), or null: none. */
+async function nextQueue(db: Db, queue: string): Promise<string | null> {
+  const row = await db.get<{ queue: string }>(sql`SELECT queue FROM packs INDEXED BY packs_done
+    WHERE queue > ${queue} AND finished_at IS NOT NULL ORDER BY queue LIMIT 1`);
+  return row?.queue ?? null;
+}
+
+/** One window: up to PACK_PRUNE_WINDOW finished packs of one queue after `at` and below its cutoff; if any,
+ * those past retention deleted with their side rows. `next` is where the walk goes on (null: past the last
+ * queue, the walk starts again). */
 async function pruneWindow(
   db: Db,
   now: number,
-  after: string,
-  below: string,
-): Promise<{ pruned: number; read: number; next: string }> {
-  const seen = await db.get<{ n: number; finished: number; last: string | null }>(sql`SELECT count(*) AS n,
-      coalesce(sum(finished_at IS NOT NULL), 0) AS finished, max(id) AS last
-    FROM (SELECT id, finished_at FROM packs WHERE id > ${after} AND id < ${below} ORDER BY id LIMIT ${PACK_PRUNE_WINDOW})`);
-  const { n, finished, last } = seen ?? { n: 0, finished: 0, last: null };
-  const next = n < PACK_PRUNE_WINDOW || last === null ? "" : last;
-  if (finished === 0 || last === null) return { pruned: 0, read: n, next };
+  at: WalkAt,
+): Promise<{ pruned: number; read: number; next: WalkAt | null }> {
+  let { queue, after } = at;
+  if (after === "~") {
+    const next = await nextQueue(db, queue);
+    if (next === null) return { pruned: 0, read: 0, next: null };
+    queue = next;
+    after = "";
+  }
+  const retention = await db.get<{ s: number | null }>(sql`SELECT retention_s AS s FROM queues WHERE name = ${queue}`);
+  const below = packIdBound(now - (retention?.s ?? DEFAULT_QUEUE_CONFIG.retention_s) * 1000);
+  const seen = await db.get<{ n: number; last: string | null }>(sql`SELECT count(*) AS n, max(id) AS last
+    FROM (SELECT id FROM packs INDEXED BY packs_done WHERE queue = ${queue} AND finished_at IS NOT NULL
+      AND id > ${after} AND id < ${below} ORDER BY id LIMIT ${PACK_PRUNE_WINDOW})`);
+  const { n, last } = seen ?? { n: 0, last: null };
+  const next = { queue, after: n < PACK_PRUNE_WINDOW || last === null ? "~" : last };
+  if (last === null) return { pruned: 0, read: 0, next };
+  return { pruned: await deleteWindow(db, now, queue, after, last), read: n, next };
+}
+
+/** Deletes the finished packs of `queue` in (after, last] past retention, with their side rows: one batch. */
+async function deleteWindow(db: Db, now: number, queue: string, after: string, last: string): Promise<number> {
   // Each statement finds the doomed packs again (one batch: one transaction, so all see the same packs), the
   // side rows first — they are found through the packs' slots.
-  const doomed = sql`SELECT * FROM packs p WHERE ${prunable(sql`p`, now, after, last)}`;
+  const doomed = sql`SELECT * FROM packs p WHERE ${prunable(sql`p`, now, queue, after, last)}`;
   const slots = sql`(${doomed}) AS d, json_each(d.slots) AS j`;
   const deleted = await batchAll<{ id: string }>(db, [
     // A key row of a doomed task (the row names the task: a key since taken by another task is left alone).
@@ -96,10 +136,10 @@ async function pruneWindow(
         JOIN pack_keys k ON k.queue = d.queue AND k.dedupe_key = j.value->>'d'
       WHERE j.value->>'d' IS NOT NULL AND (j.value->>'i' IS NOT NULL OR substr(k.task_id, 1, 24) = d.id))`,
     sql`DELETE FROM pack_ids WHERE id IN (SELECT j.value->>'i' FROM ${slots} WHERE j.value->>'i' IS NOT NULL)
-      AND pack IN (SELECT id FROM packs p WHERE ${prunable(sql`p`, now, after, last)})`,
+      AND pack IN (SELECT id FROM packs p WHERE ${prunable(sql`p`, now, queue, after, last)})`,
     // A slot's spill rows are keyed by its address (its pack's id and two characters): a range of the key.
     sql`DELETE FROM pack_spill WHERE task_id IN (SELECT s.task_id FROM packs p
-      JOIN pack_spill s ON s.task_id >= p.id AND s.task_id < p.id || '~' WHERE ${prunable(sql`p`, now, after, last)})`,
+      JOIN pack_spill s ON s.task_id >= p.id AND s.task_id < p.id || '~' WHERE ${prunable(sql`p`, now, queue, after, last)})`,
     // A doomed task's edges as a dependency (settled: it finished), as the row store's prune deletes them: a
     // delivered settlement to a dependent elsewhere, and an edge whose dependent here is gone already (one kept
     // longer lists it as pruned, and its own prune deletes the edge). Found by each table's key: the pack's
@@ -112,19 +152,19 @@ async function pruneWindow(
         SELECT e.dependency, e.dependent FROM ${slots} JOIN ${sql.raw(table)} e ON e.dependency = j.value->>'i'
       ) AND ${table === "task_edges" ? sql`NOT EXISTS (SELECT 1 FROM tasks o WHERE o.id = dependent)` : sql`delivered_at IS NOT NULL`}`,
     ),
-    sql`DELETE FROM packs WHERE ${prunable(sql`packs`, now, after, last)} RETURNING id`,
+    sql`DELETE FROM packs WHERE ${prunable(sql`packs`, now, queue, after, last)} RETURNING id`,
   ]);
-  return { pruned: deleted.at(-1)?.length ?? 0, read: n, next };
+  return deleted.at(-1)?.length ?? 0;
 }
 
 /**
- * Whether pack `p` (a table alias) is finished past its queue's retention, with an id in (after, last]. On a
+ * Whether pack `p` (a table alias) of `queue` is finished past its queue's retention, with an id in (after, last]. On a
  * queue of `retention_s: 0`, a pack holding a dead or cancelled task (its `st` not all `c` or `o`) is kept for the
  * default retention.
  */
-function prunable(p: SQL, now: number, after: string, last: string): SQL {
+function prunable(p: SQL, now: number, queue: string, after: string, last: string): SQL {
   const retention = sql`(SELECT q.retention_s FROM queues q WHERE q.name = ${p}.queue)`;
-  return sql`${p}.id > ${after} AND ${p}.id <= ${last} AND ${p}.live = 0 AND ${p}.finished_at IS NOT NULL
+  return sql`${p}.queue = ${queue} AND ${p}.id > ${after} AND ${p}.id <= ${last} AND ${p}.live = 0 AND ${p}.finished_at IS NOT NULL
     AND ${p}.finished_at < ${now} - 1000 * CASE
       WHEN ${retention} = 0 AND replace(replace(${p}.st, 'c', ''), 'o', '') <> '' THEN ${DEFAULT_QUEUE_CONFIG.retention_s}
       ELSE coalesce(${retention}, ${DEFAULT_QUEUE_CONFIG.retention_s}) END`;

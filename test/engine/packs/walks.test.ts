@@ -1,0 +1,90 @@
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { openDb } from "../../../src/db/client";
+import { packTaskStore } from "../../../src/engine/packs/pack-store";
+import { PURGE_LIVE_PACKS_WALKED } from "../../../src/engine/packs/purge";
+import { T0, uniqueQueue } from "../../helpers";
+import { meteredD1 } from "../../support/metered-d1";
+
+// What a purge and a retention pass over packs read beside many live packs (docs/design/packs.md, "Purge and
+// retention walk what they need"): each walks its queue's finished packs (`packs_done`, migration 0023) and —
+// the purge only — a bounded front of its live ones (`packs_live`), never the whole table. Rows read measured
+// with D1's meta (storage is this file's own: the live packs below are all the database holds besides).
+
+const DAY_MS = 86_400_000;
+/** This file's time range (pack ids are time-ordered; purges and the prune look below a time). */
+const AT = T0 + 60 * DAY_MS;
+/** Live packs beside the measured ones. */
+const LIVE_PACKS = 300;
+
+const store = () => packTaskStore(openDb(env.DB));
+
+/** LIVE_PACKS packs of two pending tasks on their own queue, created at AT. */
+async function liveBacklog(): Promise<string> {
+  const queue = uniqueQueue("walk-live");
+  for (let i = 0; i < LIVE_PACKS; i++) await store().enqueueTasks(queue, [{}, {}], AT);
+  return queue;
+}
+
+/** A pack of two tasks of `queue`, completed at `at` + 2. */
+async function finishedPack(queue: string, at: number): Promise<string[]> {
+  const ids = (await store().enqueueTasks(queue, [{}, {}], at)).tasks.map((t) => t.id);
+  const leased = await store().leaseTasks({ queue, max: 2, visibilityTimeoutS: 60, holder: "w" }, at + 1);
+  await store().completeTasks(
+    leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+    at + 2,
+  );
+  return ids;
+}
+
+/** Rows read by `run` on a metered store. */
+async function rowsRead<T>(run: (s: ReturnType<typeof packTaskStore>) => Promise<T>): Promise<[T, number]> {
+  const meter = meteredD1(env.DB);
+  const answer = await run(packTaskStore(openDb(meter.db)));
+  return [answer, meter.usage.rowsRead];
+}
+
+describe("pack store: purge and retention walk what they need", () => {
+  it("a purge reads its queue's packs, not another queue's live ones; a purge of a live backlog reads a bounded front", async () => {
+    const live = await liveBacklog();
+    const queue = uniqueQueue("walk-purge");
+    await finishedPack(queue, AT + 10);
+    const [purged, read] = await rowsRead((s) => s.purgeTasks(queue, { before: AT + 20 }));
+    expect(purged).toEqual({ purged: 2 });
+    console.log(`purge of one finished pack beside ${LIVE_PACKS} live packs: ${read} rows read`);
+    expect(read).toBeLessThan(50);
+    // A purge of the backlog's queue (nothing finished) reads at most the bounded front of its live packs.
+    const [none, backlogRead] = await rowsRead((s) => s.purgeTasks(live, { before: AT + 20 }));
+    expect(none).toEqual({ purged: 0 });
+    console.log(`purge of a queue of ${LIVE_PACKS} live packs, none finished: ${backlogRead} rows read`);
+    // The front: its index entries and their rows (one each), whatever the backlog behind.
+    expect(backlogRead).toBeLessThanOrEqual(2 * PURGE_LIVE_PACKS_WALKED + 20);
+  });
+
+  it("a finished slot in a live pack at the queue's front is purged", async () => {
+    const queue = uniqueQueue("walk-purge-front");
+    const ids = (await store().enqueueTasks(queue, [{}, {}, {}], AT)).tasks.map((t) => t.id);
+    const [first] = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 60, holder: "w" }, AT + 1);
+    await store().completeTasks([{ id: first!.id, leaseToken: first!.leaseToken! }], AT + 2);
+    expect(await store().purgeTasks(queue, { before: AT + 3 })).toEqual({ purged: 1 });
+    expect(await store().findTaskState(ids[1]!)).toBe("pending");
+  });
+
+  it("a retention pass beside many live packs reads the finished ones, and prunes them", async () => {
+    await liveBacklog();
+    const queue = uniqueQueue("walk-prune");
+    await store().putQueueConfig(queue, { retention_s: 60 }, AT, []);
+    const doomed = await finishedPack(queue, AT + 30);
+    const now = AT + 30 + 120_000;
+    const [pruned, read] = await rowsRead(async (s) => {
+      let total = 0;
+      for (let i = 0; i < 5; i++) total += (await s.pruneByRetention(now + i)).pruned;
+      return total;
+    });
+    console.log(`5 retention passes beside ${2 * LIVE_PACKS} live packs: ${read} rows read, ${pruned} pruned`);
+    expect(pruned).toBe(1);
+    expect(await openDb(env.DB).all(sql`SELECT id FROM packs WHERE id = ${doomed[0]!.slice(0, 24)}`)).toEqual([]);
+    expect(read).toBeLessThan(LIVE_PACKS);
+  });
+});
