@@ -4,6 +4,7 @@ import { openDb } from "../../../src/db/client";
 import { hybridTaskStore } from "../../../src/engine/hybrid/hybrid-store";
 import { packTaskIds } from "../../../src/engine/hybrid/layout-of-ids";
 import { T0, uniqueQueue } from "../../helpers";
+import { meteredD1 } from "../../support/metered-d1";
 
 // A queue rate set after pack tasks were enqueued (docs/design/packs.md, "A queue rate set over pack tasks"):
 // the pack tasks stay in packs, and every lease of the queue — rows and packs alike — starts at most the
@@ -44,12 +45,12 @@ describe("hybrid store: a queue rate set over pack tasks", () => {
     const queue = uniqueQueue("hy-rate-rows");
     const s = store();
     const r1 = (await s.enqueueTasks(queue, [{ payload: "r", priority: 5 }], T)).tasks[0]!.id;
-    const r2 = (await s.enqueueTasks(queue, [{ payload: "r2", priority: 5 }], T)).tasks[0]!.id;
+    const r2 = (await s.enqueueTasks(queue, [{ payload: "r2", priority: 5 }], T + 1)).tasks[0]!.id;
     const packed = (await s.enqueueTasks(queue, plain(10), T)).tasks.map((t) => t.id);
     await s.putQueueConfig(queue, { flow: { rate: { count: 3, per: "minute" } } }, T, []);
-    const taken = (await lease(s, queue, 10, T + 1)).map((t) => t.id);
+    const taken = (await lease(s, queue, 10, T + 2)).map((t) => t.id);
     expect(taken).toEqual([r1, r2, packed[0]]);
-    expect(await lease(s, queue, 10, T + 2)).toHaveLength(0);
+    expect(await lease(s, queue, 10, T + 3)).toHaveLength(0);
   });
 
   it("concurrent leasers together take no more than the bucket holds, and unused tokens are given back", async () => {
@@ -70,5 +71,29 @@ describe("hybrid store: a queue rate set over pack tasks", () => {
     await s.enqueueTasks(queue, plain(8), T);
     await s.putQueueConfig(queue, { flow: { default: { concurrency: 1 } } }, T, []);
     expect(await lease(s, queue, 10, T + 1)).toHaveLength(8);
+  });
+
+  it("the rate costs a lease of packs one row written (the bucket), two when it gives tokens back", async () => {
+    const written = async (rate: boolean, max: number) => {
+      const queue = uniqueQueue("hy-rate-cost");
+      await store().enqueueTasks(queue, plain(6), T);
+      const flow = rate ? { rate: { count: 100, per: "minute" as const } } : { default: { concurrency: 1 } };
+      await store().putQueueConfig(queue, { flow }, T, []);
+      const meter = meteredD1(env.DB);
+      const leased = await hybridTaskStore(openDb(meter.db)).leaseTasks(
+        { queue, max, visibilityTimeoutS: 60, holder: "w" },
+        T + 1,
+      );
+      return { n: leased.length, rows: meter.usage.rowsWritten };
+    };
+    const plainLease = await written(false, 4);
+    const rated = await written(true, 4);
+    const givesBack = await written(true, 10);
+    console.log(
+      `lease of packs: ${plainLease.rows} rows written; rated: ${rated.rows}; rated, tokens given back: ${givesBack.rows}`,
+    );
+    expect([plainLease.n, rated.n, givesBack.n]).toEqual([4, 4, 6]);
+    expect(rated.rows).toBe(plainLease.rows + 1);
+    expect(givesBack.rows).toBe(plainLease.rows + 2);
   });
 });
