@@ -127,7 +127,9 @@ async function pruneWindow(
 async function deleteWindow(db: Db, now: number, queue: string, after: string, last: string): Promise<number> {
   // Each statement finds the doomed packs again (one batch: one transaction, so all see the same packs), the
   // side rows first — they are found through the packs' slots.
-  const doomed = sql`SELECT * FROM packs p WHERE ${prunable(sql`p`, now, queue, after, last)}`;
+  // Each names `packs_done`: its (queue, id) range is the window's packs; the key's range (after, last] would
+  // be every queue's packs created in that time, live ones included.
+  const doomed = sql`SELECT * FROM packs p INDEXED BY packs_done WHERE ${prunable(sql`p`, now, queue, after, last)}`;
   const slots = sql`(${doomed}) AS d, json_each(d.slots) AS j`;
   const deleted = await batchAll<{ id: string }>(db, [
     // A key row of a doomed task (the row names the task: a key since taken by another task is left alone).
@@ -136,9 +138,9 @@ async function deleteWindow(db: Db, now: number, queue: string, after: string, l
         JOIN pack_keys k ON k.queue = d.queue AND k.dedupe_key = j.value->>'d'
       WHERE j.value->>'d' IS NOT NULL AND (j.value->>'i' IS NOT NULL OR substr(k.task_id, 1, 24) = d.id))`,
     sql`DELETE FROM pack_ids WHERE id IN (SELECT j.value->>'i' FROM ${slots} WHERE j.value->>'i' IS NOT NULL)
-      AND pack IN (SELECT id FROM packs p WHERE ${prunable(sql`p`, now, queue, after, last)})`,
+      AND pack IN (SELECT id FROM packs p INDEXED BY packs_done WHERE ${prunable(sql`p`, now, queue, after, last)})`,
     // A slot's spill rows are keyed by its address (its pack's id and two characters): a range of the key.
-    sql`DELETE FROM pack_spill WHERE task_id IN (SELECT s.task_id FROM packs p
+    sql`DELETE FROM pack_spill WHERE task_id IN (SELECT s.task_id FROM packs p INDEXED BY packs_done
       JOIN pack_spill s ON s.task_id >= p.id AND s.task_id < p.id || '~' WHERE ${prunable(sql`p`, now, queue, after, last)})`,
     // A doomed task's edges as a dependency (settled: it finished), as the row store's prune deletes them: a
     // delivered settlement to a dependent elsewhere, and an edge whose dependent here is gone already (one kept
@@ -152,7 +154,7 @@ async function deleteWindow(db: Db, now: number, queue: string, after: string, l
         SELECT e.dependency, e.dependent FROM ${slots} JOIN ${sql.raw(table)} e ON e.dependency = j.value->>'i'
       ) AND ${table === "task_edges" ? sql`NOT EXISTS (SELECT 1 FROM tasks o WHERE o.id = dependent)` : sql`delivered_at IS NOT NULL`}`,
     ),
-    sql`DELETE FROM packs WHERE ${prunable(sql`packs`, now, queue, after, last)} RETURNING id`,
+    sql`DELETE FROM packs INDEXED BY packs_done WHERE ${prunable(sql`packs`, now, queue, after, last)} RETURNING id`,
   ]);
   return deleted.at(-1)?.length ?? 0;
 }

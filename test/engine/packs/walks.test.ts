@@ -20,10 +20,13 @@ const LIVE_PACKS = 300;
 
 const store = () => packTaskStore(openDb(env.DB));
 
-/** LIVE_PACKS packs of two pending tasks on their own queue, created at AT. */
+/** LIVE_PACKS packs of two pending tasks on their own queue, created at AT: one call, a type per pack. */
 async function liveBacklog(): Promise<string> {
   const queue = uniqueQueue("walk-live");
-  for (let i = 0; i < LIVE_PACKS; i++) await store().enqueueTasks(queue, [{}, {}], AT);
+  const tasks = Array.from({ length: 2 * LIVE_PACKS }, (_, i) => ({ type: `t${i >> 1}` }));
+  await store().enqueueTasks(queue, tasks, AT);
+  const packs = await openDb(env.DB).all<{ n: number }>(sql`SELECT count(*) AS n FROM packs WHERE queue = ${queue}`);
+  expect(packs[0]!.n).toBe(LIVE_PACKS);
   return queue;
 }
 
