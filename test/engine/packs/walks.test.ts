@@ -10,7 +10,7 @@ import { meteredD1 } from "../../support/metered-d1";
 // What a purge and a retention pass over packs read beside many live packs (docs/design/packs.md, "Purge and
 // retention walk what they need"): each walks its queue's finished packs (`packs_done`, migration 0023) and —
 // the purge only — a bounded front of its live ones (`packs_live`), never the whole table. Rows read measured
-// with D1's meta (storage is this file's own: the live packs below are all the database holds besides).
+// with D1's meta.
 
 const DAY_MS = 86_400_000;
 /** This file's time range (pack ids are time-ordered; purges and the prune look below a time). */
@@ -78,15 +78,18 @@ describe("pack store: purge and retention walk what they need", () => {
     await liveBacklog();
     const queue = uniqueQueue("walk-prune");
     await store().putQueueConfig(queue, { retention_s: 60 }, AT, []);
-    const doomed = await finishedPack(queue, AT + 30);
     const now = AT + 30 + 120_000;
+    // The suite's files share the database (isolate: false): what they left past retention is pruned first, so
+    // the passes measured read this file's packs and what others keep.
+    for (let i = 0; i < 30; i++) await store().pruneByRetention(now - 1);
+    const doomed = await finishedPack(queue, AT + 30);
     const [pruned, read] = await rowsRead(async (s) => {
       let total = 0;
       for (let i = 0; i < 5; i++) total += (await s.pruneByRetention(now + i)).pruned;
       return total;
     });
     console.log(`5 retention passes beside ${2 * LIVE_PACKS} live packs: ${read} rows read, ${pruned} pruned`);
-    expect(pruned).toBe(1);
+    expect(pruned).toBeGreaterThanOrEqual(1);
     expect(await openDb(env.DB).all(sql`SELECT id FROM packs WHERE id = ${doomed[0]!.slice(0, 24)}`)).toEqual([]);
     expect(read).toBeLessThan(LIVE_PACKS);
   });
