@@ -71,7 +71,8 @@ export async function prunePacksByRetention(db: Db, now: number): Promise<{ prun
   let windows = 0;
   for (let round = 0; round < PACK_PRUNE_ROUNDS && at !== null; round++) {
     const step = await pruneWindow(db, now, at);
-    windows++;
+    // A window is a walk that read packs; a queue with nothing past its cutoff cost a seek, not a window.
+    if (step.read > 0) windows++;
     pruned += step.pruned;
     at = step.next;
     // Past the last queue, or a window mostly kept (within retention, live packs kept): the next call goes on.
