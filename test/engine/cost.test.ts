@@ -102,15 +102,16 @@ describeStore(
       expect(rowsWritten()).toBe(kind.costs.extend(n));
     });
 
-    /** 2,000 other tasks in the table (a complete that scanned it would read them all), `before` run, then a
-     * life of ten whose complete is measured: the rows it read. */
-    async function completeOfTenReads(before: () => Promise<unknown> = async () => {}): Promise<number> {
+    /** 2,000 other tasks in the table (a complete that scanned it would read them all), then a life of ten
+     * whose complete is measured: the rows it read. (Run once after `ANALYZE` too, it showed the joins that
+     * statistics turn into scans — fixed with CROSS JOIN and unary + — but statistics stay in the suite's
+     * shared database for every later file, so it is not kept: docs/design/packs.md, "Left".) */
+    async function completeOfTenReads(): Promise<number> {
       await kind.store().enqueueTasks(
         uniqueQueue("filler"),
         Array.from({ length: 2000 }, (_, i) => ({ payload: { i } })),
         T0,
       );
-      await before();
       const { store, rowsRead, reset } = kind.measure();
       const queue = uniqueQueue();
       await store.enqueueTasks(
@@ -130,14 +131,6 @@ describeStore(
 
     it("reads rows in proportion to the ack when completing, not to the table", async () => {
       expect(await completeOfTenReads()).toBeLessThan(kind.costs.completeOfTenReadsBelow);
-    });
-
-    it("reads rows in proportion to the call, not to the table, once the database has statistics (ANALYZE)", async () => {
-      // A long-lived D1 database gets statistics (`PRAGMA optimize`), and with them SQLite's planner may order
-      // a join differently: the walk of an ack's settled dependents scanned all of `tasks` (a Bloom filter
-      // of the walk) once it had them, and a pack write's settlement every task finished in its millisecond.
-      const read = await completeOfTenReads(() => kind.callerDb().prepare("ANALYZE").run());
-      expect(read).toBeLessThan(kind.costs.completeOfTenReadsBelow);
     });
 
     it("an enqueue with dedupe keys writes what the store promises (D1: one more row per key, its unique-index entry, plus the call's counter row)", async () => {
