@@ -5,10 +5,19 @@
  */
 import { openDb } from "../src/db/client";
 import { packTaskStore } from "../src/engine/packs/pack-store";
+import type { TaskStore } from "../src/engine/store";
 import { VISIBILITY_S, type Held, type QueueSystem } from "./engine-ops";
 
 export function packStoreSystem(d1: D1Database): QueueSystem {
-  const store = packTaskStore(openDb(d1));
+  return portSystem(packTaskStore(openDb(d1)), "pack store");
+}
+
+/** Any task store as a queue system, through the port's calls (the HTTP lease's `leaseAnswers`: each task's
+ * API view rendered in the lease); `name` names it in an error. */
+export function portSystem(
+  store: Pick<TaskStore, "enqueueTasks" | "leaseAnswers" | "completeTasks" | "failTasks">,
+  name: string,
+): QueueSystem {
   const fenced = (items: Held[]) => items.map((i) => ({ id: String(i.id), leaseToken: i.token }));
   return {
     async enqueue(queue, n, opts, now) {
@@ -18,7 +27,7 @@ export function packStoreSystem(d1: D1Database): QueueSystem {
         dedupeKey: opts.dedupe ? `k${first + i}` : undefined,
       }));
       const { tasks: made } = await store.enqueueTasks(queue, tasks, now);
-      if (made.some((t) => t.deduplicated)) throw new Error("pack store enqueue: unexpected dedupe");
+      if (made.some((t) => t.deduplicated)) throw new Error(`${name} enqueue: unexpected dedupe`);
     },
     async lease(queue, max, now) {
       const answers = await store.leaseAnswers({ queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" }, now);

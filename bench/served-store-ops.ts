@@ -7,7 +7,8 @@
 import { openDb } from "../src/db/client";
 import { taskStoreOn } from "../src/shards/shard-set";
 import type { D1Usage } from "../test/support/metered-d1";
-import { bulkEnqueue, VISIBILITY_S, type Held, type QueueSystem } from "./engine-ops";
+import { bulkEnqueue, type QueueSystem } from "./engine-ops";
+import { portSystem } from "./pack-store-ops";
 
 /**
  * Tasks per enqueue call of a producer of batches: an enqueue call of at least 2 plain tasks goes into packs
@@ -17,39 +18,7 @@ import { bulkEnqueue, VISIBILITY_S, type Held, type QueueSystem } from "./engine
 export const SERVED_ENQUEUE_CALL = 100;
 
 export function servedSystem(d1: D1Database): QueueSystem {
-  const store = taskStoreOn(openDb(d1));
-  const fenced = (items: Held[]) => items.map((i) => ({ id: String(i.id), leaseToken: i.token }));
-  return {
-    async enqueue(queue, n, opts, now) {
-      const first = opts.first ?? 0;
-      const tasks = Array.from({ length: n }, (_, i) => ({
-        payload: { i: first + i },
-        dedupeKey: opts.dedupe ? `k${first + i}` : undefined,
-      }));
-      const { tasks: made } = await store.enqueueTasks(queue, tasks, now);
-      if (made.some((t) => t.deduplicated)) throw new Error("served store enqueue: unexpected dedupe");
-    },
-    async lease(queue, max, now) {
-      // The HTTP lease's call on the store: each task's API view rendered in the lease.
-      const answers = await store.leaseAnswers({ queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" }, now);
-      return answers.map((a) => ({ id: a.id, token: a.leaseToken }));
-    },
-    async complete(items, now) {
-      if (items.length === 0) return 0;
-      return (await store.completeTasks(fenced(items), now)).filter((o) => o.ok).length;
-    },
-    async fail(items, now, permanent) {
-      if (items.length === 0) return 0;
-      const failed = items.map((i) => ({
-        id: String(i.id),
-        leaseToken: i.token,
-        message: "boom",
-        retryable: !permanent,
-        retryAfterS: 0,
-      }));
-      return (await store.failTasks(failed, now)).filter((o) => o.ok).length;
-    },
-  };
+  return portSystem(taskStoreOn(openDb(d1)), "served store");
 }
 
 /**
