@@ -2,10 +2,10 @@ import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { openDb } from "../../../src/db/client";
-import { decodePack, packFigures, PACK_COLUMNS, type PackRowRead } from "../../../src/engine/packs/pack-row";
+import { PACK_COLUMNS, type PackRowRead } from "../../../src/engine/packs/pack-row";
 import { packTaskStore } from "../../../src/engine/packs/pack-store";
-import { getQueueConfig } from "../../../src/engine/queue-config";
 import { PROCESSORS, T0, uniqueQueue } from "../../helpers";
+import { expectFiguresFromSlots } from "./pack-state";
 import { recordingD1 } from "./recording-d1";
 
 // The pack store's lease of pending slots in SQL evaluated at write time (src/engine/packs/lease-sql.ts):
@@ -23,23 +23,6 @@ async function packsOf(queue: string): Promise<Row[]> {
   return db().all<Row>(
     sql`SELECT ${sql.raw(PACK_COLUMNS)}, next_at, rare_at, live, ready, n FROM packs WHERE queue = ${queue} ORDER BY id`,
   );
-}
-
-/** Holds every pack's stored figures equal to packFigures of its slots as stored. */
-async function expectFiguresFromSlots(queue: string, now: number) {
-  const config = await getQueueConfig(db(), queue);
-  const rows = await packsOf(queue);
-  expect(rows.length).toBeGreaterThan(0);
-  for (const row of rows) {
-    const f = packFigures(decodePack(row), config, now);
-    expect({
-      live: row.live,
-      ready: row.ready,
-      next_at: row.next_at,
-      rare_at: row.rare_at,
-      finished_at: row.finished_at,
-    }).toEqual({ live: f.live, ready: f.ready, next_at: f.nextAt, rare_at: f.rareAt, finished_at: f.finishedAt });
-  }
 }
 
 describe("pack store: the SQL lease writes what the slots say (lease-sql.ts against packFigures)", () => {

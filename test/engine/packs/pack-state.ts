@@ -36,10 +36,12 @@ export async function packState(queue: string) {
   });
 }
 
-/** Every pack's stored figures are packFigures of its slots as stored. */
+/** Every pack's stored figures are packFigures of its slots as stored (and the queue has packs). */
 export async function expectFiguresFromSlots(queue: string, now: number) {
   const config = await getQueueConfig(db(), queue);
-  for (const row of await packsOf(queue)) {
+  const rows = await packsOf(queue);
+  expect(rows.length).toBeGreaterThan(0);
+  for (const row of rows) {
     const f = packFigures(decodePack(row), config, now);
     expect({
       live: row.live,
