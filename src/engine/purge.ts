@@ -156,14 +156,18 @@ function prunable(t: SQL, now: number, after: string, last: string): SQL {
 function prunedEdgesSql(now: number, after: string, last: string): SQL {
   const gone = (id: SQL) =>
     sql`NOT EXISTS (SELECT 1 FROM tasks o WHERE o.id = ${id} AND NOT (${prunable(sql`o`, now, after, last)}))`;
-  // The window's prunable tasks, read once (materialised: both branches use them).
-  return sql`WITH doomed AS MATERIALIZED (SELECT d.id, d.depends_on FROM tasks d WHERE ${prunable(sql`d`, now, after, last)})
-    DELETE FROM task_edges WHERE (dependency, dependent) IN (
+  // The window's prunable tasks, read once (materialised: both branches use them). The edges to delete are a
+  // materialised CTE too: with the UNION ALL written inside the DELETE's IN, SQLite scanned all of task_edges
+  // against it (every edge of the database read per prune window: test/engine/d1/prune-walk.test.ts); from a
+  // CTE it probes the primary key once per pair.
+  return sql`WITH doomed AS MATERIALIZED (SELECT d.id, d.depends_on FROM tasks d WHERE ${prunable(sql`d`, now, after, last)}),
+    pairs(dependency, dependent) AS MATERIALIZED (
       SELECT e.dependency, e.dependent FROM doomed d JOIN task_edges e ON e.dependency = d.id
         WHERE ${gone(sql`e.dependent`)}
       UNION ALL
       SELECT j.value, d.id FROM doomed d, json_each(d.depends_on) AS j
-        WHERE d.depends_on IS NOT NULL AND ${gone(sql`j.value`)})`;
+        WHERE d.depends_on IS NOT NULL AND ${gone(sql`j.value`)})
+    DELETE FROM task_edges WHERE (dependency, dependent) IN (SELECT dependency, dependent FROM pairs)`;
 }
 
 /**
