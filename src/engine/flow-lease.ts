@@ -89,7 +89,7 @@ export function flowLeaseSql(
 ): [SQL, SQL] {
   const nonce = crypto.randomUUID();
   // `picked` is read three times below (per key, the total, the ids): MATERIALIZED, so it is computed once.
-  const grant = sql`WITH RECURSIVE ${pickCtes(request, now)},
+  const grant = sql`WITH RECURSIVE ${pickCtes(request, now, guard)},
     taken AS (SELECT key, count(*) AS n FROM picked WHERE key IS NOT NULL GROUP BY key),
     total AS (SELECT count(*) AS n, (SELECT key FROM picked WHERE key IS NOT NULL ORDER BY pos DESC LIMIT 1) AS last_served,
       (SELECT k FROM walk ORDER BY n DESC LIMIT 1) AS last_seen, (SELECT json_group_array(id) FROM picked) AS ids
@@ -104,7 +104,7 @@ export function flowLeaseSql(
         NULL, total.n, ${nonce}, total.ids, ${now}
         FROM qt q, total, cap
         WHERE total.n > 0 OR q.cur IS NOT coalesce(total.last_seen, q.cur)
-    ) WHERE (${guard})
+    ) WHERE true -- SQLite's parser needs a WHERE before an upsert's ON CONFLICT after a SELECT
     ON CONFLICT (queue, key) DO UPDATE SET tokens = excluded.tokens, refilled_at = excluded.refilled_at,
       cursor = CASE WHEN excluded.key = ${QUEUE_ROW_KEY} THEN excluded.cursor ELSE flow_keys.cursor END,
       window_from = NULL, granted = excluded.granted, lease_nonce = excluded.lease_nonce,
@@ -153,7 +153,7 @@ function limitSql(
  * several later CTEs, and inlined they were computed again for each (the plan showed every key's count
  * three times over).
  */
-function pickCtes(request: FlowLeaseRequest, now: number): SQL {
+function pickCtes(request: FlowLeaseRequest, now: number, guard: SQL): SQL {
   const q = request.queue;
   // Inlined, not bound: D1 binds a JS number as a REAL, and integer arithmetic (a LIMIT's) must stay integer.
   // request.max is checked to be an integer of 1..MAX_BATCH before any statement is built (lease.ts).
@@ -188,7 +188,10 @@ function pickCtes(request: FlowLeaseRequest, now: number): SQL {
       FROM cfg),
     qt AS (SELECT *, CASE WHEN rc IS NULL THEN NULL ELSE min(rb, coalesce((SELECT tokens FROM qrow), rb)
         + (${now} - coalesce((SELECT refilled_at FROM qrow), ${now})) * rc / rp) END AS qtok FROM qs),
-    cap AS (SELECT CASE WHEN paused = 1 THEN 0 WHEN qtok IS NULL THEN ${max} ELSE min(${max}, CAST(qtok AS INTEGER)) END
+    -- The guard is read here, on a flow queue only (cfg has no row otherwise): a false one leases nothing, as
+    -- a pause does, and a queue without flow control does not evaluate it again (the served store's guard
+    -- reads both layouts' fronts: src/engine/hybrid/split-lease.ts).
+    cap AS (SELECT CASE WHEN paused = 1 OR NOT (${guard}) THEN 0 WHEN qtok IS NULL THEN ${max} ELSE min(${max}, CAST(qtok AS INTEGER)) END
       AS n FROM qt),
     -- The round's keys: those after the cursor (lap 0), then from the first up to the cursor (lap 1); one
     -- seek in tasks_keyed per key. Each walked key comes as v = its flag (1: may have work now; 0: nothing due,

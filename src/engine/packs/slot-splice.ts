@@ -255,8 +255,23 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
 }
 
 /**
- * The pack writes of a holder's batch and what its guard must check: each pack spliced (`splice`, and the pack
- * qualifies: see above), else written whole under its `ver`.
+ * Whether the write holds every slot of `pack` that was live as read: the usual ack of a lease that took the
+ * pack whole. No other holder can then write the pack, and no leaser can take from it, so the whole-pack write
+ * under `ver` commits in its first round (only an operator's cancel request or the reaper between read and write
+ * make it retry) — one plain UPDATE where a splice's is built per slot and its figures walk the slots in SQL
+ * (in the bench's profile, docs/benchmarks.md section 2b, most of a served completion's time).
+ */
+function holdsEveryLiveSlot(pack: Pack, reads: SlotRead[]): boolean {
+  const st = pack.readSt;
+  if (st === undefined) return false;
+  let live = 0;
+  for (const c of st) if (c === "p" || c === "w" || c === "r") live++;
+  return live === reads.length;
+}
+
+/**
+ * The pack writes of a holder's batch and what its guard must check: each pack spliced (`splice`, the pack
+ * qualifies, see above, and the write does not hold all its live slots), else written whole under its `ver`.
  */
 export function holderPackWrites(
   packs: Pack[],
@@ -270,7 +285,7 @@ export function holderPackWrites(
   const statements: SQL[] = [];
   for (const pack of packs) {
     const reads = readsOf.get(pack) ?? [];
-    const growth = splice && reads.length > 0 ? spliceGrowth(pack, reads) : null;
+    const growth = splice && reads.length > 0 && !holdsEveryLiveSlot(pack, reads) ? spliceGrowth(pack, reads) : null;
     if (growth === null) {
       whole.push(pack);
       statements.push(...packWriteSql(pack, configOf(pack), now));
