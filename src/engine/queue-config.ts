@@ -87,11 +87,38 @@ export async function getQueueConfig(db: Db, queue: string): Promise<QueueConfig
  * the read and its other statements: src/engine/hybrid/split-lease.ts); `queueConfigOf` reads its row.
  */
 export function queueConfigSql(queue: string): SQL {
-  return sql`SELECT max_attempts AS maxAttempts, visibility_timeout_s AS visibilityTimeoutS,
-      backoff_base_s AS backoffBaseS, backoff_cap_s AS backoffCapS, retention_s AS retentionS, mode, processor,
-      concurrency, rate_limit_count AS rateLimitCount, rate_limit_window_s AS rateLimitWindowS,
-      max_run_s AS maxRunS, flow
-    FROM queues WHERE name = ${queue}`;
+  return sql`SELECT ${configColumnsSql("queues", "")} FROM queues WHERE name = ${queue}`;
+}
+
+/** A stored config's columns (QueueRow's names: fromRow's input) and the `queues` columns they come from. */
+const CONFIG_COLUMNS: Array<[keyof QueueRow, string]> = [
+  ["maxAttempts", "max_attempts"],
+  ["visibilityTimeoutS", "visibility_timeout_s"],
+  ["backoffBaseS", "backoff_base_s"],
+  ["backoffCapS", "backoff_cap_s"],
+  ["retentionS", "retention_s"],
+  ["mode", "mode"],
+  ["processor", "processor"],
+  ["concurrency", "concurrency"],
+  ["rateLimitCount", "rate_limit_count"],
+  ["rateLimitWindowS", "rate_limit_window_s"],
+  ["maxRunS", "max_run_s"],
+  ["flow", "flow"],
+];
+
+/**
+ * A stored config's columns of `table` (a name or alias of `queues`), each named `prefix` + its QueueRow name:
+ * for a statement that reads a config beside other columns (src/engine/packs/locate.ts joins it to its packs);
+ * `queueConfigOfColumns` reads them back. A queue without a row (a LEFT JOIN's nulls) reads as the defaults.
+ */
+export function configColumnsSql(table: string, prefix: string): SQL {
+  return sql.raw(CONFIG_COLUMNS.map(([name, column]) => `${table}.${column} AS ${prefix}${name}`).join(", "));
+}
+
+/** The effective config from `configColumnsSql`'s columns of a row. */
+export function queueConfigOfColumns(row: Record<string, unknown>, prefix: string): QueueConfig {
+  const stored = Object.fromEntries(CONFIG_COLUMNS.map(([name]) => [name, row[prefix + name] ?? null]));
+  return fromRow(stored as unknown as QueueRow);
 }
 
 /** The effective config from `queueConfigSql`'s rows (none: the defaults). */

@@ -8,7 +8,17 @@ import { packTaskStore } from "../packs/pack-store";
 import { getQueueConfig, type QueueConfig } from "../queue-config";
 import { enqueuePackTasks } from "../packs/enqueue";
 import type { EndedHandOut, TaskStore } from "../store";
-import { inInputOrder, packTaskIds, splitItems } from "./layout-of-ids";
+import { couldBePackTask, inInputOrder, packTaskIds, splitItems } from "./layout-of-ids";
+import { locateForWrite, type PackReads } from "../packs/locate";
+import {
+  completePackTasks,
+  extendPackLeases,
+  failPackTasks,
+  heartbeatPackTask,
+  releasePackTasks,
+} from "../packs/holder-writes";
+import { packOf } from "../packs/pack-ids";
+import type { AckOutcome } from "../ack";
 import { byQueue, joinFigures, joinFronts, mergePages, mergeStats, minOf, sumCounts } from "./merge-answers";
 import { goesIntoPacks } from "./route-enqueue";
 import { leaseBoth } from "./split-lease";
@@ -41,20 +51,25 @@ function openStore(db: Db): TaskStore {
   const packs = packTaskStore(db);
   const side = { rows, packs };
 
-  /** Runs a by-item write on each layout holding some of `items`, answered in input order. */
-  async function perItem<T extends { id: string }, A>(
+  /**
+   * A holder's write by item on each layout holding some of `items`, answered in input order. The read that
+   * tells the layouts apart is the pack write's own first read (locate.ts `locateForWrite`: the packs, their
+   * queues' configs), so a write of pack tasks makes two D1 calls: that read and its batch.
+   */
+  async function perHeldItem<T extends { id: string }>(
     items: T[],
-    run: (store: "rows" | "packs", items: T[]) => Promise<A[]>,
-  ): Promise<A[]> {
-    const onPacks = await packTaskIds(
-      db,
-      items.map((i) => i.id),
-    );
-    if (onPacks.size === 0) return run("rows", items);
+    rowsRun: (items: T[]) => Promise<AckOutcome[]>,
+    packsRun: (items: T[], preread: PackReads) => Promise<AckOutcome[]>,
+  ): Promise<AckOutcome[]> {
+    const asked = [...new Set(items.map((i) => i.id).filter(couldBePackTask))];
+    if (asked.length === 0) return rowsRun(items);
+    const preread = await locateForWrite(db, asked);
+    const onPacks = new Set(asked.filter((id) => preread.packIds.has(packOf(id)!.pack)));
+    if (onPacks.size === 0) return rowsRun(items);
     const split = splitItems(items, onPacks);
     const [packAnswers, rowAnswers] = await Promise.all([
-      split.packs.length > 0 ? run("packs", split.packs) : Promise.resolve([]),
-      split.rows.length > 0 ? run("rows", split.rows) : Promise.resolve([]),
+      packsRun(split.packs, preread),
+      split.rows.length > 0 ? rowsRun(split.rows) : Promise.resolve([]),
     ]);
     return inInputOrder(split, { packs: packAnswers, rows: rowAnswers });
   }
@@ -82,11 +97,38 @@ function openStore(db: Db): TaskStore {
       leaseBoth(db, request, now, { rows: AS_ANSWERS, packs: (r, config) => leasePackAnswers(db, r, now, config) }),
 
     // The holder's fenced writes.
-    completeTasks: (items, now, scope) => perItem(items, (s, part) => side[s].completeTasks(part, now, scope)),
-    failTasks: (items, now, scope) => perItem(items, (s, part) => side[s].failTasks(part, now, scope)),
-    releaseTasks: (items, now, scope) => perItem(items, (s, part) => side[s].releaseTasks(part, now, scope)),
-    extendLeases: (items, now, scope) => perItem(items, (s, part) => side[s].extendLeases(part, now, scope)),
-    heartbeatTask: async (request, now) => (await holder(request.id)).heartbeatTask(request, now),
+    completeTasks: (items, now, scope) =>
+      perHeldItem(
+        items,
+        (part) => rows.completeTasks(part, now, scope),
+        (part, pre) => completePackTasks(db, part, now, scope, "splice", pre),
+      ),
+    failTasks: (items, now, scope) =>
+      perHeldItem(
+        items,
+        (part) => rows.failTasks(part, now, scope),
+        (part, pre) => failPackTasks(db, part, now, scope, "splice", pre),
+      ),
+    releaseTasks: (items, now, scope) =>
+      perHeldItem(
+        items,
+        (part) => rows.releaseTasks(part, now, scope),
+        (part, pre) => releasePackTasks(db, part, now, scope, "splice", pre),
+      ),
+    extendLeases: (items, now, scope) =>
+      perHeldItem(
+        items,
+        (part) => rows.extendLeases(part, now, scope),
+        (part, pre) => extendPackLeases(db, part, now, scope, "splice", pre),
+      ),
+    heartbeatTask: async (request, now) => {
+      // As perHeldItem: the read that tells the layout is the pack heartbeat's own.
+      if (!couldBePackTask(request.id)) return rows.heartbeatTask(request, now);
+      const preread = await locateForWrite(db, [request.id]);
+      return preread.packIds.has(packOf(request.id)!.pack)
+        ? heartbeatPackTask(db, request, now, "splice", preread)
+        : rows.heartbeatTask(request, now);
+    },
     assertLeaseHeld: async (id, token, now) => (await holder(id)).assertLeaseHeld(id, token, now),
 
     // A long poll's coordinator's hand-out writes.

@@ -4,8 +4,8 @@ import { EdgeqError, LeaseLostError, NotFoundError, TaskCancelledError } from ".
 import { countersStatementSql, type CounterEvent } from "../counters";
 import type { AckKind, AckOutcome, AckScope, FencedItem, SettledDependent } from "../ack";
 import { settledDependentsSql } from "../dependencies";
-import { getQueueConfig, type QueueConfig } from "../queue-config";
-import { locateTasks, type Located } from "./locate";
+import type { QueueConfig } from "../queue-config";
+import { locateForWrite, type Located, type PackReads } from "./locate";
 import { commitGuarded, withRetries } from "./pack-commit";
 import { holderPackWrites, readSlot, type SlotRead } from "./slot-splice";
 import type { Pack } from "./pack-row";
@@ -42,19 +42,21 @@ export async function applyPackWrites(
   now: number,
   scope: AckScope = {},
   how: HolderWriteHow = "splice",
+  preread?: PackReads,
 ): Promise<AckOutcome[]> {
   const seen = new Set<string>();
   const duplicate = items.map((i) => (seen.has(i.id) ? true : (seen.add(i.id), false)));
   if (items.length === 0) return [];
   return withRetries(async (round) => {
-    const found = await locateTasks(
-      db,
-      items.filter((_, k) => !duplicate[k]).map((i) => i.id),
-    );
-    const configs = new Map<string, QueueConfig>();
-    for (const { pack } of found.values()) {
-      if (!configs.has(pack.queue)) configs.set(pack.queue, await getQueueConfig(db, pack.queue));
-    }
+    // Round 0 may use what the caller read for it (the served store reads it to tell the layouts apart:
+    // hybrid-store.ts); a later round reads again, as the guard found a change.
+    const { found, configs } =
+      round === 0 && preread
+        ? preread
+        : await locateForWrite(
+            db,
+            items.filter((_, k) => !duplicate[k]).map((i) => i.id),
+          );
     const touched = new Set<Pack>();
     const reads = new Map<Pack, SlotRead[]>();
     const events: CounterEvent[] = [];

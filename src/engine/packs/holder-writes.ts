@@ -9,9 +9,8 @@ import { countersStatementSql, outcomeEvents } from "../counters";
 import type { ExtendItem } from "../extend";
 import { truncateMessage, type FailItem } from "../fail";
 import type { HeartbeatRequest } from "../heartbeat";
-import { getQueueConfig } from "../queue-config";
 import { applyPackWrites, cancelRequested, endCancelled, endLease, type HolderWriteHow } from "./acks";
-import { locateTasks, type Located } from "./locate";
+import { locateForWrite, locateTasks, type Located, type PackReads } from "./locate";
 import { commitGuarded, withRetries } from "./pack-commit";
 import { holderPackWrites, readSlot } from "./slot-splice";
 import { failureBackoffMs, fenceHolds, slotState } from "./slot-rules";
@@ -45,7 +44,14 @@ async function withProblems<T extends FencedItem>(
 }
 
 /** completeTasks: completed, its result stored (a result too large for the pack's row spills: spill.ts). */
-export function completePackTasks(db: Db, items: CompleteItem[], now: number, scope?: AckScope, how?: HolderWriteHow) {
+export function completePackTasks(
+  db: Db,
+  items: CompleteItem[],
+  now: number,
+  scope?: AckScope,
+  how?: HolderWriteHow,
+  preread?: PackReads,
+) {
   return withProblems(
     items,
     (i) => storedJsonError(i.result, "result", `task ${i.id}: `),
@@ -69,13 +75,21 @@ export function completePackTasks(db: Db, items: CompleteItem[], now: number, sc
         now,
         scope,
         how,
+        preread,
       );
     },
   );
 }
 
 /** failTasks: retry after `retryAfterS` or the queue's jittered backoff, or dead (permanent, last attempt). */
-export function failPackTasks(db: Db, items: FailItem[], now: number, scope?: AckScope, how?: HolderWriteHow) {
+export function failPackTasks(
+  db: Db,
+  items: FailItem[],
+  now: number,
+  scope?: AckScope,
+  how?: HolderWriteHow,
+  preread?: PackReads,
+) {
   return withProblems(
     items,
     (i) => {
@@ -116,13 +130,21 @@ export function failPackTasks(db: Db, items: FailItem[], now: number, scope?: Ac
         now,
         scope,
         how,
+        preread,
       );
     },
   );
 }
 
 /** releaseTasks: pending at once, the attempt refunded. */
-export function releasePackTasks(db: Db, items: FencedItem[], now: number, scope?: AckScope, how?: HolderWriteHow) {
+export function releasePackTasks(
+  db: Db,
+  items: FencedItem[],
+  now: number,
+  scope?: AckScope,
+  how?: HolderWriteHow,
+  preread?: PackReads,
+) {
   const write = {
     kind: "release" as const,
     apply: (at: Located, at_now: number) => {
@@ -134,11 +156,18 @@ export function releasePackTasks(db: Db, items: FencedItem[], now: number, scope
       return ended(at, at_now, false);
     },
   };
-  return applyPackWrites(db, items, write, now, scope, how);
+  return applyPackWrites(db, items, write, now, scope, how, preread);
 }
 
 /** extendLeases: each lease to `now + visibilityTimeoutS`, else by its own length, and claimed. */
-export function extendPackLeases(db: Db, items: ExtendItem[], now: number, scope?: AckScope, how?: HolderWriteHow) {
+export function extendPackLeases(
+  db: Db,
+  items: ExtendItem[],
+  now: number,
+  scope?: AckScope,
+  how?: HolderWriteHow,
+  preread?: PackReads,
+) {
   const byId = firstById(items);
   const write = {
     kind: "extend" as const,
@@ -148,7 +177,7 @@ export function extendPackLeases(db: Db, items: ExtendItem[], now: number, scope
       return [];
     },
   };
-  return applyPackWrites(db, items, write, now, scope, how);
+  return applyPackWrites(db, items, write, now, scope, how, preread);
 }
 
 /** A kept lease: to `now + seconds` (else its own length), claimed — the slot's own copy of its entry. */
@@ -165,13 +194,20 @@ export async function heartbeatPackTask(
   request: HeartbeatRequest,
   now: number,
   how: HolderWriteHow = "splice",
+  preread?: PackReads,
 ): Promise<StoredTask> {
   if (request.checkpoint !== undefined) {
     const error = storedJsonError(request.checkpoint, "checkpoint");
     if (error) throw error;
   }
   const done = await withRetries(async (round) => {
-    const at = await fencedSlot(db, request.id, request.leaseToken, now);
+    const { at, config } = await fencedSlotForWrite(
+      db,
+      request.id,
+      request.leaseToken,
+      now,
+      round === 0 ? preread : undefined,
+    );
     const read = readSlot(at);
     const statements: SQL[] = [];
     if (cancelRequested(at)) {
@@ -183,7 +219,6 @@ export async function heartbeatPackTask(
       if (request.progressMessage !== undefined) at.slot.body.m = request.progressMessage;
       if (request.checkpoint !== undefined) at.slot.body.cp = request.checkpoint;
     }
-    const config = await getQueueConfig(db, at.pack.queue);
     const write = holderPackWrites(
       [at.pack],
       new Map([[at.pack, [read]]]),
@@ -207,7 +242,17 @@ export async function assertPackLeaseHeld(db: Db, id: string, leaseToken: string
 
 /** The task's slot when the fence holds, else throws `not_found` or `lease_lost` (ack.ts fenceMissError). */
 async function fencedSlot(db: Db, id: string, token: string, now: number): Promise<Located> {
-  const at = (await locateTasks(db, [id])).get(id);
+  return fenced((await locateTasks(db, [id])).get(id), id, token, now);
+}
+
+/** `fencedSlot` with its queue's config, read in the same call (locate.ts `locateForWrite`), or as `preread`. */
+async function fencedSlotForWrite(db: Db, id: string, token: string, now: number, preread?: PackReads) {
+  const { found, configs } = preread ?? (await locateForWrite(db, [id]));
+  const at = fenced(found.get(id), id, token, now);
+  return { at, config: configs.get(at.pack.queue)! };
+}
+
+function fenced(at: Located | undefined, id: string, token: string, now: number): Located {
   if (!at) throw new NotFoundError(`task ${id}`);
   if (!fenceHolds(at.slot, token, now)) throw new LeaseLostError(id);
   return at;

@@ -104,7 +104,7 @@ describe("round trips of a write by id", () => {
     expect(b.calls).toBe(2);
   });
 
-  it("a complete of a pack task is the layout's read and the pack store's own calls", async () => {
+  it("a complete of a pack task is the pack store's own two calls: the read that tells the layout (its pack, its queue's config), then the write", async () => {
     const queue = uniqueQueue("rt-ack-pack");
     await store.enqueueTasks(queue, plain(2), T0);
     const [task] = await lease(queue, 1, T0 + 1);
@@ -115,7 +115,19 @@ describe("round trips of a write by id", () => {
     const [own] = await packStore.leaseTasks({ queue: alone, max: 1, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
     const ownDone = await calls(() => packStore.completeTasks([{ id: own!.id, leaseToken: own!.leaseToken! }], T0 + 2));
     expect(ownDone.answer[0]).toMatchObject({ ok: true });
-    expect(done.calls).toBe(ownDone.calls + 1);
+    expect(ownDone.calls).toBe(2);
+    expect(done.calls).toBe(ownDone.calls);
+  });
+
+  it("a heartbeat of a pack task is two calls: its pack and its queue's config, then the write", async () => {
+    const queue = uniqueQueue("rt-beat-pack");
+    await store.enqueueTasks(queue, plain(2), T0);
+    const [task] = await lease(queue, 1, T0 + 1);
+    const beat = await calls(() =>
+      store.heartbeatTask({ id: task!.id, leaseToken: task!.leaseToken!, extendS: 60 }, T0 + 2),
+    );
+    expect(beat.answer.leaseExpiresAt).toBe(T0 + 2 + 60_000);
+    expect(beat.calls).toBe(2);
   });
 
   it("a heartbeat and a read by id of a row task are one call each", async () => {

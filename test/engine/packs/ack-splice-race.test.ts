@@ -6,7 +6,7 @@ import { completePackTasks } from "../../../src/engine/packs/holder-writes";
 import { PROCESSORS, uniqueQueue } from "../../helpers";
 import { meteredD1 } from "../../support/metered-d1";
 import { countersOf, db, expectFiguresFromSlots, many, packsOf, store, T as T_EQUAL } from "./pack-state";
-import { recordingD1 } from "./recording-d1";
+import { isWrite, recordingD1 } from "./recording-d1";
 
 // The holder's writes as slot splices evaluated at write time (src/engine/packs/slot-splice.ts) under
 // contention: holders acking slots of one pack each commit their first batch, the fence holds at write time,
@@ -101,7 +101,8 @@ describe("pack store: the splice's fence at write time", () => {
     const [task] = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, T + 1);
     const rec = recordingD1(env.DB);
     let cancelled = false;
-    // The operator's cancel lands after the holder read the slot, before its first batch reaches D1.
+    // The operator's cancel lands after the holder read the slot (one statement: the slot's pack and its
+    // queue's config), before its first batch (the write) reaches D1.
     const racing = new Proxy(rec.db, {
       get(target, p) {
         if (p === "batch")
@@ -119,7 +120,7 @@ describe("pack store: the splice's fence at write time", () => {
     const [out] = await completePackTasks(openDb(racing), [{ id: task!.id, leaseToken: task!.leaseToken! }], T + 3);
     expect(out).toMatchObject({ ok: false, error: { code: "task_cancelled" } });
     expect(await store().getTask(task!.id)).toMatchObject({ state: "cancelled", finishedAt: T + 3 });
-    const writes = rec.calls.filter((c) => c.length > 1);
+    const writes = rec.calls.filter(isWrite);
     expect(writes).toHaveLength(2);
     expect(writes[0]!.some((s) => s.includes("nw.st"))).toBe(true);
     expect(writes[1]!.some((s) => /UPDATE packs SET next_at/.test(s))).toBe(true);

@@ -12,7 +12,7 @@ import {
 } from "../../../src/engine/packs/holder-writes";
 import { PROCESSORS, uniqueQueue } from "../../helpers";
 import { countersOf, expectFiguresFromSlots, many, packsOf, packState, store, T } from "./pack-state";
-import { recordingD1 } from "./recording-d1";
+import { isWrite, recordingD1 } from "./recording-d1";
 
 // The holder's writes as slot splices evaluated at write time (src/engine/packs/slot-splice.ts): what they
 // write is what the whole-pack guarded write writes for the same calls, slot by slot, with the same figures,
@@ -141,7 +141,7 @@ describe("pack store: a holder's writes spliced at write time write what the who
     expect(out.every((o) => o.ok)).toBe(true);
     expect(JSON.parse((await store().getTask(leased[0]!.id))!.result!)).toEqual({ big });
     expect(JSON.parse((await store().getTask(leased[3]!.id))!.result!)).toBe("small");
-    const [batch] = rec.calls.filter((c) => c.length > 1);
+    const [batch] = rec.calls.filter(isWrite);
     expect(batch!.some((s) => s.includes("nw.st"))).toBe(true);
     expect(batch!.some((s) => /INSERT INTO pack_spill/.test(s))).toBe(true);
     await expectFiguresFromSlots(queue, T + 3);

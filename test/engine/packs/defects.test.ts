@@ -5,7 +5,7 @@ import { MAX_PAYLOAD_BYTES } from "../../../src/contracts/limits";
 import { openDb } from "../../../src/db/client";
 import { packTaskStore } from "../../../src/engine/packs/pack-store";
 import { T0, uniqueQueue } from "../../helpers";
-import { recordingD1 } from "./recording-d1";
+import { isWrite, recordingD1 } from "./recording-d1";
 
 // The defects an outside review found in the packs prototype (issue 32), each held by a property of the pack
 // store (src/engine/packs/) that the prototype's behaviour fails. The pack store's own mechanics: the port's
@@ -75,8 +75,7 @@ describe("pack store: counters are written with what they count (issue 32)", () 
     const { db: d1, calls } = recordingD1(env.DB);
     const recorded = packTaskStore(openDb(d1));
     // A write statement, also after a WITH clause (the lease's statements: src/engine/packs/lease-sql.ts).
-    const writes = () =>
-      calls.filter((c) => c.some((s) => /^\s*(WITH\b[\s\S]*\)\s*)?(INSERT|UPDATE|DELETE)\b/i.test(s)));
+    const writes = () => calls.filter(isWrite);
     await recorded.enqueueTasks(queue, many(3), T0);
     const [enqueue] = writes();
     expect(writes()).toHaveLength(1);

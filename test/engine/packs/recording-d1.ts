@@ -39,3 +39,8 @@ export function recordingD1(d1: D1Database): { db: D1Database; calls: string[][]
   });
   return { db, calls };
 }
+
+/** Whether a call writes: a statement that is an INSERT, UPDATE or DELETE, also after a WITH clause. (A batch
+ * of reads is not one: a write by id reads its packs and configs in a batch first, src/engine/packs/locate.ts.) */
+export const isWrite = (call: string[]): boolean =>
+  call.some((s) => /^\s*(WITH\b[\s\S]*\)\s*)?(INSERT|UPDATE|DELETE)\b/i.test(s));
