@@ -53,12 +53,14 @@ export function carryEdgesSql(now: number, moving: SQL = MOVING): SQL[] {
         OR EXISTS (SELECT 1 FROM remote_waits w WHERE w.dependent = ${id})
         OR EXISTS (SELECT 1 FROM remote_edges r WHERE r.dependency = ${id})
         OR EXISTS (SELECT 1 FROM tasks t WHERE t.id = ${id} AND t.depends_on IS NOT NULL))`,
-    // A dependency staying here owes its settlement to the dependent leaving.
+    // A dependency staying here owes its settlement to the dependent leaving. CROSS JOIN (as MOVING's): each
+    // moving task's edges probed by key; with plain joins SQLite scanned task_edges (every edge of the database
+    // per take-out: test/engine/d1/transit-reads.test.ts).
     sql`WITH ${moving}, ins AS (${inEdges})
       INSERT INTO remote_edges (dependency, dependent, dependent_queue, created_at)
-      SELECT e.dependency, e.dependent, t.queue, ${now} FROM ins JOIN task_edges e
+      SELECT e.dependency, e.dependent, t.queue, ${now} FROM ins CROSS JOIN task_edges e
           ON e.dependency = ins.dependency AND e.dependent = ins.dependent
-        JOIN tasks t ON t.id = e.dependent
+        CROSS JOIN tasks t ON t.id = e.dependent
       WHERE e.outcome IS NULL AND e.dependency NOT IN (SELECT id FROM moving)
       ON CONFLICT DO NOTHING`,
     // A dependent staying here waits remotely for the dependency leaving.

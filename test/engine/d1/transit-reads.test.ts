@@ -36,4 +36,37 @@ describe("a take-out's reads", () => {
     // Files share the database: the 20,000 go, as other files' ticks would otherwise read them.
     await db().run(sql`DELETE FROM tasks WHERE queue = ${others}`);
   });
+
+  it("do not grow with the dependency edges of other tasks", async () => {
+    const reads = async () => {
+      const queue = uniqueQueue("transit-edge-reads");
+      // A dependent and its dependency moving together, and one waiting on a task staying behind.
+      const { tasks } = await d1TaskStore(db()).enqueueTasks(queue, [{}, {}], T0);
+      const [a, b] = tasks.map((t) => t.id);
+      const stay = uniqueQueue("transit-edge-stays");
+      const { tasks: kept } = await d1TaskStore(db()).enqueueTasks(stay, [{}], T0);
+      await d1TaskStore(db()).enqueueTasks(queue, [{ dependsOn: [a!, b!] }, { dependsOn: [kept[0]!.id] }], T0);
+      const meter = meteredD1(env.DB);
+      const moved = await d1TaskStore(openDb(meter.db)).takeOutForTransit(
+        { queue },
+        { shard: "DB_1", slot: 7 },
+        10,
+        T0 + 1,
+      );
+      expect(moved).toBe(4);
+      return meter.usage.rowsRead;
+    };
+    const before = await reads();
+    // Edges of no task of this file (ids of a prefix no ULID has): a statement that scanned task_edges read them all.
+    const prefix = `~${uniqueQueue("transit-edge-others")}-`;
+    const n = 5_000;
+    await db().run(sql`WITH RECURSIVE i(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM i WHERE k < ${n})
+      INSERT INTO task_edges (dependency, dependent) SELECT ${prefix} || k, ${prefix} || 'x' || k FROM i`);
+    try {
+      const after = await reads();
+      expect(after - before).toBeLessThan(n / 10);
+    } finally {
+      await db().run(sql`DELETE FROM task_edges WHERE dependency >= ${prefix} AND dependency < ${prefix + "~"}`);
+    }
+  });
 });
