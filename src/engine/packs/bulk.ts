@@ -8,6 +8,7 @@ import type { Located } from "./locate";
 import { cancelable, cancelSlot, keyHolders, reviveAll, writesOf } from "./operator-writes";
 import { commitGuarded, withRetries } from "./pack-commit";
 import { decodePack, PACK_COLUMNS, slotId, type Pack, type PackRowRead, type SlotChar } from "./pack-row";
+import { packsOfQueueSql } from "./queue-packs";
 import { CHARS_OF_STATE as STATE_CHARS, isLive } from "./slot-rules";
 import { loadSpill } from "./spill";
 
@@ -23,9 +24,9 @@ import { loadSpill } from "./spill";
  * cancel, a `pack_keys` row per revived task whose key row named another task).
  *
  * Which packs are read: a cancel reads the queue's live packs (`packs_live`); a retry or redrive every pack
- * of the queue that holds a dead (or cancelled) slot — finished packs are not indexed by queue, so that is a
- * walk of the queue's packs, as `redriveQueue` and `listTasks` (docs/design/packs.md, "Left"). The filter's
- * type and creation times narrow the read in SQL (pack columns); its group and state are a slot's own.
+ * of the queue, live and finished (`packs_live` and `packs_done`: queue-packs.ts), keeping those that hold a
+ * dead (or cancelled) slot. The filter's type and creation times narrow the read in SQL (pack columns); its
+ * group and state are a slot's own.
  */
 
 /**
@@ -49,13 +50,12 @@ async function candidatePacks(db: Db, queue: string, action: BulkAction, filter:
   const chars = ACTION_CHARS[action].filter((c) => filter.state === undefined || STATE_CHARS[filter.state].includes(c));
   if (chars.length === 0) return [];
   const conditions: SQL[] = [
-    sql`queue = ${queue}`,
+    action === "cancel" ? sql`queue = ${queue} AND finished_at IS NULL` : packsOfQueueSql(queue),
     sql`(${sql.join(
       chars.map((c) => sql`instr(st, ${c}) > 0`),
       sql` OR `,
     )})`,
   ];
-  if (action === "cancel") conditions.push(sql`finished_at IS NULL`);
   if (filter.type !== undefined) conditions.push(sql`type = ${filter.type}`);
   if (filter.createdFrom !== undefined) conditions.push(sql`created_at >= ${filter.createdFrom}`);
   if (filter.createdBefore !== undefined) conditions.push(sql`created_at < ${filter.createdBefore}`);

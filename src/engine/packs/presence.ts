@@ -4,14 +4,14 @@ import { transitHeldSql } from "../presence";
 import type { PartitionSelection } from "../transit";
 import { locateTasks } from "./locate";
 import { B32 } from "./pack-ids";
+import { packsOfQueueSql } from "./queue-packs";
 
 /**
  * The port's Presence over packs (src/engine/store-shards.ts; the row store's is src/engine/presence.ts): what
  * a database holds of a queue, asked by the layers that choose databases and by the SQS view of which queues
  * exist. Every pack row holds at least one task (a take-out deletes a pack it empties: transit-out.ts), so a
- * pack of the queue is a task of it. Live packs are found through `packs_live`; finished ones only by a walk
- * of the table (not indexed by queue, as listTasks: docs/design/packs.md, "Left"). Tasks in transit out are
- * read from `task_transit`, which both layouts share.
+ * pack of the queue is a task of it. Live packs are found through `packs_live`, finished ones through
+ * `packs_done` (queue-packs.ts). Tasks in transit out are read from `task_transit`, which both layouts share.
  */
 
 /** A live slot of pack `p` no cancel is pending for: a pending one (a cancel ends those at once), or a
@@ -28,11 +28,11 @@ function uncancelledLiveSql(p: SQL): SQL {
  * if (await hasPackQueueData(db, "emails")) placeOn(db);
  */
 export async function hasPackQueueData(db: Db, queue: string): Promise<boolean> {
-  // Cheapest first: the config's key, the live index, then (only for a queue with neither) the table.
+  // Cheapest first: the config's key, then the live and the finished packs' indexes (each a probe).
   const row = await db.get<{ found: number }>(sql`SELECT
       EXISTS(SELECT 1 FROM queues WHERE name = ${queue})
       OR EXISTS(SELECT 1 FROM packs WHERE queue = ${queue} AND finished_at IS NULL)
-      OR EXISTS(SELECT 1 FROM packs WHERE queue = ${queue}) AS found`);
+      OR EXISTS(SELECT 1 FROM packs WHERE queue = ${queue} AND finished_at IS NOT NULL) AS found`);
   return row?.found === 1;
 }
 
@@ -84,9 +84,9 @@ export async function countPackQueueTasksHeld(db: Db, queue: string, partition?:
 /** The count of the queue's tasks in packs (of one partition), as a scalar subquery. */
 export function packsHeldSql(queue: string, partition?: PartitionSelection): SQL {
   return partition === undefined
-    ? sql`SELECT coalesce(sum(length(replace(st, 'o', ''))), 0) FROM packs WHERE queue = ${queue}`
+    ? sql`SELECT coalesce(sum(length(replace(st, 'o', ''))), 0) FROM packs WHERE ${packsOfQueueSql(queue)}`
     : sql`SELECT count(*) FROM packs p, json_each(p.slots) AS j
-        WHERE p.queue = ${queue} AND substr(p.st, j.key + 1, 1) <> 'o'
+        WHERE ${packsOfQueueSql(queue, sql`p`)} AND substr(p.st, j.key + 1, 1) <> 'o'
           AND (j.value->>'sl' = ${partition.slot} OR (j.value->>'sl' IS NULL AND coalesce(j.value->>'i',
             p.id || substr(${B32}, j.key / 32 + 1, 1) || substr(${B32}, j.key % 32 + 1, 1)) GLOB ${partition.idGlob}))`;
 }
