@@ -48,6 +48,8 @@ export default defineConfig(async () => {
                   USER_MIGRATIONS: userMigrations,
                   EDGEQ_TOKEN: "test-token",
                   ENVIRONMENT: "test",
+                  // The query-plan audit, off unless asked for (test/support/sql-audit.ts).
+                  SQL_AUDIT: process.env.EDGEQ_SQL_AUDIT ?? "",
                 },
                 // Databases that are not shards: USER_DB for a Worker's own migrations, OWN_DB for a test that
                 // needs a whole database to itself (a read over every task of it: test/engine/d1/counters-tail.test.ts),

@@ -21,6 +21,8 @@ declare global {
       TICK_DB_1: D1Database;
       SETTLE_DB: D1Database;
       SETTLE_DB_1: D1Database;
+      /** "1" when the run audits query plans (EDGEQ_SQL_AUDIT=1: test/support/sql-audit.ts), else "". */
+      SQL_AUDIT: string;
     }
   }
 }
