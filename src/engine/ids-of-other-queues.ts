@@ -32,7 +32,10 @@ export function noIdOfOtherQueue(queue: string, ids: string): SQL {
 
 /**
  * Throws `id_in_other_queue` for the first of `ids` that is a task of another queue on `db`: the check an
- * enqueue of several statements runs before its first insert (one read).
+ * enqueue of several statements runs before its first insert (one read). It binds each id with its place
+ * and nothing more, whatever else a caller's objects carry: an enqueue's whole rows (their JSON, payloads
+ * and all) were ~3.7 MB for 10,000 tasks of `{ i }`, past D1's 2 MB for a bound string (SQLITE_TOOBIG);
+ * 10,000 ids with their places are ~460 KB.
  *
  * @example
  * await refuseIdsOfOtherQueues(db, "emails", [{ i: 0, id: "01J…" }]);
@@ -45,7 +48,7 @@ export async function refuseIdsOfOtherQueues(
 ): Promise<void> {
   if (ids.length === 0) return;
   const found = await db.all<{ i: number; id: string; queue: string }>(sql`SELECT k.value->>'i' AS i, t.id, t.queue
-    FROM json_each(${JSON.stringify(ids)}) AS k JOIN tasks t ON t.id = k.value->>'id'
+    FROM json_each(${JSON.stringify(ids.map(({ i, id }) => ({ i, id })))}) AS k JOIN tasks t ON t.id = k.value->>'id'
     WHERE t.queue <> ${queue}`);
   const first = found.sort((a, b) => Number(a.i) - Number(b.i))[0];
   if (first) throw idInOtherQueue(Number(first.i), first.id, first.queue, field);
