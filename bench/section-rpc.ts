@@ -3,7 +3,8 @@
  * edgeq Worker (src/index.ts) and a small producer Worker run in one workerd (bench/edgeq-host.ts); the
  * producer times, inside workerd, sequential enqueues and leases of one task each, the two paths call by
  * call in turn:
- * - rpc: `env.EDGEQ.enqueue(queue, body)` on a service binding to the EdgeqRpc entrypoint;
+ * - rpc: `env.EDGEQ.enqueue(queue, body)` on a service binding to the EdgeqRpc entrypoint, its outcome
+ *   (`{ ok, value | error }`) unwrapped as `edgeqRpc` does;
  * - binding-http: the same request as HTTP, `env.EDGEQ_HTTP.fetch(...)` on a service binding to the
  *   Worker's fetch handler (the HTTP API, auth and JSON, without a network);
  * and this process times the same calls over the network (`fetch` to the served port), what a producer
@@ -42,15 +43,22 @@ export default {
       if (res.status !== status) throw new Error(route + ": " + res.status + " " + text);
       return JSON.parse(text);
     };
+    // A binding call resolves to { ok: true, value } or { ok: false, error } (src/rpc/rpc-outcome.ts):
+    // unwrapped here as edgeqRpc (edgeq/rpc) does, so a refusal fails the run instead of passing as a call.
+    const rpc = async (method, queue, body) => {
+      const out = await env.EDGEQ[method](queue, body);
+      if (!out.ok) throw new Error("rpc " + method + ": " + out.error.status + " " + JSON.stringify(out.error));
+      return out.value;
+    };
     const call = async (path, queue, i) => {
       if (op === "enqueue") {
         const body = { payload: { i } };
-        if (path === "rpc") await env.EDGEQ.enqueue(queue, body);
+        if (path === "rpc") await rpc("enqueue", queue, body);
         else await http("/v1/queues/" + queue + "/tasks", body, 201);
         return;
       }
       const got = path === "rpc"
-        ? await env.EDGEQ.lease(queue, { max: 1 })
+        ? await rpc("lease", queue, { max: 1 })
         : await http("/v1/queues/" + queue + "/lease", { max: 1 }, 200);
       if (got.tasks.length !== 1) throw new Error("lease " + i + ": " + got.tasks.length + " tasks");
     };
