@@ -34,6 +34,23 @@ interface LeasedTask {
   payload: { t0?: number } | null;
 }
 
+/** One item of a batch ack's answer. */
+interface AckResult {
+  id: string;
+  ok: boolean;
+  error?: { code: string; message: string };
+}
+
+/** Throws when an ack refused an item, naming the first refusal (its code says why: a lapsed lease, …). */
+function refusedAcks(results: AckResult[]): void {
+  const failed = results.filter((r) => !r.ok);
+  if (failed.length === 0) return;
+  const first = failed[0]!;
+  throw new Error(
+    `ack: ${failed.length} of ${results.length} not ok (first: ${first.id} ${first.error?.code}: ${first.error?.message})`,
+  );
+}
+
 interface TaskView {
   id: string;
   state: string;
@@ -83,16 +100,15 @@ class Api {
   }
 
   async ack(queue: string, tasks: LeasedTask[]) {
-    const { results } = await this.request<{ results: Array<{ ok: boolean }> }>("POST", `/v1/queues/${queue}/ack`, {
+    const { results } = await this.request<{ results: AckResult[] }>("POST", `/v1/queues/${queue}/ack`, {
       complete: tasks.map((t) => ({ id: t.id, lease_token: t.lease_token })),
     });
-    const failed = results.filter((r) => !r.ok).length;
-    if (failed > 0) throw new Error(`ack: ${failed} of ${results.length} not ok`);
+    refusedAcks(results);
   }
 
   /** Acks `tasks` and leases the next `max` in the same request (the ack body's `lease`). */
   async ackAndLease(queue: string, tasks: LeasedTask[], max: number): Promise<LeasedTask[]> {
-    const answer = await this.request<{ results: Array<{ ok: boolean }>; tasks: LeasedTask[] }>(
+    const answer = await this.request<{ results: AckResult[]; tasks: LeasedTask[] }>(
       "POST",
       `/v1/queues/${queue}/ack`,
       {
@@ -100,8 +116,7 @@ class Api {
         lease: { max, visibility_timeout_s: 300 },
       },
     );
-    const failed = answer.results.filter((r) => !r.ok).length;
-    if (failed > 0) throw new Error(`ack: ${failed} of ${answer.results.length} not ok`);
+    refusedAcks(answer.results);
     return answer.tasks;
   }
 }
