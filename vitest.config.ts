@@ -54,8 +54,10 @@ export default defineConfig(async () => {
                 // Databases that are not shards: USER_DB for a Worker's own migrations, OWN_DB for a test that
                 // needs a whole database to itself (a read over every task of it: test/engine/d1/counters-tail.test.ts),
                 // and a pair standing in for the two shards for each file that stops a tick at every D1 call
-                // (test/support/own-shards.ts).
-                d1Databases: ["USER_DB", "OWN_DB", "TICK_DB", "TICK_DB_1", "SETTLE_DB", "SETTLE_DB_1"],
+                // (test/support/own-shards.ts), and STATS_DB for the tests of query plans once a database has
+                // statistics (test/engine/stats-plans/): ANALYZE writes them into the database for every later
+                // statement, so on the shared shards they changed the plans of every file run after.
+                d1Databases: ["USER_DB", "OWN_DB", "TICK_DB", "TICK_DB_1", "SETTLE_DB", "SETTLE_DB_1", "STATS_DB"],
               },
             }),
           ],

@@ -17,6 +17,9 @@ declare global {
       /** An empty database (vitest.config.ts), not a shard: one test file migrates and uses it alone. */
       OWN_DB: D1Database;
       /** Two empty databases each (vitest.config.ts) that stand in for the two shards: test/support/own-shards.ts. */
+      /** An empty database (vitest.config.ts), not a shard: the one the tests of plans under statistics (ANALYZE)
+       * fill and analyse (test/engine/stats-plans/), so no other file's plans see its statistics. */
+      STATS_DB: D1Database;
       TICK_DB: D1Database;
       TICK_DB_1: D1Database;
       SETTLE_DB: D1Database;

@@ -146,17 +146,21 @@ async function deleteWindow(db: Db, now: number, queue: string, after: string, l
     // A doomed task's edges as a dependency (settled: it finished), as the row store's prune deletes them: a
     // delivered settlement to a dependent elsewhere, and an edge whose dependent here is gone already (one kept
     // longer lists it as pruned, and its own prune deletes the edge). Found by each table's key: the pack's
-    // range of task ids, and its tasks' client ids. The pairs are a materialised CTE: with the UNION ALL written
-    // inside the DELETE's IN, SQLite scanned the whole table against it (every edge of the database read per
-    // window: test/engine/packs/walks.test.ts); from a CTE it probes the primary key once per pair.
+    // range of task ids, and its tasks' client ids. The pairs are a materialised CTE, as the row store's prune
+    // has them (src/engine/purge.ts prunedEdgesSql): with the UNION ALL inside the DELETE's IN, SQLite scanned
+    // the whole edge table against it (every edge of the database read per window, without statistics:
+    // test/engine/packs/walks.test.ts, and with them: test/engine/stats-plans/); from a CTE, CROSS JOINed, it
+    // probes the key once per pair.
     ...["task_edges", "remote_edges"].map(
-      (table) => sql`WITH pairs(dependency, dependent) AS MATERIALIZED (
-        SELECT e.dependency, e.dependent FROM (${doomed}) AS d JOIN ${sql.raw(table)} e
-          ON e.dependency >= d.id AND e.dependency < d.id || '~'
-        UNION ALL
-        SELECT e.dependency, e.dependent FROM ${slots} JOIN ${sql.raw(table)} e ON e.dependency = j.value->>'i')
-      DELETE FROM ${sql.raw(table)} WHERE (dependency, dependent) IN (SELECT dependency, dependent FROM pairs)
-        AND ${table === "task_edges" ? sql`NOT EXISTS (SELECT 1 FROM tasks o WHERE o.id = dependent)` : sql`delivered_at IS NOT NULL`}`,
+      (table) => sql`WITH d AS MATERIALIZED (${doomed}),
+        pairs(dependency, dependent) AS MATERIALIZED (
+          SELECT e.dependency, e.dependent FROM d CROSS JOIN ${sql.raw(table)} e
+            ON e.dependency >= d.id AND e.dependency < d.id || '~'
+          UNION ALL
+          SELECT e.dependency, e.dependent FROM d CROSS JOIN json_each(d.slots) AS j
+            CROSS JOIN ${sql.raw(table)} e ON e.dependency = j.value->>'i')
+        DELETE FROM ${sql.raw(table)} WHERE (dependency, dependent) IN (SELECT dependency, dependent FROM pairs)
+          AND ${table === "task_edges" ? sql`NOT EXISTS (SELECT 1 FROM tasks o WHERE o.id = dependent)` : sql`delivered_at IS NOT NULL`}`,
     ),
     sql`DELETE FROM packs INDEXED BY packs_done WHERE ${prunable(sql`packs`, now, queue, after, last)} RETURNING id`,
   ]);
