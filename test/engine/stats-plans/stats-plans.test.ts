@@ -195,6 +195,15 @@ describe("the served store's hot paths read in proportion to their own tasks onc
     expect(rowPass.windows).toBeLessThanOrEqual(3);
   });
 
+  it("the cron tick's live front reads the fronts of the queues with live tasks, not their backlogs", async () => {
+    const live = await env.STATS_DB.prepare(
+      `SELECT count(*) AS n FROM (SELECT queue FROM tasks WHERE finished_at IS NULL
+        UNION SELECT queue FROM packs WHERE finished_at IS NULL)`,
+    ).first<{ n: number }>();
+    // Per queue: its front's index entries and rows, a few priorities deep (LIVE_FRONT_MIN_PENDING each).
+    await readsAtMost(`live front of ${live!.n} queues`, 250 * live!.n, () => store.readLiveFront(now));
+  });
+
   it("purge: over packs in proportion to its queue's packs; over rows the key below `before`", async () => {
     const queue = "stats-purge";
     await store.enqueueTasks(
