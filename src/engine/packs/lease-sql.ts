@@ -82,23 +82,28 @@ function selectionSql(o: PlainLease): SQL {
   const entry = sql`json_object('e', ${int(o.expires)}, 'c', ${o.claim === null ? sql`NULL` : int(o.claim)},
     'h', ${o.holder ?? null}, 'v', ${int(o.vtS)}, 't', ${now},
     'k', json_extract(${JSON.stringify(o.tokens)}, '$[' || (w.g0 + w.j) || ']'), 'x', 0)`;
-  // The candidates: the queue's first `max` leasable packs in lease order, of which only those with pending
-  // slots ahead of them fewer than `max` are kept and read whole (their slot columns and lease count) — a
-  // lease of 100 from full packs reads the slots of one or two packs, not of a hundred (whose `leases`, long
-  // once their slots are leased, sit in overflow pages). `before` is what `quota` computes again over them.
-  return sql`cand AS MATERIALIZED (
+  // The candidates: the queue's leasable packs in lease order, stepped through one `packs_live` seek at a time
+  // (`front`, a pack's key and figures as a JSON array: [id, priority, run_at, ready, rare]) while the pending
+  // slots ahead of the next one are fewer than `max` and no pack with a rare slot due was met — the packs the
+  // lease can take from and the one that stops it, not the first `max` packs (a window over `max` packs read
+  // 2 rows per pack, in each of the batch's two statements). Then read whole (slot columns, lease count).
+  const due = sql`queue = ${o.queue} AND finished_at IS NULL AND next_at <= ${now}`;
+  const key = sql`json_array(id, priority, run_at, ready, rare_at IS NOT NULL AND rare_at <= ${now})`;
+  const next = sql`coalesce(
+      (SELECT ${key} FROM packs WHERE ${due} AND priority = f.j ->> 1 AND (run_at, id) > (f.j ->> 2, f.j ->> 0)
+        ORDER BY run_at, id LIMIT 1),
+      (SELECT ${key} FROM packs WHERE ${due} AND priority < f.j ->> 1 ORDER BY priority DESC, run_at, id LIMIT 1))`;
+  return sql`front(n, j, before) AS (
+      SELECT 1, (SELECT ${key} FROM packs WHERE ${due} ORDER BY priority DESC, run_at, id LIMIT 1), 0
+      UNION ALL
+      SELECT f.n + 1, ${next}, f.before + (f.j ->> 3) FROM front f
+      WHERE f.j IS NOT NULL AND f.j ->> 4 = 0 AND f.before + (f.j ->> 3) < ${max} AND f.n < ${max}
+    ),
+    cand AS MATERIALIZED (
       SELECT p.id AS pid, p.type, p.priority, p.run_at, p.created_at, p.max_attempts, p.st, p.at, p.lk, p.ready,
-        p.rare_at, json_array_length(p.leases) AS nl, l.rare, l.rk
-      FROM (SELECT id, rare, rk FROM (
-          SELECT id, (rare_at IS NOT NULL AND rare_at <= ${now}) AS rare,
-            row_number() OVER (ORDER BY priority DESC, run_at, id) AS rk,
-            coalesce(sum(ready) OVER (ORDER BY priority DESC, run_at, id
-              ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
-          FROM (SELECT id, priority, run_at, ready, rare_at FROM packs
-            WHERE queue = ${o.queue} AND finished_at IS NULL AND next_at <= ${now}
-            ORDER BY priority DESC, run_at, id LIMIT ${max}))
-        WHERE before < ${max}) AS l
-      CROSS JOIN packs p ON p.id = l.id
+        p.rare_at, json_array_length(p.leases) AS nl, f.j ->> 4 AS rare, f.n AS rk
+      FROM front f CROSS JOIN packs p ON p.id = f.j ->> 0
+      WHERE f.j IS NOT NULL
     ),
     quota AS MATERIALIZED (
       SELECT *, min(ready, ${max} - before) AS take FROM (
@@ -186,13 +191,20 @@ function updateSql(o: PlainLease): SQL {
     RETURNING ${sql.raw(PACK_COLUMNS)}`;
 }
 
-/** Whether a pack with a slot other than a plain pending one leasable now is among the queue's next leasable
- * packs (after the UPDATE): where the plain lease stopped. */
+/**
+ * Whether the plain lease stopped at a pack with a slot other than a plain pending one leasable now (after the
+ * UPDATE): the first pack in lease order with something leasable now has such a slot. The caller reads it
+ * only when the lease took fewer than `max` (lease.ts) — then every pack the walk took from was taken whole
+ * (its `next_at` no longer come), so the first such pack left is the one that stopped the walk, or there is
+ * none. A pack whose figures say nothing is leasable (no `p` slot, `rare_at` not come) is passed over, as the
+ * walk passes it. One seek of `packs_live`, where the first `max` packs were read.
+ */
 function probeRareSql(o: PlainLease): SQL {
   const now = int(o.now);
-  return sql`SELECT EXISTS (SELECT 1 FROM (SELECT rare_at FROM packs
+  return sql`SELECT coalesce((SELECT rare_at IS NOT NULL AND rare_at <= ${now} FROM packs
       WHERE queue = ${o.queue} AND finished_at IS NULL AND next_at <= ${now}
-      ORDER BY priority DESC, run_at, id LIMIT ${int(o.max)}) WHERE rare_at <= ${now}) AS rare`;
+        AND (ready > 0 OR rare_at <= ${now})
+      ORDER BY priority DESC, run_at, id LIMIT 1), 0) AS rare`;
 }
 
 /** The packs taken from (as written, in lease order; a slot is this lease's when its entry carries one of
