@@ -25,21 +25,21 @@ const TERMS_PER_MIN = 100;
 
 /**
  * When the slot at 0-based position `k` of the pack's new columns (`nw`) becomes leasable, if it is a retry or
- * a release (`w`) or processing (`r`), else NO_TIME (`leasableAt` of slot-rules.ts): a `w` slot at its own run
- * time, else the pack's; an `r` slot none when a cancel is requested or it has no lease entry, else its
- * claim, else its expiry plus the expiry backoff of its attempts (`nw.bo`: one entry per attempt below the
- * pack's max attempts, computed by slot-rules.ts; past them none). An expression over the row's columns: no
- * row read per slot. Kept small: a statement holds one per slot of its pack, and SQLite compiles each.
+ * a release (`w`) or processing (`r`), else NULL (`leasableAt` of slot-rules.ts): a `w` slot at its own run
+ * time, else the pack's; an `r` slot NULL when a cancel is requested or it has no lease entry, else its
+ * claim, else its expiry plus the expiry backoff of its attempts (`nw.bo`, computed by slot-rules.ts) below
+ * the pack's max attempts, else NULL. An expression over the row's columns: no row read per slot.
  */
 function leasableAtSql(k: number): SQL {
   const pos = int(k + 1);
+  const a = sql`(unicode(substr(nw.at, ${pos}, 1)) - 48)`;
   const le = sql`(nw.leases -> (unicode(substr(nw.lk, ${pos}, 1)) - 48))`;
-  const none = sql.raw(NO_TIME);
-  return sql`CASE substr(nw.st, ${pos}, 1) WHEN 'w' THEN coalesce(nw.slots ->> '$[${int(k)}].t', nw.run_at)
+  return sql`CASE substr(nw.st, ${pos}, 1)
+    WHEN 'w' THEN coalesce(nw.slots ->> '$[${int(k)}].t', nw.run_at)
     WHEN 'r' THEN CASE WHEN substr(nw.lk, ${pos}, 1) <> ' ' AND (nw.slots ->> '$[${int(k)}].cr') IS NOT 1
-      THEN coalesce(${le} ->> 'c', (${le} ->> 'e') + (nw.bo ->> (unicode(substr(nw.at, ${pos}, 1)) - 48)), ${none})
-      ELSE ${none} END
-    ELSE ${none} END`;
+      THEN coalesce(${le} ->> 'c', CASE WHEN ${a} < nw.max_attempts THEN (${le} ->> 'e') + (nw.bo ->> min(${a}, ${int(BACKOFF_STEPS - 1)})) END)
+      END
+    END`;
 }
 
 /** The least of `terms` (none NULL): `min` over at most TERMS_PER_MIN at a time (a one-argument `min` is the
@@ -62,11 +62,9 @@ function leastOf(terms: SQL[]): SQL {
  * time: one with a time of its own is `w`, as lease-sql.ts takes it), else `rare_at`.
  */
 export function figuresSql(n: number): SQL {
-  const terms = Array.from({ length: n }, (_, k) => leasableAtSql(k));
-  // `rare` materialised: read where `fig` names it, its expression is compiled once (inlined, once a reference).
-  return sql`rare AS MATERIALIZED (SELECT ${countOf(sql`nw.st`, ["p", "w", "r"])} AS live, ${countOf(sql`nw.st`, ["p"])} AS ready,
-        nullif(${leastOf(terms)}, ${sql.raw(NO_TIME)}) AS rare_at FROM nw),
-    fig AS (SELECT f.*, CASE WHEN f.ready > 0 THEN coalesce(min(nw.run_at, f.rare_at), nw.run_at) ELSE f.rare_at END
+  const terms = Array.from({ length: n }, (_, k) => sql`coalesce(${leasableAtSql(k)}, ${sql.raw(NO_TIME)})`);
+  return sql`fig AS (SELECT f.*, CASE WHEN f.ready > 0 THEN coalesce(min(nw.run_at, f.rare_at), nw.run_at) ELSE f.rare_at END
         AS next_at
-      FROM nw, rare AS f)`;
+      FROM nw, (SELECT ${countOf(sql`nw.st`, ["p", "w", "r"])} AS live, ${countOf(sql`nw.st`, ["p"])} AS ready,
+        nullif(${leastOf(terms)}, ${sql.raw(NO_TIME)}) AS rare_at FROM nw) AS f)`;
 }

@@ -158,10 +158,7 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
       return { e: slot.lease, n: withoutPayload(slot.body) };
     }),
   );
-  // By attempts below the pack's max attempts (at the last one only the reaper moves a lapsed slot on: none).
-  const backoffs = JSON.stringify(
-    Array.from({ length: pack.maxAttempts }, (_, a) => expiryBackoffMs(Math.min(a, BACKOFF_STEPS - 1), config)),
-  );
+  const backoffs = JSON.stringify(Array.from({ length: BACKOFF_STEPS }, (_, a) => expiryBackoffMs(a, config)));
   const ks = sorted.map((r) => r.k);
   const leases = chained(
     "jsonb_replace",
