@@ -5,7 +5,6 @@ import { packWriteSql, type ReadSet } from "./pack-commit";
 import { slotAddress, type Pack, type SlotBody } from "./pack-row";
 import { finishedInWrite, settleDependentsSql } from "./settle-dependents";
 import { expiryBackoffMs, isLive, type SlotConfig } from "./slot-rules";
-import { BACKOFF_STEPS, figuresSql } from "./slot-figures-sql";
 import { encodeBodies, PACK_ROW_BUDGET } from "./spill";
 
 /**
@@ -60,6 +59,10 @@ export function readSlot(at: Located): SlotRead {
     body: JSON.stringify(withoutPayload(at.slot.body)),
   };
 }
+
+/** How many attempts' expiry backoffs are handed in: past attempt 31 the backoff's exponent is capped
+ * (retry-policy.ts), so every later attempt uses the last entry (as lease-sql.ts). */
+const BACKOFF_STEPS = 32;
 
 /** Path/value pairs per JSON function call: SQLite builds before 3.49 cap a function's arguments at 127. */
 const PAIRS_PER_CALL = 50;
@@ -133,6 +136,46 @@ function chained(fn: string, base: SQL, pairs: Array<[SQL, SQL]>): SQL {
   return out;
 }
 
+/** How many characters of `col` are one of `chars` (as lease-sql.ts). */
+function countOf(col: SQL, chars: string[]): SQL {
+  let rest = col;
+  for (const ch of chars) rest = sql`replace(${rest}, ${sql.raw(`'${ch}'`)}, '')`;
+  return sql`(length(${col}) - length(${rest}))`;
+}
+
+/**
+ * `packFigures` (pack-row.ts) in SQL over the pack's new columns (`nw`), as CTEs ending in `fig`: `live` and
+ * `ready` counted from `st`; `rare_at` the earliest time a live slot other than a plain pending one becomes
+ * leasable (`leasableAt`) — a retry or a release (`w`): its own run time; processing (`r`): null when a
+ * cancel is requested, else its claim, else its expiry plus the expiry backoff of its attempts (`nw.bo`,
+ * computed by slot-rules.ts) below the pack's max attempts, else null — read by a walk over those slots
+ * only (`instr` from one to the next: rows in proportion to them, none for the `p` slots or ended ones);
+ * `next_at` the pack's run time while a `p` slot is left (a `p` slot is pending at its pack's run time: one
+ * with a time of its own is `w`, as lease-sql.ts takes it), else `rare_at`.
+ */
+function figuresSql(): SQL {
+  const rest = sql`substr(w.lv, w.i + 1)`;
+  return sql`wr(i, lv) AS (
+      SELECT instr(lv, 'r'), lv FROM (SELECT replace(st, 'w', 'r') AS lv FROM nw) WHERE instr(lv, 'r') > 0
+      UNION ALL
+      SELECT w.i + instr(${rest}, 'r'), w.lv FROM wr w WHERE instr(${rest}, 'r') > 0
+    ),
+    s1 AS (SELECT wr.i - 1 AS i, substr(nw.st, wr.i, 1) AS c, unicode(substr(nw.at, wr.i, 1)) - 48 AS a,
+        CASE WHEN substr(nw.lk, wr.i, 1) <> ' ' THEN nw.leases -> ('$[' || (unicode(substr(nw.lk, wr.i, 1)) - 48) || ']')
+        END AS le, nw.slots, nw.run_at, nw.max_attempts, nw.bo
+      FROM wr, nw),
+    s2 AS (SELECT CASE
+        WHEN c = 'w' THEN coalesce(slots ->> ('$[' || i || '].t'), run_at)
+        WHEN le IS NULL OR coalesce(slots ->> ('$[' || i || '].cr'), 0) = 1 THEN NULL
+        WHEN le ->> 'c' IS NOT NULL THEN le ->> 'c'
+        WHEN a < max_attempts THEN (le ->> 'e') + coalesce(json_extract(bo, '$[' || a || ']'), json_extract(bo, '$[#-1]'))
+      END AS at FROM s1),
+    fig AS (SELECT f.*, CASE WHEN f.ready > 0 THEN coalesce(min(nw.run_at, f.rare_at), nw.run_at) ELSE f.rare_at END
+        AS next_at
+      FROM nw, (SELECT ${countOf(sql`nw.st`, ["p", "w", "r"])} AS live, ${countOf(sql`nw.st`, ["p"])} AS ready,
+        (SELECT min(at) FROM s2) AS rare_at FROM nw) AS f)`;
+}
+
 /** `col` with the characters at 0-based positions `ks` (ascending) replaced by `chars`: one `substr` per piece. */
 function spliceChars(col: SQL, ks: number[], chars: string[]): SQL {
   const parts: SQL[] = [];
@@ -192,13 +235,13 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
   // one that comes second finds the first's work done and changes nothing (its `live` gate alone could match
   // the row the first left).
   const unapplied = ending > 0 ? sql` AND substr(p.st, ${int(ends[0]!.k + 1)}, 1) = 'r'` : sql``;
-  const update = (finishing: boolean) => sql`WITH v(x, bo) AS (SELECT ${list}, ${backoffs}),
+  const update = (finishing: boolean) => sql`WITH RECURSIVE v(x, bo) AS (SELECT ${list}, ${backoffs}),
       nw AS MATERIALIZED (
         SELECT p.id, p.run_at, p.max_attempts, p.lk, v.bo, ${st} AS st, ${at} AS at, ${leases} AS leases,
           ${slots} AS slots
         FROM packs p, v WHERE p.id = ${pack.id} AND p.live ${finishing ? sql`=` : sql`<>`} ${int(ending)}${unapplied}
       ),
-      ${figuresSql(pack.slots.length)}
+      ${figuresSql()}
     UPDATE packs SET st = nw.st, at = nw.at, leases = nw.leases, slots = nw.slots, live = fig.live, ready = fig.ready,
       next_at = fig.next_at, rare_at = fig.rare_at, updated_at = ${int(now)},
       ${finishing ? sql`finished_at = coalesce(packs.finished_at, ${int(now)}), ` : sql``}ver = ver + 1
@@ -215,9 +258,8 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
  * Whether the write holds every slot of `pack` that was live as read: the usual ack of a lease that took the
  * pack whole. No other holder can then write the pack, and no leaser can take from it, so the whole-pack write
  * under `ver` commits in its first round (only an operator's cancel request or the reaper between read and write
- * make it retry) — one plain UPDATE where a splice's is built per slot and its figures are an expression over
- * every slot of the pack (in the bench's profile, docs/benchmarks.md section 2b, most of a served completion's
- * time was the walk that expression replaced).
+ * make it retry) — one plain UPDATE where a splice's is built per slot and its figures walk the slots in SQL
+ * (in the bench's profile, docs/benchmarks.md section 2b, most of a served completion's time).
  */
 function holdsEveryLiveSlot(pack: Pack, reads: SlotRead[]): boolean {
   const st = pack.readSt;
