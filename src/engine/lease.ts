@@ -125,8 +125,9 @@ async function leaseAs<T extends CountedLease>(
 }
 
 /**
- * A lease's answer from the results of its statements (`rowLeaseSql`'s, run in one batch, maybe after other
- * statements of the caller's): the tasks in lease order, counted.
+ * A lease's answer from the results of its first batch (`rowLeaseSql`'s statements, maybe after other
+ * statements of the caller's), with flow control's lease run where that batch read that it applies (the same
+ * `guard`): the tasks in lease order, counted.
  */
 export async function finishRowLease<T extends CountedLease>(
   db: Db,
@@ -134,10 +135,21 @@ export async function finishRowLease<T extends CountedLease>(
   now: number,
   shape: RowLeaseShape<T>,
   results: unknown[][],
+  guard: SQL = sql`1`,
 ): Promise<T[]> {
-  const [plain, , flow] = results as Array<Array<Record<string, unknown>>>;
+  const [plain, flowOn] = results as Array<Array<Record<string, unknown>>>;
+  let flow: Array<Record<string, unknown>> = [];
+  if (Number(flowOn![0]?.flow) === 1) {
+    const statements = flowLeaseSql(
+      request,
+      now,
+      (picked) => leaseUpdateSql(request, now, picked, shape.returning),
+      guard,
+    );
+    flow = (await batchAll(db, statements))[1]!;
+  }
   // RETURNING order is unspecified in SQLite: restore the lease order.
-  const leased = [...plain!, ...flow!].map(shape.read).sort(leaseOrder);
+  const leased = [...plain!, ...flow].map(shape.read).sort(leaseOrder);
   await countLeases(db, request.queue, leased, now);
   return leased;
 }
@@ -156,23 +168,31 @@ interface LeasedAnswerRow {
 }
 
 /**
- * The lease's statements (see leaseTasks), returning `returning` for each task leased: today's statement,
+ * The first batch of a lease (see leaseTasks), returning `returning` for each task leased: today's statement,
  * which leases only on a queue without flow control (its pick reads whether the queue's row has a flow
- * config: one more row read, no row written), then flow control's two (src/engine/flow-lease.ts), which
- * lease only on a queue with it. One batch: one round trip, and whichever applies sees the config as it is.
+ * config: one more row read, no row written), then a read of whether flow control leases the queue (its row
+ * has a flow config and `guard` holds). Where it does, `finishRowLease` sends flow control's two statements
+ * (src/engine/flow-lease.ts) in a batch of their own; a queue without flow control never sends them — the
+ * grant is a ~17 KB statement whose compilation alone took 60-150 ms here, paid on every lease where the
+ * database does not keep it compiled (wrangler's workerd 1.20261117 did not: docs/design/packs.md, "What a
+ * lease compiles"). So a lease is one round trip on a queue without flow control, two on a queue with it.
  *
  * `guard`: a condition read inside the statements; where it is false they lease nothing and write nothing
- * (the served store batches them after a read of its own: src/engine/hybrid/split-lease.ts).
+ * (the served store batches them after a read of its own: src/engine/hybrid/split-lease.ts). Hand the same
+ * one to `finishRowLease`, which reads it again in the flow batch.
  */
 export function rowLeaseSql(request: LeaseRequest, now: number, returning: SQL, guard: SQL = sql`1`): SQL[] {
   if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
     // SQLite reads LIMIT -1 as "no limit": never let a bad max through to SQL.
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
-  return [
-    leaseSql(request, now, returning, guard),
-    ...flowLeaseSql(request, now, (picked) => leaseUpdateSql(request, now, picked, returning), guard),
-  ];
+  return [leaseSql(request, now, returning, guard), flowLeasesSql(request.queue, guard)];
+}
+
+/** 1 when flow control leases `queue` now: its row has a flow config and `guard` holds (read only then). */
+function flowLeasesSql(queue: string, guard: SQL): SQL {
+  return sql`SELECT CASE WHEN EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND flow IS NOT NULL)
+      THEN CASE WHEN ${guard} THEN 1 ELSE 0 END ELSE 0 END AS flow`;
 }
 
 /** Today's lease statement, on a queue without flow control. */

@@ -97,7 +97,7 @@ export async function leaseBoth<T extends CountedLease>(
     config.flow?.rate ? leaseUnderQueueRate(db, req, now, (r) => sides.packs(r, config)) : sides.packs(req, config);
   if (front.packs_first !== 1) {
     // The rows were leased in the batch; a paused queue's packs are left alone.
-    const taken = await finishRowLease(db, request, now, sides.rows, rowLease);
+    const taken = await finishRowLease(db, request, now, sides.rows, rowLease, packsComeNotFirst);
     if (front.packs === null || front.paused === 1 || taken.length >= request.max) return taken;
     return [...taken, ...(await packsOn({ ...request, max: request.max - taken.length }))];
   }
