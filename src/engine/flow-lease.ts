@@ -4,8 +4,8 @@ import { leasableSql } from "./redelivery";
 
 /**
  * Flow control's lease (docs/flow-control.md): on a queue whose row has a flow config, leases are made by
- * two statements of the lease's batch instead of today's one (src/engine/lease.ts runs all three; each
- * applies only to its kind of queue).
+ * two statements instead of today's one, in a batch sent after the lease's first one read that the queue has
+ * a flow config (`flowAppliesSql`; src/engine/lease.ts: each statement applies only to its kind of queue).
  *
  * Keys first, then each key's tasks, so a lease reads in proportion to the keys it looks at, never the
  * backlog: the keys of the queue's live keyed tasks are walked from the round-robin cursor (a seek per key
@@ -72,6 +72,12 @@ export function flowUnkeyedSql(key: SQL, queue: SQL | string): SQL {
 export interface FlowLeaseRequest {
   queue: string;
   max: number;
+}
+
+/** 1 when flow control leases `queue` now: its row has a flow config and `guard` holds (read only then). */
+export function flowAppliesSql(queue: string, guard: SQL): SQL {
+  return sql`SELECT CASE WHEN EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND flow IS NOT NULL)
+      THEN CASE WHEN ${guard} THEN 1 ELSE 0 END ELSE 0 END AS flow`;
 }
 
 /** The key of the queue's own row in flow_keys. */

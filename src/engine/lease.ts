@@ -4,7 +4,7 @@ import { recordCounters, type CounterEvent } from "./counters";
 import { appendUncountedSql, counterEventSql } from "./counters-in-row";
 import { EdgeqError } from "../contracts/errors";
 import { CLAIM_WINDOW_S, MAX_BATCH, MAX_PRIORITY } from "../contracts/limits";
-import { flowLeaseSql } from "./flow-lease";
+import { flowAppliesSql, flowLeaseSql } from "./flow-lease";
 import { flowTokenTimesSql } from "./flow-control";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { leasableAtSql, leasableSql, unclaimedSql } from "./redelivery";
@@ -169,13 +169,11 @@ interface LeasedAnswerRow {
 
 /**
  * The first batch of a lease (see leaseTasks), returning `returning` for each task leased: today's statement,
- * which leases only on a queue without flow control (its pick reads whether the queue's row has a flow
- * config: one more row read, no row written), then a read of whether flow control leases the queue (its row
- * has a flow config and `guard` holds). Where it does, `finishRowLease` sends flow control's two statements
- * (src/engine/flow-lease.ts) in a batch of their own; a queue without flow control never sends them — the
- * grant is a ~17 KB statement whose compilation alone took 60-150 ms here, paid on every lease where the
- * database does not keep it compiled (wrangler's workerd 1.20261117 did not: docs/design/packs.md, "What a
- * lease compiles"). So a lease is one round trip on a queue without flow control, two on a queue with it.
+ * which leases only on a queue without flow control (its pick reads the queue's flow config: one more row read,
+ * no row written), then whether flow control leases the queue. Only where it does, `finishRowLease` sends flow
+ * control's two statements (src/engine/flow-lease.ts) in a batch of their own: the grant is a ~17 KB statement
+ * that took 60-150 ms to compile, on every lease where D1 does not keep it compiled (docs/design/packs.md,
+ * "What a lease compiles"). One round trip on a queue without flow control, two on a queue with it.
  *
  * `guard`: a condition read inside the statements; where it is false they lease nothing and write nothing
  * (the served store batches them after a read of its own: src/engine/hybrid/split-lease.ts). Hand the same
@@ -186,13 +184,7 @@ export function rowLeaseSql(request: LeaseRequest, now: number, returning: SQL, 
     // SQLite reads LIMIT -1 as "no limit": never let a bad max through to SQL.
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
-  return [leaseSql(request, now, returning, guard), flowLeasesSql(request.queue, guard)];
-}
-
-/** 1 when flow control leases `queue` now: its row has a flow config and `guard` holds (read only then). */
-function flowLeasesSql(queue: string, guard: SQL): SQL {
-  return sql`SELECT CASE WHEN EXISTS (SELECT 1 FROM queues WHERE name = ${queue} AND flow IS NOT NULL)
-      THEN CASE WHEN ${guard} THEN 1 ELSE 0 END ELSE 0 END AS flow`;
+  return [leaseSql(request, now, returning, guard), flowAppliesSql(request.queue, guard)];
 }
 
 /** Today's lease statement, on a queue without flow control. */
