@@ -10,6 +10,7 @@ import { enqueuePackTasks } from "../packs/enqueue";
 import type { EndedHandOut, TaskStore } from "../store";
 import { couldBePackTask, inInputOrder, packTaskIds, splitItems } from "./layout-of-ids";
 import { locateForWrite, type PackReads } from "../packs/locate";
+import type { HolderWriteHow } from "../packs/acks";
 import {
   completePackTasks,
   extendPackLeases,
@@ -18,7 +19,7 @@ import {
   releasePackTasks,
 } from "../packs/holder-writes";
 import { packOf } from "../packs/pack-ids";
-import type { AckOutcome } from "../ack";
+import type { AckOutcome, AckScope } from "../ack";
 import { byQueue, joinFigures, joinFronts, mergePages, mergeStats, minOf, sumCounts } from "./merge-answers";
 import { goesIntoPacks } from "./route-enqueue";
 import { leaseBoth } from "./split-lease";
@@ -74,6 +75,26 @@ function openStore(db: Db): TaskStore {
     return inInputOrder(split, { packs: packAnswers, rows: rowAnswers });
   }
 
+  /** A holder's batch write (complete, fail, release, extend) over both layouts, as `perHeldItem` splits it. */
+  function heldWrite<T extends { id: string }>(
+    rowsWrite: (items: T[], now: number, scope?: AckScope) => Promise<AckOutcome[]>,
+    packsWrite: (
+      db: Db,
+      items: T[],
+      now: number,
+      scope: AckScope | undefined,
+      how: HolderWriteHow,
+      preread: PackReads,
+    ) => Promise<AckOutcome[]>,
+  ) {
+    return (items: T[], now: number, scope?: AckScope) =>
+      perHeldItem(
+        items,
+        (part) => rowsWrite(part, now, scope),
+        (part, pre) => packsWrite(db, part, now, scope, "splice", pre),
+      );
+  }
+
   /** The layout holding task `id` (the row store when no pack does: it answers an unknown id). */
   async function holder(id: string) {
     return (await packTaskIds(db, [id])).has(id) ? packs : rows;
@@ -97,30 +118,10 @@ function openStore(db: Db): TaskStore {
       leaseBoth(db, request, now, { rows: AS_ANSWERS, packs: (r, config) => leasePackAnswers(db, r, now, config) }),
 
     // The holder's fenced writes.
-    completeTasks: (items, now, scope) =>
-      perHeldItem(
-        items,
-        (part) => rows.completeTasks(part, now, scope),
-        (part, pre) => completePackTasks(db, part, now, scope, "splice", pre),
-      ),
-    failTasks: (items, now, scope) =>
-      perHeldItem(
-        items,
-        (part) => rows.failTasks(part, now, scope),
-        (part, pre) => failPackTasks(db, part, now, scope, "splice", pre),
-      ),
-    releaseTasks: (items, now, scope) =>
-      perHeldItem(
-        items,
-        (part) => rows.releaseTasks(part, now, scope),
-        (part, pre) => releasePackTasks(db, part, now, scope, "splice", pre),
-      ),
-    extendLeases: (items, now, scope) =>
-      perHeldItem(
-        items,
-        (part) => rows.extendLeases(part, now, scope),
-        (part, pre) => extendPackLeases(db, part, now, scope, "splice", pre),
-      ),
+    completeTasks: heldWrite(rows.completeTasks, completePackTasks),
+    failTasks: heldWrite(rows.failTasks, failPackTasks),
+    releaseTasks: heldWrite(rows.releaseTasks, releasePackTasks),
+    extendLeases: heldWrite(rows.extendLeases, extendPackLeases),
     heartbeatTask: async (request, now) => {
       // As perHeldItem: the read that tells the layout is the pack heartbeat's own.
       if (!couldBePackTask(request.id)) return rows.heartbeatTask(request, now);

@@ -8,6 +8,7 @@ import { d1TaskStore } from "../../../src/engine/d1-store";
 import { db, uniqueQueue, PROCESSORS } from "../../helpers";
 import { clockRange } from "../../support/clock-range";
 import { meteredD1 } from "../../support/metered-d1";
+import { besideUnrelatedEdges } from "../../support/unrelated-edges";
 import { storeFixtures } from "../conformance/fixtures";
 import { D1_STORE } from "../conformance/store-kinds";
 
@@ -203,12 +204,6 @@ describe("the retention prune and dependency edges", () => {
 });
 
 describe("the retention prune's edges beside many unrelated edges", () => {
-  /** Edges of no task of this file (ids of a prefix no ULID has), `n` of them, inserted in one statement. */
-  async function unrelatedEdges(prefix: string, n: number): Promise<void> {
-    await db().run(sql`WITH RECURSIVE i(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM i WHERE k < ${n})
-      INSERT INTO task_edges (dependency, dependent) SELECT ${prefix} || k, ${prefix} || 'x' || k FROM i`);
-  }
-
   it("reads rows in proportion to its window's tasks and their edges, not to task_edges", async () => {
     // A day of its own in this file's range (the window reads ids by time, whatever their queue).
     const t = clock.day(800);
@@ -220,10 +215,8 @@ describe("the retention prune's edges beside many unrelated edges", () => {
     await store().cancelTask(tasks[0]!.id, t + 6);
     // Thousands of edges of other tasks: a delete that scanned task_edges (the window's edges written inside
     // its IN as a UNION ALL) read every one of them.
-    const prefix = `~${q}-`;
     const UNRELATED = 5_000;
-    await unrelatedEdges(prefix, UNRELATED);
-    try {
+    await besideUnrelatedEdges(db(), { prefix: `~${q}-`, n: UNRELATED }, async () => {
       const meter = meteredD1(env.DB);
       const now = t + 2 * HOUR_MS;
       // The window: ids of this day only (below its first hour's end), so it holds these three tasks.
@@ -237,9 +230,7 @@ describe("the retention prune's edges beside many unrelated edges", () => {
       console.log(`a prune window of 3 tasks beside ${UNRELATED} unrelated edges: ${meter.usage.rowsRead} rows read`);
       // The scan of task_edges read every edge (5,058 in all, measured).
       expect(meter.usage.rowsRead).toBeLessThan(200);
-    } finally {
-      await db().run(sql`DELETE FROM task_edges WHERE dependency >= ${prefix} AND dependency < ${prefix + "~"}`);
-    }
+    });
   });
 
   async function edgesOf(id: string): Promise<number> {

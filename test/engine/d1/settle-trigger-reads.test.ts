@@ -1,10 +1,10 @@
 import { env } from "cloudflare:workers";
-import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { openDb } from "../../../src/db/client";
 import { d1TaskStore } from "../../../src/engine/d1-store";
 import { db, uniqueQueue } from "../../helpers";
 import { meteredD1 } from "../../support/metered-d1";
+import { besideUnrelatedEdges } from "../../support/unrelated-edges";
 
 // D1 store only: the trigger `tasks_settle_dependents` (migrations 0016, 0024) settles a finishing task's
 // dependents inside the statement that finishes it. Its walks start from the task finishing and reach its
@@ -13,20 +13,12 @@ import { meteredD1 } from "../../support/metered-d1";
 
 const T = Date.UTC(2026, 10, 27, 23);
 
-/** Edges of no task (ids of a prefix no ULID has), `n` of them, in one statement. */
-async function unrelatedEdges(prefix: string, n: number): Promise<void> {
-  await db().run(sql`WITH RECURSIVE i(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM i WHERE k < ${n})
-    INSERT INTO task_edges (dependency, dependent) SELECT ${prefix} || k, ${prefix} || 'x' || k FROM i`);
-}
-
 describe("the dependents trigger beside many unrelated edges", () => {
   it("a cancel that ends a dependent (policy cancel) and a completion that releases one read in proportion to them", async () => {
     const queue = uniqueQueue("settle-reads");
     const store = d1TaskStore(db());
-    const prefix = `~${queue}-`;
     const UNRELATED = 5_000;
-    await unrelatedEdges(prefix, UNRELATED);
-    try {
+    await besideUnrelatedEdges(db(), { prefix: `~${queue}-`, n: UNRELATED }, async () => {
       const [failing, passing] = (await store.enqueueTasks(queue, [{ payload: 1 }, { payload: 2 }], T)).tasks;
       const { tasks } = await store.enqueueTasks(
         queue,
@@ -51,8 +43,6 @@ describe("the dependents trigger beside many unrelated edges", () => {
       // With the trigger's joins unpinned (0016) the cancel read every edge: 10,049 rows (measured).
       expect(cancelRead).toBeLessThan(200);
       expect(completeRead).toBeLessThan(200);
-    } finally {
-      await db().run(sql`DELETE FROM task_edges WHERE dependency >= ${prefix} AND dependency < ${prefix + "~"}`);
-    }
+    });
   });
 });

@@ -5,6 +5,7 @@ import { openDb } from "../../../src/db/client";
 import { d1TaskStore } from "../../../src/engine/d1-store";
 import { T0, db, uniqueQueue } from "../../helpers";
 import { meteredD1 } from "../../support/metered-d1";
+import { besideUnrelatedEdges } from "../../support/unrelated-edges";
 import { seedPending } from "../../support/seed-tasks";
 
 // D1 store only: what a take-out reads beside the tasks it moves. Its finished-task part walks the source
@@ -57,16 +58,11 @@ describe("a take-out's reads", () => {
       return meter.usage.rowsRead;
     };
     const before = await reads();
-    // Edges of no task of this file (ids of a prefix no ULID has): a statement that scanned task_edges read them all.
-    const prefix = `~${uniqueQueue("transit-edge-others")}-`;
+    // Edges of no task of this file: a statement that scanned task_edges read them all.
     const n = 5_000;
-    await db().run(sql`WITH RECURSIVE i(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM i WHERE k < ${n})
-      INSERT INTO task_edges (dependency, dependent) SELECT ${prefix} || k, ${prefix} || 'x' || k FROM i`);
-    try {
+    await besideUnrelatedEdges(db(), { prefix: `~${uniqueQueue("transit-edge-others")}-`, n }, async () => {
       const after = await reads();
       expect(after - before).toBeLessThan(n / 10);
-    } finally {
-      await db().run(sql`DELETE FROM task_edges WHERE dependency >= ${prefix} AND dependency < ${prefix + "~"}`);
-    }
+    });
   });
 });

@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { openDb } from "../../../src/db/client";
+import { besideUnrelatedEdges } from "../../support/unrelated-edges";
 import { packTaskStore } from "../../../src/engine/packs/pack-store";
 import { PURGE_LIVE_PACKS_WALKED } from "../../../src/engine/packs/purge";
 import { T0, uniqueQueue } from "../../helpers";
@@ -102,15 +103,9 @@ describe("pack store: purge and retention walk what they need", () => {
     for (let i = 0; i < 30; i++) await store().pruneByRetention(now - 1);
     // Edges of no task of this file (ids of a prefix no ULID has), in both edge tables: a delete that scanned
     // either table (the window's edges written inside its IN as a UNION ALL) read every one of them.
-    const prefix = `~${queue}-`;
     const UNRELATED = 5_000;
-    const numbers = sql`WITH RECURSIVE i(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM i WHERE k < ${UNRELATED})`;
-    await openDb(env.DB).run(sql`${numbers} INSERT INTO task_edges (dependency, dependent)
-      SELECT ${prefix} || k, ${prefix} || 'x' || k FROM i`);
-    await openDb(env.DB)
-      .run(sql`${numbers} INSERT INTO remote_edges (dependency, dependent, dependent_queue, created_at)
-      SELECT ${prefix} || k, ${prefix} || 'x' || k, ${queue}, ${AT} FROM i`);
-    try {
+    const edges = { prefix: `~${queue}-`, n: UNRELATED, remoteQueue: queue, at: AT };
+    await besideUnrelatedEdges(openDb(env.DB), edges, async () => {
       const doomed = await finishedPack(queue, AT + 40);
       const [pruned, read] = await rowsRead(async (s) => {
         let total = 0;
@@ -122,12 +117,6 @@ describe("pack store: purge and retention walk what they need", () => {
       console.log(`5 retention passes beside ${UNRELATED} unrelated edges in each table: ${read} rows read`);
       // The scans read both tables: 10,041 rows (measured); by key, 52.
       expect(read).toBeLessThan(1_000);
-    } finally {
-      for (const table of ["task_edges", "remote_edges"]) {
-        await openDb(env.DB).run(
-          sql`DELETE FROM ${sql.raw(table)} WHERE dependency >= ${prefix} AND dependency < ${prefix + "~"}`,
-        );
-      }
-    }
+    });
   });
 });
