@@ -60,10 +60,11 @@ async function readForWrites(db: Db, ids: string[], withConfigs: boolean): Promi
   await loadSpill(db, read);
   const byId = new Map(read.map((p) => [p.id, p]));
   // A client's own id is its slot's `i` (pack_ids names the same slot); any other id is the address it names.
+  // Only a slot holding a task: one moved out (`o`) may keep the id its task has now elsewhere.
   const address = new Map<string, { pack: string; slot: number }>();
   for (const pack of read) {
     pack.slots.forEach((slot, k) => {
-      if (slot.body.i !== undefined) address.set(slot.body.i, { pack: pack.id, slot: k });
+      if (slot.body.i !== undefined && holdsTask(slot)) address.set(slot.body.i, { pack: pack.id, slot: k });
     });
   }
   for (const id of ids) {
