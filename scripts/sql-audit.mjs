@@ -34,12 +34,15 @@ const NOT_ALIAS = new Set(
   ),
 );
 
-/** Alias → table, for the growing tables the statement names (`tasks t`, `tasks AS t`, and each table itself). */
+/**
+ * Alias → table, for the growing tables the statement names (`tasks t`, `tasks AS t`, and each table itself).
+ * @param {string} text
+ */
 function aliases(text) {
   const found = new Map(GROWING.map((t) => [t, t]));
   const pattern = new RegExp(`[\`"]?\\b(${GROWING.join("|")})\\b[\`"]?\\s+(?:AS\\s+)?([a-z_][a-z0-9_]*)`, "gi");
   for (const [, table, alias] of text.matchAll(pattern)) {
-    if (!NOT_ALIAS.has(alias.toLowerCase())) found.set(alias, table);
+    if (table && alias && !NOT_ALIAS.has(alias.toLowerCase())) found.set(alias, table);
   }
   return found;
 }
