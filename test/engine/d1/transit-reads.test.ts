@@ -12,20 +12,25 @@ import { seedPending } from "../../support/seed-tasks";
 // table once (docs/scale.md); the statements that carry the moving tasks' dependency edges (src/engine/
 // edge-transit.ts) probe by primary key from the transit rows — they once let SQLite scan `tasks` in four of
 // their statements, five walks of the database per take-out.
+/** The rows a take-out of `queue` (all of it: `moving` tasks) to another shard reads. */
+async function takeOutReads(queue: string, moving: number): Promise<number> {
+  const meter = meteredD1(env.DB);
+  const moved = await d1TaskStore(openDb(meter.db)).takeOutForTransit(
+    { queue },
+    { shard: "DB_1", slot: 7 },
+    10,
+    T0 + 1,
+  );
+  expect(moved).toBe(moving);
+  return meter.usage.rowsRead;
+}
+
 describe("a take-out's reads", () => {
   it("grow by one walk of the source table with the tasks of other queues, not more", async () => {
     const reads = async () => {
       const queue = uniqueQueue("transit-reads");
       await d1TaskStore(db()).enqueueTasks(queue, [{}, {}, {}], T0);
-      const meter = meteredD1(env.DB);
-      const moved = await d1TaskStore(openDb(meter.db)).takeOutForTransit(
-        { queue },
-        { shard: "DB_1", slot: 7 },
-        10,
-        T0 + 1,
-      );
-      expect(moved).toBe(3);
-      return meter.usage.rowsRead;
+      return takeOutReads(queue, 3);
     };
     const before = await reads();
     const n = 20_000;
@@ -47,15 +52,7 @@ describe("a take-out's reads", () => {
       const stay = uniqueQueue("transit-edge-stays");
       const { tasks: kept } = await d1TaskStore(db()).enqueueTasks(stay, [{}], T0);
       await d1TaskStore(db()).enqueueTasks(queue, [{ dependsOn: [a!, b!] }, { dependsOn: [kept[0]!.id] }], T0);
-      const meter = meteredD1(env.DB);
-      const moved = await d1TaskStore(openDb(meter.db)).takeOutForTransit(
-        { queue },
-        { shard: "DB_1", slot: 7 },
-        10,
-        T0 + 1,
-      );
-      expect(moved).toBe(4);
-      return meter.usage.rowsRead;
+      return takeOutReads(queue, 4);
     };
     const before = await reads();
     // Edges of no task of this file: a statement that scanned task_edges read them all.
