@@ -53,6 +53,17 @@ function openStore(db: Db): TaskStore {
   const side = { rows, packs };
 
   /**
+   * The pack write's first read of the ids a pack could have made (locate.ts `locateForWrite`), and which of
+   * them are pack tasks (their pack exists: as `packTaskIds` answers); null when no id could be one.
+   */
+  async function heldInPacks(ids: string[]): Promise<{ preread: PackReads; onPacks: Set<string> } | null> {
+    const asked = [...new Set(ids.filter(couldBePackTask))];
+    if (asked.length === 0) return null;
+    const preread = await locateForWrite(db, asked);
+    return { preread, onPacks: new Set(asked.filter((id) => preread.packIds.has(packOf(id)!.pack))) };
+  }
+
+  /**
    * A holder's write by item on each layout holding some of `items`, answered in input order. The read that
    * tells the layouts apart is the pack write's own first read (locate.ts `locateForWrite`: the packs, their
    * queues' configs), so a write of pack tasks makes two D1 calls: that read and its batch.
@@ -62,14 +73,11 @@ function openStore(db: Db): TaskStore {
     rowsRun: (items: T[]) => Promise<AckOutcome[]>,
     packsRun: (items: T[], preread: PackReads) => Promise<AckOutcome[]>,
   ): Promise<AckOutcome[]> {
-    const asked = [...new Set(items.map((i) => i.id).filter(couldBePackTask))];
-    if (asked.length === 0) return rowsRun(items);
-    const preread = await locateForWrite(db, asked);
-    const onPacks = new Set(asked.filter((id) => preread.packIds.has(packOf(id)!.pack)));
-    if (onPacks.size === 0) return rowsRun(items);
-    const split = splitItems(items, onPacks);
+    const held = await heldInPacks(items.map((i) => i.id));
+    if (held === null || held.onPacks.size === 0) return rowsRun(items);
+    const split = splitItems(items, held.onPacks);
     const [packAnswers, rowAnswers] = await Promise.all([
-      packsRun(split.packs, preread),
+      packsRun(split.packs, held.preread),
       split.rows.length > 0 ? rowsRun(split.rows) : Promise.resolve([]),
     ]);
     return inInputOrder(split, { packs: packAnswers, rows: rowAnswers });
@@ -124,10 +132,9 @@ function openStore(db: Db): TaskStore {
     extendLeases: heldWrite(rows.extendLeases, extendPackLeases),
     heartbeatTask: async (request, now) => {
       // As perHeldItem: the read that tells the layout is the pack heartbeat's own.
-      if (!couldBePackTask(request.id)) return rows.heartbeatTask(request, now);
-      const preread = await locateForWrite(db, [request.id]);
-      return preread.packIds.has(packOf(request.id)!.pack)
-        ? heartbeatPackTask(db, request, now, "splice", preread)
+      const held = await heldInPacks([request.id]);
+      return held?.onPacks.has(request.id)
+        ? heartbeatPackTask(db, request, now, "splice", held.preread)
         : rows.heartbeatTask(request, now);
     },
     assertLeaseHeld: async (id, token, now) => (await holder(id)).assertLeaseHeld(id, token, now),
