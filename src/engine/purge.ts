@@ -159,10 +159,11 @@ function prunedEdgesSql(now: number, after: string, last: string): SQL {
   // The window's prunable tasks, read once (materialised: both branches use them). The edges to delete are a
   // materialised CTE too: with the UNION ALL written inside the DELETE's IN, SQLite scanned all of task_edges
   // against it (every edge of the database read per prune window: test/engine/d1/prune-walk.test.ts); from a
-  // CTE it probes the primary key once per pair.
+  // CTE it probes the primary key once per pair. CROSS JOIN, as pack retention's (packs/retention.ts): the
+  // window's tasks first, their edges by key, whatever the planner's statistics say.
   return sql`WITH doomed AS MATERIALIZED (SELECT d.id, d.depends_on FROM tasks d WHERE ${prunable(sql`d`, now, after, last)}),
     pairs(dependency, dependent) AS MATERIALIZED (
-      SELECT e.dependency, e.dependent FROM doomed d JOIN task_edges e ON e.dependency = d.id
+      SELECT e.dependency, e.dependent FROM doomed d CROSS JOIN task_edges e ON e.dependency = d.id
         WHERE ${gone(sql`e.dependent`)}
       UNION ALL
       SELECT j.value, d.id FROM doomed d, json_each(d.depends_on) AS j
