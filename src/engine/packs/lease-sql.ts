@@ -16,9 +16,10 @@ import { expiryBackoffMs, type SlotConfig } from "./slot-rules";
  * task, a lapsed or unclaimed lease): `probeRare` tells the caller, which takes the rest of the lease from
  * there with the JavaScript rules (lease.ts), so the lease order is kept.
  *
- * What it writes is what the JavaScript lease writes for the same slots (test/engine/packs/lease-sql.test.ts
- * holds the two equal): each slot `r`, its attempts + 1, a lease entry of its own (fresh token, appended to
- * `leases`), its body's `st` if unset and `u`; and the pack's `ready`, `live`, `rare_at`, `next_at` as
+ * What it writes is what the JavaScript lease writes for the same slots, as decoded (pack-row.ts; the test
+ * test/engine/packs/lease-sql.test.ts holds the two equal): each slot `r`, its attempts + 1, a lease entry of
+ * its own (fresh token, appended to `leases`) — its body's `st` if unset and `u` are that entry's time, not
+ * written (pack-row.ts `leaseTimes`); and the pack's `ready`, `live`, `rare_at`, `next_at` as
  * `packFigures` derives them from the slots: `ready`, `live` counted from the new `st`; `rare_at` the
  * earlier of the pack's (its other slots are unchanged) and the slots' leasable time once leased
  * (`leasableAt` of a processing slot: its claim, else expiry + `expiryBackoffMs`, handed in computed by
@@ -58,30 +59,14 @@ const countOf = (col: SQL, chars: string[]): SQL => {
 };
 
 /**
- * The selection both statements share, as CTEs: `quota` (per pack in lease order, how many of its `p`
- * slots the lease takes) and `walk`, which takes them one by one in slot order, carrying the pack's new
- * columns as it goes (row j of a pack: its j-th slot taken, at 1-based position `k`) — every value it needs
- * carried, so no step joins another table. Deterministic over the rows as they are, so the counters
- * statement and the UPDATE after it in the same batch (one transaction) select the same slots.
+ * The selection both statements share, as CTEs: `front` steps through the queue's leasable packs in lease
+ * order, `cand` reads them, and `quota` says how many of each pack's `p` slots the lease takes — its first
+ * `take` in slot order. Deterministic over the rows as they are, so the counters statement and the UPDATE
+ * after it in the same batch (one transaction) select the same slots.
  */
-function selectionSql(o: PlainLease): SQL {
+function quotaSql(o: PlainLease): SQL {
   const now = int(o.now);
   const max = int(o.max);
-  // The next `p` after position w.k (the slots before it already taken or not pending).
-  const nk = sql`(w.k + instr(substr(w.st, w.k + 1), 'p'))`;
-  const splice = (col: SQL, text: SQL): SQL =>
-    sql`substr(${col}, 1, ${nk} - 1) || ${text} || substr(${col}, ${nk} + 1)`;
-  const na = sql`(unicode(substr(w.at, ${nk}, 1)) - 48 + 1)`;
-  const lapses = lapsesJson(o);
-  // When the slot leased now is leasable again: leasableAt of a processing slot (see lapsesJson).
-  const lapse =
-    o.claim !== null
-      ? int(o.claim)
-      : sql`CASE WHEN ${na} < w.ma THEN coalesce(json_extract(${lapses}, '$[' || ${na} || ']'),
-          json_extract(${lapses}, '$[#-1]')) END`;
-  const entry = sql`json_object('e', ${int(o.expires)}, 'c', ${o.claim === null ? sql`NULL` : int(o.claim)},
-    'h', ${o.holder ?? null}, 'v', ${int(o.vtS)}, 't', ${now},
-    'k', json_extract(${JSON.stringify(o.tokens)}, '$[' || (w.g0 + w.j) || ']'), 'x', 0)`;
   // The candidates: the queue's leasable packs in lease order, stepped through one `packs_live` seek at a time
   // (`front`, a pack's key and figures as a JSON array: [id, priority, run_at, ready, rare]) while the pending
   // slots ahead of the next one are fewer than `max` and no pack with a rare slot due was met — the packs the
@@ -111,35 +96,40 @@ function selectionSql(o: PlainLease): SQL {
           AS before
         FROM cand c WHERE c.rk < (SELECT coalesce(min(rk), ${max} + 1) FROM cand WHERE rare))
       WHERE before < ${max} AND ready > 0
-    ),
-    walk(pid, j, k, take, g0, nl, ma, type, wait_ms, rare_at, run_at, st, at, lk, ents, ks, lapse) AS (
-      SELECT pid, 0, 0, take, before, nl, max_attempts, type, ${now} - max(created_at, run_at), rare_at, run_at,
-        st, at, lk, '', '', NULL
-      FROM quota
-      UNION ALL
-      SELECT w.pid, w.j + 1, ${nk}, w.take, w.g0, w.nl, w.ma, w.type, w.wait_ms, w.rare_at, w.run_at,
-        ${splice(sql`w.st`, sql`'r'`)}, ${splice(sql`w.at`, sql`char(48 + ${na})`)},
-        ${splice(sql`w.lk`, sql`char(48 + w.nl + w.j)`)}, w.ents || ',' || ${entry}, w.ks || ',' || (${nk} - 1),
-        ${least(sql`w.lapse`, lapse)}
-      FROM walk w
-      WHERE w.j < w.take AND instr(substr(w.st, w.k + 1), 'p') > 0
     )`;
 }
 
-/** The counters of what the lease takes, run first in its batch. */
+/** The 1-based position of the next `p` after position w.k: the slots after w.k are as stored (a walk
+ * visits each position once, in order). */
+const NEXT_K = sql`(w.k + instr(substr(w.st, w.k + 1), 'p'))`;
+
+/** Whether the walk `w` has a slot left to take. */
+const MORE = sql`w.j < w.take AND instr(substr(w.st, w.k + 1), 'p') > 0`;
+
+/**
+ * The counters of what the lease takes, run first in its batch: the taken slots' positions only. A slot never
+ * leased before is one without a lease entry (`lk` a space: no write of the store takes a slot's entry away,
+ * and a slot is first started by its first lease, pack-row.ts `leaseTimes`): its wait is observed.
+ */
 function countsSql(o: PlainLease): SQL {
-  // A slot never leased before has no `st` (first started) in its body: its wait is observed.
-  const taken = sql`SELECT ${o.queue} AS queue, w.type, w.wait_ms,
-      json_extract(p.slots, '$[' || (w.k - 1) || '].st') IS NULL AS first
-    FROM walk w CROSS JOIN packs p ON p.id = w.pid WHERE w.j > 0`;
-  return countersUpsertSql(o.now, sql`WITH RECURSIVE ${selectionSql(o)} ${taken}`, LEASE_COUNTS);
+  return countersUpsertSql(
+    o.now,
+    sql`WITH RECURSIVE ${quotaSql(o)},
+      walk(j, k, take, type, wait_ms, st, lk) AS (
+        SELECT 0, 0, take, type, ${int(o.now)} - max(created_at, run_at), st, lk FROM quota
+        UNION ALL
+        SELECT w.j + 1, ${NEXT_K}, w.take, w.type, w.wait_ms, w.st, w.lk FROM walk w WHERE ${MORE}
+      )
+      SELECT ${o.queue} AS queue, w.type, w.wait_ms, substr(w.lk, w.k, 1) = ' ' AS first FROM walk w WHERE w.j > 0`,
+    LEASE_COUNTS,
+  );
 }
 
 /**
- * When a slot leased now with `na` attempts becomes leasable again, by attempts (index): its claim when
- * provisional, else its expiry plus the expiry backoff of that attempt — `leasableAt` of slot-rules.ts for a
- * processing slot, computed there and handed to SQL as a JSON array (the pack's max_attempts is applied in
- * SQL: at the last attempt only the reaper moves it on, NULL).
+ * When a slot leased now becomes leasable again, by its attempts once leased (index): its expiry plus the
+ * expiry backoff of that attempt — `leasableAt` of slot-rules.ts for a processing slot, computed there and
+ * handed to SQL as a JSON array (the pack's max_attempts is applied in SQL: at the last attempt only the
+ * reaper moves it on, NULL). A provisional lease's is its claim, whatever the attempt.
  */
 function lapsesJson(o: PlainLease): string {
   return JSON.stringify(Array.from({ length: BACKOFF_STEPS }, (_, a) => o.expires + expiryBackoffMs(a, o.config)));
@@ -149,45 +139,62 @@ function lapsesJson(o: PlainLease): string {
  * (retry-policy.ts), so every later attempt lapses as the last entry. */
 const BACKOFF_STEPS = 32;
 
-/** Path/value pairs per JSON function call: SQLite builds before 3.49 cap a function's arguments at 127. */
-const PAIRS_PER_CALL = 50;
+/** Hex characters of a lease token (lease.ts `newToken`: 16 random bytes): the tokens are handed in as one
+ * string of fixed-width tokens, cut by position (no JSON parsed per slot). */
+export const TOKEN_HEX = 32;
 
-/** The lease UPDATE: each pack's new columns as `walk` built them, written; returns the rows. */
+/**
+ * The lease UPDATE, returning the packs as written. Per pack, `walk` takes its first `take` `p` slots in slot
+ * order, splicing each one's attempts (`at`) and lease pointer (`lk`: its new entry's index) and appending its
+ * lease entry (`ents`: the entry's fixed part as JSON text handed in, its token cut from `tokens`); `mna` is the
+ * fewest attempts a taken slot now has below max_attempts. The walk visits each position once, so the pack's
+ * new `st` is its stored one with every `p` up to the last taken position `r` — all of them were taken.
+ * The pack's `rare_at` becomes the earlier of its own and the taken slots' leasable time: the claim, or the lapse
+ * of `mna` attempts (expiry backoffs grow with attempts, so the fewest lapses first). The slots' bodies are not
+ * written: a leased slot's first start and last update are its lease entry's time (pack-row.ts `leaseTimes`),
+ * so the statement's size does not grow with the slots it may take.
+ */
 function updateSql(o: PlainLease): SQL {
   const now = int(o.now);
-  // Each slot's body: `st` (first started) inserted when absent, `u` set. One path/value pair per slot the
-  // lease may take (`max`); a pack whose turn took fewer repeats its first slot's pair (a no-op).
-  const path = (i: number, key: string): SQL =>
-    sql.raw(`'$[' || coalesce(json_extract(f.ks, '$[${i}]'), json_extract(f.ks, '$[0]')) || '].${key}'`);
-  const pairs = (fn: string, blob: SQL, key: string): SQL => {
-    let out = blob;
-    for (let from = 0; from < o.max; from += PAIRS_PER_CALL) {
-      const some = Array.from(
-        { length: Math.min(PAIRS_PER_CALL, o.max - from) },
-        (_, i) => sql`${path(from + i, key)}, ${now}`,
-      );
-      out = sql`${sql.raw(fn)}(${out}, ${sql.join(some, sql`, `)})`;
-    }
-    return out;
-  };
+  if (o.tokens.some((t) => t.length !== TOKEN_HEX)) throw new Error(`lease tokens must be ${TOKEN_HEX} hex characters`);
+  const head = `${JSON.stringify({ e: o.expires, c: o.claim, h: o.holder, v: o.vtS, t: o.now }).slice(0, -1)},"k":"`;
+  const splice = (col: SQL, text: SQL): SQL =>
+    sql`substr(${col}, 1, ${NEXT_K} - 1) || ${text} || substr(${col}, ${NEXT_K} + 1)`;
+  const na = sql`(unicode(substr(w.at, ${NEXT_K}, 1)) - 48 + 1)`;
+  const lapses = lapsesJson(o);
+  const lapse =
+    o.claim !== null
+      ? int(o.claim)
+      : sql`CASE WHEN l.mna IS NOT NULL THEN coalesce(json_extract(${lapses}, '$[' || l.mna || ']'),
+          json_extract(${lapses}, '$[#-1]')) END`;
   const ready = countOf(sql`l.st`, ["p"]);
-  return sql`WITH RECURSIVE ${selectionSql(o)},
-    last AS (SELECT pid, st, at, lk, ents, '[' || substr(ks, 2) || ']' AS ks, lapse, rare_at, run_at, max(j) AS j
-      FROM walk GROUP BY pid),
+  return sql`WITH RECURSIVE ${quotaSql(o)},
+    walk(pid, j, k, take, g0, nl, ma, rare_at, run_at, st, at, lk, ents, mna) AS (
+      SELECT pid, 0, 0, take, before, nl, max_attempts, rare_at, run_at, st, at, lk, '', NULL FROM quota
+      UNION ALL
+      SELECT w.pid, w.j + 1, ${NEXT_K}, w.take, w.g0, w.nl, w.ma, w.rare_at, w.run_at, w.st,
+        ${splice(sql`w.at`, sql`char(48 + ${na})`)}, ${splice(sql`w.lk`, sql`char(48 + w.nl + w.j)`)},
+        w.ents || ',' || ${head} || substr(${o.tokens.join("")}, (w.g0 + w.j) * ${int(TOKEN_HEX)} + 1, ${int(TOKEN_HEX)})
+          || '","x":0}',
+        CASE WHEN ${na} < w.ma THEN min(coalesce(w.mna, ${na}), ${na}) ELSE w.mna END
+      FROM walk w WHERE ${MORE}
+    ),
+    last AS (SELECT pid, replace(substr(st, 1, k), 'p', 'r') || substr(st, k + 1) AS st, at, lk, ents, mna, rare_at,
+        run_at, j
+      FROM walk WHERE j = take OR instr(substr(st, k + 1), 'p') = 0),
     f AS MATERIALIZED (
       SELECT l.*, ${ready} AS ready, ${countOf(sql`l.st`, ["p", "w", "r"])} AS live,
-        ${least(sql`l.rare_at`, sql`l.lapse`)} AS new_rare_at
+        ${least(sql`l.rare_at`, lapse)} AS new_rare_at
       FROM last l WHERE l.j > 0
     )
     UPDATE packs SET st = f.st, at = f.at, lk = f.lk,
       leases = jsonb(CASE WHEN json_array_length(packs.leases) = 0 THEN '[' || substr(f.ents, 2) || ']'
         ELSE substr(json(packs.leases), 1, length(json(packs.leases)) - 1) || f.ents || ']' END),
-      slots = ${pairs("jsonb_set", pairs("jsonb_insert", sql`packs.slots`, "st"), "u")},
       ready = f.ready, live = f.live, rare_at = f.new_rare_at,
       next_at = CASE WHEN f.ready > 0 THEN ${least(sql`f.run_at`, sql`f.new_rare_at`)} ELSE f.new_rare_at END,
       updated_at = ${now}, ver = ver + 1
     FROM f
-    WHERE packs.id = f.pid
+    WHERE packs.id = +f.pid
     RETURNING ${sql.raw(PACK_COLUMNS)}`;
 }
 

@@ -39,12 +39,9 @@ export function decodePack(row: PackRowRead): Pack {
   const bodies = JSON.parse(row.slots) as SlotBody[];
   const slots = bodies.map((body, k): Slot => {
     const lk = row.lk[k]!;
-    return {
-      st: row.st[k] as SlotChar,
-      a: row.at.charCodeAt(k) - 48,
-      lease: lk === " " ? null : { ...leases[lk.charCodeAt(0) - 48]! },
-      body,
-    };
+    const lease = lk === " " ? null : { ...leases[lk.charCodeAt(0) - 48]! };
+    const stored = lease ? leaseTimes(body, lease) : undefined;
+    return { st: row.st[k] as SlotChar, a: row.at.charCodeAt(k) - 48, lease, body, ...(stored ? { stored } : {}) };
   });
   return {
     id: row.id,
@@ -60,6 +57,33 @@ export function decodePack(row: PackRowRead): Pack {
     readSt: row.st,
     readLk: row.lk,
   };
+}
+
+/**
+ * A slot's first start (`st`) and last update (`u`) as its lease entry implies them. The SQL lease
+ * (lease-sql.ts) writes a slot's state, attempts and lease entry but not its body — a body edit per slot
+ * was most of that statement (one JSON path per slot taken) — so a leased slot's body may lack the lease's
+ * time: a slot with no `st` was first started by the lease it points at (every write that moves a slot
+ * off a lease is a JavaScript write of the body as decoded here, so `st` is stored by then), and it was
+ * updated no earlier than that lease.
+ */
+function leaseTimes(body: SlotBody, lease: LeaseEntry): Pick<SlotBody, "st" | "u"> | undefined {
+  if (body.st !== undefined && body.u !== undefined && body.u >= lease.t) return undefined;
+  const stored = { st: body.st, u: body.u };
+  body.st ??= lease.t;
+  if (body.u === undefined || body.u < lease.t) body.u = lease.t;
+  return stored;
+}
+
+/** A slot's body as stored (without what `leaseTimes` set from its lease entry), in its stored key order. */
+export function storedBody(slot: Slot): SlotBody {
+  const body: SlotBody = { ...slot.body };
+  const stored = slot.stored;
+  if (!stored) return body;
+  if (stored.st === undefined) delete body.st;
+  if (stored.u === undefined) delete body.u;
+  else body.u = stored.u;
+  return body;
 }
 
 /** A slot's address: its pack's id and its index (the id a task made by the store has). */

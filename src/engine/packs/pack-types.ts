@@ -65,6 +65,9 @@ export interface Slot {
   a: number;
   lease: LeaseEntry | null;
   body: SlotBody;
+  /** The body's `st` and `u` as stored, when decoding set them from the lease entry (pack-row.ts
+   * `leaseTimes`): a splice's guard compares the body as stored. */
+  stored?: Pick<SlotBody, "st" | "u">;
 }
 
 export interface Pack {

@@ -2,7 +2,7 @@ import { sql, type SQL } from "drizzle-orm";
 import { utf8Bytes } from "../../contracts/json-value";
 import type { Located } from "./locate";
 import { packWriteSql, type ReadSet } from "./pack-commit";
-import { slotAddress, type Pack, type SlotBody } from "./pack-row";
+import { slotAddress, storedBody, type Pack, type SlotBody } from "./pack-row";
 import { finishedInWrite, settleDependentsSql } from "./settle-dependents";
 import { expiryBackoffMs, isLive, type SlotConfig } from "./slot-rules";
 import { encodeBodies, PACK_ROW_BUDGET } from "./spill";
@@ -56,7 +56,7 @@ export function readSlot(at: Located): SlotRead {
     at: String.fromCharCode(48 + at.slot.a),
     lk: at.pack.readLk?.[at.k] ?? " ",
     entry: JSON.stringify(at.slot.lease),
-    body: JSON.stringify(withoutPayload(at.slot.body)),
+    body: JSON.stringify(withoutPayload(storedBody(at.slot))),
   };
 }
 
