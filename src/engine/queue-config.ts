@@ -115,6 +115,12 @@ export function configColumnsSql(table: string, prefix: string): SQL {
   return sql.raw(CONFIG_COLUMNS.map(([name, column]) => `${table}.${column} AS ${prefix}${name}`).join(", "));
 }
 
+/** A queue's stored config as one SQL value to compare (`'none'` without a row: the defaults). */
+export function configFingerprintSql(queue: string): SQL {
+  return sql`coalesce((SELECT json_array(${sql.raw(CONFIG_COLUMNS.map(([, column]) => column).join(", "))})
+    FROM queues WHERE name = ${queue}), 'none')`;
+}
+
 /** The effective config from `configColumnsSql`'s columns of a row. */
 export function queueConfigOfColumns(row: Record<string, unknown>, prefix: string): QueueConfig {
   const stored = Object.fromEntries(CONFIG_COLUMNS.map(([name]) => [name, row[prefix + name] ?? null]));

@@ -24,7 +24,7 @@ import { byQueue, joinFigures, joinFronts, mergePages, mergeStats, minOf, sumCou
 import { goesIntoPacks } from "./route-enqueue";
 import { leaseBoth } from "./split-lease";
 import { AS_ANSWERS, AS_TASKS } from "../lease";
-import { leasePackAnswers, leasePackTasks } from "../packs/lease";
+import { leasedAnswer, leasePackAnswers, leasePackTasks, packLeasePlan } from "../packs/lease";
 
 /**
  * The store of one D1 database in both layouts (docs/design/packs.md, "Serving: rows and packs side by
@@ -121,9 +121,23 @@ function openStore(db: Db): TaskStore {
         : rows.enqueueTasks(queue, tasks, now, options);
     },
     leaseTasks: (request, now) =>
-      leaseBoth(db, request, now, { rows: AS_TASKS, packs: (r, config) => leasePackTasks(db, r, now, config) }),
+      leaseBoth(db, request, now, {
+        rows: AS_TASKS,
+        packs: (r, config) => leasePackTasks(db, r, now, config),
+        packsPlan: (r, config, guard) => packLeasePlan(db, r, now, config, guard),
+      }),
     leaseAnswers: (request, now) =>
-      leaseBoth(db, request, now, { rows: AS_ANSWERS, packs: (r, config) => leasePackAnswers(db, r, now, config) }),
+      leaseBoth(db, request, now, {
+        rows: AS_ANSWERS,
+        packs: (r, config) => leasePackAnswers(db, r, now, config),
+        packsPlan: (r, config, guard) => {
+          const plan = packLeasePlan(db, r, now, config, guard);
+          return {
+            statements: plan.statements,
+            finish: async (results) => (await plan.finish(results)).map(leasedAnswer),
+          };
+        },
+      }),
 
     // The holder's fenced writes.
     completeTasks: heldWrite(rows.completeTasks, completePackTasks),

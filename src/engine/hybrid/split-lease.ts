@@ -3,8 +3,9 @@ import { batchAll, type Db } from "../../db/client";
 import { MAX_PRIORITY } from "../../contracts/limits";
 import { QUEUE_ROW_KEY } from "../flow-lease";
 import { finishRowLease, rowLeaseSql, type CountedLease, type LeaseRequest, type RowLeaseShape } from "../lease";
-import { queueConfigOf, queueConfigSql, type QueueConfig } from "../queue-config";
+import { configFingerprintSql, queueConfigOf, queueConfigSql, type QueueConfig } from "../queue-config";
 import { leasableSql } from "../redelivery";
+import { packsFirstHint, rememberPacksFirst, type PacksFirstHint } from "./packs-first-hint";
 import { leaseUnderQueueRate } from "./queue-rate";
 
 /** Where a queue's lease order starts in each layout, as the first statement of a lease's batch reads it. */
@@ -29,13 +30,7 @@ interface FrontsRow {
  */
 function frontsSql(queue: string, now: number): SQL {
   return sql`WITH f AS MATERIALIZED (
-      SELECT paused, packs,
-        CASE WHEN paused IS NOT 1 AND packs IS NOT NULL THEN
-          (SELECT json_array(priority, run_at) FROM tasks
-            WHERE queue = ${queue} AND finished_at IS NULL AND priority >= ${-MAX_PRIORITY} AND run_at <= ${now}
-              AND ${leasableSql(now)}
-            ORDER BY priority DESC, run_at, id LIMIT 1)
-        END AS rows
+      SELECT paused, packs, CASE WHEN paused IS NOT 1 AND packs IS NOT NULL THEN ${rowsFrontSql(queue, now)} END AS rows
       FROM (SELECT
         (SELECT paused FROM flow_keys WHERE queue = ${queue} AND key = ${QUEUE_ROW_KEY}) AS paused,
         (SELECT json_array(priority, run_at) FROM packs
@@ -47,12 +42,27 @@ function frontsSql(queue: string, now: number): SQL {
     FROM f`;
 }
 
+/** `[priority, run_at]` of the first row the row store's lease would pick, as JSON, or NULL: a scalar subquery. */
+function rowsFrontSql(queue: string, now: number): SQL {
+  return sql`(SELECT json_array(priority, run_at) FROM tasks
+      WHERE queue = ${queue} AND finished_at IS NULL AND priority >= ${-MAX_PRIORITY} AND run_at <= ${now}
+        AND ${leasableSql(now)}
+      ORDER BY priority DESC, run_at, id LIMIT 1)`;
+}
+
 /** How one kind of lease is taken of each layout (tasks, or answers as the API renders them). */
 export interface LeaseSides<T> {
   /** The row store's lease statements' shape (src/engine/lease.ts). */
   rows: RowLeaseShape<T>;
   /** The pack store's lease, with the queue's config read in the first batch. */
   packs: (request: LeaseRequest, config: QueueConfig) => Promise<T[]>;
+  /** The same as statements for the first batch, applied only where `guard` holds (src/engine/packs/lease.ts
+   * `packLeasePlan`), and what reads their results. */
+  packsPlan: (
+    request: LeaseRequest,
+    config: QueueConfig,
+    guard: SQL,
+  ) => { statements: SQL[]; finish(results: unknown[]): Promise<T[]> };
 }
 
 /**
@@ -68,7 +78,10 @@ export interface LeaseSides<T> {
  * transaction, so it agrees with the fronts read just before). A queue without due packs is leased in that
  * one call, as the row store's own lease is. Where the packs come first, the batch leased nothing and the
  * pack store's lease (one batch, with the config read) goes next; the rows are asked for what the packs left
- * only if the fronts saw a leasable row. (docs/design/packs.md, "Round trips of the served store".)
+ * only if the fronts saw a leasable row. Where the last lease of the queue in this isolate found its packs
+ * first (packs-first-hint.ts), the first batch also carries the pack lease, built with that lease's config and
+ * guarded by "the packs come first and the config is that one": a queue of packs is then leased in one call
+ * too. (docs/design/packs.md, "Round trips of the served store".)
  *
  * A queue paused as a whole leases nothing from its packs (its rows: flow control's lease, which refuses
  * them). Pack tasks are never on a queue that had flow control when they were enqueued (route-enqueue.ts);
@@ -84,14 +97,21 @@ export async function leaseBoth<T extends CountedLease>(
   now: number,
   sides: LeaseSides<T>,
 ): Promise<T[]> {
-  const packsComeNotFirst = sql`coalesce((SELECT packs_first FROM (${frontsSql(request.queue, now)})), 0) = 0`;
-  const [fronts, configRows, ...rowLease] = await batchAll<unknown>(db, [
+  const hint = packsFirstHint(request.queue);
+  if (hint) {
+    const hinted = await leasePacksFirst(db, request, now, sides, hint);
+    if (hinted !== null) return hinted;
+  }
+  const packsComeNotFirst = sql`${packsFirstSql(request.queue, now)} = 0`;
+  const [fronts, configRows, fpRows, ...rowLease] = await batchAll<unknown>(db, [
     frontsSql(request.queue, now),
     queueConfigSql(request.queue),
+    sql`SELECT ${configFingerprintSql(request.queue)} AS fp`,
     ...rowLeaseSql(request, now, sides.rows.returning, packsComeNotFirst),
   ]);
   const front = (fronts as FrontsRow[])[0]!;
   const config = queueConfigOf(configRows);
+  remember(request.queue, front, config, String((fpRows as Array<{ fp: string }>)[0]!.fp));
   // A rated queue's packs are leased within its rate; any other queue's as the pack store leases them.
   const packsOn = (req: LeaseRequest): Promise<T[]> =>
     config.flow?.rate ? leaseUnderQueueRate(db, req, now, (r) => sides.packs(r, config)) : sides.packs(req, config);
@@ -101,7 +121,18 @@ export async function leaseBoth<T extends CountedLease>(
     if (front.packs === null || front.paused === 1 || taken.length >= request.max) return taken;
     return [...taken, ...(await packsOn({ ...request, max: request.max - taken.length }))];
   }
-  const taken = await packsOn(request);
+  return withRowsAfter(db, request, now, sides, front, await packsOn(request));
+}
+
+/** The packs' part of a lease was `taken`: the rows are asked for what it left, where the fronts saw a row. */
+async function withRowsAfter<T extends CountedLease>(
+  db: Db,
+  request: LeaseRequest,
+  now: number,
+  sides: LeaseSides<T>,
+  front: FrontsRow,
+  taken: T[],
+): Promise<T[]> {
   if (taken.length >= request.max || front.rows === null) return taken;
   const rest = { ...request, max: request.max - taken.length };
   const more = await finishRowLease(
@@ -112,4 +143,51 @@ export async function leaseBoth<T extends CountedLease>(
     await batchAll<unknown>(db, rowLeaseSql(rest, now, sides.rows.returning)),
   );
   return [...taken, ...more];
+}
+
+/**
+ * The lease of a queue whose last lease here found its packs first (packs-first-hint.ts): ONE batch of the
+ * fronts, the config and the pack lease built with the hint's config, which applies only where the packs
+ * come first and the config is still that one (read in its statements, in the batch's transaction). No row
+ * statement goes in that batch: two guarded leases in one batch would each see the other's writes. Null
+ * when the guard did not hold (nothing was taken): the caller leases as without a hint. A queue with nothing
+ * to lease in either layout (no due pack, no leasable row: the batch probes the rows' front too) and no flow
+ * control answers none at once and keeps its hint — the next lease, after an enqueue of packs, is one call.
+ */
+async function leasePacksFirst<T extends CountedLease>(
+  db: Db,
+  request: LeaseRequest,
+  now: number,
+  sides: LeaseSides<T>,
+  hint: PacksFirstHint,
+): Promise<T[] | null> {
+  const fingerprint = configFingerprintSql(request.queue);
+  const guard = sql`${packsFirstSql(request.queue, now)} = 1 AND ${fingerprint} = ${hint.fp}`;
+  const plan = sides.packsPlan(request, hint.config, guard);
+  const [fronts, configRows, fpRows, rowsFront, ...results] = await batchAll<unknown>(db, [
+    frontsSql(request.queue, now),
+    queueConfigSql(request.queue),
+    sql`SELECT ${fingerprint} AS fp`,
+    sql`SELECT ${rowsFrontSql(request.queue, now)} AS rows`,
+    ...plan.statements,
+  ]);
+  const front = (fronts as FrontsRow[])[0]!;
+  const config = queueConfigOf(configRows);
+  const fp = String((fpRows as Array<{ fp: string }>)[0]!.fp);
+  const empty = front.packs === null && (rowsFront as Array<{ rows: string | null }>)[0]!.rows === null;
+  if (empty && config.flow === null && fp === hint.fp) return [];
+  remember(request.queue, front, config, fp);
+  if (front.packs_first !== 1 || fp !== hint.fp) return null;
+  return withRowsAfter(db, request, now, sides, front, await plan.finish(results));
+}
+
+/** Whether the packs come first (1) or not (0), as `frontsSql` reads it: a condition for a batch's statements. */
+function packsFirstSql(queue: string, now: number): SQL {
+  return sql`coalesce((SELECT packs_first FROM (${frontsSql(queue, now)})), 0)`;
+}
+
+/** Records what a lease's fronts found for the next lease here (a rated queue's packs are leased under its rate,
+ * in calls of their own: never hinted). */
+function remember(queue: string, front: FrontsRow, config: QueueConfig, fp: string): void {
+  rememberPacksFirst(queue, front.packs_first === 1 && !config.flow?.rate ? { config, fp } : null);
 }

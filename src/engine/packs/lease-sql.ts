@@ -1,5 +1,4 @@
 import { sql, type SQL } from "drizzle-orm";
-import { batchAll, type Db } from "../../db/client";
 import { countersSpec, countersUpsertSql } from "../counters";
 import { decodePack, PACK_COLUMNS, type Pack, type PackRowRead } from "./pack-row";
 import { expiryBackoffMs, type SlotConfig } from "./slot-rules";
@@ -39,6 +38,9 @@ export interface PlainLease {
   vtS: number;
   now: number;
   config: SlotConfig;
+  /** A condition the lease applies under (read in its statements, in their batch's transaction): the
+   * hybrid's first batch sends the lease beside the row store's, guarded by "the packs come first". */
+  guard?: SQL;
 }
 
 /** The counts of a lease, as the JavaScript lease counts it (counters.ts): one `leased` per slot, and the
@@ -79,7 +81,9 @@ function quotaSql(o: PlainLease): SQL {
         ORDER BY run_at, id LIMIT 1),
       (SELECT ${key} FROM packs WHERE ${due} AND priority < f.j ->> 1 ORDER BY priority DESC, run_at, id LIMIT 1))`;
   return sql`front(n, j, before) AS (
-      SELECT 1, (SELECT ${key} FROM packs WHERE ${due} ORDER BY priority DESC, run_at, id LIMIT 1), 0
+      SELECT 1, (SELECT ${key} FROM packs WHERE ${due} ORDER BY priority DESC, run_at, id LIMIT 1), 0${
+        o.guard ? sql` WHERE ${o.guard}` : sql``
+      }
       UNION ALL
       SELECT f.n + 1, ${next}, f.before + (f.j ->> 3) FROM front f
       WHERE f.j IS NOT NULL AND f.j ->> 4 = 0 AND f.before + (f.j ->> 3) < ${max} AND f.n < ${max}
@@ -214,11 +218,16 @@ function probeRareSql(o: PlainLease): SQL {
       ORDER BY priority DESC, run_at, id LIMIT 1), 0) AS rare`;
 }
 
+/** The lease's batch, in order: counters, UPDATE, probe (`readPlainLease` reads their results). */
+export function plainLeaseStatements(o: PlainLease): SQL[] {
+  return [countsSql(o), updateSql(o), probeRareSql(o)];
+}
+
 /** The packs taken from (as written, in lease order; a slot is this lease's when its entry carries one of
- * `tokens`), and whether a pack with a rare slot due stopped the walk. One batch: counters, UPDATE, probe. */
-export async function leasePlainSlots(db: Db, o: PlainLease): Promise<{ packs: Pack[]; rare: boolean }> {
-  const [, rows, probe] = await batchAll(db, [countsSql(o), updateSql(o), probeRareSql(o)]);
-  const packs = (rows as unknown as PackRowRead[]).map(decodePack);
+ * `tokens`), and whether a pack with a rare slot due stopped the walk, from `plainLeaseStatements`' results. */
+export function readPlainLease(results: unknown[]): { packs: Pack[]; rare: boolean } {
+  const [, rows, probe] = results;
+  const packs = (rows as PackRowRead[]).map(decodePack);
   // RETURNING order is unspecified in SQLite: restore the lease order.
   packs.sort((x, y) => y.priority - x.priority || x.runAt - y.runAt || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
   return { packs, rare: Number((probe as Array<{ rare: number }>)[0]?.rare ?? 0) === 1 };

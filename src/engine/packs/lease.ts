@@ -1,5 +1,5 @@
-import { sql } from "drizzle-orm";
-import type { Db } from "../../db/client";
+import { sql, type SQL } from "drizzle-orm";
+import { batchAll, type Db } from "../../db/client";
 import { EdgeqError } from "../../contracts/errors";
 import { CLAIM_WINDOW_S, MAX_BATCH } from "../../contracts/limits";
 import { leasedTaskJson } from "../../contracts/task-view";
@@ -7,7 +7,7 @@ import type { StoredTask } from "../../contracts/stored-task";
 import { countersStatementSql, type CounterEvent } from "../counters";
 import type { LeasedAnswer, LeaseRequest } from "../lease";
 import { getQueueConfig, type QueueConfig } from "../queue-config";
-import { leasePlainSlots } from "./lease-sql";
+import { plainLeaseStatements, readPlainLease } from "./lease-sql";
 import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
 import { decodePack, PACK_COLUMNS, type LeaseEntry, type Pack, type PackRowRead } from "./pack-row";
 import { isUnclaimed, leasableAt } from "./slot-rules";
@@ -27,7 +27,7 @@ const MAX_LEASE_PAGES = 4;
  * id over `packs_live`, a pack's slots in order) until `max`, each under a fresh token of its own (the
  * port's rule: a token fences one task), with its counters in the same batch.
  *
- * Pending slots go first through `leasePlainSlots` (lease-sql.ts): SQL that takes what is pending in the
+ * Pending slots go first through the plain lease (lease-sql.ts): SQL that takes what is pending in the
  * rows as they are when its batch runs, so leasers racing for one pack never compute their write again.
  * Where that walk meets a pack with a slot of another kind leasable now (a retry or a release due, a lapsed
  * or unclaimed lease: the pack's `rare_at` has come), the rest of the lease is taken from there by
@@ -41,15 +41,37 @@ export async function leasePackTasks(
   now: number,
   readConfig?: QueueConfig,
 ): Promise<StoredTask[]> {
+  // A caller that read the queue's config in a batch of its own passes it (one round trip less).
+  const config = readConfig ?? (await getQueueConfig(db, request.queue));
+  const plan = packLeasePlan(db, request, now, config);
+  return plan.finish(await batchAll<unknown>(db, plan.statements));
+}
+
+/** A pack lease as statements to send (in a batch of the caller's, in this order) and what reads their
+ * results into the leased tasks (taking the rest by the rules where the plain lease stopped at a rare slot). */
+export interface PackLeasePlan {
+  statements: SQL[];
+  finish(results: unknown[]): Promise<StoredTask[]>;
+}
+
+/**
+ * The pack lease of `request` under `config` as a plan: `guard`, when given, is a condition its statements
+ * apply under (nothing is taken where it is false; the caller then knows not to `finish`).
+ */
+export function packLeasePlan(
+  db: Db,
+  request: LeaseRequest,
+  now: number,
+  config: QueueConfig,
+  guard?: SQL,
+): PackLeasePlan {
   if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
   }
-  // A caller that read the queue's config in a batch of its own passes it (one round trip less).
-  const config = readConfig ?? (await getQueueConfig(db, request.queue));
   const vtS = request.visibilityTimeoutS ?? config.visibility_timeout_s;
   const expires = now + vtS * 1000;
   const tokens = Array.from({ length: request.max }, newToken);
-  const plain = await leasePlainSlots(db, {
+  const statements = plainLeaseStatements({
     queue: request.queue,
     max: request.max,
     tokens,
@@ -59,15 +81,22 @@ export async function leasePackTasks(
     vtS,
     now,
     config,
+    guard,
   });
-  const mine = new Set(tokens);
-  const taken = plain.packs.flatMap((pack) =>
-    pack.slots.flatMap((slot, k) => (slot.st === "r" && slot.lease && mine.has(slot.lease.k) ? [{ pack, k }] : [])),
-  );
-  await loadSpill(db, plain.packs);
-  const leased = taken.map(({ pack, k }) => storedSlot(pack, k));
-  if (leased.length === request.max || !plain.rare) return leased;
-  return [...leased, ...(await leaseByRules(db, { ...request, max: request.max - leased.length }, config, now))];
+  return {
+    statements,
+    async finish(results) {
+      const plain = readPlainLease(results);
+      const mine = new Set(tokens);
+      const taken = plain.packs.flatMap((pack) =>
+        pack.slots.flatMap((slot, k) => (slot.st === "r" && slot.lease && mine.has(slot.lease.k) ? [{ pack, k }] : [])),
+      );
+      await loadSpill(db, plain.packs);
+      const leased = taken.map(({ pack, k }) => storedSlot(pack, k));
+      if (leased.length === request.max || !plain.rare) return leased;
+      return [...leased, ...(await leaseByRules(db, { ...request, max: request.max - leased.length }, config, now))];
+    },
+  };
 }
 
 /** The lease by the engine's rules in JavaScript (any slot leasable now), read then written by a guarded
@@ -135,8 +164,12 @@ export async function leasePackAnswers(
   now: number,
   readConfig?: QueueConfig,
 ): Promise<LeasedAnswer[]> {
-  const tasks = await leasePackTasks(db, request, now, readConfig);
-  return tasks.map((t) => ({
+  return (await leasePackTasks(db, request, now, readConfig)).map(leasedAnswer);
+}
+
+/** A leased task as the API's lease answers it (`leaseAnswers`). */
+export function leasedAnswer(t: StoredTask): LeasedAnswer {
+  return {
     id: t.id,
     leaseToken: t.leaseToken!,
     type: t.type,
@@ -147,7 +180,7 @@ export async function leasePackAnswers(
     leaseTookOverExpired: t.leaseTookOverExpired ?? 0,
     uncounted: null,
     view: leasedTaskJson(t),
-  }));
+  };
 }
 
 /** The live packs of a queue whose next leasable time has come, in lease order: pages of `max` packs over the

@@ -59,15 +59,47 @@ describe("round trips of a lease", () => {
     expect((await calls(() => lease(uniqueQueue("rt-empty"), 1, T0 + 1))).calls).toBe(1);
   });
 
-  it("a lease of a queue of packs only is two calls, whether the packs fill it or not", async () => {
+  it("a lease of a queue of packs only is two calls, then one while its packs come first (the isolate's hint)", async () => {
     const queue = uniqueQueue("rt-packs");
     await store.enqueueTasks(queue, plain(3), T0);
     const full = await calls(() => lease(queue, 1, T0 + 1));
     expect(full.answer).toHaveLength(1);
-    expect(full.calls).toBe(2);
+    expect(full.calls).toBe(2); // the first batch (the packs come first), then the pack lease
     const short = await calls(() => lease(queue, 10, T0 + 2));
     expect(short.answer).toHaveLength(2);
-    expect(short.calls).toBe(2);
+    expect(short.calls).toBe(1); // the pack lease in the first batch
+    // Drained: one call, nothing, and the hint is kept for the queue's next packs.
+    const none = await calls(() => lease(queue, 10, T0 + 3));
+    expect(none.answer).toEqual([]);
+    expect(none.calls).toBe(1);
+    await store.enqueueTasks(queue, plain(2), T0 + 4);
+    const again = await calls(() => lease(queue, 10, T0 + 5));
+    expect(again.answer).toHaveLength(2);
+    expect(again.calls).toBe(1);
+  });
+
+  it("a stale hint takes nothing: a config changed since, or rows that come first, lease as without it", async () => {
+    const queue = uniqueQueue("rt-stale");
+    await store.enqueueTasks(queue, plain(4), T0);
+    expect(await lease(queue, 1, T0 + 1)).toHaveLength(1); // hinted from here on
+    // The queue's visibility timeout changes: the hinted batch was built with the old config, so its guard
+    // fails and the lease is taken again under the new one (no explicit visibility timeout in this request).
+    await store.putQueueConfig(queue, { visibility_timeout_s: 77 }, T0 + 2, []);
+    const changed = await calls(() =>
+      store.leaseTasks({ queue, max: 1, visibilityTimeoutS: null, holder: "w" }, T0 + 3),
+    );
+    expect(changed.answer).toHaveLength(1);
+    expect(changed.answer[0]!.leaseExpiresAt).toBe(T0 + 3 + 77_000);
+    expect(changed.calls).toBe(3); // the hinted batch (nothing taken), the first batch, the pack lease
+    // A row of a higher priority now comes first: the hinted batch takes nothing and the row is leased first.
+    await store.enqueueTasks(queue, [{ payload: "row", priority: 9 }], T0 + 4);
+    const rowFirst = await calls(() => lease(queue, 2, T0 + 5));
+    expect(rowFirst.answer.map((t) => t.priority)).toEqual([9, 0]);
+    // Every task leased once, none twice: 1 + 1 + 2 of the 4 pack tasks and the row; what is left is one.
+    const rest = await lease(queue, 10, T0 + 6);
+    expect(rest).toHaveLength(1);
+    const ids = [...changed.answer, ...rowFirst.answer, ...rest].map((t) => t.id);
+    expect(new Set(ids).size).toBe(ids.length);
   });
 
   it("a lease over both layouts: the first batch, the rows' counter upsert and the other layout's lease", async () => {
