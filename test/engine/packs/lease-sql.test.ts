@@ -96,6 +96,35 @@ describe("pack store: the SQL lease writes what the slots say (lease-sql.ts agai
   });
 });
 
+describe("pack store: the SQL lease writes no slot body (a slot's start and update are its lease entry's time)", () => {
+  it("a first start kept through a heartbeat, a lapse and a lease by the rules; each slot's wait counted once", async () => {
+    const queue = uniqueQueue("lsql-times");
+    await store().enqueueTasks(queue, many(2), T0);
+    const [first] = await store().leaseTasks({ queue, max: 1, visibilityTimeoutS: 1, holder: "w" }, T0 + 10);
+    // The lease wrote the slot's state and lease entry, not its body; the task reads as leased at T0 + 10.
+    const stored = JSON.parse((await packsOf(queue))[0]!.slots) as Array<Record<string, unknown>>;
+    expect(stored[0]!.st).toBeUndefined();
+    expect(await store().getTask(first!.id)).toMatchObject({ startedAt: T0 + 10, updatedAt: T0 + 10 });
+    // A heartbeat (a write of the body as decoded) stores the start; the update is the beat's.
+    const beat = await store().heartbeatTask({ id: first!.id, leaseToken: first!.leaseToken!, progress: 50 }, T0 + 20);
+    expect(beat).toMatchObject({ id: first!.id, progress: 50 });
+    expect((JSON.parse((await packsOf(queue))[0]!.slots) as Array<Record<string, unknown>>)[0]!.st).toBe(T0 + 10);
+    expect(await store().getTask(first!.id)).toMatchObject({ startedAt: T0 + 10, updatedAt: T0 + 20 });
+    // Lapsed long ago: the next lease takes it over by the rules (attempt 2), then the pack's other slot.
+    const later = T0 + 3_600_000;
+    const again = await store().leaseTasks({ queue, max: 2, visibilityTimeoutS: 30, holder: "w2" }, later);
+    expect(again.map((t) => t.id)).toEqual([first!.id, expect.any(String)]);
+    expect(again[0]).toMatchObject({ attempts: 2, startedAt: T0 + 10, updatedAt: later });
+    expect(again[1]).toMatchObject({ attempts: 1, startedAt: later, updatedAt: later });
+    await expectFiguresFromSlots(queue, later);
+    // Three leases, two first starts: the wait is observed once per slot.
+    const counts = await db().get<{ leased: number; waits: number }>(
+      sql`SELECT sum(leased) AS leased, sum(wait_count) AS waits FROM task_counters WHERE queue = ${queue}`,
+    );
+    expect(counts).toEqual({ leased: 3, waits: 2 });
+  });
+});
+
 describe("pack store: leasers racing for one pack take what is left, never computing again", () => {
   it("25 concurrent leases of 4 over one pack of 60: each lease is one batch, every task leased once", async () => {
     const queue = uniqueQueue("lsql-race");
