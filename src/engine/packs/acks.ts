@@ -7,7 +7,7 @@ import { settledDependentsSql } from "../dependencies";
 import type { QueueConfig } from "../queue-config";
 import { locateForWrite, type Located, type PackReads } from "./locate";
 import { commitGuarded, withRetries } from "./pack-commit";
-import { holderPackWrites, readSlot, type SlotRead } from "./slot-splice";
+import { holderPackWrites, readSlot, splicesPack, type SlotRead } from "./slot-splice";
 import type { Pack } from "./pack-row";
 import { packHasEdgesSql } from "./settle-dependents";
 import { fenceHolds, isLive, slotRunAt, slotState } from "./slot-rules";
@@ -57,9 +57,11 @@ export async function applyPackWrites(
             db,
             items.filter((_, k) => !duplicate[k]).map((i) => i.id),
           );
-    const touched = new Set<Pack>();
-    const reads = new Map<Pack, SlotRead[]>();
-    const events: CounterEvent[] = [];
+    // Each item's answer first — a slot's fence as read (no item's write changes another's slot: an id names
+    // one slot) — then the held slots' writes in input order, each pack's held slots counted first: a splice's
+    // guard records them as read (`readSlot`), a pack written whole does not (slot-splice.ts `splicesPack`).
+    const heldAt: Array<Located | undefined> = [];
+    const heldOf = new Map<Pack, number>();
     const outcomes = items.map((item, k): AckOutcome | "changed" => {
       if (duplicate[k]) {
         const message = `task ${item.id} appears more than once; only its first item was applied`;
@@ -71,9 +73,8 @@ export async function applyPackWrites(
         return { id: item.id, ok: false, error: new NotFoundError(what) };
       }
       if (fenceHolds(at.slot, item.leaseToken, now)) {
-        reads.set(at.pack, [...(reads.get(at.pack) ?? []), readSlot(at)]);
-        events.push(...write.apply(at, now, configs.get(at.pack.queue)!));
-        touched.add(at.pack);
+        heldAt[k] = at;
+        heldOf.set(at.pack, (heldOf.get(at.pack) ?? 0) + 1);
         return "changed";
       }
       const lease = at.slot.lease;
@@ -82,18 +83,23 @@ export async function applyPackWrites(
       }
       return { id: item.id, ok: false, error: new LeaseLostError(item.id) };
     });
+    const reads = new Map<Pack, SlotRead[]>();
+    for (const [pack, held] of heldOf)
+      if (splicesPack(pack, held, how === "splice" && round === 0)) reads.set(pack, []);
+    const touched = new Set<Pack>();
+    const events: CounterEvent[] = [];
+    for (const at of heldAt) {
+      if (at === undefined) continue;
+      reads.get(at.pack)?.push(readSlot(at));
+      events.push(...write.apply(at, now, configs.get(at.pack.queue)!));
+      touched.add(at.pack);
+    }
     const counters = countersStatementSql(events, now);
     // A completion's or a failure's report of the dependents it settled (released, or ended down a cascade),
     // read last in its batch as the D1 store's ack reads them (settledDependentsSql): the items it finished.
     const ended = items.filter((item, k) => outcomes[k] === "changed" && !isLive(found.get(item.id)!.slot));
     const reportsDependents = (write.kind === "complete" || write.kind === "fail") && ended.length > 0;
-    const packs = holderPackWrites(
-      [...touched],
-      reads,
-      (p) => configs.get(p.queue)!,
-      now,
-      how === "splice" && round === 0,
-    );
+    const packs = holderPackWrites([...touched], reads, (p) => configs.get(p.queue)!, now);
     const statements = [
       ...packs.statements,
       ...(counters ? [counters] : []),

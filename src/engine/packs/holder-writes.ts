@@ -12,9 +12,10 @@ import type { HeartbeatRequest } from "../heartbeat";
 import { applyPackWrites, cancelRequested, endCancelled, endLease, type HolderWriteHow } from "./acks";
 import { locateForWrite, locateTasks, type Located, type PackReads } from "./locate";
 import { commitGuarded, withRetries } from "./pack-commit";
-import { holderPackWrites, readSlot } from "./slot-splice";
+import { holderPackWrites, readSlot, splicesPack } from "./slot-splice";
 import { failureBackoffMs, fenceHolds, slotState } from "./slot-rules";
 import { storedSlot } from "./stored-slot";
+import { slotId } from "./pack-row";
 
 /** Items by id, the first of a repeated id (the one applied: acks.ts). */
 function firstById<T extends FencedItem>(items: T[]): Map<string, T> {
@@ -65,7 +66,7 @@ export function completePackTasks(
           apply: (at, at_now) => {
             if (cancelRequested(at)) return endCancelled(at, at_now, "complete");
             at.slot.st = "c";
-            at.slot.body.r = byId.get(storedSlot(at.pack, at.k).id)!.result ?? null;
+            at.slot.body.r = byId.get(slotId(at.pack, at.k))!.result ?? null;
             at.slot.body.p = 100;
             at.slot.body.f = at_now;
             endLease(at, "complete", at_now);
@@ -104,7 +105,7 @@ export function failPackTasks(
         {
           kind: "fail",
           apply: (at, at_now, config) => {
-            const item = byId.get(storedSlot(at.pack, at.k).id)!;
+            const item = byId.get(slotId(at.pack, at.k))!;
             const permanent = item.retryable === false;
             const { slot } = at;
             (slot.body.er ??= []).push({
@@ -173,7 +174,7 @@ export function extendPackLeases(
     kind: "extend" as const,
     apply: (at: Located, at_now: number) => {
       if (cancelRequested(at)) return endCancelled(at, at_now, null);
-      keepLease(at, byId.get(storedSlot(at.pack, at.k).id)!.visibilityTimeoutS, at_now);
+      keepLease(at, byId.get(slotId(at.pack, at.k))!.visibilityTimeoutS, at_now);
       return [];
     },
   };
@@ -208,7 +209,7 @@ export async function heartbeatPackTask(
       now,
       round === 0 ? preread : undefined,
     );
-    const read = readSlot(at);
+    const reads = splicesPack(at.pack, 1, how === "splice" && round === 0) ? [readSlot(at)] : null;
     const statements: SQL[] = [];
     if (cancelRequested(at)) {
       // As heartbeat.ts: the task ends cancelled (progress and checkpoint not stored), counted in the batch.
@@ -219,13 +220,7 @@ export async function heartbeatPackTask(
       if (request.progressMessage !== undefined) at.slot.body.m = request.progressMessage;
       if (request.checkpoint !== undefined) at.slot.body.cp = request.checkpoint;
     }
-    const write = holderPackWrites(
-      [at.pack],
-      new Map([[at.pack, [read]]]),
-      () => config,
-      now,
-      how === "splice" && round === 0,
-    );
+    const write = holderPackWrites([at.pack], new Map(reads ? [[at.pack, reads]] : []), () => config, now);
     statements.unshift(...write.statements);
     if ((await commitGuarded(db, write.read, statements)) === null) return null;
     return storedSlot(at.pack, at.k);

@@ -261,38 +261,49 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
  * make it retry) — one plain UPDATE where a splice's is built per slot and its figures walk the slots in SQL
  * (in the bench's profile, docs/benchmarks.md section 2b, most of a served completion's time).
  */
-function holdsEveryLiveSlot(pack: Pack, reads: SlotRead[]): boolean {
+function holdsEveryLiveSlot(pack: Pack, held: number): boolean {
   const st = pack.readSt;
   if (st === undefined) return false;
   let live = 0;
   for (const c of st) if (c === "p" || c === "w" || c === "r") live++;
-  return live === reads.length;
+  return live === held;
 }
 
 /**
- * The pack writes of a holder's batch and what its guard must check: each pack spliced (`splice`, the pack
- * qualifies, see above, and the write does not hold all its live slots), else written whole under its `ver`.
+ * Whether a holder's write of `held` slots of `pack` is to be spliced (`splice`: the write may splice, and it
+ * does not hold all the pack's live slots) — decided before the write changes them, so that only the slots of
+ * such a pack are recorded for a splice's guard (`readSlot`: two JSON texts per slot, which a pack written
+ * whole never reads). A pack to splice is still written whole where the splice cannot say the same
+ * (`spliceGrowth`).
+ */
+export function splicesPack(pack: Pack, held: number, splice: boolean): boolean {
+  return splice && held > 0 && !holdsEveryLiveSlot(pack, held);
+}
+
+/**
+ * The pack writes of a holder's batch and what its guard must check: each pack of `readsOf` (its held slots as
+ * read: those `splicesPack` chose) spliced where it qualifies (`spliceGrowth`), every other written whole under
+ * its `ver`.
  */
 export function holderPackWrites(
   packs: Pack[],
   readsOf: Map<Pack, SlotRead[]>,
   configOf: (pack: Pack) => SlotConfig,
   now: number,
-  splice: boolean,
 ): { read: ReadSet; statements: SQL[] } {
   const whole: Pack[] = [];
   const spliced: Array<{ pack: Pack; reads: SlotRead[]; growth: number }> = [];
   const statements: SQL[] = [];
   for (const pack of packs) {
-    const reads = readsOf.get(pack) ?? [];
-    const growth = splice && reads.length > 0 && !holdsEveryLiveSlot(pack, reads) ? spliceGrowth(pack, reads) : null;
+    const reads = readsOf.get(pack);
+    const growth = reads ? spliceGrowth(pack, reads) : null;
     if (growth === null) {
       whole.push(pack);
       statements.push(...packWriteSql(pack, configOf(pack), now));
       continue;
     }
-    spliced.push({ pack, reads, growth });
-    statements.push(...spliceSql(pack, reads, configOf(pack), now));
+    spliced.push({ pack, reads: reads!, growth });
+    statements.push(...spliceSql(pack, reads!, configOf(pack), now));
   }
   const conditions = spliced.length ? [guardConditionSql(spliced)] : [];
   return { read: { packs: whole, conditions }, statements };
