@@ -1,6 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../db/client";
-import { utf8Bytes } from "../../contracts/json-value";
+import { overBytes, utf8Bytes } from "../../contracts/json-value";
 import { slotAddress, type Pack, type SlotBody, type SpillField } from "./pack-row";
 
 /**
@@ -59,29 +59,40 @@ export async function loadSpill(db: Db, packs: Pack[]): Promise<void> {
  */
 export function encodeBodies(pack: Pack): { slots: string; statements: SQL[] } {
   const out = new Map<string, { k: number; field: SpillField; json: string }>();
-  const bodies: SlotBody[] = pack.slots.map((slot) => ({ ...slot.body }));
+  // The bodies as stored: each slot's own, copied only where this changes it (`sp` dropped, a field moved out).
+  const bodies: SlotBody[] = pack.slots.map((slot) => slot.body);
+  const own = (k: number): SlotBody => {
+    if (bodies[k] === pack.slots[k]!.body) bodies[k] = { ...bodies[k]! };
+    return bodies[k]!;
+  };
   const inline: Array<{ k: number; field: SpillField; json: string }> = [];
-  bodies.forEach((body, k) => {
-    delete body.sp;
+  pack.slots.forEach(({ body }, k) => {
+    if (body.sp !== undefined) delete own(k).sp;
     for (const field of FIELDS) {
       if (body[field] === undefined) continue;
       const json = JSON.stringify(body[field]);
-      if (utf8Bytes(json) > SPILL_AT_BYTES) out.set(keyOf(slotAddress(pack, k), field), { k, field, json });
+      if (overBytes(json, SPILL_AT_BYTES) !== null) out.set(keyOf(slotAddress(pack, k), field), { k, field, json });
       else inline.push({ k, field, json });
     }
   });
   const moveOut = (k: number, field: SpillField) => {
-    delete bodies[k]![field];
-    (bodies[k]!.sp ??= []).push(field);
+    const body = own(k);
+    delete body[field];
+    (body.sp ??= []).push(field);
   };
   for (const { k, field } of out.values()) moveOut(k, field);
-  let total = utf8Bytes(JSON.stringify(bodies));
-  inline.sort((x, y) => y.json.length - x.json.length);
-  for (const value of inline) {
-    if (total <= PACK_ROW_BUDGET) break;
-    out.set(keyOf(slotAddress(pack, value.k), value.field), value);
-    moveOut(value.k, value.field);
-    total -= utf8Bytes(value.json);
+  let slots = JSON.stringify(bodies);
+  const over = overBytes(slots, PACK_ROW_BUDGET);
+  if (over !== null) {
+    let total = over;
+    inline.sort((x, y) => y.json.length - x.json.length);
+    for (const value of inline) {
+      if (total <= PACK_ROW_BUDGET) break;
+      out.set(keyOf(slotAddress(pack, value.k), value.field), value);
+      moveOut(value.k, value.field);
+      total -= utf8Bytes(value.json);
+    }
+    slots = JSON.stringify(bodies);
   }
   const statements: SQL[] = [];
   const loaded = pack.spilled ?? new Map<string, string>();
@@ -95,5 +106,5 @@ export function encodeBodies(pack: Pack): { slots: string; statements: SQL[] } {
     const [address, field] = key.split("\u0000");
     statements.push(sql`DELETE FROM pack_spill WHERE task_id = ${address} AND field = ${field}`);
   }
-  return { slots: JSON.stringify(bodies), statements };
+  return { slots, statements };
 }
