@@ -37,10 +37,19 @@ export interface CycleTimes {
   calls: CallShare[];
 }
 
-/** The first words of a statement, enough to tell the store's statements apart. */
+/** How many words of a statement its label keeps: enough to tell the store's statements apart. */
+const LABEL_WORDS = 6;
+
+/**
+ * The first words of a statement. Read from its start only: this runs inside the timed port calls (on every
+ * `prepare`), and collapsing the whitespace of the whole text (a lease's statements are 4-8 KB) took ~0.3 ms
+ * a statement — counted as the store's JavaScript.
+ */
 function labelOf(query: string): string {
-  const words = query.replace(/\s+/g, " ").trim().split(" ");
-  return words.slice(0, 6).join(" ").slice(0, 60);
+  const words: string[] = [];
+  const word = /\S+/g;
+  for (let m = word.exec(query); m !== null && words.length < LABEL_WORDS; m = word.exec(query)) words.push(m[0]);
+  return words.join(" ").slice(0, 60);
 }
 
 interface Seen {
