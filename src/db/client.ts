@@ -1,7 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import * as schema from "./schema";
+import { queryText } from "./query-text";
 
 /** The Drizzle handle every engine function takes as its first argument. */
 export type Db = ReturnType<typeof openDb>;
@@ -22,12 +22,15 @@ export function openDb(d1: D1Database) {
   return db;
 }
 
-const dialect = new SQLiteAsyncDialect();
-
 /** A D1 statement from a Drizzle `sql` template (parameters stay bound, never inlined). */
 export function prepare(db: Db, query: SQL): D1PreparedStatement {
-  const { sql, params } = dialect.sqlToQuery(query);
+  const { sql, params } = queryText(query);
   return db.$client.prepare(sql).bind(...params);
+}
+
+/** Runs one raw statement and returns its rows: `db.all` of a `sql` template, through `prepare`'s builder. */
+export async function allRows<T = Record<string, unknown>>(db: Db, query: SQL): Promise<T[]> {
+  return (await prepare(db, query).all<T>()).results;
 }
 
 /**
