@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import type { Db } from "../../db/client";
+import { allRows, type Db } from "../../db/client";
 import { configColumnsSql, queueConfigOfColumns, type QueueConfig } from "../queue-config";
 import { packOf } from "./pack-ids";
 import { decodePack, PACK_COLUMNS, slotId, type Pack, type PackRowRead, type Slot } from "./pack-row";
@@ -51,7 +51,8 @@ async function readForWrites(db: Db, ids: string[], withConfigs: boolean): Promi
   const packs = sql`WITH w(pid) AS MATERIALIZED (SELECT value FROM json_each(${JSON.stringify(named)})
       UNION SELECT pack FROM pack_ids WHERE id IN (SELECT value FROM json_each(${JSON.stringify(ids)})))
     SELECT ${sql.raw(PACK_COLUMNS)} FROM w CROSS JOIN packs ON packs.id = w.pid`;
-  const rows = await db.all<PackRowRead & Record<string, unknown>>(
+  const rows = await allRows<PackRowRead & Record<string, unknown>>(
+    db,
     withConfigs
       ? sql`SELECT p.*, ${configColumnsSql("q", CONFIG)} FROM (${packs}) AS p LEFT JOIN queues q ON q.name = p.queue`
       : packs,
