@@ -82,7 +82,10 @@ export function toTaskView(task: RenderedTask): TaskView {
  */
 export function leasedTaskJson(task: RenderedTask): string {
   if (task.leaseToken == null) throw new Error(`task ${task.id} was returned by a lease without a token`);
-  const plain = JSON.stringify({ ...plainFields(task), lease_token: task.leaseToken });
+  // The token added to the fields' own object (a spread copy of ~30 fields took a third of the rendering).
+  const fields: Omit<TaskView, StoredJsonFields> & { lease_token?: string } = plainFields(task);
+  fields.lease_token = task.leaseToken;
+  const plain = JSON.stringify(fields);
   const raw = (text: string | null) => text ?? "null";
   return `${plain.slice(0, -1)},"payload":${raw(task.payload)},"result":${raw(task.result)},"checkpoint":${raw(
     task.checkpoint,
