@@ -33,16 +33,24 @@ export interface PackRowRead {
   slots: string;
 }
 
+/** A slot's `lk` character when it has no lease entry. */
+const SPACE = 32;
+
 /** A pack as read. */
 export function decodePack(row: PackRowRead): Pack {
   const leases = JSON.parse(row.leases) as LeaseEntry[];
   const bodies = JSON.parse(row.slots) as SlotBody[];
-  const slots = bodies.map((body, k): Slot => {
-    const lk = row.lk[k]!;
-    const lease = lk === " " ? null : { ...leases[lk.charCodeAt(0) - 48]! };
+  const slots: Slot[] = [];
+  for (let k = 0; k < bodies.length; k++) {
+    const body = bodies[k]!;
+    const lk = row.lk.charCodeAt(k);
+    // Each slot its own copy of its entry (equal entries are stored once: encodeSlots).
+    const lease = lk === SPACE ? null : { ...leases[lk - 48]! };
+    const slot: Slot = { st: row.st[k] as SlotChar, a: row.at.charCodeAt(k) - 48, lease, body };
     const stored = lease ? leaseTimes(body, lease) : undefined;
-    return { st: row.st[k] as SlotChar, a: row.at.charCodeAt(k) - 48, lease, body, ...(stored ? { stored } : {}) };
-  });
+    if (stored) slot.stored = stored;
+    slots.push(slot);
+  }
   return {
     id: row.id,
     queue: row.queue,
