@@ -84,10 +84,11 @@ export async function getQueueConfig(db: Db, queue: string): Promise<QueueConfig
 
 /**
  * getQueueConfig's read as a statement, for a caller that runs it in a batch of its own (one round trip for
- * the read and its other statements: src/engine/hybrid/split-lease.ts); `queueConfigOf` reads its row.
+ * the read and its other statements: src/engine/hybrid/split-lease.ts); `queueConfigOf` reads its row, and
+ * `configFingerprintOf` the stored config as one value (`fp`, what `configFingerprintSql` compares).
  */
 export function queueConfigSql(queue: string): SQL {
-  return sql`SELECT ${configColumnsSql("queues", "")} FROM queues WHERE name = ${queue}`;
+  return sql`SELECT ${configColumnsSql("queues", "")}, ${FINGERPRINT} AS fp FROM queues WHERE name = ${queue}`;
 }
 
 /** A stored config's columns (QueueRow's names: fromRow's input) and the `queues` columns they come from. */
@@ -115,10 +116,17 @@ export function configColumnsSql(table: string, prefix: string): SQL {
   return sql.raw(CONFIG_COLUMNS.map(([name, column]) => `${table}.${column} AS ${prefix}${name}`).join(", "));
 }
 
+/** A stored config's columns as one JSON value (in SQL, over `queues`). */
+const FINGERPRINT = sql.raw(`json_array(${CONFIG_COLUMNS.map(([, column]) => column).join(", ")})`);
+
 /** A queue's stored config as one SQL value to compare (`'none'` without a row: the defaults). */
 export function configFingerprintSql(queue: string): SQL {
-  return sql`coalesce((SELECT json_array(${sql.raw(CONFIG_COLUMNS.map(([, column]) => column).join(", "))})
-    FROM queues WHERE name = ${queue}), 'none')`;
+  return sql`coalesce((SELECT ${FINGERPRINT} FROM queues WHERE name = ${queue}), 'none')`;
+}
+
+/** The stored config as one value from `queueConfigSql`'s rows, as `configFingerprintSql` computes it. */
+export function configFingerprintOf(rows: unknown[] | undefined): string {
+  return String((rows?.[0] as { fp?: string } | undefined)?.fp ?? "none");
 }
 
 /** The effective config from `configColumnsSql`'s columns of a row. */

@@ -3,7 +3,13 @@ import { batchAll, type Db } from "../../db/client";
 import { MAX_PRIORITY } from "../../contracts/limits";
 import { QUEUE_ROW_KEY } from "../flow-lease";
 import { finishRowLease, rowLeaseSql, type CountedLease, type LeaseRequest, type RowLeaseShape } from "../lease";
-import { configFingerprintSql, queueConfigOf, queueConfigSql, type QueueConfig } from "../queue-config";
+import {
+  configFingerprintOf,
+  configFingerprintSql,
+  queueConfigOf,
+  queueConfigSql,
+  type QueueConfig,
+} from "../queue-config";
 import { leasableSql } from "../redelivery";
 import { packsFirstHint, rememberPacksFirst, type PacksFirstHint } from "./packs-first-hint";
 import { leaseUnderQueueRate } from "./queue-rate";
@@ -103,15 +109,12 @@ export async function leaseBoth<T extends CountedLease>(
     if (hinted !== null) return hinted;
   }
   const packsComeNotFirst = sql`${packsFirstSql(request.queue, now)} = 0`;
-  const [fronts, configRows, fpRows, ...rowLease] = await batchAll<unknown>(db, [
-    frontsSql(request.queue, now),
-    queueConfigSql(request.queue),
-    sql`SELECT ${configFingerprintSql(request.queue)} AS fp`,
+  const [fronts, configRows, ...rowLease] = await batchAll<unknown>(db, [
+    ...leaseReadsSql(request.queue, now),
     ...rowLeaseSql(request, now, sides.rows.returning, packsComeNotFirst),
   ]);
-  const front = (fronts as FrontsRow[])[0]!;
-  const config = queueConfigOf(configRows);
-  remember(request.queue, front, config, String((fpRows as Array<{ fp: string }>)[0]!.fp));
+  const { front, config, fp } = readLeaseReads(fronts, configRows);
+  remember(request.queue, front, config, fp);
   // A rated queue's packs are leased within its rate; any other queue's as the pack store leases them.
   const packsOn = (req: LeaseRequest): Promise<T[]> =>
     config.flow?.rate ? leaseUnderQueueRate(db, req, now, (r) => sides.packs(r, config)) : sides.packs(req, config);
@@ -164,21 +167,28 @@ async function leasePacksFirst<T extends CountedLease>(
   const fingerprint = configFingerprintSql(request.queue);
   const guard = sql`${packsFirstSql(request.queue, now)} = 1 AND ${fingerprint} = ${hint.fp}`;
   const plan = sides.packsPlan(request, hint.config, guard);
-  const [fronts, configRows, fpRows, rowsFront, ...results] = await batchAll<unknown>(db, [
-    frontsSql(request.queue, now),
-    queueConfigSql(request.queue),
-    sql`SELECT ${fingerprint} AS fp`,
+  const [fronts, configRows, rowsFront, ...results] = await batchAll<unknown>(db, [
+    ...leaseReadsSql(request.queue, now),
     sql`SELECT ${rowsFrontSql(request.queue, now)} AS rows`,
     ...plan.statements,
   ]);
-  const front = (fronts as FrontsRow[])[0]!;
-  const config = queueConfigOf(configRows);
-  const fp = String((fpRows as Array<{ fp: string }>)[0]!.fp);
+  const { front, config, fp } = readLeaseReads(fronts, configRows);
   const empty = front.packs === null && (rowsFront as Array<{ rows: string | null }>)[0]!.rows === null;
   if (empty && config.flow === null && fp === hint.fp) return [];
   remember(request.queue, front, config, fp);
   if (front.packs_first !== 1 || fp !== hint.fp) return null;
   return withRowsAfter(db, request, now, sides, front, await plan.finish(results));
+}
+
+/** The first statements of a lease's batch: both layouts' fronts, and the queue's config with its fingerprint. */
+function leaseReadsSql(queue: string, now: number): SQL[] {
+  return [frontsSql(queue, now), queueConfigSql(queue)];
+}
+
+/** What `leaseReadsSql` read. */
+function readLeaseReads(fronts: unknown, configRows: unknown) {
+  const rows = configRows as unknown[];
+  return { front: (fronts as FrontsRow[])[0]!, config: queueConfigOf(rows), fp: configFingerprintOf(rows) };
 }
 
 /** Whether the packs come first (1) or not (0), as `frontsSql` reads it: a condition for a batch's statements. */

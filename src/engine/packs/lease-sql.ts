@@ -143,7 +143,7 @@ function lapsesJson(o: PlainLease): string {
  * (retry-policy.ts), so every later attempt lapses as the last entry. */
 const BACKOFF_STEPS = 32;
 
-/** Hex characters of a lease token (lease.ts `newToken`: 16 random bytes): the tokens are handed in as one
+/** Hex characters of a lease token (128 random bits: lease.ts `newTokens`): the tokens are handed in as one
  * string of fixed-width tokens, cut by position (no JSON parsed per slot). */
 export const TOKEN_HEX = 32;
 

@@ -7,7 +7,7 @@ import type { StoredTask } from "../../contracts/stored-task";
 import { countersStatementSql, type CounterEvent } from "../counters";
 import type { LeasedAnswer, LeaseRequest } from "../lease";
 import { getQueueConfig, type QueueConfig } from "../queue-config";
-import { plainLeaseStatements, readPlainLease } from "./lease-sql";
+import { plainLeaseStatements, readPlainLease, TOKEN_HEX } from "./lease-sql";
 import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
 import { decodePack, PACK_COLUMNS, type LeaseEntry, type Pack, type PackRowRead } from "./pack-row";
 import { isUnclaimed, leasableAt } from "./slot-rules";
@@ -204,8 +204,8 @@ async function readLeasable(db: Db, queue: string, max: number, now: number): Pr
   return packs;
 }
 
-/** Bytes of a lease token: 128 random bits, rendered as 32 hex characters (lease-sql.ts `TOKEN_HEX`). */
-const TOKEN_BYTES = 16;
+/** Bytes of a lease token: 128 random bits, two hex characters each (lease-sql.ts `TOKEN_HEX`). */
+const TOKEN_BYTES = TOKEN_HEX / 2;
 
 /** Two hex characters per byte value. */
 const HEX = Array.from({ length: 256 }, (_, x) => x.toString(16).padStart(2, "0"));
