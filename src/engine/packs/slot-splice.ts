@@ -67,8 +67,15 @@ const BACKOFF_STEPS = 32;
 /** Path/value pairs per JSON function call: SQLite builds before 3.49 cap a function's arguments at 127. */
 const PAIRS_PER_CALL = 50;
 
-/** An integer inlined into the statement (a position, a time; D1 allows 100 bound parameters). */
-const int = (n: number): SQL => sql.raw(String(Math.trunc(n)));
+/*
+ * A splice's values — positions, characters, lease indexes, the time, the sizes — are bound (in one JSON list
+ * per statement), never written into its text: D1 keeps a compiled statement per text, and a text with a slot's
+ * position in it compiled on every call (~0.6 ms per UPDATE, two per complete of one slot, in
+ * docs/benchmarks.md section 2b). The guard has one text; an UPDATE one per number of slots it splices.
+ */
+
+/** `v.x ->> '$[m].f'`: field `f` of the list's `m`-th slot (the list is bound; `m` is a place in the text). */
+const item = (m: number, f: string): SQL => sql.raw(`(v.x ->> '$[${m}].${f}')`);
 
 /** The bytes a splice adds to the pack's `slots`, or null when the pack must be written whole. */
 function spliceGrowth(pack: Pack, reads: SlotRead[]): number | null {
@@ -95,35 +102,34 @@ function balanced(terms: SQL[], op: string): SQL {
  * The guard of the spliced packs, a condition of the batch's guard (pack-commit.ts `guardSql`): each pack
  * there, with room in `slots` under PACK_ROW_BUDGET for what the write adds, and each held slot of it as read
  * — processing, its attempts and lease pointer as read, the pointer its own (no other slot's), its entry and
- * its body without the payload equal to what was read. One primary-key probe per pack (the slots' checks are
- * inline, their values in one bound list): rows read in proportion to the packs, not the slots.
+ * its body without the payload equal to what was read. One primary-key probe per pack (its slots' checks a
+ * walk of its list of reads): rows read in proportion to the packs, not the slots. One text whatever it checks.
  */
 function guardConditionSql(spliced: Array<{ pack: Pack; reads: SlotRead[]; growth: number }>): SQL {
-  const list = JSON.stringify({
-    ids: spliced.map((s) => s.pack.id),
-    s: spliced.flatMap((s) =>
-      s.reads.map((r) => ({ e: JSON.parse(r.entry) as unknown, o: JSON.parse(r.body) as unknown })),
-    ),
-  });
-  let m = 0;
-  const perPack = spliced.map(({ reads, growth }, j) => {
-    const checks = reads.map((r) => {
-      const k = r.k;
-      const l = r.lk.charCodeAt(0);
-      const check = sql`(substr(p.st, ${int(k + 1)}, 1) = 'r' AND unicode(substr(p.at, ${int(k + 1)}, 1)) = ${int(r.at.charCodeAt(0))}
-        AND unicode(substr(p.lk, ${int(k + 1)}, 1)) = ${int(l)}
-        AND instr(substr(p.lk, 1, ${int(k)}) || ' ' || substr(p.lk, ${int(k + 2)}), char(${int(l)})) = 0
-        AND p.leases -> '$[${sql.raw(String(l - 48))}]' = v.x -> '$.s[${sql.raw(String(m))}].e'
-        AND json_remove(p.slots -> '$[${sql.raw(String(k))}]', '$.b') = v.x -> '$.s[${sql.raw(String(m))}].o')`;
-      m++;
-      return check;
-    });
-    return sql`(p.id = v.x ->> '$.ids[${sql.raw(String(j))}]' AND length(p.slots) + ${int(growth)} <= ${int(PACK_ROW_BUDGET)}
-      AND ${balanced(checks, "AND")})`;
-  });
-  return sql`(SELECT count(*) FROM (SELECT ${list} AS x) AS v
-      JOIN packs p ON p.id IN (SELECT j.value FROM json_each(v.x -> '$.ids') AS j)
-      WHERE ${balanced(perPack, "OR")}) = ${int(spliced.length)}`;
+  const list = JSON.stringify(
+    spliced.map(({ pack, reads, growth }) => ({
+      id: pack.id,
+      g: growth,
+      s: reads.map((r) => ({
+        k: r.k,
+        a: r.at.charCodeAt(0),
+        l: r.lk.charCodeAt(0),
+        e: JSON.parse(r.entry) as unknown,
+        o: JSON.parse(r.body) as unknown,
+      })),
+    })),
+  );
+  const k = sql.raw(`(r.value ->> 'k')`);
+  const l = sql.raw(`(r.value ->> 'l')`);
+  return sql`(SELECT count(*) FROM json_each(${list}) AS g CROSS JOIN packs p ON p.id = g.value ->> 'id'
+      WHERE length(p.slots) + (g.value ->> 'g') <= ${sql.raw(String(PACK_ROW_BUDGET))}
+        AND (SELECT count(*) FROM json_each(g.value -> 's') AS r
+          WHERE substr(p.st, ${k} + 1, 1) = 'r' AND unicode(substr(p.at, ${k} + 1, 1)) = r.value ->> 'a'
+            AND unicode(substr(p.lk, ${k} + 1, 1)) = ${l}
+            AND instr(substr(p.lk, 1, ${k}) || ' ' || substr(p.lk, ${k} + 2), char(${l})) = 0
+            AND p.leases -> ('$[' || (${l} - 48) || ']') = r.value -> 'e'
+            AND json_remove(p.slots -> ('$[' || ${k} || ']'), '$.b') = r.value -> 'o'
+        ) = json_array_length(g.value -> 's')) = ${spliced.length}`;
 }
 
 /** `fn(base, path1, value1, …)` over `pairs`, nested in calls of PAIRS_PER_CALL pairs. */
@@ -176,15 +182,15 @@ function figuresSql(): SQL {
         (SELECT min(at) FROM s2) AS rare_at FROM nw) AS f)`;
 }
 
-/** `col` with the characters at 0-based positions `ks` (ascending) replaced by `chars`: one `substr` per piece. */
-function spliceChars(col: SQL, ks: number[], chars: string[]): SQL {
+/** `col` with the characters at the list's positions `k` (ascending, `n` of them) replaced by its characters
+ * `field` (a character code): one `substr` per piece, its bounds read from the list. */
+function spliceChars(col: SQL, n: number, field: string): SQL {
   const parts: SQL[] = [];
-  let from = 1;
-  ks.forEach((k, m) => {
-    parts.push(sql`substr(${col}, ${int(from)}, ${int(k + 1 - from)})`, sql`char(${int(chars[m]!.charCodeAt(0))})`);
-    from = k + 2;
-  });
-  parts.push(sql`substr(${col}, ${int(from)})`);
+  for (let m = 0; m < n; m++) {
+    const from = m === 0 ? sql`1` : sql`(${item(m - 1, "k")} + 2)`;
+    parts.push(sql`substr(${col}, ${from}, ${item(m, "k")} + 1 - ${from})`, sql`char(${item(m, field)})`);
+  }
+  parts.push(sql`substr(${col}, ${item(n - 1, "k")} + 2)`);
   return balanced(parts, "||");
 }
 
@@ -192,41 +198,44 @@ function spliceChars(col: SQL, ks: number[], chars: string[]): SQL {
  * The statement splicing the held slots of `pack` (as the write left them in `pack`) into its row as it is
  * at write time, then the settlement of dependents of the slots it finished (settle-dependents.ts), as the
  * whole write. `finished_at` is set when no slot is left live (the CHECK live > 0 = finished_at IS NULL).
+ * Each slot of the bound list: its position `k`, its new state and attempts characters' codes `s`, `a`, its
+ * lease entry's index `l` and new entry `e`, its new body without the payload `n`.
  */
 function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: number): SQL[] {
   const sorted = [...reads].sort((x, y) => x.k - y.k);
   const list = JSON.stringify(
     sorted.map((r) => {
       const slot = pack.slots[r.k]!;
-      return { e: slot.lease, n: withoutPayload(slot.body) };
+      return {
+        k: r.k,
+        s: slot.st.charCodeAt(0),
+        a: 48 + slot.a,
+        l: r.lk.charCodeAt(0) - 48,
+        e: slot.lease,
+        n: withoutPayload(slot.body),
+      };
     }),
   );
   const backoffs = JSON.stringify(Array.from({ length: BACKOFF_STEPS }, (_, a) => expiryBackoffMs(a, config)));
-  const ks = sorted.map((r) => r.k);
+  const n = sorted.length;
+  const indexes = Array.from({ length: n }, (_, m) => m);
+  const path = (m: number, f: string, rest = "") => sql.raw(`('$[' || (v.x ->> '$[${m}].${f}') || ']${rest}')`);
   const leases = chained(
     "jsonb_replace",
     sql`p.leases`,
-    sorted.map((r, m): [SQL, SQL] => [sql.raw(`'$[${r.lk.charCodeAt(0) - 48}]'`), sql.raw(`json(v.x -> '$[${m}].e')`)]),
+    indexes.map((m): [SQL, SQL] => [path(m, "l"), sql.raw(`json(v.x -> '$[${m}].e')`)]),
   );
   const slots = chained(
     "jsonb_replace",
     sql`p.slots`,
-    sorted.map((r, m): [SQL, SQL] => [
-      sql.raw(`'$[${r.k}]'`),
-      sql.raw(`json(CASE WHEN p.slots -> '$[${r.k}].b' IS NULL THEN v.x -> '$[${m}].n'
-        ELSE json_set(v.x -> '$[${m}].n', '$.b', json(p.slots -> '$[${r.k}].b')) END)`),
+    indexes.map((m): [SQL, SQL] => [
+      path(m, "k"),
+      sql`json(CASE WHEN p.slots -> ${path(m, "k", ".b")} IS NULL THEN v.x -> ${sql.raw(`'$[${m}].n'`)}
+        ELSE json_set(v.x -> ${sql.raw(`'$[${m}].n'`)}, '$.b', json(p.slots -> ${path(m, "k", ".b")})) END)`,
     ]),
   );
-  const st = spliceChars(
-    sql`p.st`,
-    ks,
-    sorted.map((r) => pack.slots[r.k]!.st),
-  );
-  const at = spliceChars(
-    sql`p.at`,
-    ks,
-    sorted.map((r) => String.fromCharCode(48 + pack.slots[r.k]!.a)),
-  );
+  const st = spliceChars(sql`p.st`, n, "s");
+  const at = spliceChars(sql`p.at`, n, "a");
   // Slots of this write that end (completed, dead, cancelled): the pack ends when they are all its live ones
   // (`live` is the count of its live slots, kept by every write; the held ones are live, by the guard).
   const ends = sorted.filter((r) => !isLive(pack.slots[r.k]!));
@@ -234,17 +243,17 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
   // Each statement applies only while a slot this write ends is still processing (as the guard found it): the
   // one that comes second finds the first's work done and changes nothing (its `live` gate alone could match
   // the row the first left).
-  const unapplied = ending > 0 ? sql` AND substr(p.st, ${int(ends[0]!.k + 1)}, 1) = 'r'` : sql``;
+  const unapplied = ending > 0 ? sql` AND substr(p.st, ${ends[0]!.k + 1}, 1) = 'r'` : sql``;
   const update = (finishing: boolean) => sql`WITH RECURSIVE v(x, bo) AS (SELECT ${list}, ${backoffs}),
       nw AS MATERIALIZED (
         SELECT p.id, p.run_at, p.max_attempts, p.lk, v.bo, ${st} AS st, ${at} AS at, ${leases} AS leases,
           ${slots} AS slots
-        FROM packs p, v WHERE p.id = ${pack.id} AND p.live ${finishing ? sql`=` : sql`<>`} ${int(ending)}${unapplied}
+        FROM packs p, v WHERE p.id = ${pack.id} AND p.live ${finishing ? sql`=` : sql`<>`} ${ending}${unapplied}
       ),
       ${figuresSql()}
     UPDATE packs SET st = nw.st, at = nw.at, leases = nw.leases, slots = nw.slots, live = fig.live, ready = fig.ready,
-      next_at = fig.next_at, rare_at = fig.rare_at, updated_at = ${int(now)},
-      ${finishing ? sql`finished_at = coalesce(packs.finished_at, ${int(now)}), ` : sql``}ver = ver + 1
+      next_at = fig.next_at, rare_at = fig.rare_at, updated_at = ${now},
+      ${finishing ? sql`finished_at = coalesce(packs.finished_at, ${now}), ` : sql``}ver = ver + 1
     FROM nw, fig
     WHERE packs.id = nw.id`;
   return [
