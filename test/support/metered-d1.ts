@@ -76,7 +76,14 @@ export function meteredD1(
   const metered = {
     prepare: (query: string) => wrap(db.prepare(query), query),
     async batch(statements: D1PreparedStatement[]) {
-      const results = await db.batch(statements.map((s) => unwrap.get(s) ?? s));
+      let results: D1Result[];
+      try {
+        results = await db.batch(statements.map((s) => unwrap.get(s) ?? s));
+      } catch (error) {
+        // A batch that fails (a guard that did not hold rolls its transaction back) was still a round trip.
+        usage.calls! += 1;
+        throw error;
+      }
       results.forEach((r, i) => count(r.meta, valuesOf.get(statements[i]!) ?? [], queryOf.get(statements[i]!)));
       // One round trip for the whole batch: `count` added one per statement.
       usage.calls! += 1 - results.length;

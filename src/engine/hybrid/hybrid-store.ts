@@ -10,6 +10,7 @@ import { enqueuePackTasks } from "../packs/enqueue";
 import type { EndedHandOut, TaskStore } from "../store";
 import { couldBePackTask, inInputOrder, packTaskIds, splitItems } from "./layout-of-ids";
 import { locateForWrite, type PackReads } from "../packs/locate";
+import { leasedPacks } from "./leased-packs";
 import type { HolderWriteHow } from "../packs/acks";
 import {
   completePackTasks,
@@ -51,13 +52,20 @@ function openStore(db: Db): TaskStore {
   const rows = d1TaskStore(db);
   const packs = packTaskStore(db);
   const side = { rows, packs };
+  const leased = leasedPacks();
 
   /**
    * The pack write's first read of the ids a pack could have made (locate.ts `locateForWrite`), and which of
    * them are pack tasks (their pack exists: as `packTaskIds` answers); null when no id could be one.
    */
-  async function heldInPacks(ids: string[]): Promise<{ preread: PackReads; onPacks: Set<string> } | null> {
-    const asked = [...new Set(ids.filter(couldBePackTask))];
+  async function heldInPacks(
+    items: Array<{ id: string; leaseToken: string }>,
+    now: number,
+  ): Promise<{ preread: PackReads; onPacks: Set<string> } | null> {
+    // Slots this isolate leased, their fences holding as it remembers them: no read (leased-packs.ts).
+    const remembered = leased.reads(items, now);
+    if (remembered) return { preread: remembered, onPacks: new Set(remembered.found.keys()) };
+    const asked = [...new Set(items.map((i) => i.id).filter(couldBePackTask))];
     if (asked.length === 0) return null;
     const preread = await locateForWrite(db, asked);
     return { preread, onPacks: new Set(asked.filter((id) => preread.packIds.has(packOf(id)!.pack))) };
@@ -68,14 +76,16 @@ function openStore(db: Db): TaskStore {
    * tells the layouts apart is the pack write's own first read (locate.ts `locateForWrite`: the packs, their
    * queues' configs), so a write of pack tasks makes two D1 calls: that read and its batch.
    */
-  async function perHeldItem<T extends { id: string }>(
+  async function perHeldItem<T extends { id: string; leaseToken: string }>(
     items: T[],
+    now: number,
     rowsRun: (items: T[]) => Promise<AckOutcome[]>,
     packsRun: (items: T[], preread: PackReads) => Promise<AckOutcome[]>,
   ): Promise<AckOutcome[]> {
-    const held = await heldInPacks(items.map((i) => i.id));
+    const held = await heldInPacks(items, now);
     if (held === null || held.onPacks.size === 0) return rowsRun(items);
     const split = splitItems(items, held.onPacks);
+    leased.written([...held.onPacks]);
     const [packAnswers, rowAnswers] = await Promise.all([
       packsRun(split.packs, held.preread),
       split.rows.length > 0 ? rowsRun(split.rows) : Promise.resolve([]),
@@ -84,7 +94,7 @@ function openStore(db: Db): TaskStore {
   }
 
   /** A holder's batch write (complete, fail, release, extend) over both layouts, as `perHeldItem` splits it. */
-  function heldWrite<T extends { id: string }>(
+  function heldWrite<T extends { id: string; leaseToken: string }>(
     rowsWrite: (items: T[], now: number, scope?: AckScope) => Promise<AckOutcome[]>,
     packsWrite: (
       db: Db,
@@ -98,6 +108,7 @@ function openStore(db: Db): TaskStore {
     return (items: T[], now: number, scope?: AckScope) =>
       perHeldItem(
         items,
+        now,
         (part) => rowsWrite(part, now, scope),
         (part, pre) => packsWrite(db, part, now, scope, "splice", pre),
       );
@@ -123,15 +134,15 @@ function openStore(db: Db): TaskStore {
     leaseTasks: (request, now) =>
       leaseBoth(db, request, now, {
         rows: AS_TASKS,
-        packs: (r, config) => leasePackTasks(db, r, now, config),
-        packsPlan: (r, config, guard) => packLeasePlan(db, r, now, config, guard),
+        packs: (r, config) => leasePackTasks(db, r, now, config, leased.remember),
+        packsPlan: (r, config, guard) => packLeasePlan(db, r, now, config, guard, leased.remember),
       }),
     leaseAnswers: (request, now) =>
       leaseBoth(db, request, now, {
         rows: AS_ANSWERS,
-        packs: (r, config) => leasePackAnswers(db, r, now, config),
+        packs: (r, config) => leasePackAnswers(db, r, now, config, leased.remember),
         packsPlan: (r, config, guard) => {
-          const plan = packLeasePlan(db, r, now, config, guard);
+          const plan = packLeasePlan(db, r, now, config, guard, leased.remember);
           return {
             statements: plan.statements,
             finish: async (results) => (await plan.finish(results)).map(leasedAnswer),
@@ -146,10 +157,10 @@ function openStore(db: Db): TaskStore {
     extendLeases: heldWrite(rows.extendLeases, extendPackLeases),
     heartbeatTask: async (request, now) => {
       // As perHeldItem: the read that tells the layout is the pack heartbeat's own.
-      const held = await heldInPacks([request.id]);
-      return held?.onPacks.has(request.id)
-        ? heartbeatPackTask(db, request, now, "splice", held.preread)
-        : rows.heartbeatTask(request, now);
+      const held = await heldInPacks([request], now);
+      if (!held?.onPacks.has(request.id)) return rows.heartbeatTask(request, now);
+      leased.written([request.id]);
+      return heartbeatPackTask(db, request, now, "splice", held.preread);
     },
     assertLeaseHeld: async (id, token, now) => (await holder(id)).assertLeaseHeld(id, token, now),
 

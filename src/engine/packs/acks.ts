@@ -5,8 +5,8 @@ import { countersStatementSql, type CounterEvent } from "../counters";
 import type { AckKind, AckOutcome, AckScope, FencedItem, SettledDependent } from "../ack";
 import { settledDependentsSql } from "../dependencies";
 import type { QueueConfig } from "../queue-config";
-import { locateForWrite, type Located, type PackReads } from "./locate";
-import { commitGuarded, withRetries } from "./pack-commit";
+import { locateForWrite, roundReads, type Located, type PackReads } from "./locate";
+import { commitGuarded, withRetries, type ReadSet } from "./pack-commit";
 import { holderPackWrites, readSlot, splicesPack, type SlotRead } from "./slot-splice";
 import type { Pack } from "./pack-row";
 import { packHasEdgesSql } from "./settle-dependents";
@@ -48,15 +48,15 @@ export async function applyPackWrites(
   const duplicate = items.map((i) => (seen.has(i.id) ? true : (seen.add(i.id), false)));
   if (items.length === 0) return [];
   return withRetries(async (round) => {
-    // Round 0 may use what the caller read for it (the served store reads it to tell the layouts apart:
-    // hybrid-store.ts); a later round reads again, as the guard found a change.
+    // Round 0 may use what the caller read for it (the served store reads it to tell the layouts apart, or
+    // remembers it: hybrid-store.ts); a later round reads again, as the guard found a change.
+    const { reads: given, splices } = roundReads(round, preread);
     const { found, configs } =
-      round === 0 && preread
-        ? preread
-        : await locateForWrite(
-            db,
-            items.filter((_, k) => !duplicate[k]).map((i) => i.id),
-          );
+      given ??
+      (await locateForWrite(
+        db,
+        items.filter((_, k) => !duplicate[k]).map((i) => i.id),
+      ));
     // Each item's answer first — a slot's fence as read (no item's write changes another's slot: an id names
     // one slot) — then the held slots' writes in input order, each pack's held slots counted first: a splice's
     // guard records them as read (`readSlot`), a pack written whole does not (slot-splice.ts `splicesPack`).
@@ -84,8 +84,7 @@ export async function applyPackWrites(
       return { id: item.id, ok: false, error: new LeaseLostError(item.id) };
     });
     const reads = new Map<Pack, SlotRead[]>();
-    for (const [pack, held] of heldOf)
-      if (splicesPack(pack, held, how === "splice" && round === 0)) reads.set(pack, []);
+    for (const [pack, held] of heldOf) if (splicesPack(pack, held, how === "splice" && splices)) reads.set(pack, []);
     const touched = new Set<Pack>();
     const events: CounterEvent[] = [];
     for (const at of heldAt) {
@@ -105,13 +104,19 @@ export async function applyPackWrites(
       ...(counters ? [counters] : []),
       ...(reportsDependents ? [settledDependentsSql(endedJson(ended, [...touched]), now)] : []),
     ];
-    const results = statements.length ? await commitGuarded(db, packs.read, statements) : [];
+    const results = statements.length ? await commitGuarded(db, guardedBy(packs.read, given), statements) : [];
     if (results === null) return null;
     const dependentsOf = reportsDependents ? settledByItem(results.at(-1) ?? []) : new Map();
     return outcomes.map((o, k) =>
       o === "changed" ? okOutcome(items[k]!.id, found.get(items[k]!.id)!, write, false, dependentsOf) : o,
     );
   });
+}
+
+/** A write's guard, with the conditions of the reads it was computed from where they were remembered. */
+export function guardedBy(read: ReadSet, given: PackReads | undefined): ReadSet {
+  const extra = given?.remembered?.conditions ?? [];
+  return extra.length ? { ...read, conditions: [...(read.conditions ?? []), ...extra] } : read;
 }
 
 /** The items an ack finished, as settledDependentsSql reads them: none (nothing read) unless one of the

@@ -9,8 +9,8 @@ import { countersStatementSql, outcomeEvents } from "../counters";
 import type { ExtendItem } from "../extend";
 import { truncateMessage, type FailItem } from "../fail";
 import type { HeartbeatRequest } from "../heartbeat";
-import { applyPackWrites, cancelRequested, endCancelled, endLease, type HolderWriteHow } from "./acks";
-import { locateForWrite, locateTasks, type Located, type PackReads } from "./locate";
+import { applyPackWrites, cancelRequested, endCancelled, endLease, guardedBy, type HolderWriteHow } from "./acks";
+import { locateForWrite, locateTasks, roundReads, type Located, type PackReads } from "./locate";
 import { commitGuarded, withRetries } from "./pack-commit";
 import { holderPackWrites, readSlot, splicesPack } from "./slot-splice";
 import { failureBackoffMs, fenceHolds, slotState } from "./slot-rules";
@@ -202,14 +202,9 @@ export async function heartbeatPackTask(
     if (error) throw error;
   }
   const done = await withRetries(async (round) => {
-    const { at, config } = await fencedSlotForWrite(
-      db,
-      request.id,
-      request.leaseToken,
-      now,
-      round === 0 ? preread : undefined,
-    );
-    const reads = splicesPack(at.pack, 1, how === "splice" && round === 0) ? [readSlot(at)] : null;
+    const { reads: given, splices } = roundReads(round, preread);
+    const { at, config } = await fencedSlotForWrite(db, request.id, request.leaseToken, now, given);
+    const reads = splicesPack(at.pack, 1, how === "splice" && splices) ? [readSlot(at)] : null;
     const statements: SQL[] = [];
     if (cancelRequested(at)) {
       // As heartbeat.ts: the task ends cancelled (progress and checkpoint not stored), counted in the batch.
@@ -222,7 +217,7 @@ export async function heartbeatPackTask(
     }
     const write = holderPackWrites([at.pack], new Map(reads ? [[at.pack, reads]] : []), () => config, now);
     statements.unshift(...write.statements);
-    if ((await commitGuarded(db, write.read, statements)) === null) return null;
+    if ((await commitGuarded(db, guardedBy(write.read, given), statements)) === null) return null;
     return storedSlot(at.pack, at.k);
   });
   if (done.state === "cancelled") throw new TaskCancelledError(done.id);

@@ -233,11 +233,12 @@ export function plainLeaseStatements(o: PlainLease): SQL[] {
 }
 
 /** The packs taken from (as written, in lease order; a slot is this lease's when its entry carries one of
- * `tokens`), and whether a pack with a rare slot due stopped the walk, from `plainLeaseStatements`' results. */
-export function readPlainLease(results: unknown[]): { packs: Pack[]; rare: boolean } {
-  const [, rows, probe] = results;
-  const packs = (rows as PackRowRead[]).map(decodePack);
+ * `tokens`), the rows they were decoded from, and whether a pack with a rare slot due stopped the walk, from `plainLeaseStatements`' results. */
+export function readPlainLease(results: unknown[]): { packs: Pack[]; rows: PackRowRead[]; rare: boolean } {
+  const [, returned, probe] = results;
+  const rows = returned as PackRowRead[];
+  const packs = rows.map(decodePack);
   // RETURNING order is unspecified in SQLite: restore the lease order.
   packs.sort((x, y) => y.priority - x.priority || x.runAt - y.runAt || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0));
-  return { packs, rare: Number((probe as Array<{ rare: number }>)[0]?.rare ?? 0) === 1 };
+  return { packs, rows, rare: Number((probe as Array<{ rare: number }>)[0]?.rare ?? 0) === 1 };
 }

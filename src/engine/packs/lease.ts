@@ -40,12 +40,17 @@ export async function leasePackTasks(
   request: LeaseRequest,
   now: number,
   readConfig?: QueueConfig,
+  seen?: SeenPacks,
 ): Promise<StoredTask[]> {
   // A caller that read the queue's config in a batch of its own passes it (one round trip less).
   const config = readConfig ?? (await getQueueConfig(db, request.queue));
-  const plan = packLeasePlan(db, request, now, config);
+  const plan = packLeasePlan(db, request, now, config, undefined, seen);
   return plan.finish(await batchAll<unknown>(db, plan.statements));
 }
+
+/** Told the packs a lease's UPDATE wrote, as it returned them (the served store remembers them for the
+ * holder's writes: hybrid/leased-packs.ts). */
+export type SeenPacks = (rows: PackRowRead[]) => void;
 
 /** A pack lease as statements to send (in a batch of the caller's, in this order) and what reads their
  * results into the leased tasks (taking the rest by the rules where the plain lease stopped at a rare slot). */
@@ -64,6 +69,7 @@ export function packLeasePlan(
   now: number,
   config: QueueConfig,
   guard?: SQL,
+  seen?: SeenPacks,
 ): PackLeasePlan {
   if (!Number.isInteger(request.max) || request.max < 1 || request.max > MAX_BATCH) {
     throw new EdgeqError("invalid_request", `max must be an integer from 1 to ${MAX_BATCH} (got ${request.max})`);
@@ -87,6 +93,7 @@ export function packLeasePlan(
     statements,
     async finish(results) {
       const plain = readPlainLease(results);
+      seen?.(plain.rows);
       const mine = new Set(tokens);
       const taken = plain.packs.flatMap((pack) =>
         pack.slots.flatMap((slot, k) => (slot.st === "r" && slot.lease && mine.has(slot.lease.k) ? [{ pack, k }] : [])),
@@ -163,8 +170,9 @@ export async function leasePackAnswers(
   request: LeaseRequest,
   now: number,
   readConfig?: QueueConfig,
+  seen?: SeenPacks,
 ): Promise<LeasedAnswer[]> {
-  return (await leasePackTasks(db, request, now, readConfig)).map(leasedAnswer);
+  return (await leasePackTasks(db, request, now, readConfig, seen)).map(leasedAnswer);
 }
 
 /** A leased task as the API's lease answers it (`leaseAnswers`). */

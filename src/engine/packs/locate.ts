@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { allRows, type Db } from "../../db/client";
 import { configColumnsSql, queueConfigOfColumns, type QueueConfig } from "../queue-config";
 import { packOf } from "./pack-ids";
@@ -19,6 +19,19 @@ export interface PackReads {
   /** The ids of the packs read (those that exist): whose ids are pack tasks (hybrid/layout-of-ids.ts). */
   packIds: Set<string>;
   configs: Map<string, QueueConfig>;
+  /** Set when these reads are a memory of this isolate's (hybrid/leased-packs.ts), not a read of the database:
+   * the conditions a write computed from them also holds under (the configs' fingerprints). */
+  remembered?: { conditions: SQL[] };
+}
+
+/**
+ * What round `round` of a holder's write computes from: `preread` in round 0, else a fresh read (undefined);
+ * and whether it may splice — in the first round computed from the database (round 0, or round 1 after a
+ * remembered read's guard failed); a later round writes its packs whole (slot-splice.ts).
+ */
+export function roundReads(round: number, preread?: PackReads): { reads?: PackReads; splices: boolean } {
+  if (round === 0) return { reads: preread, splices: true };
+  return { splices: round === 1 && preread?.remembered !== undefined };
 }
 
 /**

@@ -17,6 +17,8 @@ const meter = meteredD1(env.DB);
 const store = hybridTaskStore(openDb(meter.db));
 const rowStore = d1TaskStore(openDb(meter.db));
 const packStore = packTaskStore(openDb(meter.db));
+/** The served store as another isolate has it (its own memory of the packs it leased), on the same database. */
+const elsewhere = hybridTaskStore(openDb(meteredD1(env.DB).db));
 const plain = (n: number, priority = 0) => Array.from({ length: n }, (_, i) => ({ payload: { i }, priority }));
 const lease = (queue: string, max: number, now: number) =>
   store.leaseTasks({ queue, max, visibilityTimeoutS: 30, holder: "w" }, now);
@@ -136,10 +138,10 @@ describe("round trips of a write by id", () => {
     expect(b.calls).toBe(2);
   });
 
-  it("a complete of a pack task is the pack store's own two calls: the read that tells the layout (its pack, its queue's config), then the write", async () => {
+  it("a complete of a pack task leased in another isolate is the pack store's own two calls: the read that tells the layout (its pack, its queue's config), then the write", async () => {
     const queue = uniqueQueue("rt-ack-pack");
     await store.enqueueTasks(queue, plain(2), T0);
-    const [task] = await lease(queue, 1, T0 + 1);
+    const [task] = await elsewhere.leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
     const done = await calls(() => store.completeTasks([{ id: task!.id, leaseToken: task!.leaseToken! }], T0 + 2));
     expect(done.answer[0]).toMatchObject({ ok: true });
     const alone = uniqueQueue("rt-ack-pack-alone");
@@ -151,15 +153,35 @@ describe("round trips of a write by id", () => {
     expect(done.calls).toBe(ownDone.calls);
   });
 
-  it("a heartbeat of a pack task is two calls: its pack and its queue's config, then the write", async () => {
+  it("a complete of pack tasks leased here is one call: their packs as the lease wrote them are remembered", async () => {
+    const queue = uniqueQueue("rt-ack-here");
+    await store.enqueueTasks(queue, plain(10), T0);
+    const tasks = await lease(queue, 4, T0 + 1);
+    const items = tasks.map((t) => ({ id: t.id, leaseToken: t.leaseToken! }));
+    const done = await calls(() => store.completeTasks(items, T0 + 2));
+    expect(done.answer.map((a) => a.ok && a.state)).toEqual(["completed", "completed", "completed", "completed"]);
+    expect(done.calls).toBe(1);
+    // Written here since: not remembered as held. A repeat reads afresh (and writes nothing), answered as a repeat.
+    const again = await calls(() => store.completeTasks(items.slice(0, 1), T0 + 3));
+    expect(again.answer[0]).toMatchObject({ ok: true, repeated: true });
+    expect(again.calls).toBe(1);
+  });
+
+  it("a heartbeat of a pack task is one call where it was leased, two elsewhere (its pack and its queue's config, then the write)", async () => {
     const queue = uniqueQueue("rt-beat-pack");
     await store.enqueueTasks(queue, plain(2), T0);
     const [task] = await lease(queue, 1, T0 + 1);
-    const beat = await calls(() =>
+    const here = await calls(() =>
       store.heartbeatTask({ id: task!.id, leaseToken: task!.leaseToken!, extendS: 60 }, T0 + 2),
     );
-    expect(beat.answer.leaseExpiresAt).toBe(T0 + 2 + 60_000);
-    expect(beat.calls).toBe(2);
+    expect(here.answer.leaseExpiresAt).toBe(T0 + 2 + 60_000);
+    expect(here.calls).toBe(1);
+    // Beaten here since: its next beat reads afresh.
+    const next = await calls(() =>
+      store.heartbeatTask({ id: task!.id, leaseToken: task!.leaseToken!, extendS: 90 }, T0 + 3),
+    );
+    expect(next.answer.leaseExpiresAt).toBe(T0 + 3 + 90_000);
+    expect(next.calls).toBe(2);
   });
 
   it("a heartbeat and a read by id of a row task are one call each", async () => {

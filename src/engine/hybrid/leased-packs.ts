@@ -1,0 +1,100 @@
+import { sql } from "drizzle-orm";
+import { configFingerprintSql } from "../queue-config";
+import type { Located, PackReads } from "../packs/locate";
+import { packOf } from "../packs/pack-ids";
+import { decodePack, slotId, type PackRowRead } from "../packs/pack-row";
+import { fenceHolds, holdsTask } from "../packs/slot-rules";
+import { packsFirstHint } from "./packs-first-hint";
+
+/**
+ * The packs as this isolate's last lease of each wrote them (its UPDATE's RETURNING), so that a holder's write
+ * of the slots leased here (complete, fail, release, extend, heartbeat) can skip its first read — one D1 call
+ * where it was two. A memory only: what a write computes from it is guarded at write time as a write computed
+ * from its own read is (slot-splice.ts: each held slot as read; a whole write: the pack's `ver`), and the
+ * queue's config, taken from the packs-first hint, by its fingerprint. A guard that fails costs that call;
+ * the write is then made from a fresh read (acks.ts). A write answers from it only when every item's fence
+ * holds in it: a refusal (a lapsed or superseded lease, an unknown id, a repeat) is always answered from a
+ * fresh read, never from a memory that may be old.
+ *
+ * A slot this isolate wrote after the lease is stale here (marked, `dirty`); a pack's next lease here brings it
+ * back whole. A pack with spilled fields is not kept (its values are in `pack_spill`, read apart).
+ */
+
+interface Remembered {
+  row: PackRowRead;
+  /** Slots written here since `row` was read: their state here is not theirs. */
+  dirty: Set<number>;
+  bytes: number;
+}
+
+/** Bytes kept per database: a pack row is at most PACK_ROW_BUDGET (~1.9 MB, spill.ts), so this is a few packs
+ * of large payloads or ~100 of small ones, a small part of an isolate's 128 MB. Oldest forgotten first. */
+const MAX_BYTES = 8 * 1024 * 1024;
+
+/** What one database's store remembers (hybrid-store.ts keeps one per database). */
+export interface LeasedPacks {
+  /** Records the packs a lease here wrote, as it returned them. */
+  remember(rows: PackRowRead[]): void;
+  /** The first read of a holder's write of `ids` and `tokens` at `now`, from memory; null unless every id names
+   * a slot of a remembered pack, not written here since, whose fence holds with its token, under a hint. */
+  reads(items: Array<{ id: string; leaseToken: string }>, now: number): PackReads | null;
+  /** Marks the slots of `ids` written (their remembered state is no longer theirs). */
+  written(ids: string[]): void;
+}
+
+export function leasedPacks(): LeasedPacks {
+  const packs = new Map<string, Remembered>();
+  let bytes = 0;
+  const forget = (id: string) => {
+    const old = packs.get(id);
+    if (old === undefined) return;
+    bytes -= old.bytes;
+    packs.delete(id);
+  };
+  return {
+    remember(rows) {
+      for (const row of rows) {
+        forget(row.id);
+        if (row.slots.includes('"sp"')) continue;
+        const size = row.slots.length + row.leases.length + row.st.length * 3;
+        if (size > MAX_BYTES) continue;
+        while (bytes + size > MAX_BYTES) forget(packs.keys().next().value!);
+        packs.set(row.id, { row, dirty: new Set(), bytes: size });
+        bytes += size;
+      }
+    },
+
+    reads(items, now) {
+      if (items.length === 0) return null;
+      const decoded = new Map<string, ReturnType<typeof decodePack>>();
+      const found = new Map<string, Located>();
+      const configs: PackReads["configs"] = new Map();
+      const fps = new Map<string, string>();
+      for (const { id, leaseToken } of items) {
+        const place = packOf(id);
+        const kept = place ? packs.get(place.pack) : undefined;
+        if (!place || !kept || kept.dirty.has(place.slot) || found.has(id)) return null;
+        let pack = decoded.get(place.pack);
+        if (pack === undefined) decoded.set(place.pack, (pack = decodePack(kept.row)));
+        const slot = pack.slots[place.slot];
+        if (!slot || !holdsTask(slot) || slotId(pack, place.slot) !== id) return null;
+        if (slot.body.cr === 1 || !fenceHolds(slot, leaseToken, now)) return null;
+        const hint = packsFirstHint(pack.queue);
+        if (!hint) return null;
+        configs.set(pack.queue, hint.config);
+        fps.set(pack.queue, hint.fp);
+        found.set(id, { pack, k: place.slot, slot });
+      }
+      const conditions = [...fps].map(([queue, fp]) => sql`${configFingerprintSql(queue)} = ${fp}`);
+      for (const pack of decoded.values()) pack.spilled = new Map();
+      return { found, packIds: new Set(decoded.keys()), configs, remembered: { conditions } };
+    },
+
+    written(ids) {
+      for (const id of ids) {
+        const place = packOf(id);
+        if (place) packs.get(place.pack)?.dirty.add(place.slot);
+      }
+    },
+  };
+}
