@@ -27,16 +27,18 @@ interface Remembered {
   bytes: number;
 }
 
-/** Bytes kept per database: a pack row is at most PACK_ROW_BUDGET (~1.9 MB, spill.ts), so this is a few packs
- * of large payloads or ~100 of small ones, a small part of an isolate's 128 MB. Oldest forgotten first. */
+/** Bytes kept per database: a pack's slots are at most PACK_ROW_BUDGET (1.5 MiB, spill.ts), so this is five
+ * packs of large payloads or hundreds of small ones, a small part of an isolate's 128 MB. Oldest forgotten
+ * first. */
 const MAX_BYTES = 8 * 1024 * 1024;
 
 /** What one database's store remembers (hybrid-store.ts keeps one per database). */
 export interface LeasedPacks {
   /** Records the packs a lease here wrote, as it returned them. */
   remember(rows: PackRowRead[]): void;
-  /** The first read of a holder's write of `ids` and `tokens` at `now`, from memory; null unless every id names
-   * a slot of a remembered pack, not written here since, whose fence holds with its token, under a hint. */
+  /** The first read of a holder's write of `items` at `now`, from memory; null unless every item's id names a
+   * slot of a remembered pack, not written here since, whose fence holds with the item's token, on a queue
+   * with a packs-first hint (its config). */
   reads(items: Array<{ id: string; leaseToken: string }>, now: number): PackReads | null;
   /** Marks the slots of `ids` written (their remembered state is no longer theirs). */
   written(ids: string[]): void;

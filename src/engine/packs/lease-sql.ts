@@ -51,9 +51,9 @@ const LEASE_COUNTS = countersSpec([["leased", "count(*)"]], [{ h: "wait", ms: "w
  * Every value of a lease is a bound parameter, none is written into the text (the time, `max`, the tokens, the
  * lease entry's fixed part, the lapse times): D1 keeps a compiled statement per text (measured in workerd: a
  * statement of 90 terms 0.05 ms of SQL a call with one text, 0.43 ms with a literal that changes per call), and
- * this batch's two statements of ~6,000 characters took ~1.3 ms to compile (docs/design/packs.md, "Statements
- * compiled once"). So each statement has one text per guard and per kind of lapse (a claim or not); about 30
- * values are bound, under D1's 100 per statement (test/engine/packs/lease-sql.test.ts counts them).
+ * this batch's two statements of ~6,000 characters took ~1.3 ms to prepare on node:sqlite (docs/design/packs.md,
+ * "Statements compiled once"). So each statement has one text per guard and per kind of lapse (a claim or not);
+ * its values bound stay under D1's 100 per statement (test/engine/packs/statement-texts.test.ts counts them).
  */
 
 /** Null-safe minimum of two nullable numbers (SQLite's min() is NULL when one is). */

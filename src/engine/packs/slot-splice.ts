@@ -70,8 +70,9 @@ const PAIRS_PER_CALL = 50;
 /*
  * A splice's values — positions, characters, lease indexes, the time, the sizes — are bound (in one JSON list
  * per statement), never written into its text: D1 keeps a compiled statement per text, and a text with a slot's
- * position in it compiled on every call (~0.6 ms per UPDATE, two per complete of one slot, in
- * docs/benchmarks.md section 2b). The guard has one text; an UPDATE one per number of slots it splices.
+ * position in it was compiled on every call (~0.6 ms to prepare each UPDATE on node:sqlite, two per complete of
+ * one slot: docs/design/packs.md, "Statements compiled once"). The guard has one text; an UPDATE one per number
+ * of slots it splices.
  */
 
 /** `v.x ->> '$[m].f'`: field `f` of the list's `m`-th slot (the list is bound; `m` is a place in the text). */
