@@ -27,12 +27,24 @@ interface Remembered {
   bytes: number;
 }
 
-/** Bytes kept per database: a pack's slots are at most PACK_ROW_BUDGET (1.5 MiB, spill.ts), so this is five
- * packs of large payloads or hundreds of small ones, a small part of an isolate's 128 MB. Oldest forgotten
- * first. */
+/** Bytes kept in the isolate, over all its databases: a pack's slots are at most PACK_ROW_BUDGET (1.5 MiB,
+ * spill.ts), so this is five packs of large payloads or hundreds of small ones, a small part of an isolate's
+ * 128 MB whatever the number of shards. Oldest forgotten first. */
 const MAX_BYTES = 8 * 1024 * 1024;
 
-/** What one database's store remembers (hybrid-store.ts keeps one per database). */
+/** Every database's remembered packs, by database and pack id, oldest first; one budget for all. */
+const kept = new Map<string, Remembered>();
+let keptBytes = 0;
+let databases = 0;
+
+function forget(key: string): void {
+  const old = kept.get(key);
+  if (old === undefined) return;
+  keptBytes -= old.bytes;
+  kept.delete(key);
+}
+
+/** What one database's store remembers (hybrid-store.ts makes one per database). */
 export interface LeasedPacks {
   /** Records the packs a lease here wrote, as it returned them. */
   remember(rows: PackRowRead[]): void;
@@ -45,24 +57,18 @@ export interface LeasedPacks {
 }
 
 export function leasedPacks(): LeasedPacks {
-  const packs = new Map<string, Remembered>();
-  let bytes = 0;
-  const forget = (id: string) => {
-    const old = packs.get(id);
-    if (old === undefined) return;
-    bytes -= old.bytes;
-    packs.delete(id);
-  };
+  const database = `${databases++}:`;
   return {
     remember(rows) {
       for (const row of rows) {
-        forget(row.id);
+        const key = database + row.id;
+        forget(key);
         if (row.slots.includes('"sp"')) continue;
         const size = row.slots.length + row.leases.length + row.st.length * 3;
         if (size > MAX_BYTES) continue;
-        while (bytes + size > MAX_BYTES) forget(packs.keys().next().value!);
-        packs.set(row.id, { row, dirty: new Set(), bytes: size });
-        bytes += size;
+        while (keptBytes + size > MAX_BYTES) forget(kept.keys().next().value!);
+        kept.set(key, { row, dirty: new Set(), bytes: size });
+        keptBytes += size;
       }
     },
 
@@ -74,10 +80,10 @@ export function leasedPacks(): LeasedPacks {
       const fps = new Map<string, string>();
       for (const { id, leaseToken } of items) {
         const place = packOf(id);
-        const kept = place ? packs.get(place.pack) : undefined;
-        if (!place || !kept || kept.dirty.has(place.slot) || found.has(id)) return null;
+        const mine = place ? kept.get(database + place.pack) : undefined;
+        if (!place || !mine || mine.dirty.has(place.slot) || found.has(id)) return null;
         let pack = decoded.get(place.pack);
-        if (pack === undefined) decoded.set(place.pack, (pack = decodePack(kept.row)));
+        if (pack === undefined) decoded.set(place.pack, (pack = decodePack(mine.row)));
         const slot = pack.slots[place.slot];
         if (!slot || !holdsTask(slot) || slotId(pack, place.slot) !== id) return null;
         if (slot.body.cr === 1 || !fenceHolds(slot, leaseToken, now)) return null;
@@ -95,7 +101,7 @@ export function leasedPacks(): LeasedPacks {
     written(ids) {
       for (const id of ids) {
         const place = packOf(id);
-        if (place) packs.get(place.pack)?.dirty.add(place.slot);
+        if (place) kept.get(database + place.pack)?.dirty.add(place.slot);
       }
     },
   };

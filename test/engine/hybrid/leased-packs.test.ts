@@ -85,3 +85,29 @@ describe("the served store's memory of the packs it leased: guarded, never trust
     expect(late.calls).toBe(1);
   });
 });
+
+describe("the served store's memory of the packs it leased: bounded", () => {
+  it("keeps at most 8 MiB of packs: after nine packs of ~1.1 MB leased, the first is read again, the last is not", async () => {
+    const queue = uniqueQueue("lp-bound");
+    const big = "x".repeat(110_000);
+    for (let p = 0; p < 9; p++) {
+      await here.enqueueTasks(
+        queue,
+        Array.from({ length: 10 }, (_, i) => ({ payload: { p, i, big } })),
+        T0 + p,
+      );
+    }
+    const leases = [];
+    for (let p = 0; p < 9; p++) {
+      leases.push(await here.leaseTasks({ queue, max: 10, visibilityTimeoutS: 300, holder: "w" }, T0 + 20));
+    }
+    expect(leases.map((l) => l.length)).toEqual(Array(9).fill(10));
+    const items = (p: number) => leases[p]!.map((t) => ({ id: t.id, leaseToken: t.leaseToken! }));
+    const last = await calls(() => here.completeTasks(items(8), T0 + 21));
+    expect(last.answer.every((a) => a.ok)).toBe(true);
+    expect(last.calls).toBe(1);
+    const first = await calls(() => here.completeTasks(items(0), T0 + 21));
+    expect(first.answer.every((a) => a.ok)).toBe(true);
+    expect(first.calls).toBe(2);
+  });
+});
