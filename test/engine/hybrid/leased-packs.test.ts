@@ -97,7 +97,7 @@ describe("the served store's memory of the packs it leased: bounded", () => {
         T0 + p,
       );
     }
-    const leases = [];
+    const leases: Array<Awaited<ReturnType<typeof here.leaseTasks>>> = [];
     for (let p = 0; p < 9; p++) {
       leases.push(await here.leaseTasks({ queue, max: 10, visibilityTimeoutS: 300, holder: "w" }, T0 + 20));
     }
