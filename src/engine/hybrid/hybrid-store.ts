@@ -61,9 +61,10 @@ function openStore(db: Db): TaskStore {
   async function heldInPacks(
     items: Array<{ id: string; leaseToken: string }>,
     now: number,
+    scope: AckScope = {},
   ): Promise<{ preread: PackReads; onPacks: Set<string> } | null> {
     // Slots this isolate leased, their fences holding as it remembers them: no read (leased-packs.ts).
-    const remembered = leased.reads(items, now);
+    const remembered = leased.reads(items, now, scope.queue);
     if (remembered) return { preread: remembered, onPacks: new Set(remembered.found.keys()) };
     const asked = [...new Set(items.map((i) => i.id).filter(couldBePackTask))];
     if (asked.length === 0) return null;
@@ -74,15 +75,17 @@ function openStore(db: Db): TaskStore {
   /**
    * A holder's write by item on each layout holding some of `items`, answered in input order. The read that
    * tells the layouts apart is the pack write's own first read (locate.ts `locateForWrite`: the packs, their
-   * queues' configs), so a write of pack tasks makes two D1 calls: that read and its batch.
+   * queues' configs), so a write of pack tasks makes two D1 calls: that read and its batch — one, the batch,
+   * where this isolate leased them and remembers their packs (leased-packs.ts).
    */
   async function perHeldItem<T extends { id: string; leaseToken: string }>(
     items: T[],
     now: number,
+    scope: AckScope | undefined,
     rowsRun: (items: T[]) => Promise<AckOutcome[]>,
     packsRun: (items: T[], preread: PackReads) => Promise<AckOutcome[]>,
   ): Promise<AckOutcome[]> {
-    const held = await heldInPacks(items, now);
+    const held = await heldInPacks(items, now, scope);
     if (held === null || held.onPacks.size === 0) return rowsRun(items);
     const split = splitItems(items, held.onPacks);
     leased.written([...held.onPacks]);
@@ -109,6 +112,7 @@ function openStore(db: Db): TaskStore {
       perHeldItem(
         items,
         now,
+        scope,
         (part) => rowsWrite(part, now, scope),
         (part, pre) => packsWrite(db, part, now, scope, "splice", pre),
       );

@@ -50,8 +50,8 @@ export interface LeasedPacks {
   remember(rows: PackRowRead[]): void;
   /** The first read of a holder's write of `items` at `now`, from memory; null unless every item's id names a
    * slot of a remembered pack, not written here since, whose fence holds with the item's token, on a queue
-   * with a packs-first hint (its config). */
-  reads(items: Array<{ id: string; leaseToken: string }>, now: number): PackReads | null;
+   * with a packs-first hint (its config), of `queue` when the write is scoped to one. */
+  reads(items: Array<{ id: string; leaseToken: string }>, now: number, queue?: string): PackReads | null;
   /** Marks the slots of `ids` written (their remembered state is no longer theirs). */
   written(ids: string[]): void;
 }
@@ -72,7 +72,7 @@ export function leasedPacks(): LeasedPacks {
       }
     },
 
-    reads(items, now) {
+    reads(items, now, queue) {
       if (items.length === 0) return null;
       const decoded = new Map<string, ReturnType<typeof decodePack>>();
       const found = new Map<string, Located>();
@@ -87,6 +87,7 @@ export function leasedPacks(): LeasedPacks {
         const slot = pack.slots[place.slot];
         if (!slot || !holdsTask(slot) || slotId(pack, place.slot) !== id) return null;
         if (slot.body.cr === 1 || !fenceHolds(slot, leaseToken, now)) return null;
+        if (queue !== undefined && pack.queue !== queue) return null;
         const hint = packsFirstHint(pack.queue);
         if (!hint) return null;
         configs.set(pack.queue, hint.config);

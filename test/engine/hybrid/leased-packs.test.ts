@@ -78,6 +78,13 @@ describe("the served store's memory of the packs it leased: guarded, never trust
     expect(runAt - (T0 + 3)).toBeGreaterThanOrEqual(480_000);
   });
 
+  it("a write scoped to another queue is not judged from memory: the write reads, and answers not_found", async () => {
+    const { item } = await leasedHere("lp-scope");
+    const other = await calls(() => here.completeTasks([item(0)], T0 + 2, { queue: "lp-scope-other" }));
+    expect(other.answer[0]).toMatchObject({ ok: false, error: { code: "not_found" } });
+    expect(other.calls).toBe(1);
+  });
+
   it("a lease lapsed as remembered is not judged from memory: the write reads, and answers lease_lost", async () => {
     const { item } = await leasedHere("lp-lapsed");
     const late = await calls(() => here.completeTasks([item(0)], T0 + 1 + 31_000));
