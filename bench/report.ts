@@ -530,9 +530,18 @@ function summary(r: BenchResults): string[] {
   const b = cost && costRow(cost, "baseline", "success", 100);
   if (e && b) {
     lines.push(
-      `- **D1 cost**: a successful task (enqueue → lease → complete) writes ${num(e.perTask.rowsWritten)} rows and reads ${num(e.perTask.rowsRead)} at batch 100` +
+      `- **D1 cost of the row engine** (section 1): a successful task (enqueue → lease → complete) writes ${num(e.perTask.rowsWritten)} rows and reads ${num(e.perTask.rowsRead)} at batch 100` +
         ` — ${money(dollarsPerMillion(e.perTask.rowsWritten, e.perTask.rowsRead))} per million tasks at D1's prices; the usual jobs table writes ${num(b.perTask.rowsWritten)}` +
         ` (${money(dollarsPerMillion(b.perTask.rowsWritten, b.perTask.rowsRead))}). Cloudflare Queues: ${money(3 * QUEUES_PRICE_PER_M_OPS)}; SQS: ${money(3 * SQS_PRICE_PER_M_REQUESTS)} unbatched, ${money(0.3 * SQS_PRICE_PER_M_REQUESTS)} in batches of 10.`,
+    );
+  }
+  const bill = r.bill?.value;
+  const whole = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.workload === "successful" && x.batch === batch));
+  if (whole.every((w) => w !== undefined)) {
+    lines.push(
+      `- **The whole bill of the store as served** (section 1b: Worker and Durable Object requests, D1 rows written` +
+        ` and read, storage, at Cloudflare's prices): ${whole.map((w) => money(w.dollars.total)).join(" / ")} per` +
+        ` million successful tasks at batch 1 / 10 / 100. Cloudflare Queues: ${money(3 * QUEUES_PRICE_PER_M_OPS)}.`,
     );
   }
   const burn = r.burn?.value;
