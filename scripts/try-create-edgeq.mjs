@@ -148,12 +148,14 @@ function background(command, cwd, env = {}) {
   };
 }
 
-/** Answers once `url` answers anything, or throws with the server's output. @param {string} url
- * @param {ReturnType<typeof background>} server */
-async function served(url, server) {
+/** Answers once `url` answers (with `status` when given: the Worker's own answer, not a proxy's while wrangler
+ * starts), or throws with the server's output. @param {string} url
+ * @param {ReturnType<typeof background>} server @param {number} [status] */
+async function served(url, server, status) {
   await until(async () => {
     if (server.exited()) throw new Error(`exited:\n${server.output()}`);
-    return (await fetch(url).catch(() => undefined))?.status;
+    const answered = (await fetch(url).catch(() => undefined))?.status;
+    return status === undefined || answered === status ? answered : undefined;
   }, START_TIMEOUT_MS).catch((error) => {
     throw new Error(`${url} did not serve: ${error.message}\n${server.output()}`);
   });
@@ -172,7 +174,9 @@ const lastId = (output) => [...output.matchAll(/"id":"([0-9A-HJKMNP-TV-Z]{26})"/
  */
 async function serveAndRun(dir, firstHour) {
   const port = await freePort();
-  const callerPort = await freePort();
+  // The caller's port is chosen when the caller starts: one chosen now could be taken meanwhile by the first
+  // server's own processes (workerd, its inspector), and a request meant for the caller answered by them.
+  let callerPort = 0;
   /** The README's addresses, on the ports this run serves. @param {string} text */
   const ported = (text) =>
     text.replaceAll("localhost:8787", `127.0.0.1:${port}`).replaceAll("localhost:8788", `127.0.0.1:${callerPort}`);
@@ -203,9 +207,11 @@ async function serveAndRun(dir, firstHour) {
     }
     console.log("create-edgeq: npm run dev served the new project; its processor completed a task");
 
+    callerPort = await freePort();
     const caller = background(`${firstHour.caller} -- --ip 127.0.0.1 --port ${callerPort}`, dir);
     running.push(caller);
-    await served(`http://127.0.0.1:${callerPort}/`, caller);
+    // The caller Worker answers a GET with its own 405 (it takes POST only).
+    await served(`http://127.0.0.1:${callerPort}/`, caller, 405);
     // The fourth block in the shell of the second: its `$TOKEN` is the second block's.
     const tokenLine = firstHour.calls.split("\n").find((line) => line.startsWith("TOKEN="));
     if (tokenLine === undefined) throw new Error("the README's curl calls set no TOKEN");
