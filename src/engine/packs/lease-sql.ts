@@ -1,7 +1,8 @@
 import { sql, type SQL } from "drizzle-orm";
 import { countersSpec, countersUpsertSql } from "../counters";
 import { decodePack, PACK_COLUMNS, type Pack, type PackRowRead } from "./pack-row";
-import { expiryBackoffMs, type SlotConfig } from "./slot-rules";
+import { expiryBackoffs, liveCountSql, readyCountSql } from "./slot-column-sql";
+import type { SlotConfig } from "./slot-rules";
 
 /**
  * The pack store's lease of pending slots as SQL evaluated at write time (docs/design/packs.md, "The lease
@@ -58,13 +59,6 @@ const LEASE_COUNTS = countersSpec([["leased", "count(*)"]], [{ h: "wait", ms: "w
 
 /** Null-safe minimum of two nullable numbers (SQLite's min() is NULL when one is). */
 const least = (a: SQL, b: SQL): SQL => sql`coalesce(min(${a}, ${b}), ${a}, ${b})`;
-
-/** How many characters of `col` are one of `chars`. */
-const countOf = (col: SQL, chars: string[]): SQL => {
-  let rest = col;
-  for (const ch of chars) rest = sql`replace(${rest}, ${sql.raw(`'${ch}'`)}, '')`;
-  return sql`(length(${col}) - length(${rest}))`;
-};
 
 /**
  * The selection both statements share, as CTEs: `front` steps through the queue's leasable packs in lease
@@ -142,12 +136,8 @@ function countsSql(o: PlainLease): SQL {
  * reaper moves it on, NULL). A provisional lease's is its claim, whatever the attempt.
  */
 function lapsesJson(o: PlainLease): string {
-  return JSON.stringify(Array.from({ length: BACKOFF_STEPS }, (_, a) => o.expires + expiryBackoffMs(a, o.config)));
+  return JSON.stringify(expiryBackoffs(o.config).map((backoff) => o.expires + backoff));
 }
-
-/** How many attempts' lapse times are handed in: past attempt 31 the backoff's exponent is capped
- * (retry-policy.ts), so every later attempt lapses as the last entry. */
-const BACKOFF_STEPS = 32;
 
 /** Hex characters of a lease token (128 random bits: lease.ts `newTokens`): the tokens are handed in as one
  * string of fixed-width tokens, cut by position (no JSON parsed per slot). */
@@ -180,7 +170,7 @@ function updateSql(o: PlainLease): SQL {
       ? sql`${o.claim}`
       : sql`CASE WHEN l.mna IS NOT NULL THEN coalesce(json_extract(${lapses}, '$[' || l.mna || ']'),
           json_extract(${lapses}, '$[#-1]')) END`;
-  const ready = countOf(sql`l.st`, ["p"]);
+  const ready = readyCountSql(sql`l.st`);
   return sql`WITH RECURSIVE ${quotaSql(o)},
     walk(pid, j, k, take, g0, nl, ma, rare_at, run_at, st, at, lk, ents, mna) AS (
       SELECT pid, 0, 0, take, before, nl, max_attempts, rare_at, run_at, st, at, lk, '', NULL FROM quota
@@ -196,7 +186,7 @@ function updateSql(o: PlainLease): SQL {
         run_at, j
       FROM walk WHERE j = take OR instr(substr(st, k + 1), 'p') = 0),
     f AS MATERIALIZED (
-      SELECT l.*, ${ready} AS ready, ${countOf(sql`l.st`, ["p", "w", "r"])} AS live,
+      SELECT l.*, ${ready} AS ready, ${liveCountSql(sql`l.st`)} AS live,
         ${least(sql`l.rare_at`, lapse)} AS new_rare_at
       FROM last l WHERE l.j > 0
     )

@@ -4,7 +4,8 @@ import type { Located } from "./locate";
 import { packWriteSql, type ReadSet } from "./pack-commit";
 import { slotAddress, storedBody, type Pack, type SlotBody } from "./pack-row";
 import { finishedInWrite, settleDependentsSql } from "./settle-dependents";
-import { expiryBackoffMs, isLive, type SlotConfig } from "./slot-rules";
+import { expiryBackoffs, liveCountSql, readyCountSql } from "./slot-column-sql";
+import { isLive, type SlotConfig } from "./slot-rules";
 import { encodeBodies, PACK_ROW_BUDGET } from "./spill";
 
 /**
@@ -59,10 +60,6 @@ export function readSlot(at: Located): SlotRead {
     body: JSON.stringify(withoutPayload(storedBody(at.slot))),
   };
 }
-
-/** How many attempts' expiry backoffs are handed in: past attempt 31 the backoff's exponent is capped
- * (retry-policy.ts), so every later attempt uses the last entry (as lease-sql.ts). */
-const BACKOFF_STEPS = 32;
 
 /** Path/value pairs per JSON function call: SQLite builds before 3.49 cap a function's arguments at 127. */
 const PAIRS_PER_CALL = 50;
@@ -143,13 +140,6 @@ function chained(fn: string, base: SQL, pairs: Array<[SQL, SQL]>): SQL {
   return out;
 }
 
-/** How many characters of `col` are one of `chars` (as lease-sql.ts). */
-function countOf(col: SQL, chars: string[]): SQL {
-  let rest = col;
-  for (const ch of chars) rest = sql`replace(${rest}, ${sql.raw(`'${ch}'`)}, '')`;
-  return sql`(length(${col}) - length(${rest}))`;
-}
-
 /**
  * `packFigures` (pack-row.ts) in SQL over the pack's new columns (`nw`), as CTEs ending in `fig`: `live` and
  * `ready` counted from `st`; `rare_at` the earliest time a live slot other than a plain pending one becomes
@@ -179,7 +169,7 @@ function figuresSql(): SQL {
       END AS at FROM s1),
     fig AS (SELECT f.*, CASE WHEN f.ready > 0 THEN coalesce(min(nw.run_at, f.rare_at), nw.run_at) ELSE f.rare_at END
         AS next_at
-      FROM nw, (SELECT ${countOf(sql`nw.st`, ["p", "w", "r"])} AS live, ${countOf(sql`nw.st`, ["p"])} AS ready,
+      FROM nw, (SELECT ${liveCountSql(sql`nw.st`)} AS live, ${readyCountSql(sql`nw.st`)} AS ready,
         (SELECT min(at) FROM s2) AS rare_at FROM nw) AS f)`;
 }
 
@@ -217,7 +207,7 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
       };
     }),
   );
-  const backoffs = JSON.stringify(Array.from({ length: BACKOFF_STEPS }, (_, a) => expiryBackoffMs(a, config)));
+  const backoffs = JSON.stringify(expiryBackoffs(config));
   const n = sorted.length;
   const indexes = Array.from({ length: n }, (_, m) => m);
   const path = (m: number, f: string, rest = "") => sql.raw(`('$[' || (v.x ->> '$[${m}].${f}') || ']${rest}')`);
