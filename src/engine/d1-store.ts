@@ -28,6 +28,7 @@ import { advanceStarvedKeys, starvedKeys } from "./flow-starved";
 import { heartbeatTask } from "./heartbeat";
 import { endClaimWindows } from "./end-claim-windows";
 import { leaseAnswers, leaseTasks, nextRunAt } from "./lease";
+import { completeThenLeaseInTurn } from "./complete-then-lease";
 import { assertLeaseHeld } from "./lease-check";
 import { countLiveTasks, liveFigures } from "./live-figures";
 import { readLiveFront } from "./live-front";
@@ -77,13 +78,14 @@ export function d1TaskStore(db: Db): TaskStore {
 }
 
 function openStore(db: Db): TaskStore {
-  return {
+  const store: TaskStore = {
     // Tasks in, leases out.
     enqueueTasks: (queue, tasks, now, options) => enqueueTasks(db, queue, tasks, now, options),
     leaseTasks: (request, now) => leaseTasks(db, request, now),
     leaseAnswers: (request, now) => leaseAnswers(db, request, now),
     // The holder's fenced writes.
     completeTasks: (items, now, scope) => completeTasks(db, items, now, scope),
+    completeThenLease: (items, request, now) => completeThenLeaseInTurn(store, items, request, now),
     failTasks: (items, now, scope) => failTasks(db, items, now, scope),
     releaseTasks: (items, now, scope) => releaseTasks(db, items, now, scope),
     extendLeases: (items, now, scope) => extendLeases(db, items, now, scope),
@@ -180,4 +182,5 @@ function openStore(db: Db): TaskStore {
       return { ...prepared, statements: prepared.statements.map((statement) => prepare(db, statement)) };
     },
   };
+  return store;
 }

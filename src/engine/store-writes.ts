@@ -67,6 +67,17 @@ export interface HolderWrites {
    */
   completeTasks(items: CompleteItem[], now: number, scope?: AckScope): Promise<AckOutcome[]>;
   /**
+   * An ack that carries the next lease: completes `items` as completeTasks does (scoped to `request.queue`),
+   * then leases as leaseAnswers does, after them — never a task just completed. Two atomic steps, as the two
+   * calls are, answered together; a store may make both in one round trip (the served store does where this
+   * isolate leased the tasks and their queue's packs came first: src/engine/hybrid/hybrid-store.ts).
+   */
+  completeThenLease(
+    items: CompleteItem[],
+    request: LeaseRequest,
+    now: number,
+  ): Promise<{ outcomes: AckOutcome[]; leased: LeasedAnswer[] }>;
+  /**
    * Fails processing tasks: retryable with attempts left → pending after `retryAfterS` or the queue's
    * capped, jittered backoff; permanent or the last attempt → dead. Each failure is appended to the task's
    * errors (the message truncated to MAX_ERROR_MESSAGE_CHARS). A repeat with the same token is `repeated`.

@@ -82,4 +82,29 @@ describe("an ack with the next lease in the same request", () => {
     expect(res.body.results[0]).toMatchObject({ ok: true, state: "completed" });
     expect(res.body.tasks!.map((t) => t.id)).toEqual([late!.id]);
   });
+
+  it("a worker burning down a queue of pack tasks with completions carrying the next lease takes each task once", async () => {
+    // A call of plain tasks is kept in packs, and an ack of completions only carrying a lease that does not
+    // wait is one store call (src/operations/ack.ts `completeThenLeaseTexts`): what a worker sees is the same.
+    const queue = uniqueQueue("acklease-packs");
+    const made = await enqueue(queue, { tasks: Array.from({ length: 25 }, (_, i) => ({ payload: { i } })) });
+    let held = await lease(queue, { max: 10 });
+    const seen: string[] = [];
+    while (held.length > 0) {
+      seen.push(...held.map((t) => t.id));
+      const res = await ack(queue, {
+        complete: held.map((t) => ({ id: t.id, lease_token: t.lease_token, result: { done: t.id } })),
+        lease: { max: 10, holder: "carrier" },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.results).toEqual(
+        held.map((t) => ({ id: t.id, ok: true, state: "completed", children: [], repeated: false })),
+      );
+      for (const t of res.body.tasks!) expect(t).toMatchObject({ state: "processing", lease_holder: "carrier" });
+      held = res.body.tasks!;
+    }
+    expect([...seen].sort()).toEqual(made.map((t) => t.id).sort());
+    const last = await getTask(seen.at(-1)!);
+    expect(last).toMatchObject({ state: "completed", result: { done: last.id } });
+  });
 });

@@ -23,7 +23,10 @@ import { packOf } from "../packs/pack-ids";
 import type { AckOutcome, AckScope } from "../ack";
 import { byQueue, joinFigures, joinFronts, mergePages, mergeStats, minOf, sumCounts } from "./merge-answers";
 import { goesIntoPacks } from "./route-enqueue";
-import { leaseBoth } from "./split-lease";
+import { hintedLease, leaseBoth, type LeaseSides } from "./split-lease";
+import { completeThenLeaseInTurn } from "../complete-then-lease";
+import type { BatchRider } from "../packs/pack-commit";
+import type { LeasedAnswer, StoredTask } from "../store";
 import { AS_ANSWERS, AS_TASKS } from "../lease";
 import { leasedAnswer, leasePackAnswers, leasePackTasks, packLeasePlan } from "../packs/lease";
 
@@ -123,7 +126,23 @@ function openStore(db: Db): TaskStore {
     return (await packTaskIds(db, [id])).has(id) ? packs : rows;
   }
 
-  return {
+  /** How each layout is leased at `now` (split-lease.ts), answered as tasks, or as the API renders them; what
+   * a lease takes of packs is remembered for the holder's writes (leased-packs.ts). */
+  const taskSides = (now: number): LeaseSides<StoredTask> => ({
+    rows: AS_TASKS,
+    packs: (r, config) => leasePackTasks(db, r, now, config, leased.remember),
+    packsPlan: (r, config, guard) => packLeasePlan(db, r, now, config, guard, leased.remember),
+  });
+  const answerSides = (now: number): LeaseSides<LeasedAnswer> => ({
+    rows: AS_ANSWERS,
+    packs: (r, config) => leasePackAnswers(db, r, now, config, leased.remember),
+    packsPlan: (r, config, guard) => {
+      const plan = packLeasePlan(db, r, now, config, guard, leased.remember);
+      return { statements: plan.statements, finish: async (results) => (await plan.finish(results)).map(leasedAnswer) };
+    },
+  });
+
+  const store: TaskStore = {
     ...rows,
 
     // Tasks in, leases out.
@@ -135,27 +154,25 @@ function openStore(db: Db): TaskStore {
         ? enqueuePackTasks(db, queue, tasks, now, options, config)
         : rows.enqueueTasks(queue, tasks, now, options);
     },
-    leaseTasks: (request, now) =>
-      leaseBoth(db, request, now, {
-        rows: AS_TASKS,
-        packs: (r, config) => leasePackTasks(db, r, now, config, leased.remember),
-        packsPlan: (r, config, guard) => packLeasePlan(db, r, now, config, guard, leased.remember),
-      }),
-    leaseAnswers: (request, now) =>
-      leaseBoth(db, request, now, {
-        rows: AS_ANSWERS,
-        packs: (r, config) => leasePackAnswers(db, r, now, config, leased.remember),
-        packsPlan: (r, config, guard) => {
-          const plan = packLeasePlan(db, r, now, config, guard, leased.remember);
-          return {
-            statements: plan.statements,
-            finish: async (results) => (await plan.finish(results)).map(leasedAnswer),
-          };
-        },
-      }),
+    leaseTasks: (request, now) => leaseBoth(db, request, now, taskSides(now)),
+    leaseAnswers: (request, now) => leaseBoth(db, request, now, answerSides(now)),
 
     // The holder's fenced writes.
     completeTasks: heldWrite(rows.completeTasks, completePackTasks),
+    // One batch where this isolate leased every item and its queue's packs came first here: the complete computed
+    // from memory, the hinted lease riding its batch (docs/design/packs.md, "An ack carrying the next lease in one
+    // call"). Anything else — a row task, a slot written since, no hint, a guard that fails — is the two calls.
+    completeThenLease: async (items, request, now) => {
+      const lease = hintedLease(db, request, now, answerSides(now));
+      const memory = lease && leased.reads(items, now, request.queue);
+      if (!lease || !memory?.remembered) return completeThenLeaseInTurn(store, items, request, now);
+      const rider: BatchRider = { statements: lease.statements };
+      leased.written(items.map((i) => i.id));
+      const reads = { ...memory, remembered: { ...memory.remembered, rider } };
+      const outcomes = await completePackTasks(db, items, now, { queue: request.queue }, "splice", reads);
+      const taken = rider.results ? await lease.finish(rider.results) : null;
+      return { outcomes, leased: taken ?? (await store.leaseAnswers(request, now)) };
+    },
     failTasks: heldWrite(rows.failTasks, failPackTasks),
     releaseTasks: heldWrite(rows.releaseTasks, releasePackTasks),
     extendLeases: heldWrite(rows.extendLeases, extendPackLeases),
@@ -372,4 +389,5 @@ function openStore(db: Db): TaskStore {
       return { pruned: a.pruned + b.pruned, windows: a.windows + b.windows };
     },
   };
+  return store;
 }

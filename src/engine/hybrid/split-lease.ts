@@ -164,20 +164,57 @@ async function leasePacksFirst<T extends CountedLease>(
   sides: LeaseSides<T>,
   hint: PacksFirstHint,
 ): Promise<T[] | null> {
+  const plan = hintedLeasePlan(db, request, now, sides, hint);
+  return plan.finish(await batchAll<unknown>(db, plan.statements));
+}
+
+/** A lease as statements that may ride another batch, and what reads their results: null when it took
+ * nothing because its guard did not hold (the caller then leases as without them). */
+export interface RidingLease<T> {
+  statements: SQL[];
+  finish(results: unknown[][]): Promise<T[] | null>;
+}
+
+/**
+ * `leasePacksFirst`'s batch as statements, for a caller that sends them after its own in one batch (an ack
+ * carrying the next lease: hybrid-store.ts `completeThenLease`); null when the queue has no packs-first hint
+ * here. The statements read the queue as the batch's earlier statements left it.
+ */
+export function hintedLease<T extends CountedLease>(
+  db: Db,
+  request: LeaseRequest,
+  now: number,
+  sides: LeaseSides<T>,
+): RidingLease<T> | null {
+  const hint = packsFirstHint(request.queue);
+  return hint ? hintedLeasePlan(db, request, now, sides, hint) : null;
+}
+
+function hintedLeasePlan<T extends CountedLease>(
+  db: Db,
+  request: LeaseRequest,
+  now: number,
+  sides: LeaseSides<T>,
+  hint: PacksFirstHint,
+): RidingLease<T> {
   const fingerprint = configFingerprintSql(request.queue);
   const guard = sql`${packsFirstSql(request.queue, now)} = 1 AND ${fingerprint} = ${hint.fp}`;
   const plan = sides.packsPlan(request, hint.config, guard);
-  const [fronts, configRows, rowsFront, ...results] = await batchAll<unknown>(db, [
-    ...leaseReadsSql(request.queue, now),
-    sql`SELECT ${rowsFrontSql(request.queue, now)} AS rows`,
-    ...plan.statements,
-  ]);
-  const { front, config, fp } = readLeaseReads(fronts, configRows);
-  const empty = front.packs === null && (rowsFront as Array<{ rows: string | null }>)[0]!.rows === null;
-  if (empty && config.flow === null && fp === hint.fp) return [];
-  remember(request.queue, front, config, fp);
-  if (front.packs_first !== 1 || fp !== hint.fp) return null;
-  return withRowsAfter(db, request, now, sides, front, await plan.finish(results));
+  return {
+    statements: [
+      ...leaseReadsSql(request.queue, now),
+      sql`SELECT ${rowsFrontSql(request.queue, now)} AS rows`,
+      ...plan.statements,
+    ],
+    finish: async ([fronts, configRows, rowsFront, ...results]) => {
+      const { front, config, fp } = readLeaseReads(fronts, configRows);
+      const empty = front.packs === null && (rowsFront as Array<{ rows: string | null }>)[0]!.rows === null;
+      if (empty && config.flow === null && fp === hint.fp) return [];
+      remember(request.queue, front, config, fp);
+      if (front.packs_first !== 1 || fp !== hint.fp) return null;
+      return withRowsAfter(db, request, now, sides, front, await plan.finish(results));
+    },
+  };
 }
 
 /** The first statements of a lease's batch: both layouts' fronts, and the queue's config with its fingerprint. */

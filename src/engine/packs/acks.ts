@@ -104,7 +104,8 @@ export async function applyPackWrites(
       ...(counters ? [counters] : []),
       ...(reportsDependents ? [settledDependentsSql(endedJson(ended, [...touched]), now)] : []),
     ];
-    const results = statements.length ? await commitGuarded(db, guardedBy(packs.read, given), statements) : [];
+    const rider = given?.remembered?.rider;
+    const results = statements.length ? await commitGuarded(db, guardedBy(packs.read, given), statements, rider) : [];
     if (results === null) return null;
     const dependentsOf = reportsDependents ? settledByItem(results.at(-1) ?? []) : new Map();
     return outcomes.map((o, k) =>

@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { allRows, type Db } from "../../db/client";
+import type { BatchRider } from "./pack-commit";
 import { configColumnsSql, queueConfigOfColumns, type QueueConfig } from "../queue-config";
 import { packOf } from "./pack-ids";
 import { decodePack, PACK_COLUMNS, slotId, type Pack, type PackRowRead, type Slot } from "./pack-row";
@@ -20,8 +21,10 @@ export interface PackReads {
   packIds: Set<string>;
   configs: Map<string, QueueConfig>;
   /** Set when these reads are a memory of this isolate's (hybrid/leased-packs.ts), not a read of the database:
-   * the conditions a write computed from them also holds under (the configs' fingerprints). */
-  remembered?: { conditions: SQL[] };
+   * the conditions a write computed from them also holds under (the configs' fingerprints), and statements
+   * that ride the write's batch after its own when it commits first time (the next lease of an ack that
+   * carries one: hybrid-store.ts `completeThenLease`). */
+  remembered?: { conditions: SQL[]; rider?: BatchRider };
 }
 
 /**

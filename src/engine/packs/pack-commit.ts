@@ -84,11 +84,28 @@ export function packWriteSql(pack: Pack, config: SlotConfig, now: number): SQL[]
   return [row, ...statements, ...settleDependentsSql(finishedInWrite(pack), now, pack)];
 }
 
+/**
+ * Statements that ride a write's batch after the write's own (`commitGuarded`), in its transaction: the next
+ * lease of an ack that carries one (hybrid-store.ts `completeThenLease`), one D1 call for both. They apply only
+ * with the write: a guard that fails the batch fails them too, and `results` stays unset.
+ */
+export interface BatchRider {
+  statements: SQL[];
+  /** Their results, in order, once the batch they rode committed. */
+  results?: unknown[][];
+}
+
 /** Runs a guarded batch: its rows per statement after the guard, or null when the guard found a change (or a
- * key or id row another write inserted meanwhile). */
-export async function commitGuarded(db: Db, read: ReadSet, statements: SQL[]): Promise<unknown[][] | null> {
+ * key or id row another write inserted meanwhile). A `rider`'s statements go last; their results are its own. */
+export async function commitGuarded(
+  db: Db,
+  read: ReadSet,
+  statements: SQL[],
+  rider?: BatchRider,
+): Promise<unknown[][] | null> {
   try {
-    const [, ...rest] = await batchAll(db, [guardSql(read), ...statements]);
+    const [, ...rest] = await batchAll(db, [guardSql(read), ...statements, ...(rider?.statements ?? [])]);
+    if (rider) rider.results = rest.splice(statements.length);
     return rest;
   } catch (error) {
     const message = error instanceof Error ? `${error.message} ${String(error.cause ?? "")}` : "";

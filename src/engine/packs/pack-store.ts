@@ -1,3 +1,4 @@
+import { completeThenLeaseInTurn } from "../complete-then-lease";
 import type { Db } from "../../db/client";
 import type { TaskStore } from "../store";
 import {
@@ -64,6 +65,7 @@ export const STORE_GROUPS = {
     "leaseTasks",
     "leaseAnswers",
     "completeTasks",
+    "completeThenLease",
     "failTasks",
     "releaseTasks",
     "extendLeases",
@@ -145,11 +147,12 @@ export type PackCore = Pick<TaskStore, (typeof STORE_GROUPS)[StoreGroup][number]
  * const { tasks } = await store.enqueueTasks("emails", [{ payload: { to: "a@example.com" } }], Date.now());
  */
 export function packTaskStore(db: Db): PackCore {
-  return {
+  const store: PackCore = {
     enqueueTasks: (queue, tasks, now, options) => enqueuePackTasks(db, queue, tasks, now, options),
     leaseTasks: (request, now) => leasePackTasks(db, request, now),
     leaseAnswers: (request, now) => leasePackAnswers(db, request, now),
     completeTasks: (items, now, scope) => completePackTasks(db, items, now, scope),
+    completeThenLease: (items, request, now) => completeThenLeaseInTurn(store, items, request, now),
     failTasks: (items, now, scope) => failPackTasks(db, items, now, scope),
     releaseTasks: (items, now, scope) => releasePackTasks(db, items, now, scope),
     extendLeases: (items, now, scope) => extendPackLeases(db, items, now, scope),
@@ -213,4 +216,5 @@ export function packTaskStore(db: Db): PackCore {
     settleRemoteWait: (settlement) => settlePackRemoteWait(settlement),
     listRemoteWaits: () => listPackRemoteWaits(),
   };
+  return store;
 }

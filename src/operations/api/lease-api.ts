@@ -13,9 +13,9 @@ import {
 import type { LeasedTaskView } from "../../contracts/task";
 import type { AckOutcome } from "../../engine/store";
 import { toIso } from "../../contracts/time";
-import { ackTasks, extendTaskLeases } from "../ack";
+import { ackTasks, completeThenLeaseTexts, extendTaskLeases } from "../ack";
 import type { OperationContext } from "../context";
-import { leaseTexts, withdrawPoll } from "../lease";
+import { leaseTexts, withdrawPoll, type LeaseAsk } from "../lease";
 import { defineOperation, jsonInput, JsonText } from "./define";
 
 /** The API's lease operations on a queue: lease, withdraw a long poll, ack a batch, extend leases. */
@@ -26,14 +26,23 @@ import { defineOperation, jsonInput, JsonText } from "./define";
  * null, and the lease statement reads the queue's (no extra D1 query).
  */
 async function leasedText(op: OperationContext, queue: string, body: z.output<typeof LeaseBody>): Promise<string> {
-  const texts = await leaseTexts(op, queue, {
+  return `[${(await leaseTexts(op, queue, leaseAsk(body))).join(",")}]`;
+}
+
+/** A lease body as the lease operations take it. */
+function leaseAsk(body: z.output<typeof LeaseBody>): LeaseAsk {
+  return {
     max: body.max,
     visibilityTimeoutS: body.visibility_timeout_s ?? null,
     holder: body.holder ?? null,
     waitMs: Math.round(body.wait_s * 1000),
     waiterId: body.waiter_id,
-  });
-  return `[${texts.join(",")}]`;
+  };
+}
+
+/** A batch ack's answer with the next lease's tasks spliced in as text. */
+function ackWithTasks(outcomes: AckOutcome[], tasks: string): JsonText<AckAnswer> {
+  return new JsonText(`{"results":${JSON.stringify(ackResults(outcomes))},"tasks":${tasks}}`);
 }
 
 /** The per-item error of a batch: its code and message. */
@@ -83,8 +92,14 @@ export const leaseApi = {
     input: jsonInput(AckBody),
     answer: AckResponse,
     run: async (op, { queue }, body): Promise<AckAnswer | JsonText<AckAnswer>> => {
+      const complete = body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result }));
+      // Completions only, carrying a lease that does not wait: one store call (one D1 call where it can).
+      if (body.lease && body.fail.length === 0 && body.release.length === 0) {
+        const carried = await completeThenLeaseTexts(op, queue, complete, leaseAsk(body.lease));
+        if (carried) return ackWithTasks(carried.outcomes, `[${carried.texts.join(",")}]`);
+      }
       const outcomes = await ackTasks(op, queue, {
-        complete: body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })),
+        complete,
         fail: body.fail.map((i) => ({
           id: i.id,
           leaseToken: i.lease_token,
@@ -94,11 +109,9 @@ export const leaseApi = {
         })),
         release: body.release.map((i) => ({ id: i.id, leaseToken: i.lease_token })),
       });
-      const results = ackResults(outcomes);
-      if (!body.lease) return { results };
+      if (!body.lease) return { results: ackResults(outcomes) };
       // The next lease, after the acks above were applied: its tasks spliced in as text.
-      const tasks = await leasedText(op, queue, body.lease);
-      return new JsonText(`{"results":${JSON.stringify(results)},"tasks":${tasks}}`);
+      return ackWithTasks(outcomes, await leasedText(op, queue, body.lease));
     },
   }),
 

@@ -1,0 +1,113 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { openDb } from "../../../src/db/client";
+import { hybridTaskStore } from "../../../src/engine/hybrid/hybrid-store";
+import type { AckOutcome, LeasedAnswer } from "../../../src/engine/store";
+import { T0, uniqueQueue } from "../../helpers";
+import { meteredD1 } from "../../support/metered-d1";
+import { expectFiguresFromSlots } from "../packs/pack-state";
+
+// The served store's ack that carries the next lease (hybrid-store.ts `completeThenLease`): where this isolate
+// leased every item and the queue's packs came first here, the completions computed from memory and the hinted
+// lease go in ONE D1 batch. What a caller sees is the two calls' answer (test/engine/complete-then-lease.test.ts);
+// here: the one call, and that a batch whose guard fails takes nothing — its lease included.
+
+const meter = meteredD1(env.DB);
+/** This isolate's served store, and another isolate's on the same database. */
+const here = hybridTaskStore(openDb(meter.db));
+const there = hybridTaskStore(openDb(meteredD1(env.DB).db));
+const plain = (n: number) => Array.from({ length: n }, (_, i) => ({ payload: { i } }));
+const request = (queue: string, max: number) => ({ queue, max, visibilityTimeoutS: 30, holder: "w" });
+const items = (tasks: Array<{ id: string; leaseToken: string | null }>) =>
+  tasks.map((t) => ({ id: t.id, leaseToken: t.leaseToken! }));
+const codes = (outcomes: AckOutcome[]) => outcomes.map((o) => (o.ok ? o.state : o.error.code));
+
+/** The D1 calls of `run`, and its answer. */
+async function calls<T>(run: () => Promise<T>): Promise<{ calls: number; answer: T }> {
+  meter.reset();
+  const answer = await run();
+  return { calls: meter.usage.calls!, answer };
+}
+
+/** A queue of `n` pack tasks, the first 3 leased here (so its packs-first hint and the packs are remembered). */
+async function leasedHere(name: string, n = 10) {
+  const queue = uniqueQueue(name);
+  await here.enqueueTasks(queue, plain(n), T0);
+  const held = await here.leaseTasks(request(queue, 3), T0 + 1);
+  expect(held).toHaveLength(3);
+  return { queue, held: items(held) };
+}
+
+async function countsOf(queue: string, now: number) {
+  return (await here.queueStats(queue, {}, now)).counts;
+}
+
+describe("the served store's ack carrying the next lease", () => {
+  it("is one D1 call where this isolate leased the tasks, and again for the tasks that call leased", async () => {
+    const { queue, held } = await leasedHere("cl-one");
+    const first = await calls(() => here.completeThenLease(held, request(queue, 3), T0 + 2));
+    expect(first.calls).toBe(1);
+    expect(codes(first.answer.outcomes)).toEqual(["completed", "completed", "completed"]);
+    expect(first.answer.leased).toHaveLength(3);
+    // The lease rode the completion's batch and its packs are remembered: the next carry is one call too.
+    const second = await calls(() => here.completeThenLease(items(first.answer.leased), request(queue, 10), T0 + 3));
+    expect(second.calls).toBe(1);
+    expect(codes(second.answer.outcomes)).toEqual(["completed", "completed", "completed"]);
+    expect(second.answer.leased).toHaveLength(4);
+    expect(await countsOf(queue, T0 + 3)).toMatchObject({ completed: 6, processing: 4, pending: 0 });
+    await expectFiguresFromSlots(queue, T0 + 3);
+  });
+
+  it("a cancel requested elsewhere: the guard fails the batch, its lease takes nothing, and both are made again", async () => {
+    const { queue, held } = await leasedHere("cl-cancel");
+    expect((await there.cancelTask(held[0]!.id, T0 + 2)).state).toBe("processing");
+    const carried = await calls(() => here.completeThenLease(held, request(queue, 3), T0 + 3));
+    expect(codes(carried.answer.outcomes)).toEqual(["task_cancelled", "completed", "completed"]);
+    // The failed batch, the read and the write, the lease.
+    expect(carried.calls).toBe(4);
+    // Had the failed batch's lease taken its 3, they would be processing beside the 3 the next lease took.
+    expect(carried.answer.leased).toHaveLength(3);
+    expect(await countsOf(queue, T0 + 3)).toMatchObject({ cancelled: 1, completed: 2, processing: 3, pending: 4 });
+    await expectFiguresFromSlots(queue, T0 + 3);
+  });
+
+  it("tasks leased in another isolate, or a row task among them: the two calls, with the same answer", async () => {
+    const { queue, held } = await leasedHere("cl-elsewhere");
+    const fromThere = await calls(() => there.completeThenLease(held.slice(0, 2), request(queue, 2), T0 + 2));
+    expect(codes(fromThere.answer.outcomes)).toEqual(["completed", "completed"]);
+    expect(fromThere.answer.leased).toHaveLength(2);
+    const [row] = (await here.enqueueTasks(queue, [{ payload: "row", priority: 9 }], T0 + 2)).tasks;
+    const [rowLeased] = await here.leaseTasks(request(queue, 1), T0 + 3);
+    expect(rowLeased!.id).toBe(row!.id);
+    const mixed = await here.completeThenLease([held[2]!, ...items([rowLeased!])], request(queue, 10), T0 + 4);
+    expect(codes(mixed.outcomes)).toEqual(["completed", "completed"]);
+    expect(mixed.leased).toHaveLength(5);
+    expect(await countsOf(queue, T0 + 4)).toMatchObject({ completed: 4, processing: 7, pending: 0 });
+  });
+
+  it("two isolates burning a queue down with carried leases complete every task once, none leased twice", async () => {
+    const queue = uniqueQueue("cl-race");
+    await here.enqueueTasks(queue, plain(100), T0);
+    await here.enqueueTasks(queue, plain(100), T0);
+    const completed: string[] = [];
+    async function burn(store: typeof here, now: number) {
+      let held: LeasedAnswer[] | Array<{ id: string; leaseToken: string | null }> = await store.leaseTasks(
+        request(queue, 7),
+        now,
+      );
+      while (held.length > 0) {
+        const { outcomes, leased } = await store.completeThenLease(items(held), request(queue, 7), ++now);
+        for (const o of outcomes) {
+          expect(o).toMatchObject({ ok: true, state: "completed", repeated: false });
+          completed.push(o.id);
+        }
+        held = leased;
+      }
+    }
+    await Promise.all([burn(here, T0 + 1), burn(there, T0 + 1)]);
+    expect(completed).toHaveLength(200);
+    expect(new Set(completed).size).toBe(200);
+    expect(await countsOf(queue, T0 + 500)).toMatchObject({ completed: 200, processing: 0, pending: 0 });
+    await expectFiguresFromSlots(queue, T0 + 500);
+  });
+});
