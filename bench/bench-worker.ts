@@ -78,7 +78,7 @@ export type BenchRequest =
   | ({ op: "model-burn" } & ModelBurnRequest)
   | { op: "packs-guarantees"; queue: string }
   | { op: "packs-call-time"; queue: string; cycles: number }
-  | { op: "cycle-times"; system: SystemName; queue: string; batch: number; cycles: number }
+  | { op: "cycle-times"; system: SystemName; queue: string; batch: number; cycles: number; carry?: boolean }
   | { op: "enqueue-mixed"; queue: string; count: number; step: number }
   | { op: "layout-counts"; queue: string }
   | ({ op: "flow-enqueue" } & FlowEnqueueRequest)
@@ -139,7 +139,7 @@ async function handle(req: BenchRequest, env: BenchEnv): Promise<unknown> {
     case "layout-counts":
       return layoutCounts(env.DB, req.queue);
     case "cycle-times":
-      return timeCycles(env.DB, req.system, req.queue, req.batch, req.cycles);
+      return timeCycles(env.DB, req.system, req.queue, req.batch, req.cycles, req.carry);
     case "flow-enqueue":
       return flowEnqueue(env.DB, req);
     case "flow-config":

@@ -15,7 +15,7 @@ export function packStoreSystem(d1: D1Database): QueueSystem {
 /** Any task store as a queue system, through the port's calls (the HTTP lease's `leaseAnswers`: each task's
  * API view rendered in the lease); `name` names it in an error. */
 export function portSystem(
-  store: Pick<TaskStore, "enqueueTasks" | "leaseAnswers" | "completeTasks" | "failTasks">,
+  store: Pick<TaskStore, "enqueueTasks" | "leaseAnswers" | "completeTasks" | "failTasks" | "completeThenLease">,
   name: string,
 ): QueueSystem {
   const fenced = (items: Held[]) => items.map((i) => ({ id: String(i.id), leaseToken: i.token }));
@@ -36,6 +36,15 @@ export function portSystem(
     async complete(items, now) {
       if (items.length === 0) return 0;
       return (await store.completeTasks(fenced(items), now)).filter((o) => o.ok).length;
+    },
+    // The API's ack of completions carrying the next lease (src/operations/ack.ts `completeThenLeaseTexts`).
+    async completeThenLease(queue, items, max, now) {
+      const request = { queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" };
+      const { outcomes, leased } = await store.completeThenLease(fenced(items), request, now);
+      return {
+        completed: outcomes.filter((o) => o.ok).length,
+        held: leased.map((a) => ({ id: a.id, token: a.leaseToken })),
+      };
     },
     async fail(items, now, permanent) {
       if (items.length === 0) return 0;

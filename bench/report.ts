@@ -99,7 +99,7 @@ const num = (v: number) => (Number.isInteger(v) ? fmt(v) : v >= 10 ? fmt(v, 1) :
 export function renderChart(r: BenchResults): string {
   const burn = r.burn?.value ?? [];
   const find = (where: BurnRow["where"], system: BurnRow["system"], batch: number): Spread | null =>
-    burn.find((b) => b.where === where && b.system === system && b.batch === batch)?.tasksPerS ?? null;
+    burn.find((b) => b.where === where && b.system === system && b.batch === batch && !b.carry)?.tasksPerS ?? null;
   const batches = [1, 10, 100];
   const series: Series[] = [
     {

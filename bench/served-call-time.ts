@@ -27,6 +27,8 @@ export interface CallShare {
 
 export interface CycleTimes {
   system: SystemName;
+  /** Each completion carried the next lease (one port call a cycle: `carryMs`). */
+  carry?: boolean;
   batch: number;
   cycles: number;
   /** Tasks in the queue when the cycles started. */
@@ -34,6 +36,8 @@ export interface CycleTimes {
   /** Milliseconds per cycle of each port call, whole (D1 calls and JavaScript). */
   leaseMs: number;
   completeMs: number;
+  /** With `carry`: milliseconds per cycle of the one port call (completeThenLease). */
+  carryMs?: number;
   calls: CallShare[];
 }
 
@@ -117,8 +121,9 @@ function timedD1(d1: D1Database, seen: Seen[]): D1Database {
 const PROFILE_PENDING = 20_000;
 
 /**
- * `cycles` leases of `batch` from a queue of `system` and completions of them, timed per D1 call. The tasks
- * are enqueued first (the served store's in calls of SERVED_ENQUEUE_CALL, so in packs), not timed.
+ * `cycles` leases of `batch` from a queue of `system` and completions of them, timed per D1 call; with `carry`,
+ * `cycles` completions each carrying the next lease (after one lease, not timed). The tasks are enqueued first
+ * (the served store's in calls of SERVED_ENQUEUE_CALL, so in packs), not timed.
  */
 export async function timeCycles(
   d1: D1Database,
@@ -126,6 +131,7 @@ export async function timeCycles(
   queue: string,
   batch: number,
   cycles: number,
+  carry = false,
 ): Promise<CycleTimes> {
   const pending = Math.max(batch * cycles, PROFILE_PENDING);
   await bulkEnqueue(d1, system, queue, pending, system === "served" ? SERVED_ENQUEUE_CALL : undefined);
@@ -154,6 +160,42 @@ export async function timeCycles(
       shares.set(key, share);
     }
   };
+  const per = (v: number) => v / cycles;
+  const result = (leaseMs: number, completeMs: number, carryMs?: number): CycleTimes => ({
+    system,
+    ...(carry ? { carry } : {}),
+    batch,
+    cycles,
+    pending,
+    leaseMs: per(leaseMs),
+    completeMs: per(completeMs),
+    ...(carryMs === undefined ? {} : { carryMs: per(carryMs) }),
+    calls: [...shares.values()].map((s) => ({
+      ...s,
+      callsPerCycle: per(s.callsPerCycle),
+      ms: per(s.ms),
+      sqlMs: per(s.sqlMs),
+      rowsRead: per(s.rowsRead),
+      rowsWritten: per(s.rowsWritten),
+      statementRowsRead: s.statementRowsRead.map(per),
+    })),
+  });
+  if (carry) {
+    if (!sys.completeThenLease) throw new Error(`cycle times ${system}: no ack that carries the next lease`);
+    let held = await sys.lease(queue, batch, Date.now());
+    seen.splice(0);
+    let carryMs = 0;
+    for (let i = 0; i < cycles; i++) {
+      const t0 = performance.now();
+      const next = await sys.completeThenLease(queue, held, batch, Date.now());
+      carryMs += performance.now() - t0;
+      take("complete + lease");
+      if (next.completed !== batch || next.held.length !== batch)
+        throw new Error(`cycle times ${system}: completed ${next.completed}, leased ${next.held.length} of ${batch}`);
+      held = next.held;
+    }
+    return result(0, 0, carryMs);
+  }
   let leaseMs = 0;
   let completeMs = 0;
   for (let i = 0; i < cycles; i++) {
@@ -168,24 +210,7 @@ export async function timeCycles(
     take("complete");
     if (done !== batch) throw new Error(`cycle times ${system}: completed ${done} of ${batch}`);
   }
-  const per = (v: number) => v / cycles;
-  return {
-    system,
-    batch,
-    cycles,
-    pending,
-    leaseMs: per(leaseMs),
-    completeMs: per(completeMs),
-    calls: [...shares.values()].map((s) => ({
-      ...s,
-      callsPerCycle: per(s.callsPerCycle),
-      ms: per(s.ms),
-      sqlMs: per(s.sqlMs),
-      rowsRead: per(s.rowsRead),
-      rowsWritten: per(s.rowsWritten),
-      statementRowsRead: s.statementRowsRead.map(per),
-    })),
-  };
+  return result(leaseMs, completeMs);
 }
 
 /** Cycles timed per system and batch: enough for a stable mean, a few seconds each. */
@@ -199,6 +224,10 @@ export async function runCycleTimes(bench: WorkerdBench): Promise<CycleTimes[]> 
       const queue = `cycle-times-${system}-${batch}`;
       out.push(await bench.call<CycleTimes>({ op: "cycle-times", system, queue, batch, cycles: CYCLES }));
     }
+    const queue = `cycle-times-served-carry-${batch}`;
+    out.push(
+      await bench.call<CycleTimes>({ op: "cycle-times", system: "served", queue, batch, cycles: CYCLES, carry: true }),
+    );
   }
   return out;
 }
