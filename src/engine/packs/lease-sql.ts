@@ -139,17 +139,15 @@ function lapsesJson(o: PlainLease): string {
   return JSON.stringify(expiryBackoffs(o.config).map((backoff) => o.expires + backoff));
 }
 
-/** Hex characters of a lease token (128 random bits: lease.ts `newTokens`): the tokens are handed in as one
- * string of fixed-width tokens, cut by position (no JSON parsed per slot). */
+/** Hex characters of a lease token (128 random bits: lease.ts `newTokens`): every token one width, so every
+ * lease entry of one lease is one width too, and a pack's entries are cut from them all by position. */
 export const TOKEN_HEX = 32;
-
-/** TOKEN_HEX as the statement's text (a constant of the code, not a value of the call). */
-const TOKEN_CHARS = sql.raw(String(TOKEN_HEX));
 
 /**
  * The lease UPDATE, returning the packs as written. Per pack, `walk` takes its first `take` `p` slots in slot
- * order, splicing each one's attempts (`at`) and lease pointer (`lk`: its new entry's index) and appending its
- * lease entry (`ents`: the entry's fixed part as JSON text handed in, its token cut from `tokens`); `mna` is the
+ * order, splicing each one's attempts (`at`) and lease pointer (`lk`: its new entry's index); the pack's new lease
+ * entries (`ents`) are one cut of all of this lease's entries as JSON text handed in (one width each: the fixed
+ * part and a token), from the first of the slots it takes, as many as it took; `mna` is the
  * fewest attempts a taken slot now has below max_attempts. The walk visits each position once, so the pack's
  * new `st` is its stored one with every `p` up to the last taken position `r` — all of them were taken.
  * The pack's `rare_at` becomes the earlier of its own and the taken slots' leasable time: the claim, or the lapse
@@ -160,7 +158,11 @@ const TOKEN_CHARS = sql.raw(String(TOKEN_HEX));
 function updateSql(o: PlainLease): SQL {
   const now = o.now;
   if (o.tokens.some((t) => t.length !== TOKEN_HEX)) throw new Error(`lease tokens must be ${TOKEN_HEX} hex characters`);
+  // Every entry of this lease is its fixed part and a token, so all are one width: a pack's entries are one cut of
+  // them all (those of the slots taken before it skipped), not text grown a slot at a time (copied per step).
   const head = `${JSON.stringify({ e: o.expires, c: o.claim, h: o.holder, v: o.vtS, t: o.now }).slice(0, -1)},"k":"`;
+  const entries = o.tokens.map((token) => `,${head}${token}","x":0}`);
+  const width = entries[0]?.length ?? 0;
   const splice = (col: SQL, text: SQL): SQL =>
     sql`substr(${col}, 1, ${NEXT_K} - 1) || ${text} || substr(${col}, ${NEXT_K} + 1)`;
   const na = sql`(unicode(substr(w.at, ${NEXT_K}, 1)) - 48 + 1)`;
@@ -172,18 +174,16 @@ function updateSql(o: PlainLease): SQL {
           json_extract(${lapses}, '$[#-1]')) END`;
   const ready = readyCountSql(sql`l.st`);
   return sql`WITH RECURSIVE ${quotaSql(o)},
-    walk(pid, j, k, take, g0, nl, ma, rare_at, run_at, st, at, lk, ents, mna) AS (
-      SELECT pid, 0, 0, take, before, nl, max_attempts, rare_at, run_at, st, at, lk, '', NULL FROM quota
+    walk(pid, j, k, take, g0, nl, ma, rare_at, run_at, st, at, lk, mna) AS (
+      SELECT pid, 0, 0, take, before, nl, max_attempts, rare_at, run_at, st, at, lk, NULL FROM quota
       UNION ALL
       SELECT w.pid, w.j + 1, ${NEXT_K}, w.take, w.g0, w.nl, w.ma, w.rare_at, w.run_at, w.st,
         ${splice(sql`w.at`, sql`char(48 + ${na})`)}, ${splice(sql`w.lk`, sql`char(48 + w.nl + w.j)`)},
-        w.ents || ',' || ${head} || substr(${o.tokens.join("")}, (w.g0 + w.j) * ${TOKEN_CHARS} + 1, ${TOKEN_CHARS})
-          || '","x":0}',
         CASE WHEN ${na} < w.ma THEN min(coalesce(w.mna, ${na}), ${na}) ELSE w.mna END
       FROM walk w WHERE ${MORE}
     ),
-    last AS (SELECT pid, replace(substr(st, 1, k), 'p', 'r') || substr(st, k + 1) AS st, at, lk, ents, mna, rare_at,
-        run_at, j
+    last AS (SELECT pid, replace(substr(st, 1, k), 'p', 'r') || substr(st, k + 1) AS st, at, lk,
+        substr(${entries.join("")}, g0 * ${width} + 1, j * ${width}) AS ents, mna, rare_at, run_at, j
       FROM walk WHERE j = take OR instr(substr(st, k + 1), 'p') = 0),
     f AS MATERIALIZED (
       SELECT l.*, ${ready} AS ready, ${liveCountSql(sql`l.st`)} AS live,
