@@ -30,6 +30,9 @@ export interface BillRequest {
   beat: "each" | "batch";
   /** The queue's config, set first (PUT /v1/queues/{q}/config), e.g. { retention_s: 0 }. */
   config?: Record<string, unknown>;
+  /** Each ack carries the next lease (`"lease": {max: batch}`), as the SDK's and the CLI's workers ack: one
+   * request a round for the worker, after its first lease. */
+  carry?: boolean;
   /**
    * Producers that enqueue one task each: each round's `batch` tasks are `batch` concurrent single-task
    * enqueues through one edgeq/client with this linger (0: each its own request), instead of one call of
@@ -184,18 +187,19 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     }
     enqueueMs.push(Date.now() - t0);
   };
-  for (let done = 0; done < req.tasks; done += req.batch) {
-    const tasks = Array.from({ length: req.batch }, (_, i) => ({ payload: { i: done + i } }));
-    if (client === null) await call("POST", `/v1/queues/${q}/tasks`, { tasks });
-    else if (req.producers?.sequential) for (const t of tasks) await produce(client, t.payload);
-    else await Promise.all(tasks.map((t) => produce(client, t.payload)));
-    await settle();
-    const { tasks: held } = await call<{ tasks: Array<{ id: string; lease_token: string }> }>(
-      "POST",
-      `/v1/queues/${q}/lease`,
-      { max: req.batch },
-    );
-    if (held.length !== req.batch) throw new Error(`bill: leased ${held.length} of ${req.batch}`);
+  type Held = Array<{ id: string; lease_token: string }>;
+  const leaseRound = async (): Promise<Held> =>
+    (await call<{ tasks: Held }>("POST", `/v1/queues/${q}/lease`, { max: req.batch })).tasks;
+  /** Completes `held`; with `next`, the ack carries the next lease, whose tasks it answers. */
+  const ackRound = async (held: Held, next: boolean): Promise<Held> => {
+    const acked = await call<{ results: Array<{ ok: boolean }>; tasks?: Held }>("POST", `/v1/queues/${q}/ack`, {
+      complete: held.map((t) => ({ id: t.id, lease_token: t.lease_token })),
+      ...(next ? { lease: { max: req.batch } } : {}),
+    });
+    if (!acked.results.every((r) => r.ok)) throw new Error(`bill: an ack was refused`);
+    return acked.tasks ?? [];
+  };
+  const beatRound = async (held: Held) => {
     for (let beat = 0; beat < req.heartbeats; beat++) {
       if (req.beat === "batch") {
         await call("POST", `/v1/queues/${q}/extend`, {
@@ -205,11 +209,25 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
         for (const t of held) await call("POST", `/v1/tasks/${t.id}/heartbeat`, { lease_token: t.lease_token });
       }
     }
-    const acked = await call<{ results: Array<{ ok: boolean }> }>("POST", `/v1/queues/${q}/ack`, {
-      complete: held.map((t) => ({ id: t.id, lease_token: t.lease_token })),
-    });
-    if (!acked.results.every((r) => r.ok)) throw new Error(`bill: an ack was refused`);
+  };
+  // Each round enqueues `batch` tasks and the worker takes them: leased, beaten, acked — or, carrying, acked with
+  // the previous round's by the ack that leases them (the last round's acked alone at the end).
+  let held: Held | null = null;
+  for (let done = 0; done < req.tasks; done += req.batch) {
+    const tasks = Array.from({ length: req.batch }, (_, i) => ({ payload: { i: done + i } }));
+    if (client === null) await call("POST", `/v1/queues/${q}/tasks`, { tasks });
+    else if (req.producers?.sequential) for (const t of tasks) await produce(client, t.payload);
+    else await Promise.all(tasks.map((t) => produce(client, t.payload)));
+    await settle();
+    held = req.carry && held !== null ? await ackRound(held, true) : await leaseRound();
+    if (held.length !== req.batch) throw new Error(`bill: leased ${held.length} of ${req.batch}`);
+    await beatRound(held);
+    if (!req.carry) {
+      await ackRound(held, false);
+      held = null;
+    }
   }
+  if (held !== null) await ackRound(held, false);
   const d1 = {
     rowsWritten: meter.usage.rowsWritten,
     rowsRead: meter.usage.rowsRead,

@@ -60,17 +60,20 @@ export function billReportSection(outcome: Outcome<BillSection> | undefined, com
     "keep: a 2-minute task is one delivery held open, within its plan's HTTP timeout). Their own Worker or Lambda",
     "invocations are left out, as edgeq's users' own are.",
     "",
-    `| per million successful tasks | batch | edgeq (measured) | edgeq, ${HEARTBEAT_TASK.beats} beats per task as one call per batch | Cloudflare Queues | SQS standard | QStash |`,
-    "| --- | --: | --: | --: | --: | --: | --: |",
+    `| per million successful tasks | batch | edgeq (measured) | edgeq, each ack carrying the next lease | edgeq, ${HEARTBEAT_TASK.beats} beats per task as one call per batch | Cloudflare Queues | SQS standard | QStash |`,
+    "| --- | --: | --: | --: | --: | --: | --: | --: |",
   );
   for (const o of section.others) {
-    const mine = section.rows.find((r) => r.batch === o.batch && r.heartbeats === o.heartbeats && r.beat === "each");
+    const mine = section.rows.find(
+      (r) => r.batch === o.batch && r.heartbeats === o.heartbeats && r.beat === "each" && !r.carry,
+    );
+    const carried = section.rows.find((r) => r.batch === o.batch && r.heartbeats === o.heartbeats && r.carry);
     const batched = section.rows.find(
       (r) => r.batch === o.batch && r.heartbeats === o.heartbeats && r.beat === "batch",
     );
     const label = o.heartbeats === 0 ? "successful" : `2-minute task, ${o.heartbeats} heartbeats`;
     out.push(
-      `| ${label} | ${o.batch} | ${mine ? money(mine.dollars.total) : "—"} | ${batched ? money(batched.dollars.total) : "—"} | ${money(o.queues)} | ${money(o.sqs)} | ${o.qstash === null ? "n/a (push)" : money(o.qstash)} |`,
+      `| ${label} | ${o.batch} | ${mine ? money(mine.dollars.total) : "—"} | ${carried ? money(carried.dollars.total) : "—"} | ${batched ? money(batched.dollars.total) : "—"} | ${money(o.queues)} | ${money(o.sqs)} | ${o.qstash === null ? "n/a (push)" : money(o.qstash)} |`,
     );
   }
   out.push(

@@ -537,11 +537,15 @@ function summary(r: BenchResults): string[] {
   }
   const bill = r.bill?.value;
   const whole = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.workload === "successful" && x.batch === batch));
+  const carried = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.carry && x.batch === batch));
   if (whole.every((w) => w !== undefined)) {
+    const carrying = carried.every((w) => w !== undefined)
+      ? `; with each ack carrying the next lease (as the SDK's and CLI's workers ack) ${carried.map((w) => money(w.dollars.total)).join(" / ")}`
+      : "";
     lines.push(
       `- **The whole bill of the store as served** (section 1b: Worker and Durable Object requests, D1 rows written` +
         ` and read, storage, at Cloudflare's prices): ${whole.map((w) => money(w.dollars.total)).join(" / ")} per` +
-        ` million successful tasks at batch 1 / 10 / 100. Cloudflare Queues: ${money(3 * QUEUES_PRICE_PER_M_OPS)}.`,
+        ` million successful tasks at batch 1 / 10 / 100${carrying}. Cloudflare Queues: ${money(3 * QUEUES_PRICE_PER_M_OPS)}.`,
     );
   }
   const burn = r.burn?.value;

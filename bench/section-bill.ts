@@ -19,6 +19,8 @@ export interface BillRow {
   batch: number;
   heartbeats: number;
   beat: BillRequest["beat"];
+  /** Each ack carried the next lease (BillRequest.carry). */
+  carry?: boolean;
   retentionS: number;
   /** Per task. */
   workerRequests: number;
@@ -123,6 +125,13 @@ export async function runBillSection(
     const workloads: Array<Omit<BillRequest, "queue" | "tasks"> & { workload: string }> = [
       ...[1, 10, 100].map((batch) => ({ workload: "successful", batch, heartbeats: 0, beat: "each" as const })),
       ...[1, 10, 100].map((batch) => ({
+        workload: "successful, each ack carrying the next lease (as the SDK's and CLI's workers ack)",
+        batch,
+        heartbeats: 0,
+        beat: "each" as const,
+        carry: true,
+      })),
+      ...[1, 10, 100].map((batch) => ({
         workload: "successful, queue keeps no completed task (retention_s 0)",
         batch,
         heartbeats: 0,
@@ -165,6 +174,7 @@ export async function runBillSection(
         heartbeats: w.heartbeats,
         beat: w.beat,
         ...(w.config ? { config: w.config } : {}),
+        ...(w.carry ? { carry: true } : {}),
         ...(w.producers ? { producers: w.producers } : {}),
       });
       if (counts.objects.constructed === 0) throw new Error("bill: no Durable Object reported in (meter not shared)");
@@ -175,6 +185,7 @@ export async function runBillSection(
         batch: w.batch,
         heartbeats: w.heartbeats,
         beat: w.beat,
+        ...(w.carry ? { carry: true } : {}),
         retentionS: counts.retentionS,
         ...perTask,
         objectCalls: Object.fromEntries(Object.entries(counts.objectCalls).map(([k, v]) => [k, v / tasks])),
