@@ -1,3 +1,4 @@
+import { ownResults, withRider, type BatchRider } from "./batch-rider";
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../db/client";
 import { outcomeEvents, recordCounters, type CounterEvent } from "./counters";
@@ -197,6 +198,7 @@ export async function applyFencedUpdate(
   run: (itemsJson: string, fencesJson: () => string) => AckStatements,
   scope: AckScope = {},
   ack?: AckKind,
+  rider?: BatchRider,
 ): Promise<AckOutcome[]> {
   const seen = new Set<string>();
   const duplicate = items.map((i) => {
@@ -211,13 +213,14 @@ export async function applyFencedUpdate(
   const fences = () => JSON.stringify(unique.map((i) => ({ id: i.id, lease_token: i.leaseToken })));
   const statements = run(json, fences);
   const counted = (statements.countBefore ? 1 : 0) + (statements.alsoUpdate ? 1 : 0);
-  const results = await batchAll<unknown>(db, [
+  const own = [
     ...(statements.countBefore ? [statements.countBefore] : []),
     ...(statements.alsoUpdate ? [statements.alsoUpdate] : []),
     statements.update,
     ...(statements.after ? [statements.after] : []),
     ...(statements.dependents ? [statements.dependents] : []),
-  ]);
+  ];
+  const results = ownResults(await batchAll<unknown>(db, withRider(own, rider)), own.length, rider);
   const changed = [...(statements.alsoUpdate ? (results[counted - 1] ?? []) : []), ...(results[counted] ?? [])];
   const after = statements.after ? (results[counted + 1] ?? []) : [];
   const dependentsOf = new Map<string, SettledDependent[]>();

@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { encodeTime } from "ulid";
 import type { Db } from "../db/client";
+import type { BatchRider } from "./batch-rider";
 import { ackedWithSql, applyFencedUpdate, leaseFenceSql, type AckOutcome, type AckScope, type FencedItem } from "./ack";
 import { flowSlotReturningSql } from "./flow-control";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
@@ -89,7 +90,8 @@ function countCompletionSql(fencesJson: string, now: number, scope: AckScope): S
  * cancel was requested ends `cancelled` instead (its result discarded) and reports `task_cancelled`.
  * A result over MAX_PAYLOAD_BYTES of JSON is `payload_too_large`, one that cannot be stored exactly as sent
  * (too deep, a non-finite number, a lone surrogate: `jsonValueProblem`) is `invalid_request`; either
- * changes nothing for that task. Repeating a complete that was applied answers `repeated: true`.
+ * changes nothing for that task. Repeating a complete that was applied answers `repeated: true`. A `rider`'s
+ * statements go after the completion's in its batch (an ack carrying the next lease: batch-rider.ts).
  *
  * @example
  * const [outcome] = await completeTasks(db, [{ id, leaseToken, result: { ok: true } }], Date.now());
@@ -99,6 +101,7 @@ export async function completeTasks(
   items: CompleteItem[],
   now: number,
   scope: AckScope = {},
+  rider?: BatchRider,
 ): Promise<AckOutcome[]> {
   // Ties the children insert below to this very completion: only rows this statement completed carry it.
   const ackNonce = `ack:${crypto.randomUUID()}`;
@@ -135,6 +138,7 @@ export async function completeTasks(
         },
         scope,
         "complete",
+        rider,
       )
     : [];
   let next = 0;

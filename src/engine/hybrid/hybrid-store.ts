@@ -23,9 +23,10 @@ import { packOf } from "../packs/pack-ids";
 import type { AckOutcome, AckScope } from "../ack";
 import { byQueue, joinFigures, joinFronts, mergePages, mergeStats, minOf, sumCounts } from "./merge-answers";
 import { goesIntoPacks } from "./route-enqueue";
-import { hintedLease, leaseBoth, type LeaseSides } from "./split-lease";
+import { hintedLease, leaseBoth, unhintedLease, type LeaseSides, type RidingLease } from "./split-lease";
+import { completeTasks as completeRowTasks } from "../complete";
 import { completeThenLeaseInTurn } from "../complete-then-lease";
-import type { BatchRider } from "../packs/pack-commit";
+import type { BatchRider } from "../batch-rider";
 import type { LeasedAnswer, StoredTask } from "../store";
 import { AS_ANSWERS, AS_TASKS } from "../lease";
 import { leasedAnswer, leasePackAnswers, leasePackTasks, packLeasePlan } from "../packs/lease";
@@ -159,19 +160,32 @@ function openStore(db: Db): TaskStore {
 
     // The holder's fenced writes.
     completeTasks: heldWrite(rows.completeTasks, completePackTasks),
-    // One batch where this isolate leased every item and its queue's packs came first here: the complete computed
-    // from memory, the hinted lease riding its batch (docs/design/packs.md, "An ack carrying the next lease in one
-    // call"). Anything else — a row task, a slot written since, no hint, a guard that fails — is the two calls.
+    // One D1 batch where it can (docs/design/packs.md, "An ack carrying the next lease in one call"): pack tasks
+    // this isolate leased, on a queue whose packs came first here — the complete computed from memory, the hinted
+    // lease riding its batch; or tasks no pack could have made, on a queue whose packs did not come first here —
+    // the row store's complete, the lease's first batch riding it. Anything else is the two calls.
     completeThenLease: async (items, request, now) => {
-      const lease = hintedLease(db, request, now, answerSides(now));
-      const memory = lease && leased.reads(items, now, request.queue);
-      if (!lease || !memory?.remembered) return completeThenLeaseInTurn(store, items, request, now);
-      const rider: BatchRider = { statements: lease.statements };
-      leased.written(items.map((i) => i.id));
-      const reads = { ...memory, remembered: { ...memory.remembered, rider } };
-      const outcomes = await completePackTasks(db, items, now, { queue: request.queue }, "splice", reads);
-      const taken = rider.results ? await lease.finish(rider.results) : null;
-      return { outcomes, leased: taken ?? (await store.leaseAnswers(request, now)) };
+      const sides = answerSides(now);
+      const scope = { queue: request.queue };
+      /** The lease that rode `rider`'s batch; made on its own where the batch did not commit or it took nothing. */
+      const ridden = async (rider: BatchRider, lease: RidingLease<LeasedAnswer>) =>
+        (rider.results ? await lease.finish(rider.results) : null) ?? (await store.leaseAnswers(request, now));
+      const hinted = hintedLease(db, request, now, sides);
+      const memory = hinted && leased.reads(items, now, request.queue);
+      if (hinted && memory?.remembered) {
+        const rider: BatchRider = { statements: hinted.statements };
+        leased.written(items.map((i) => i.id));
+        const reads = { ...memory, remembered: { ...memory.remembered, rider } };
+        const outcomes = await completePackTasks(db, items, now, scope, "splice", reads);
+        return { outcomes, leased: await ridden(rider, hinted) };
+      }
+      if (!hinted && items.length > 0 && !items.some((i) => couldBePackTask(i.id))) {
+        const first = unhintedLease(db, request, now, sides);
+        const rider: BatchRider = { statements: first.statements };
+        const outcomes = await completeRowTasks(db, items, now, scope, rider);
+        return { outcomes, leased: await ridden(rider, first) };
+      }
+      return completeThenLeaseInTurn(store, items, request, now);
     },
     failTasks: heldWrite(rows.failTasks, failPackTasks),
     releaseTasks: heldWrite(rows.releaseTasks, releasePackTasks),

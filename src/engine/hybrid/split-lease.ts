@@ -108,23 +108,43 @@ export async function leaseBoth<T extends CountedLease>(
     const hinted = await leasePacksFirst(db, request, now, sides, hint);
     if (hinted !== null) return hinted;
   }
+  const first = unhintedLease(db, request, now, sides);
+  return (await first.finish(await batchAll<unknown>(db, first.statements)))!;
+}
+
+/**
+ * `leaseBoth`'s first batch without a hint, as statements that may ride another batch (an ack carrying the next
+ * lease: hybrid-store.ts `completeThenLease`), and what reads their results: the fronts, the config and the row
+ * store's lease guarded by "the packs do not come first"; where the packs come first, `finish` leases them (and
+ * the rows after) in calls of their own. Never null: it takes what `leaseBoth` would.
+ */
+export function unhintedLease<T extends CountedLease>(
+  db: Db,
+  request: LeaseRequest,
+  now: number,
+  sides: LeaseSides<T>,
+): RidingLease<T> {
   const packsComeNotFirst = sql`${packsFirstSql(request.queue, now)} = 0`;
-  const [fronts, configRows, ...rowLease] = await batchAll<unknown>(db, [
-    ...leaseReadsSql(request.queue, now),
-    ...rowLeaseSql(request, now, sides.rows.returning, packsComeNotFirst),
-  ]);
-  const { front, config, fp } = readLeaseReads(fronts, configRows);
-  remember(request.queue, front, config, fp);
-  // A rated queue's packs are leased within its rate; any other queue's as the pack store leases them.
-  const packsOn = (req: LeaseRequest): Promise<T[]> =>
-    config.flow?.rate ? leaseUnderQueueRate(db, req, now, (r) => sides.packs(r, config)) : sides.packs(req, config);
-  if (front.packs_first !== 1) {
-    // The rows were leased in the batch; a paused queue's packs are left alone.
-    const taken = await finishRowLease(db, request, now, sides.rows, rowLease, packsComeNotFirst);
-    if (front.packs === null || front.paused === 1 || taken.length >= request.max) return taken;
-    return [...taken, ...(await packsOn({ ...request, max: request.max - taken.length }))];
-  }
-  return withRowsAfter(db, request, now, sides, front, await packsOn(request));
+  return {
+    statements: [
+      ...leaseReadsSql(request.queue, now),
+      ...rowLeaseSql(request, now, sides.rows.returning, packsComeNotFirst),
+    ],
+    finish: async ([fronts, configRows, ...rowLease]) => {
+      const { front, config, fp } = readLeaseReads(fronts, configRows);
+      remember(request.queue, front, config, fp);
+      // A rated queue's packs are leased within its rate; any other queue's as the pack store leases them.
+      const packsOn = (req: LeaseRequest): Promise<T[]> =>
+        config.flow?.rate ? leaseUnderQueueRate(db, req, now, (r) => sides.packs(r, config)) : sides.packs(req, config);
+      if (front.packs_first !== 1) {
+        // The rows were leased in the batch; a paused queue's packs are left alone.
+        const taken = await finishRowLease(db, request, now, sides.rows, rowLease, packsComeNotFirst);
+        if (front.packs === null || front.paused === 1 || taken.length >= request.max) return taken;
+        return [...taken, ...(await packsOn({ ...request, max: request.max - taken.length }))];
+      }
+      return withRowsAfter(db, request, now, sides, front, await packsOn(request));
+    },
+  };
 }
 
 /** The packs' part of a lease was `taken`: the rows are asked for what it left, where the fronts saw a row. */

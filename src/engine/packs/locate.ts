@@ -1,6 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import { allRows, type Db } from "../../db/client";
-import type { BatchRider } from "./pack-commit";
+import type { BatchRider } from "../batch-rider";
 import { configColumnsSql, queueConfigOfColumns, type QueueConfig } from "../queue-config";
 import { packOf } from "./pack-ids";
 import { decodePack, PACK_COLUMNS, slotId, type Pack, type PackRowRead, type Slot } from "./pack-row";

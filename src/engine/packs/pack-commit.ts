@@ -1,6 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { batchAll, type Db } from "../../db/client";
 import { EdgeqError } from "../../contracts/errors";
+import { ownResults, withRider, type BatchRider } from "../batch-rider";
 import { encodeSlots, packFigures, PACK_COLUMNS, decodePack, type Pack, type PackRowRead } from "./pack-row";
 import { encodeBodies, loadSpill } from "./spill";
 import type { SlotConfig } from "./slot-rules";
@@ -84,17 +85,6 @@ export function packWriteSql(pack: Pack, config: SlotConfig, now: number): SQL[]
   return [row, ...statements, ...settleDependentsSql(finishedInWrite(pack), now, pack)];
 }
 
-/**
- * Statements that ride a write's batch after the write's own (`commitGuarded`), in its transaction: the next
- * lease of an ack that carries one (hybrid-store.ts `completeThenLease`), one D1 call for both. They apply only
- * with the write: a guard that fails the batch fails them too, and `results` stays unset.
- */
-export interface BatchRider {
-  statements: SQL[];
-  /** Their results, in order, once the batch they rode committed. */
-  results?: unknown[][];
-}
-
 /** Runs a guarded batch: its rows per statement after the guard, or null when the guard found a change (or a
  * key or id row another write inserted meanwhile). A `rider`'s statements go last; their results are its own. */
 export async function commitGuarded(
@@ -104,9 +94,8 @@ export async function commitGuarded(
   rider?: BatchRider,
 ): Promise<unknown[][] | null> {
   try {
-    const [, ...rest] = await batchAll(db, [guardSql(read), ...statements, ...(rider?.statements ?? [])]);
-    if (rider) rider.results = rest.splice(statements.length);
-    return rest;
+    const [, ...rest] = await batchAll(db, withRider([guardSql(read), ...statements], rider));
+    return ownResults(rest, statements.length, rider);
   } catch (error) {
     const message = error instanceof Error ? `${error.message} ${String(error.cause ?? "")}` : "";
     if (message.includes(STALE) || message.includes("UNIQUE constraint failed: pack_")) return null;

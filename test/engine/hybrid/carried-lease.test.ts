@@ -2,6 +2,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { openDb } from "../../../src/db/client";
 import { hybridTaskStore } from "../../../src/engine/hybrid/hybrid-store";
+import { completeThenLeaseInTurn } from "../../../src/engine/complete-then-lease";
+import { ulid } from "ulid";
 import type { AckOutcome, LeasedAnswer } from "../../../src/engine/store";
 import { T0, uniqueQueue } from "../../helpers";
 import { meteredD1 } from "../../support/metered-d1";
@@ -109,5 +111,38 @@ describe("the served store's ack carrying the next lease", () => {
     expect(new Set(completed).size).toBe(200);
     expect(await countsOf(queue, T0 + 500)).toMatchObject({ completed: 200, processing: 0, pending: 0 });
     await expectFiguresFromSlots(queue, T0 + 500);
+  });
+
+  it("row tasks on a queue of rows: the row store's complete with the lease's first batch riding it, a call fewer", async () => {
+    /** A queue of 4 row tasks (calls of one task, each with an id no pack slot is named by), 2 leased here. */
+    async function rowsLeased(name: string) {
+      const queue = uniqueQueue(name);
+      for (let k = 0; k < 4; k++) {
+        await here.enqueueTasks(queue, [{ id: ulid(T0 + k).slice(0, 24) + "ZZ", payload: { k }, priority: 9 - k }], T0);
+      }
+      const held = await here.leaseTasks(request(queue, 2), T0 + 1);
+      expect(held).toHaveLength(2);
+      return { queue, held: items(held) };
+    }
+    const inTurn = await rowsLeased("cl-rows-turn");
+    const apart = await calls(() => completeThenLeaseInTurn(here, inTurn.held, request(inTurn.queue, 2), T0 + 2));
+    const carried = await rowsLeased("cl-rows");
+    const together = await calls(() => here.completeThenLease(carried.held, request(carried.queue, 2), T0 + 2));
+    expect(together.calls).toBe(apart.calls - 1);
+    for (const { answer } of [apart, together]) {
+      expect(codes(answer.outcomes)).toEqual(["completed", "completed"]);
+      expect(answer.leased).toHaveLength(2);
+    }
+    expect(await countsOf(carried.queue, T0 + 2)).toMatchObject({ completed: 2, processing: 2, pending: 0 });
+    // A refused item among them changes nothing, and the lease that rode the batch still takes what is due.
+    const [third, fourth] = items(together.answer.leased);
+    const mixed = await here.completeThenLease(
+      [third!, { ...fourth!, leaseToken: "0".repeat(32) }],
+      request(carried.queue, 5),
+      T0 + 3,
+    );
+    expect(codes(mixed.outcomes)).toEqual(["completed", "lease_lost"]);
+    expect(mixed.leased).toEqual([]);
+    expect(await countsOf(carried.queue, T0 + 3)).toMatchObject({ completed: 3, processing: 1 });
   });
 });
