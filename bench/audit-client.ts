@@ -55,6 +55,11 @@ export class AuditWorker {
       visibility_timeout_s: vtS,
       holder: this.name,
     });
+    return this.leased(tasks, vtS);
+  }
+
+  /** Records a lease's tasks in the ledger, and answers them. */
+  private leased(tasks: LeasedTask[], vtS: number): LeasedTask[] {
     for (const t of tasks) {
       const expiresAt = Date.parse(t.lease_expires_at);
       const entry: LeaseEntry = {
@@ -110,6 +115,35 @@ export class AuditWorker {
       this.ledger.call({ task: t.id, token: t.lease_token, kind, sentAt, answeredAt, ok, expectRefused, error });
       return ok;
     });
+  }
+
+  /** A batch ack completing `done` that carries the next lease (`"lease": {max}`, as the SDK's workers ack):
+   * each item's answer recorded, and the tasks it leased. */
+  async ackCarrying(done: LeasedTask[], max: number, vtS: number): Promise<LeasedTask[]> {
+    const sentAt = Date.now();
+    const { results, tasks } = await this.api.call<{
+      results: Array<{ ok: boolean; error?: { code: string } }>;
+      tasks: LeasedTask[];
+    }>("POST", `/v1/queues/${q(this.queue)}/ack`, {
+      complete: done.map((t) => ({ id: t.id, lease_token: t.lease_token })),
+      lease: { max, visibility_timeout_s: vtS, holder: this.name },
+    });
+    const answeredAt = Date.now();
+    done.forEach((t, i) => {
+      const ok = results[i]?.ok === true;
+      const error = ok ? undefined : (results[i]?.error?.code ?? "unknown");
+      this.ledger.call({
+        task: t.id,
+        token: t.lease_token,
+        kind: "complete",
+        sentAt,
+        answeredAt,
+        ok,
+        expectRefused: false,
+        error,
+      });
+    });
+    return this.leased(tasks, vtS);
   }
 
   /** A batch extend (POST /v1/queues/{q}/extend) of `held`: each item's answer. */
