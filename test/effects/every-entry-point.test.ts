@@ -5,7 +5,7 @@ import { fireSchedules } from "../../src/schedules/fire-schedules";
 import { putSchedule } from "../../src/schedules/schedule-service";
 import { slotTaskId } from "../../src/schedules/slot-id";
 import { db, row, uniqueQueue } from "../helpers";
-import { call, enqueueOne, leaseOne, request } from "../http/api";
+import { call, enqueue, enqueueOne, leaseOne, request } from "../http/api";
 import { dropSchedule } from "../schedules/support";
 import { queueOn, shard } from "../shards/support";
 import { call as sqsCall, sqsRequest } from "../sqs/signed-request";
@@ -104,6 +104,36 @@ describe("every entry point hands its changes to the one effects owner", () => {
     const sent = await sqsCall(await sqsRequest("SendMessage", { QueueUrl, MessageBody: "1" }));
     const viaSqs = await overHttp(sqsRequest("ReceiveMessage", { QueueUrl, WaitTimeSeconds: 0 }));
     expect(effectsOf(viaSqs.calls, queueOf(q3), [sent.body.MessageId as string])).toEqual(expected);
+  });
+
+  it("an ack of completions carrying the next lease — HTTP, RPC, rows and packs: `completed` then `leased` published", async () => {
+    // One store call (src/operations/ack.ts completeThenLeaseTexts), the two calls' effects in their order.
+    const expected = {
+      woken: [],
+      published: {
+        queue: [
+          ["completed", 0],
+          ["leased", 1],
+        ],
+      },
+    };
+    for (const inPacks of [false, true]) {
+      for (const via of ["http", "rpc"] as const) {
+        const queue = uniqueQueue("every-carry");
+        const ids = inPacks
+          ? (await enqueue(queue, { tasks: [{ payload: 1 }, { payload: 2 }] })).map((t) => t.id)
+          : [await enqueueOne(queue), await enqueueOne(queue)];
+        const first = await leaseOne(queue);
+        const next = ids.find((id) => id !== first.id)!;
+        const body = { complete: [{ id: first.id, lease_token: first.lease_token }], lease: { max: 1 } };
+        const { calls, body: answer } =
+          via === "http"
+            ? await overHttp(http("POST", `/v1/queues/${queue}/ack`, body))
+            : await overRpc((rpc) => rpc.ack(queue, body));
+        expect((answer as { tasks: Array<{ id: string }> }).tasks.map((t) => t.id)).toEqual([next]);
+        expect(effectsOf(calls, queueOf(queue), [first.id, next]), `${via}, packs ${inPacks}`).toEqual(expected);
+      }
+    }
   });
 
   it("progress — HTTP, RPC heartbeats: nobody woken, `progress` published", async () => {
