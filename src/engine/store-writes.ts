@@ -69,8 +69,9 @@ export interface HolderWrites {
   /**
    * An ack that carries the next lease: completes `items` as completeTasks does (scoped to `request.queue`),
    * then leases as leaseAnswers does, after them — never a task just completed. Two atomic steps, as the two
-   * calls are, answered together; a store may make both in one round trip (the served store does where this
-   * isolate leased the tasks and their queue's packs came first: src/engine/hybrid/hybrid-store.ts).
+   * calls are, answered together; a store may make both in one round trip (the served store does for pack tasks
+   * this isolate leased on a queue whose packs came first here, and for row tasks on a queue whose packs did
+   * not: src/engine/hybrid/hybrid-store.ts).
    */
   completeThenLease(
     items: CompleteItem[],
