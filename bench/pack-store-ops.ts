@@ -15,7 +15,7 @@ export function packStoreSystem(d1: D1Database): QueueSystem {
 /** Any task store as a queue system, through the port's calls (the HTTP lease's `leaseAnswers`: each task's
  * API view rendered in the lease); `name` names it in an error. */
 export function portSystem(
-  store: Pick<TaskStore, "enqueueTasks" | "leaseAnswers" | "completeTasks" | "failTasks" | "completeThenLease">,
+  store: Pick<TaskStore, "enqueueTasks" | "leaseAnswers" | "completeTasks" | "failTasks" | "ackThenLease">,
   name: string,
 ): QueueSystem {
   const fenced = (items: Held[]) => items.map((i) => ({ id: String(i.id), leaseToken: i.token }));
@@ -37,10 +37,10 @@ export function portSystem(
       if (items.length === 0) return 0;
       return (await store.completeTasks(fenced(items), now)).filter((o) => o.ok).length;
     },
-    // The API's ack of completions carrying the next lease (src/operations/ack.ts `completeThenLeaseTexts`).
+    // The API's ack carrying the next lease (src/operations/ack.ts `ackThenLeaseTexts`).
     async completeThenLease(queue, items, max, now) {
       const request = { queue, max, visibilityTimeoutS: VISIBILITY_S, holder: "bench" };
-      const { outcomes, leased } = await store.completeThenLease(fenced(items), request, now);
+      const { outcomes, leased } = await store.ackThenLease({ complete: fenced(items) }, request, now);
       return {
         completed: outcomes.filter((o) => o.ok).length,
         held: leased.map((a) => ({ id: a.id, token: a.leaseToken })),

@@ -43,7 +43,7 @@ export function servedBurnSection(r: BenchResults, out: string[]) {
     "then `store.leaseAnswers(max = batch)` and `store.completeTasks(all of them)` until the queue is empty, timed",
     `in slices as above. At batch 1 and 10 it burns ${fmt(r.plan.baselineBurnTasks)} tasks (the baseline's count: at batch 1 the full count`,
     `would take the whole cap), at batch 100 ${fmt(r.plan.burnTasks)}. "Carrying": the same, each completion carrying the next lease`,
-    "(`store.completeThenLease`: the API's ack with `lease`, as the SDK's and the CLI's workers ack; BullMQ's worker",
+    "(`store.ackThenLease`: the API's ack with `lease`, as the SDK's and the CLI's workers ack; BullMQ's worker",
     "also completes a job and fetches the next in one call). The row engine's column is the table above's; BullMQ's is",
     "section 4's run of this same bench (worker concurrency = batch; not run when section 4 was not).",
     "",

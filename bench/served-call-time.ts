@@ -36,7 +36,7 @@ export interface CycleTimes {
   /** Milliseconds per cycle of each port call, whole (D1 calls and JavaScript). */
   leaseMs: number;
   completeMs: number;
-  /** With `carry`: milliseconds per cycle of the one port call (completeThenLease). */
+  /** With `carry`: milliseconds per cycle of the one port call (the store's ackThenLease). */
   carryMs?: number;
   calls: CallShare[];
 }

@@ -2,7 +2,7 @@ import type { SQL } from "drizzle-orm";
 
 /**
  * Statements that ride a write's batch after the write's own, in its transaction: the next lease of an ack that
- * carries one (src/engine/hybrid/hybrid-store.ts `completeThenLease`), one D1 call for both. They apply only with
+ * carries one (src/engine/hybrid/hybrid-store.ts `ackThenLease`), one D1 call for both. They apply only with
  * the write: a batch that fails (a pack write's guard) fails them too, and `results` stays unset.
  */
 export interface BatchRider {

@@ -28,7 +28,7 @@ import { advanceStarvedKeys, starvedKeys } from "./flow-starved";
 import { heartbeatTask } from "./heartbeat";
 import { endClaimWindows } from "./end-claim-windows";
 import { leaseAnswers, leaseTasks, nextRunAt } from "./lease";
-import { completeThenLeaseInTurn } from "./complete-then-lease";
+import { ackThenLeaseInTurn } from "./ack-then-lease";
 import { assertLeaseHeld } from "./lease-check";
 import { countLiveTasks, liveFigures } from "./live-figures";
 import { readLiveFront } from "./live-front";
@@ -85,7 +85,7 @@ function openStore(db: Db): TaskStore {
     leaseAnswers: (request, now) => leaseAnswers(db, request, now),
     // The holder's fenced writes.
     completeTasks: (items, now, scope) => completeTasks(db, items, now, scope),
-    completeThenLease: (items, request, now) => completeThenLeaseInTurn(store, items, request, now),
+    ackThenLease: (acks, request, now) => ackThenLeaseInTurn(store, acks, request, now),
     failTasks: (items, now, scope) => failTasks(db, items, now, scope),
     releaseTasks: (items, now, scope) => releaseTasks(db, items, now, scope),
     extendLeases: (items, now, scope) => extendLeases(db, items, now, scope),

@@ -49,6 +49,13 @@ export interface TaskWrites {
   leaseAnswers(request: LeaseRequest, now: number): Promise<LeasedAnswer[]>;
 }
 
+/** A holder's acks of one queue, by kind (an ack that carries the next lease: HolderWrites.ackThenLease). */
+export interface HolderAcks {
+  complete?: CompleteItem[];
+  fail?: FailItem[];
+  release?: FencedItem[];
+}
+
 /**
  * The holder's writes, each fenced: admitted only under the task's current token while it is processing and
  * before its lease expires — every other item is `lease_lost` (or `not_found`) and changes nothing. A
@@ -67,14 +74,15 @@ export interface HolderWrites {
    */
   completeTasks(items: CompleteItem[], now: number, scope?: AckScope): Promise<AckOutcome[]>;
   /**
-   * An ack that carries the next lease: completes `items` as completeTasks does (scoped to `request.queue`),
-   * then leases as leaseAnswers does, after them — never a task just completed. Two atomic steps, as the two
-   * calls are, answered together; a store may make both in one round trip (the served store does for pack tasks
-   * this isolate leased on a queue whose packs came first here, and for row tasks on a queue whose packs did
-   * not: src/engine/hybrid/hybrid-store.ts).
+   * An ack that carries the next lease: completes, fails and releases `acks` as the three calls do (scoped to
+   * `request.queue`; outcomes in the order complete, fail, release, each in input order), then leases as
+   * leaseAnswers does, after them — never a task just completed, and a task just failed or released when it is
+   * due. Steps atomic each, as the calls are, answered together; a store may make them in one round trip (the
+   * served store does for pack tasks this isolate leased on a queue whose packs came first here, and for
+   * completions of row tasks on a queue whose packs did not: src/engine/hybrid/hybrid-store.ts).
    */
-  completeThenLease(
-    items: CompleteItem[],
+  ackThenLease(
+    acks: HolderAcks,
     request: LeaseRequest,
     now: number,
   ): Promise<{ outcomes: AckOutcome[]; leased: LeasedAnswer[] }>;

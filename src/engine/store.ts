@@ -49,7 +49,14 @@ export interface TaskStore
     CallerBatches,
     SqsSettings {}
 
-export type { TaskWrites, HolderWrites, HandOutWrites, OperatorWrites, QueueCancelled } from "./store-writes";
+export type {
+  TaskWrites,
+  HolderAcks,
+  HolderWrites,
+  HandOutWrites,
+  OperatorWrites,
+  QueueCancelled,
+} from "./store-writes";
 export type { TaskReads, CounterReads } from "./store-reads";
 export type { QueueRecords, Presence, Transit } from "./store-shards";
 export type { Upkeep } from "./store-upkeep";

@@ -39,27 +39,32 @@ export async function ackTasks(op: OperationContext, queue: string, batch: AckBa
 }
 
 /**
- * Completes a batch on one queue, then leases as `leaseTexts` does — `ackTasks` then `leaseTexts` in one store
- * call (TaskWrites.completeThenLease: the served store sends both in one D1 batch where it can). Only where that
+ * Applies a batch of acks on one queue, then leases as `leaseTexts` does — `ackTasks` then `leaseTexts` in one
+ * store call (TaskWrites.ackThenLease: the served store sends them in one D1 batch where it can). Only where that
  * is the same thing: the queue on one database (not partitioned over several, not moving: the ack's route and
  * the lease's are then that database alone) and a lease that does not wait. Null elsewhere: the caller makes
- * the two calls. The effects are the two calls' own, in their order.
+ * the calls. The effects are the calls' own, in their order.
  *
  * @example
- * const carried = await completeThenLeaseTexts(op, "emails", [{ id, leaseToken, result: null }], { max: 10, visibilityTimeoutS: null, holder: null, waitMs: 0 });
+ * const carried = await ackThenLeaseTexts(op, "emails", { complete: [{ id, leaseToken }] }, { max: 10, visibilityTimeoutS: null, holder: null, waitMs: 0 });
  */
-export async function completeThenLeaseTexts(
+export async function ackThenLeaseTexts(
   op: OperationContext,
   queue: string,
-  items: CompleteItem[],
+  batch: AckBatch,
   ask: LeaseAsk,
 ): Promise<{ outcomes: AckOutcome[]; texts: string[] } | null> {
-  if (ask.waitMs > 0 || items.length === 0) return null;
+  const kinds: AckKind[] = [
+    ...(batch.complete ?? []).map(() => "complete" as const),
+    ...(batch.fail ?? []).map(() => "fail" as const),
+    ...(batch.release ?? []).map(() => "release" as const),
+  ];
+  if (ask.waitMs > 0 || kinds.length === 0) return null;
   const shards = routeShards(await queueRoute(op.env, queue, op.now));
   if (shards.length !== 1) return null;
   const request = { queue, max: ask.max, visibilityTimeoutS: ask.visibilityTimeoutS, holder: ask.holder };
-  const { outcomes, leased } = await shards[0]!.store.completeThenLease(items, request, op.now);
-  op.effects.after({ kind: "acked", outcomes, kinds: outcomes.map(() => "complete" as const) });
+  const { outcomes, leased } = await shards[0]!.store.ackThenLease(batch, request, op.now);
+  op.effects.after({ kind: "acked", outcomes, kinds });
   op.effects.after({ kind: "leased", queue, ids: leased.map((t) => t.id) });
   return { outcomes, texts: leased.map((t) => t.view) };
 }

@@ -13,6 +13,7 @@ import { locateForWrite, type PackReads } from "../packs/locate";
 import { leasedPacks } from "./leased-packs";
 import type { HolderWriteHow } from "../packs/acks";
 import {
+  ackPackTasks,
   completePackTasks,
   extendPackLeases,
   failPackTasks,
@@ -25,7 +26,7 @@ import { byQueue, joinFigures, joinFronts, mergePages, mergeStats, minOf, sumCou
 import { goesIntoPacks } from "./route-enqueue";
 import { hintedLease, leaseBoth, unhintedLease, type LeaseSides, type RidingLease } from "./split-lease";
 import { completeTasks as completeRowTasks } from "../complete";
-import { completeThenLeaseInTurn } from "../complete-then-lease";
+import { ackThenLeaseInTurn } from "../ack-then-lease";
 import type { BatchRider } from "../batch-rider";
 import type { LeasedAnswer, StoredTask } from "../store";
 import { AS_ANSWERS, AS_TASKS } from "../lease";
@@ -161,31 +162,34 @@ function openStore(db: Db): TaskStore {
     // The holder's fenced writes.
     completeTasks: heldWrite(rows.completeTasks, completePackTasks),
     // One D1 batch where it can (docs/design/packs.md, "An ack carrying the next lease in one call"): pack tasks
-    // this isolate leased, on a queue whose packs came first here — the complete computed from memory, the hinted
-    // lease riding its batch; or tasks no pack could have made, on a queue whose packs did not come first here —
-    // the row store's complete, the lease's first batch riding it. Anything else is the two calls.
-    completeThenLease: async (items, request, now) => {
+    // this isolate leased, on a queue whose packs came first here — the acks computed from memory, the hinted
+    // lease riding their batch; or completions of tasks no pack could have made, on a queue whose packs did not
+    // come first here — the row store's complete, the lease's first batch riding it. Anything else is the calls.
+    ackThenLease: async (acks, request, now) => {
       const sides = answerSides(now);
       const scope = { queue: request.queue };
+      const [complete, fail, release] = [acks.complete ?? [], acks.fail ?? [], acks.release ?? []];
       /** The lease that rode `rider`'s batch; made on its own where the batch did not commit or it took nothing. */
       const ridden = async (rider: BatchRider, lease: RidingLease<LeasedAnswer>) =>
         (rider.results ? await lease.finish(rider.results) : null) ?? (await store.leaseAnswers(request, now));
       const hinted = hintedLease(db, request, now, sides);
-      const memory = hinted && leased.reads(items, now, request.queue);
+      // Every item once over all kinds, its fence holding as remembered (leased-packs.ts answers null otherwise).
+      const memory = hinted && leased.reads([...complete, ...fail, ...release], now, request.queue);
       if (hinted && memory?.remembered) {
         const rider: BatchRider = { statements: hinted.statements };
-        leased.written(items.map((i) => i.id));
+        leased.written([...complete, ...fail, ...release].map((i) => i.id));
         const reads = { ...memory, remembered: { ...memory.remembered, rider } };
-        const outcomes = await completePackTasks(db, items, now, scope, "splice", reads);
+        const outcomes = await ackPackTasks(db, { complete, fail, release }, now, scope, reads);
         return { outcomes, leased: await ridden(rider, hinted) };
       }
-      if (!hinted && items.length > 0 && !items.some((i) => couldBePackTask(i.id))) {
+      const rowsOnly = complete.length > 0 && !complete.some((i) => couldBePackTask(i.id));
+      if (!hinted && rowsOnly && fail.length === 0 && release.length === 0) {
         const first = unhintedLease(db, request, now, sides);
         const rider: BatchRider = { statements: first.statements };
-        const outcomes = await completeRowTasks(db, items, now, scope, rider);
+        const outcomes = await completeRowTasks(db, complete, now, scope, rider);
         return { outcomes, leased: await ridden(rider, first) };
       }
-      return completeThenLeaseInTurn(store, items, request, now);
+      return ackThenLeaseInTurn(store, acks, request, now);
     },
     failTasks: heldWrite(rows.failTasks, failPackTasks),
     releaseTasks: heldWrite(rows.releaseTasks, releasePackTasks),

@@ -114,7 +114,7 @@ export async function leaseBoth<T extends CountedLease>(
 
 /**
  * `leaseBoth`'s first batch without a hint, as statements that may ride another batch (an ack carrying the next
- * lease: hybrid-store.ts `completeThenLease`), and what reads their results: the fronts, the config and the row
+ * lease: hybrid-store.ts `ackThenLease`), and what reads their results: the fronts, the config and the row
  * store's lease guarded by "the packs do not come first"; where the packs come first, `finish` leases them (and
  * the rows after) in calls of their own. Never null: it takes what `leaseBoth` would.
  */
@@ -197,7 +197,7 @@ export interface RidingLease<T> {
 
 /**
  * `leasePacksFirst`'s batch as statements, for a caller that sends them after its own in one batch (an ack
- * carrying the next lease: hybrid-store.ts `completeThenLease`); null when the queue has no packs-first hint
+ * carrying the next lease: hybrid-store.ts `ackThenLease`); null when the queue has no packs-first hint
  * here. The statements read the queue as the batch's earlier statements left it.
  */
 export function hintedLease<T extends CountedLease>(

@@ -38,7 +38,7 @@ export interface HolderWrite {
 export async function applyPackWrites(
   db: Db,
   items: FencedItem[],
-  write: HolderWrite,
+  write: HolderWrite | ((item: number) => HolderWrite),
   now: number,
   scope: AckScope = {},
   how: HolderWriteHow = "splice",
@@ -47,6 +47,8 @@ export async function applyPackWrites(
   const seen = new Set<string>();
   const duplicate = items.map((i) => (seen.has(i.id) ? true : (seen.add(i.id), false)));
   if (items.length === 0) return [];
+  // One write for every item, or each item's own (an ack of several kinds in one batch: holder-writes.ts).
+  const writeOf = typeof write === "function" ? write : () => write;
   return withRetries(async (round) => {
     // Round 0 may use what the caller read for it (the served store reads it to tell the layouts apart, or
     // remembers it: hybrid-store.ts); a later round reads again, as the guard found a change.
@@ -78,8 +80,9 @@ export async function applyPackWrites(
         return "changed";
       }
       const lease = at.slot.lease;
-      if (write.kind !== "extend" && lease?.w === write.kind && lease.k === item.leaseToken) {
-        return okOutcome(item.id, at, write, true);
+      const kind = writeOf(k).kind;
+      if (kind !== "extend" && lease?.w === kind && lease.k === item.leaseToken) {
+        return okOutcome(item.id, at, writeOf(k), true);
       }
       return { id: item.id, ok: false, error: new LeaseLostError(item.id) };
     });
@@ -87,17 +90,20 @@ export async function applyPackWrites(
     for (const [pack, held] of heldOf) if (splicesPack(pack, held, how === "splice" && splices)) reads.set(pack, []);
     const touched = new Set<Pack>();
     const events: CounterEvent[] = [];
-    for (const at of heldAt) {
+    for (let k = 0; k < items.length; k++) {
+      const at = heldAt[k];
       if (at === undefined) continue;
       reads.get(at.pack)?.push(readSlot(at));
-      events.push(...write.apply(at, now, configs.get(at.pack.queue)!));
+      events.push(...writeOf(k).apply(at, now, configs.get(at.pack.queue)!));
       touched.add(at.pack);
     }
     const counters = countersStatementSql(events, now);
     // A completion's or a failure's report of the dependents it settled (released, or ended down a cascade),
     // read last in its batch as the D1 store's ack reads them (settledDependentsSql): the items it finished.
-    const ended = items.filter((item, k) => outcomes[k] === "changed" && !isLive(found.get(item.id)!.slot));
-    const reportsDependents = (write.kind === "complete" || write.kind === "fail") && ended.length > 0;
+    const ended = items.filter(
+      (item, k) => outcomes[k] === "changed" && !isLive(found.get(item.id)!.slot) && finishes(writeOf(k)),
+    );
+    const reportsDependents = ended.length > 0;
     const packs = holderPackWrites([...touched], reads, (p) => configs.get(p.queue)!, now);
     const statements = [
       ...packs.statements,
@@ -109,10 +115,14 @@ export async function applyPackWrites(
     if (results === null) return null;
     const dependentsOf = reportsDependents ? settledByItem(results.at(-1) ?? []) : new Map();
     return outcomes.map((o, k) =>
-      o === "changed" ? okOutcome(items[k]!.id, found.get(items[k]!.id)!, write, false, dependentsOf) : o,
+      o === "changed" ? okOutcome(items[k]!.id, found.get(items[k]!.id)!, writeOf(k), false, dependentsOf) : o,
     );
   });
 }
+
+/** Whether a write ends its task's attempt for good where it ends it: a completion or a failure (its dependents
+ * are settled and reported). */
+const finishes = (write: HolderWrite) => write.kind === "complete" || write.kind === "fail";
 
 /** A write's guard, with the conditions of the reads it was computed from where they were remembered. */
 export function guardedBy(read: ReadSet, given: PackReads | undefined): ReadSet {
@@ -159,7 +169,7 @@ function okOutcome(
     state,
     run_at: slotRunAt(at.pack, at.slot),
     children: [],
-    ...(write.kind === "complete" || write.kind === "fail" ? { dependents: dependentsOf.get(id) ?? [] } : {}),
+    ...(finishes(write) ? { dependents: dependentsOf.get(id) ?? [] } : {}),
     repeated,
     lease_expires_at: state === "processing" ? at.slot.lease!.e : null,
   };

@@ -9,7 +9,15 @@ import { countersStatementSql, outcomeEvents } from "../counters";
 import type { ExtendItem } from "../extend";
 import { truncateMessage, type FailItem } from "../fail";
 import type { HeartbeatRequest } from "../heartbeat";
-import { applyPackWrites, cancelRequested, endCancelled, endLease, guardedBy, type HolderWriteHow } from "./acks";
+import {
+  applyPackWrites,
+  cancelRequested,
+  endCancelled,
+  endLease,
+  guardedBy,
+  type HolderWrite,
+  type HolderWriteHow,
+} from "./acks";
 import { locateForWrite, locateTasks, roundReads, type Located, type PackReads } from "./locate";
 import { commitGuarded, withRetries } from "./pack-commit";
 import { holderPackWrites, readSlot, splicesPack } from "./slot-splice";
@@ -44,6 +52,76 @@ async function withProblems<T extends FencedItem>(
   return items.map((item, k) => (problems[k] ? { id: item.id, ok: false, error: problems[k] } : applied[next++]!));
 }
 
+/** A completion's problem before any write: a result that cannot be stored exactly. */
+const completeProblem = (i: CompleteItem) => storedJsonError(i.result, "result", `task ${i.id}: `);
+
+/** A failure's problem before any write: a message that cannot be stored exactly. */
+function failProblem(i: FailItem): EdgeqError | null {
+  const problem = jsonValueProblem(i.message, "error");
+  return problem ? new EdgeqError("invalid_request", `task ${i.id}: ${problem}`) : null;
+}
+
+/** What a completion of one of `items` does to its slot: completed, its result stored. */
+function completeWrite(items: CompleteItem[]): HolderWrite {
+  const byId = firstById(items);
+  return {
+    kind: "complete",
+    apply: (at, at_now) => {
+      if (cancelRequested(at)) return endCancelled(at, at_now, "complete");
+      at.slot.st = "c";
+      at.slot.body.r = byId.get(slotId(at.pack, at.k))!.result ?? null;
+      at.slot.body.p = 100;
+      at.slot.body.f = at_now;
+      endLease(at, "complete", at_now);
+      return ended(at, at_now, false);
+    },
+  };
+}
+
+/** What a failure of one of `items` does to its slot: its error appended; a retry after `retryAfterS` or the
+ * queue's jittered backoff, or dead (permanent, last attempt). */
+function failWrite(items: FailItem[]): HolderWrite {
+  const byId = firstById(items);
+  return {
+    kind: "fail",
+    apply: (at, at_now, config) => {
+      const item = byId.get(slotId(at.pack, at.k))!;
+      const permanent = item.retryable === false;
+      const { slot } = at;
+      (slot.body.er ??= []).push({
+        attempt: slot.a,
+        at: at_now,
+        message: truncateMessage(item.message),
+        kind: permanent ? "permanent" : "error",
+      });
+      if (cancelRequested(at)) return endCancelled(at, at_now, "fail");
+      if (permanent || slot.a >= at.pack.maxAttempts) {
+        slot.st = "d";
+        slot.body.f = at_now;
+      } else {
+        slot.st = "w";
+        slot.body.t =
+          at_now + (item.retryAfterS == null ? failureBackoffMs(slot.a, config) : Math.round(item.retryAfterS * 1000));
+      }
+      endLease(at, "fail", at_now);
+      return ended(at, at_now, true);
+    },
+  };
+}
+
+/** What a release does to its slot: pending at once, the attempt refunded. */
+const RELEASE: HolderWrite = {
+  kind: "release",
+  apply: (at, at_now) => {
+    at.slot.body.t = at_now;
+    at.slot.a = Math.max(at.slot.a - 1, 0);
+    if (cancelRequested(at)) return endCancelled(at, at_now, "release");
+    at.slot.st = "w";
+    endLease(at, "release", at_now);
+    return ended(at, at_now, false);
+  },
+};
+
 /** completeTasks: completed, its result stored (a result too large for the pack's row spills: spill.ts). */
 export function completePackTasks(
   db: Db,
@@ -53,32 +131,8 @@ export function completePackTasks(
   how?: HolderWriteHow,
   preread?: PackReads,
 ) {
-  return withProblems(
-    items,
-    (i) => storedJsonError(i.result, "result", `task ${i.id}: `),
-    (fitting) => {
-      const byId = firstById(fitting);
-      return applyPackWrites(
-        db,
-        fitting,
-        {
-          kind: "complete",
-          apply: (at, at_now) => {
-            if (cancelRequested(at)) return endCancelled(at, at_now, "complete");
-            at.slot.st = "c";
-            at.slot.body.r = byId.get(slotId(at.pack, at.k))!.result ?? null;
-            at.slot.body.p = 100;
-            at.slot.body.f = at_now;
-            endLease(at, "complete", at_now);
-            return ended(at, at_now, false);
-          },
-        },
-        now,
-        scope,
-        how,
-        preread,
-      );
-    },
+  return withProblems(items, completeProblem, (fitting) =>
+    applyPackWrites(db, fitting, completeWrite(fitting), now, scope, how, preread),
   );
 }
 
@@ -91,49 +145,8 @@ export function failPackTasks(
   how?: HolderWriteHow,
   preread?: PackReads,
 ) {
-  return withProblems(
-    items,
-    (i) => {
-      const problem = jsonValueProblem(i.message, "error");
-      return problem ? new EdgeqError("invalid_request", `task ${i.id}: ${problem}`) : null;
-    },
-    (fitting) => {
-      const byId = firstById(fitting);
-      return applyPackWrites(
-        db,
-        fitting,
-        {
-          kind: "fail",
-          apply: (at, at_now, config) => {
-            const item = byId.get(slotId(at.pack, at.k))!;
-            const permanent = item.retryable === false;
-            const { slot } = at;
-            (slot.body.er ??= []).push({
-              attempt: slot.a,
-              at: at_now,
-              message: truncateMessage(item.message),
-              kind: permanent ? "permanent" : "error",
-            });
-            if (cancelRequested(at)) return endCancelled(at, at_now, "fail");
-            if (permanent || slot.a >= at.pack.maxAttempts) {
-              slot.st = "d";
-              slot.body.f = at_now;
-            } else {
-              slot.st = "w";
-              slot.body.t =
-                at_now +
-                (item.retryAfterS == null ? failureBackoffMs(slot.a, config) : Math.round(item.retryAfterS * 1000));
-            }
-            endLease(at, "fail", at_now);
-            return ended(at, at_now, true);
-          },
-        },
-        now,
-        scope,
-        how,
-        preread,
-      );
-    },
+  return withProblems(items, failProblem, (fitting) =>
+    applyPackWrites(db, fitting, failWrite(fitting), now, scope, how, preread),
   );
 }
 
@@ -146,18 +159,52 @@ export function releasePackTasks(
   how?: HolderWriteHow,
   preread?: PackReads,
 ) {
-  const write = {
-    kind: "release" as const,
-    apply: (at: Located, at_now: number) => {
-      at.slot.body.t = at_now;
-      at.slot.a = Math.max(at.slot.a - 1, 0);
-      if (cancelRequested(at)) return endCancelled(at, at_now, "release");
-      at.slot.st = "w";
-      endLease(at, "release", at_now);
-      return ended(at, at_now, false);
-    },
-  };
-  return applyPackWrites(db, items, write, now, scope, how, preread);
+  return applyPackWrites(db, items, RELEASE, now, scope, how, preread);
+}
+
+/** A holder's acks of several kinds on one queue. */
+export interface PackAcks {
+  complete: CompleteItem[];
+  fail: FailItem[];
+  release: FencedItem[];
+}
+
+/**
+ * Completions, failures and releases in ONE guarded batch (an ack that carries the next lease: the lease rides
+ * it, hybrid-store.ts), each item as its kind's own write answers it; outcomes in the order complete, fail,
+ * release, each in input order. The caller keeps an id to one item of the whole ack (a repeat within one kind
+ * is that kind's `invalid_request`, as there).
+ */
+export async function ackPackTasks(
+  db: Db,
+  acks: PackAcks,
+  now: number,
+  scope?: AckScope,
+  preread?: PackReads,
+): Promise<AckOutcome[]> {
+  const items: FencedItem[] = [...acks.complete, ...acks.fail, ...acks.release];
+  const writes = [completeWrite(acks.complete), failWrite(acks.fail), RELEASE];
+  const kinds = items.map((_, k) =>
+    k < acks.complete.length ? 0 : k < acks.complete.length + acks.fail.length ? 1 : 2,
+  );
+  const problems = [
+    ...acks.complete.map(completeProblem),
+    ...acks.fail.map(failProblem),
+    ...acks.release.map(() => null),
+  ];
+  const fits = (k: number) => problems[k] === null;
+  const fittingKinds = kinds.filter((_, k) => fits(k));
+  const applied = await applyPackWrites(
+    db,
+    items.filter((_, k) => fits(k)),
+    (f) => writes[fittingKinds[f]!]!,
+    now,
+    scope,
+    "splice",
+    preread,
+  );
+  let next = 0;
+  return items.map((item, k) => (fits(k) ? applied[next++]! : { id: item.id, ok: false, error: problems[k]! }));
 }
 
 /** extendLeases: each lease to `now + visibilityTimeoutS`, else by its own length, and claimed. */

@@ -23,7 +23,7 @@ export interface PackReads {
   /** Set when these reads are a memory of this isolate's (hybrid/leased-packs.ts), not a read of the database:
    * the conditions a write computed from them also holds under (the configs' fingerprints), and statements
    * that ride the write's batch after its own when it commits first time (the next lease of an ack that
-   * carries one: hybrid-store.ts `completeThenLease`). */
+   * carries one: hybrid-store.ts `ackThenLease`). */
   remembered?: { conditions: SQL[]; rider?: BatchRider };
 }
 

@@ -1,4 +1,4 @@
-import { completeThenLeaseInTurn } from "../complete-then-lease";
+import { ackThenLeaseInTurn } from "../ack-then-lease";
 import type { Db } from "../../db/client";
 import type { TaskStore } from "../store";
 import {
@@ -65,7 +65,7 @@ export const STORE_GROUPS = {
     "leaseTasks",
     "leaseAnswers",
     "completeTasks",
-    "completeThenLease",
+    "ackThenLease",
     "failTasks",
     "releaseTasks",
     "extendLeases",
@@ -152,7 +152,7 @@ export function packTaskStore(db: Db): PackCore {
     leaseTasks: (request, now) => leasePackTasks(db, request, now),
     leaseAnswers: (request, now) => leasePackAnswers(db, request, now),
     completeTasks: (items, now, scope) => completePackTasks(db, items, now, scope),
-    completeThenLease: (items, request, now) => completeThenLeaseInTurn(store, items, request, now),
+    ackThenLease: (acks, request, now) => ackThenLeaseInTurn(store, acks, request, now),
     failTasks: (items, now, scope) => failPackTasks(db, items, now, scope),
     releaseTasks: (items, now, scope) => releasePackTasks(db, items, now, scope),
     extendLeases: (items, now, scope) => extendPackLeases(db, items, now, scope),

@@ -13,7 +13,7 @@ import {
 import type { LeasedTaskView } from "../../contracts/task";
 import type { AckOutcome } from "../../engine/store";
 import { toIso } from "../../contracts/time";
-import { ackTasks, completeThenLeaseTexts, extendTaskLeases } from "../ack";
+import { ackTasks, ackThenLeaseTexts, extendTaskLeases } from "../ack";
 import type { OperationContext } from "../context";
 import { leaseTexts, withdrawPoll, type LeaseAsk } from "../lease";
 import { defineOperation, jsonInput, JsonText } from "./define";
@@ -92,14 +92,8 @@ export const leaseApi = {
     input: jsonInput(AckBody),
     answer: AckResponse,
     run: async (op, { queue }, body): Promise<AckAnswer | JsonText<AckAnswer>> => {
-      const complete = body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result }));
-      // Completions only, carrying a lease that does not wait: one store call (one D1 call where it can).
-      if (body.lease && body.fail.length === 0 && body.release.length === 0) {
-        const carried = await completeThenLeaseTexts(op, queue, complete, leaseAsk(body.lease));
-        if (carried) return ackWithTasks(carried.outcomes, `[${carried.texts.join(",")}]`);
-      }
-      const outcomes = await ackTasks(op, queue, {
-        complete,
+      const batch = {
+        complete: body.complete.map((i) => ({ id: i.id, leaseToken: i.lease_token, result: i.result })),
         fail: body.fail.map((i) => ({
           id: i.id,
           leaseToken: i.lease_token,
@@ -108,8 +102,12 @@ export const leaseApi = {
           retryAfterS: i.retry_after_s,
         })),
         release: body.release.map((i) => ({ id: i.id, leaseToken: i.lease_token })),
-      });
-      if (!body.lease) return { results: ackResults(outcomes) };
+      };
+      if (!body.lease) return { results: ackResults(await ackTasks(op, queue, batch)) };
+      // Carrying a lease that does not wait: one store call (one D1 call where it can), else the acks, then it.
+      const carried = await ackThenLeaseTexts(op, queue, batch, leaseAsk(body.lease));
+      if (carried) return ackWithTasks(carried.outcomes, `[${carried.texts.join(",")}]`);
+      const outcomes = await ackTasks(op, queue, batch);
       // The next lease, after the acks above were applied: its tasks spliced in as text.
       return ackWithTasks(outcomes, await leasedText(op, queue, body.lease));
     },

@@ -4,9 +4,9 @@ import { T0, uniqueQueue } from "../helpers";
 import { VT_MS, VT_S, storeFixtures } from "./conformance/fixtures";
 import { CORE, describeStore } from "./conformance/store-kinds";
 
-// An ack that carries the next lease (TaskWrites.completeThenLease, the API's ack with `lease`): the completions
-// as completeTasks makes them, then a lease as leaseAnswers takes it, after them. Whatever a store does to make
-// both in fewer round trips, this is what a caller sees.
+// An ack that carries the next lease (TaskWrites.ackThenLease, the API's ack with `lease`): the completions,
+// failures and releases as their own calls make them, then a lease as leaseAnswers takes it, after them. Whatever
+// a store does to make them in fewer round trips, this is what a caller sees.
 
 const codes = (outcomes: AckOutcome[]) => outcomes.map((o) => (o.ok ? o.state : o.error.code));
 
@@ -23,8 +23,8 @@ describeStore(
       );
       const held = await lease(queue, T0, 2);
       expect(held.map((t) => t.id)).toEqual(ids.slice(0, 2));
-      const { outcomes, leased } = await store().completeThenLease(
-        held.map((t, k) => ({ id: t.id, leaseToken: t.leaseToken!, result: { k } })),
+      const { outcomes, leased } = await store().ackThenLease(
+        { complete: held.map((t, k) => ({ id: t.id, leaseToken: t.leaseToken!, result: { k } })) },
         { queue, max: 10, visibilityTimeoutS: VT_S, holder: "w2" },
         T0 + 1,
       );
@@ -55,11 +55,13 @@ describeStore(
       const [foreign] = await lease(other, T0, 1);
       expect(foreign!.id).toBe(theirs);
       const before = await snapshot(other);
-      const { outcomes, leased } = await store().completeThenLease(
-        [
-          { id: mine!.id, leaseToken: "0".repeat(32) },
-          { id: foreign!.id, leaseToken: foreign!.leaseToken! },
-        ],
+      const { outcomes, leased } = await store().ackThenLease(
+        {
+          complete: [
+            { id: mine!.id, leaseToken: "0".repeat(32) },
+            { id: foreign!.id, leaseToken: foreign!.leaseToken! },
+          ],
+        },
         { queue, max: 1, visibilityTimeoutS: VT_S, holder: "w" },
         T0 + 1,
       );
@@ -75,20 +77,48 @@ describeStore(
       const ids = await enqueueMany(queue, [{}, {}]);
       const [held] = await lease(queue, T0, 1);
       const item = { id: held!.id, leaseToken: held!.leaseToken! };
-      const first = await store().completeThenLease(
-        [item],
+      const first = await store().ackThenLease(
+        { complete: [item] },
         { queue, max: 1, visibilityTimeoutS: VT_S, holder: "w" },
         T0 + 1,
       );
       expect(first.outcomes[0]).toMatchObject({ ok: true, state: "completed", repeated: false });
       expect(first.leased.map((t) => t.id)).toEqual([ids[1]]);
-      const again = await store().completeThenLease(
-        [item],
+      const again = await store().ackThenLease(
+        { complete: [item] },
         { queue, max: 1, visibilityTimeoutS: VT_S, holder: "w" },
         T0 + 2,
       );
       expect(again.outcomes[0]).toMatchObject({ ok: true, state: "completed", repeated: true });
       expect(again.leased).toEqual([]);
+    });
+
+    it("completions, failures and releases in one ack, then a lease that takes the failed and released ones due", async () => {
+      const queue = uniqueQueue("ctl-kinds");
+      const ids = await enqueueMany(queue, [{}, {}, {}, {}, {}]);
+      const held = await lease(queue, T0, 4);
+      const item = (k: number) => ({ id: held[k]!.id, leaseToken: held[k]!.leaseToken! });
+      const { outcomes, leased } = await store().ackThenLease(
+        {
+          complete: [{ ...item(0), result: "done" }],
+          fail: [
+            { ...item(1), message: "again", retryAfterS: 0 },
+            { ...item(2), message: "broken", retryable: false },
+          ],
+          release: [item(3)],
+        },
+        { queue, max: 10, visibilityTimeoutS: VT_S, holder: "w2" },
+        T0 + 1,
+      );
+      expect(codes(outcomes)).toEqual(["completed", "pending", "dead", "pending"]);
+      expect(outcomes.map((o) => o.id)).toEqual(ids.slice(0, 4));
+      // The one never leased, the one failed to retry at once and the one released: the dead and completed never.
+      expect(leased.map((t) => t.id).sort()).toEqual([ids[1], ids[3], ids[4]].sort());
+      const retried = JSON.parse(leased.find((t) => t.id === ids[1])!.view);
+      expect(retried).toMatchObject({ attempts: 2, lease_holder: "w2" });
+      expect(retried.errors.map((e: { message: string }) => e.message)).toEqual(["again"]);
+      expect(JSON.parse(leased.find((t) => t.id === ids[3])!.view)).toMatchObject({ attempts: 1 });
+      expect((await row(ids[2]!)).state).toBe("dead");
     });
   },
   { needs: CORE },
