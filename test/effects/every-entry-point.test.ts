@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { PUBLISH_COALESCE_MS } from "../../src/effects/publish-batcher";
 import { fireSchedules } from "../../src/schedules/fire-schedules";
 import { putSchedule } from "../../src/schedules/schedule-service";
 import { slotTaskId } from "../../src/schedules/slot-id";
@@ -51,6 +52,13 @@ async function placed(queue: string): Promise<void> {
  * (they are created at T0 or later, or in ranges of their own), so firing its slots fires only this file's.
  */
 const SLOT_WINDOW = clockRange("effects/every-entry-point").start;
+
+/**
+ * Waits until the events of the setup's own calls were sent: an event joins its queue's batch while one is open
+ * (src/effects/publish-batcher.ts, PUBLISH_COALESCE_MS) and rides its opener's call — here, the setup's unrecorded
+ * lease — so a recorded call right after it would not see its own events.
+ */
+const setupPublished = () => new Promise((resolve) => setTimeout(resolve, 2 * PUBLISH_COALESCE_MS));
 
 describe("every entry point hands its changes to the one effects owner", () => {
   it("enqueue — HTTP, RPC, SQS, a schedule's trigger (HTTP, RPC) and a slot it fires: the partition woken, `enqueued` published", async () => {
@@ -124,6 +132,7 @@ describe("every entry point hands its changes to the one effects owner", () => {
           ? (await enqueue(queue, { tasks: [{ payload: 1 }, { payload: 2 }] })).map((t) => t.id)
           : [await enqueueOne(queue), await enqueueOne(queue)];
         const first = await leaseOne(queue);
+        await setupPublished();
         const next = ids.find((id) => id !== first.id)!;
         const body = { complete: [{ id: first.id, lease_token: first.lease_token }], lease: { max: 1 } };
         const { calls, body: answer } =
@@ -134,6 +143,36 @@ describe("every entry point hands its changes to the one effects owner", () => {
         expect(effectsOf(calls, queueOf(queue), [first.id, next]), `${via}, packs ${inPacks}`).toEqual(expected);
       }
     }
+  });
+
+  it("an ack of a completion and a failure carrying the next lease — HTTP on packs: the failure wakes the queue", async () => {
+    const expected = {
+      woken: ["COORDINATOR.notify queue"],
+      published: {
+        queue: [
+          ["completed", 0],
+          ["failed", 1],
+          ["leased", 2],
+        ],
+      },
+    };
+    const queue = uniqueQueue("every-carry-fail");
+    const ids = (await enqueue(queue, { tasks: [{ payload: 1 }, { payload: 2 }, { payload: 3 }] })).map((t) => t.id);
+    const { tasks: held } = (await call("POST", `/v1/queues/${queue}/lease`, { body: { max: 2 } })).body as {
+      tasks: Array<{ id: string; lease_token: string }>;
+    };
+    await setupPublished();
+    const body = {
+      complete: [{ id: held[0]!.id, lease_token: held[0]!.lease_token }],
+      fail: [{ id: held[1]!.id, lease_token: held[1]!.lease_token, error: "again", retry_after_s: 60 }],
+      lease: { max: 1 },
+    };
+    const { calls, body: answer } = await overHttp(http("POST", `/v1/queues/${queue}/ack`, body));
+    const next = ids.find((id) => !held.some((t) => t.id === id))!;
+    expect((answer as { tasks: Array<{ id: string }> }).tasks.map((t) => t.id)).toEqual([next]);
+    // The failure's wake-up comes before the events are handed over, so their order is not the acks': compared as a set.
+    const effects = effectsOf(calls, queueOf(queue), [held[0]!.id, held[1]!.id, next]);
+    expect({ ...effects, published: { queue: [...effects.published.queue!].sort() } }).toEqual(expected);
   });
 
   it("progress — HTTP, RPC heartbeats: nobody woken, `progress` published", async () => {
