@@ -183,7 +183,6 @@ export async function ackPackTasks(
   preread?: PackReads,
 ): Promise<AckOutcome[]> {
   const items: FencedItem[] = [...acks.complete, ...acks.fail, ...acks.release];
-  const writes = [completeWrite(acks.complete), failWrite(acks.fail), RELEASE];
   const kinds = items.map((_, k) =>
     k < acks.complete.length ? 0 : k < acks.complete.length + acks.fail.length ? 1 : 2,
   );
@@ -194,6 +193,13 @@ export async function ackPackTasks(
   ];
   const fits = (k: number) => problems[k] === null;
   const fittingKinds = kinds.filter((_, k) => fits(k));
+  // Each kind's write over its items that passed their checks, as each kind's own call builds it.
+  const fitting = <T>(list: T[], from: number) => list.filter((_, j) => fits(from + j));
+  const writes = [
+    completeWrite(fitting(acks.complete, 0)),
+    failWrite(fitting(acks.fail, acks.complete.length)),
+    RELEASE,
+  ];
   const applied = await applyPackWrites(
     db,
     items.filter((_, k) => fits(k)),

@@ -116,6 +116,26 @@ describe("the served store's ack carrying the next lease", () => {
     }
   });
 
+  it("an item that cannot be stored fails alone: the others and the lease go on in the one batch", async () => {
+    const { queue, held } = await leasedHere("cl-problem");
+    const carried = await calls(() =>
+      here.ackThenLease(
+        {
+          complete: [{ ...held[0]!, result: "\ud800" }, held[1]!],
+          fail: [{ ...held[2]!, message: "\ud800" }],
+        },
+        request(queue, 2),
+        T0 + 2,
+      ),
+    );
+    expect(codes(carried.answer.outcomes)).toEqual(["invalid_request", "completed", "invalid_request"]);
+    expect(carried.calls).toBe(1);
+    expect(carried.answer.leased).toHaveLength(2);
+    expect((await here.getTask(held[0]!.id)).state).toBe("processing");
+    expect((await here.getTask(held[2]!.id)).state).toBe("processing");
+    expect(await countsOf(queue, T0 + 2)).toMatchObject({ completed: 1, processing: 4, pending: 5 });
+  });
+
   it("two isolates burning a queue down with carried leases complete every task once, none leased twice", async () => {
     const queue = uniqueQueue("cl-race");
     await here.enqueueTasks(queue, plain(100), T0);
