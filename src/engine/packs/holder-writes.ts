@@ -175,43 +175,34 @@ export interface PackAcks {
  * release, each in input order. The caller keeps an id to one item of the whole ack (a repeat within one kind
  * is that kind's `invalid_request`, as there).
  */
-export async function ackPackTasks(
+export function ackPackTasks(
   db: Db,
   acks: PackAcks,
   now: number,
   scope?: AckScope,
   preread?: PackReads,
 ): Promise<AckOutcome[]> {
-  const items: FencedItem[] = [...acks.complete, ...acks.fail, ...acks.release];
-  const kinds = items.map((_, k) =>
-    k < acks.complete.length ? 0 : k < acks.complete.length + acks.fail.length ? 1 : 2,
-  );
-  const problems = [
-    ...acks.complete.map(completeProblem),
-    ...acks.fail.map(failProblem),
-    ...acks.release.map(() => null),
+  const items: TaggedAck[] = [
+    ...acks.complete.map((i) => ({ ...i, ack: "complete" as const })),
+    ...acks.fail.map((i) => ({ ...i, ack: "fail" as const })),
+    ...acks.release.map((i) => ({ ...i, ack: "release" as const })),
   ];
-  const fits = (k: number) => problems[k] === null;
-  const fittingKinds = kinds.filter((_, k) => fits(k));
-  // Each kind's write over its items that passed their checks, as each kind's own call builds it.
-  const fitting = <T>(list: T[], from: number) => list.filter((_, j) => fits(from + j));
-  const writes = [
-    completeWrite(fitting(acks.complete, 0)),
-    failWrite(fitting(acks.fail, acks.complete.length)),
-    RELEASE,
-  ];
-  const applied = await applyPackWrites(
-    db,
-    items.filter((_, k) => fits(k)),
-    (f) => writes[fittingKinds[f]!]!,
-    now,
-    scope,
-    "splice",
-    preread,
-  );
-  let next = 0;
-  return items.map((item, k) => (fits(k) ? applied[next++]! : { id: item.id, ok: false, error: problems[k]! }));
+  const problemOf = (i: TaggedAck) =>
+    i.ack === "complete" ? completeProblem(i) : i.ack === "fail" ? failProblem(i) : null;
+  return withProblems(items, problemOf, (fitting) => {
+    // Each kind's write over its items that passed their checks, as each kind's own call builds it.
+    const writes = {
+      complete: completeWrite(fitting.filter((i) => i.ack === "complete")),
+      fail: failWrite(fitting.filter((i) => i.ack === "fail")),
+      release: RELEASE,
+    };
+    return applyPackWrites(db, fitting, (f) => writes[fitting[f]!.ack], now, scope, "splice", preread);
+  });
 }
+
+/** An item of `ackPackTasks`, tagged with its kind. */
+type TaggedAck =
+  (CompleteItem & { ack: "complete" }) | (FailItem & { ack: "fail" }) | (FencedItem & { ack: "release" });
 
 /** extendLeases: each lease to `now + visibilityTimeoutS`, else by its own length, and claimed. */
 export function extendPackLeases(
