@@ -29,13 +29,17 @@ export async function ackTasks(op: OperationContext, queue: string, batch: AckBa
     ackOnRoute(route, batch.release ?? [], (store, items) => store.releaseTasks(items, op.now, scope)),
   ]);
   const outcomes = [...completed, ...failed, ...released];
-  const kinds: AckKind[] = [
-    ...completed.map(() => "complete" as const),
-    ...failed.map(() => "fail" as const),
-    ...released.map(() => "release" as const),
-  ];
-  op.effects.after({ kind: "acked", outcomes, kinds });
+  op.effects.after({ kind: "acked", outcomes, kinds: ackKinds(batch) });
   return outcomes;
+}
+
+/** Each item's kind, in the order a batch's outcomes come: complete, fail, release. */
+function ackKinds(batch: AckBatch): AckKind[] {
+  return [
+    ...(batch.complete ?? []).map(() => "complete" as const),
+    ...(batch.fail ?? []).map(() => "fail" as const),
+    ...(batch.release ?? []).map(() => "release" as const),
+  ];
 }
 
 /**
@@ -54,11 +58,7 @@ export async function ackThenLeaseTexts(
   batch: AckBatch,
   ask: LeaseAsk,
 ): Promise<{ outcomes: AckOutcome[]; texts: string[] } | null> {
-  const kinds: AckKind[] = [
-    ...(batch.complete ?? []).map(() => "complete" as const),
-    ...(batch.fail ?? []).map(() => "fail" as const),
-    ...(batch.release ?? []).map(() => "release" as const),
-  ];
+  const kinds = ackKinds(batch);
   if (ask.waitMs > 0 || kinds.length === 0) return null;
   const shards = routeShards(await queueRoute(op.env, queue, op.now));
   if (shards.length !== 1) return null;

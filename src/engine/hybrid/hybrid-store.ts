@@ -169,15 +169,16 @@ function openStore(db: Db): TaskStore {
       const sides = answerSides(now);
       const scope = { queue: request.queue };
       const [complete, fail, release] = [acks.complete ?? [], acks.fail ?? [], acks.release ?? []];
+      const all = [...complete, ...fail, ...release];
       /** The lease that rode `rider`'s batch; made on its own where the batch did not commit or it took nothing. */
       const ridden = async (rider: BatchRider, lease: RidingLease<LeasedAnswer>) =>
         (rider.results ? await lease.finish(rider.results) : null) ?? (await store.leaseAnswers(request, now));
       const hinted = hintedLease(db, request, now, sides);
       // Every item once over all kinds, its fence holding as remembered (leased-packs.ts answers null otherwise).
-      const memory = hinted && leased.reads([...complete, ...fail, ...release], now, request.queue);
+      const memory = hinted && leased.reads(all, now, request.queue);
       if (hinted && memory?.remembered) {
         const rider: BatchRider = { statements: hinted.statements };
-        leased.written([...complete, ...fail, ...release].map((i) => i.id));
+        leased.written(all.map((i) => i.id));
         const reads = { ...memory, remembered: { ...memory.remembered, rider } };
         const outcomes = await ackPackTasks(db, { complete, fail, release }, now, scope, reads);
         return { outcomes, leased: await ridden(rider, hinted) };
