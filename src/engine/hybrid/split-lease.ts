@@ -103,13 +103,15 @@ export async function leaseBoth<T extends CountedLease>(
   now: number,
   sides: LeaseSides<T>,
 ): Promise<T[]> {
-  const hint = packsFirstHint(request.queue);
-  if (hint) {
-    const hinted = await leasePacksFirst(db, request, now, sides, hint);
-    if (hinted !== null) return hinted;
-  }
-  const first = unhintedLease(db, request, now, sides);
-  return (await first.finish(await batchAll<unknown>(db, first.statements)))!;
+  const hinted = hintedLease(db, request, now, sides);
+  const taken = hinted && (await runLease(db, hinted));
+  if (taken) return taken;
+  return (await runLease(db, unhintedLease(db, request, now, sides)))!;
+}
+
+/** A riding lease sent as a batch of its own. */
+async function runLease<T>(db: Db, lease: RidingLease<T>): Promise<T[] | null> {
+  return lease.finish(await batchAll<unknown>(db, lease.statements));
 }
 
 /**
@@ -168,26 +170,6 @@ async function withRowsAfter<T extends CountedLease>(
   return [...taken, ...more];
 }
 
-/**
- * The lease of a queue whose last lease here found its packs first (packs-first-hint.ts): ONE batch of the
- * fronts, the config and the pack lease built with the hint's config, which applies only where the packs
- * come first and the config is still that one (read in its statements, in the batch's transaction). No row
- * statement goes in that batch: two guarded leases in one batch would each see the other's writes. Null
- * when the guard did not hold (nothing was taken): the caller leases as without a hint. A queue with nothing
- * to lease in either layout (no due pack, no leasable row: the batch probes the rows' front too) and no flow
- * control answers none at once and keeps its hint — the next lease, after an enqueue of packs, is one call.
- */
-async function leasePacksFirst<T extends CountedLease>(
-  db: Db,
-  request: LeaseRequest,
-  now: number,
-  sides: LeaseSides<T>,
-  hint: PacksFirstHint,
-): Promise<T[] | null> {
-  const plan = hintedLeasePlan(db, request, now, sides, hint);
-  return plan.finish(await batchAll<unknown>(db, plan.statements));
-}
-
 /** A lease as statements that may ride another batch, and what reads their results: null when it took
  * nothing because its guard did not hold (the caller then leases as without them). */
 export interface RidingLease<T> {
@@ -196,9 +178,15 @@ export interface RidingLease<T> {
 }
 
 /**
- * `leasePacksFirst`'s batch as statements, for a caller that sends them after its own in one batch (an ack
- * carrying the next lease: hybrid-store.ts `ackThenLease`); null when the queue has no packs-first hint
- * here. The statements read the queue as the batch's earlier statements left it.
+ * The lease of a queue whose last lease here found its packs first (packs-first-hint.ts), as statements: ONE
+ * batch of the fronts, the config and the pack lease built with the hint's config, which applies only where the
+ * packs come first and the config is still that one (read in its statements, in the batch's transaction). No row
+ * statement goes in that batch: two guarded leases in one batch would each see the other's writes. `finish`
+ * answers null when the guard did not hold (nothing was taken): the caller leases as without a hint. A queue
+ * with nothing to lease in either layout (no due pack, no leasable row: the batch probes the rows' front too) and
+ * no flow control answers none at once and keeps its hint — the next lease, after an enqueue of packs, is one
+ * call. Null when the queue has no hint here. Sent alone (`leaseBoth`) or after a caller's own statements in
+ * its batch (an ack carrying the next lease: hybrid-store.ts `ackThenLease`), reading the queue as they left it.
  */
 export function hintedLease<T extends CountedLease>(
   db: Db,
