@@ -214,7 +214,7 @@ export interface InsertShape {
 }
 
 /** A plain task's shape: pending, due at its run_at. */
-const PLAIN_SHAPE: InsertShape = {
+export const PLAIN_SHAPE: InsertShape = {
   source: (json) => sql`json_each(${json})`,
   state: sql`'pending'`,
   priority: sql`j.value->>'priority'`,
@@ -242,20 +242,56 @@ export function insertSql(
   const json = `[${chunk.map((r) => r.json).join(",")}]`;
   // Rows with a key are inserted only where the key's claim (earlier in the batch) names them.
   const keyed = chunk.some((r) => r.unique !== null);
+  const columns = taskColumnsSql(queue, now, shape, keyed, inRow);
   return sql`INSERT INTO tasks
-      (id, queue, type, state, priority, payload, max_attempts, run_at, dedupe_key, group_key, then_tasks,
-       slot, flow_key, flow_unkeyed, start_by, after_id, created_at, updated_at, uncounted${shape.columns})
-    SELECT j.value->>'id', ${queue}, j.value->>'type', ${shape.state}, ${shape.priority}, j.value->'payload',
-      coalesce(j.value->>'max_attempts', (SELECT max_attempts FROM queues WHERE name = ${queue}),
-        ${DEFAULT_QUEUE_CONFIG.max_attempts}),
-      ${shape.runAt}, j.value->>'dedupe_key', j.value->>'group_key',
-      CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END, j.value->>'slot', j.value->>'flow_key',
-      ${flowUnkeyedSql(sql`j.value->>'flow_key'`, queue)}, j.value->>'start_by', ${keyed ? afterIdSql(queue) : sql`NULL`}, ${now}, ${now},
-      ${inRow ? enqueueUncountedSql(sql`j.value->>'id'`, now) : sql`NULL`}${shape.values}
+      (${sql.raw(columns.map(([name]) => name).join(", "))}${shape.columns})
+    SELECT ${sql.join(
+      columns.map(([, value]) => value),
+      sql`, `,
+    )}${shape.values}
     FROM ${shape.source(json)} AS j
     WHERE ${keyed ? sql`${guard} AND ${keyedInsertGuardSql(queue)}` : guard}
     ON CONFLICT DO NOTHING
     RETURNING id, state, uncounted IS NOT NULL AS in_row`;
+}
+
+/**
+ * The columns an insert sets and each one's value, read from the row's JSON (`j.value`) in `shape`: what
+ * `insertSql` inserts and what a reused row is set to (src/engine/reuse-rows.ts). A task without
+ * `max_attempts` takes its queue's.
+ */
+export function taskColumnsSql(
+  queue: string,
+  now: number,
+  shape: InsertShape,
+  keyed: boolean,
+  inRow: boolean,
+): Array<[string, SQL]> {
+  return [
+    ["id", sql`j.value->>'id'`],
+    ["queue", sql`${queue}`],
+    ["type", sql`j.value->>'type'`],
+    ["state", shape.state],
+    ["priority", shape.priority],
+    ["payload", sql`j.value->'payload'`],
+    [
+      "max_attempts",
+      sql`coalesce(j.value->>'max_attempts', (SELECT max_attempts FROM queues WHERE name = ${queue}),
+        ${DEFAULT_QUEUE_CONFIG.max_attempts})`,
+    ],
+    ["run_at", shape.runAt],
+    ["dedupe_key", sql`j.value->>'dedupe_key'`],
+    ["group_key", sql`j.value->>'group_key'`],
+    ["then_tasks", sql`CASE WHEN j.value->>'then' IS NULL THEN NULL ELSE j.value->'then' END`],
+    ["slot", sql`j.value->>'slot'`],
+    ["flow_key", sql`j.value->>'flow_key'`],
+    ["flow_unkeyed", flowUnkeyedSql(sql`j.value->>'flow_key'`, queue)],
+    ["start_by", sql`j.value->>'start_by'`],
+    ["after_id", keyed ? afterIdSql(queue) : sql`NULL`],
+    ["created_at", sql`${now}`],
+    ["updated_at", sql`${now}`],
+    ["uncounted", inRow ? enqueueUncountedSql(sql`j.value->>'id'`, now) : sql`NULL`],
+  ];
 }
 
 /** What an enqueue counts, over the tasks a chunk created. */

@@ -27,6 +27,7 @@ import type { TaskState } from "../contracts/states";
 import { keyAnswersSql, keyStatementsSql, type KeyAnswer } from "./unique-keys";
 import { edgesSql, hasDependencies, refuseUnknownDependencies, waitingShape } from "./dependencies";
 import { remoteWaitsSql } from "./remote-dependencies";
+import { reuseRowSql, reusesRow } from "./reuse-rows";
 
 export { tasksField, oneTaskField, type NewTask, type TaskField } from "./enqueue-rows";
 
@@ -204,7 +205,10 @@ async function insertChunks(
     // Keyed rows: their replacements and claims before the insert, their answers last (src/engine/unique-keys.ts).
     const before = keyStatementsSql(queue, chunk, now);
     const answers = keyAnswersSql(queue, chunk);
-    const statements: SQL[] = [...before, insert];
+    // One plain task whose id this call made takes a row past its retention where there is one, else the
+    // insert makes it (src/engine/reuse-rows.ts).
+    const reuse = reusesRow(chunk, countInBatch) ? reuseRowSql(queue, chunk[0]!, now, guard) : null;
+    const statements: SQL[] = [...before, ...(reuse ? [reuse] : []), insert];
     // A dependency on another database: its wait row, before the edges (which skip it).
     const remoteWaits = waits ? remoteWaitsSql(chunk, now) : null;
     if (remoteWaits) statements.push(remoteWaits);
@@ -218,7 +222,13 @@ async function insertChunks(
       const stored = processingFromRows(results[at] as Array<{ mode: string | null; processor: string | null }>);
       if (!sameProcessing(stored, check)) throw new ProcessingChanged(stored);
     }
-    for (const r of (results[before.length] ?? []) as Array<{ id: string; state: TaskState; in_row: number }>) {
+    // The insert's rows, and the reuse's before it (at most one of the two made each task).
+    const made = results.slice(before.length, before.length + (reuse ? 2 : 1)).flat() as Array<{
+      id: string;
+      state: TaskState;
+      in_row: number;
+    }>;
+    for (const r of made) {
       inserted.set(r.id, r.state);
       if (r.in_row) inRow.add(r.id);
     }

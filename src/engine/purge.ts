@@ -61,7 +61,7 @@ export const PRUNE_WINDOW = 2_500;
 export const PRUNE_ROUNDS = 100;
 
 /** The prune's cursor in `sweep_cursors`. */
-const PRUNE_CURSOR = "retention";
+export const PRUNE_CURSOR = "retention";
 
 /** One window of the retention prune: what it deleted, read, and where the next one starts ("" once the
  * window reached the cutoff: the walk starts again from the lowest id). */
@@ -135,9 +135,18 @@ export async function pruneWindow(
  * default retention: they are what a dead-letter view and a redrive need.
  */
 function prunable(t: SQL, now: number, after: string, last: string): SQL {
+  return sql`${t}.id > ${after} AND ${t}.id <= ${last} AND ${pastRetentionSql(t, now)}`;
+}
+
+/**
+ * Whether task `t` (a table alias) is finished past its queue's retention and its counter events are folded:
+ * a row the prune deletes, and an enqueue may reuse (src/engine/reuse-rows.ts). Reads `t`'s id, queue, state,
+ * finished_at and uncounted.
+ */
+export function pastRetentionSql(t: SQL, now: number): SQL {
   const retention = sql`(SELECT q.retention_s FROM queues q WHERE q.name = ${t}.queue)`;
   // A task whose counter events its row still keeps waits for the fold (src/engine/counters-in-row.ts).
-  return sql`${t}.id > ${after} AND ${t}.id <= ${last} AND NOT ${countedInRowSql(t)}
+  return sql`NOT ${countedInRowSql(t)}
     AND ${t}.finished_at IS NOT NULL AND ${t}.finished_at < ${now} - 1000 * CASE
       WHEN ${retention} = 0 AND ${t}.state <> 'completed' THEN ${DEFAULT_QUEUE_CONFIG.retention_s}
       ELSE coalesce(${retention}, ${DEFAULT_QUEUE_CONFIG.retention_s}) END`;

@@ -1,0 +1,182 @@
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import { monotonicFactory } from "ulid";
+import { beforeEach, describe, expect, it } from "vitest";
+import { openDb } from "../../../src/db/client";
+import { d1TaskStore } from "../../../src/engine/d1-store";
+import type { TaskStore } from "../../../src/engine/store";
+import { idLowerBoundSql, REUSE_WALK } from "../../../src/engine/reuse-rows";
+import { idLowerBound } from "../../../src/engine/purge";
+import { DEFAULT_QUEUE_CONFIG } from "../../../src/engine/queue-config";
+import { meteredD1 } from "../../support/metered-d1";
+import { PROCESSORS, uniqueQueue } from "../../helpers";
+import { afterFoldCursor } from "../../support/fold-clock";
+
+// An enqueue of one plain task takes a row past its retention instead of inserting one
+// (src/engine/reuse-rows.ts): the same task as an insert makes, 2 rows written, and the prune's delete of the
+// old row never comes. These hold it to that, and to leaving every row something still needs.
+
+const RETENTION_MS = DEFAULT_QUEUE_CONFIG.retention_s * 1000;
+const DAY_MS = 86_400_000;
+/** Each test's start: past the counter fold's cursor (the database is shared by every file), so that its
+ * tasks keep their counter events in their rows as they do in production, and its own fold passes them. */
+let T0 = 0;
+/** Past the default retention of a task finished at about T0. */
+let LATER = 0;
+beforeEach(async () => {
+  T0 = await afterFoldCursor();
+  LATER = T0 + RETENTION_MS + 3_600_000;
+});
+const db = () => openDb(env.DB);
+
+function measured(): { store: TaskStore; written: () => number; reset: () => void } {
+  const meter = meteredD1(env.DB);
+  return { store: d1TaskStore(openDb(meter.db)), written: () => meter.usage.rowsWritten, reset: () => meter.reset() };
+}
+
+/** Enqueues, leases and completes `n` tasks on `queue` at T0, then folds their counter events (the tick's). */
+async function finishedAtT0(store: TaskStore, queue: string, n: number): Promise<string[]> {
+  const { tasks } = await store.enqueueTasks(
+    queue,
+    Array.from({ length: n }, (_, i) => ({ payload: { old: i } })),
+    T0,
+  );
+  const leased = await store.leaseTasks({ queue, max: n, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
+  const done = await store.completeTasks(
+    leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken!, result: { done: true } })),
+    T0 + 2,
+  );
+  expect(done.every((o) => o.ok)).toBe(true);
+  for (let i = 0; i < 20; i++) if (!(await store.foldCountersInRows(T0 + 120_000)).more) break;
+  return tasks.map((t) => t.id);
+}
+
+/** A leased task's payload as its worker reads it (the store hands out the stored JSON text). */
+function payloadOf(payload: unknown): unknown {
+  return typeof payload === "string" ? JSON.parse(payload) : payload;
+}
+
+/** Every column of a task's row, by name, but its id. */
+async function columnsOf(id: string): Promise<Record<string, unknown>> {
+  const row = await db().get<Record<string, unknown>>(sql`SELECT * FROM tasks WHERE id = ${id}`);
+  expect(row).toBeDefined();
+  return Object.fromEntries(Object.entries(row!).filter(([name]) => name !== "id"));
+}
+
+describe("an enqueue of one task reuses a row past its retention", () => {
+  it("makes the very row an insert makes, in every column, writing 2 rows; the old task is gone", async () => {
+    const { store, written, reset } = measured();
+    const queue = uniqueQueue("reuse");
+    const [old] = await finishedAtT0(store, queue, 1);
+    const task = { payload: { new: "x" }, priority: 3, group: "g", type: "kind", maxAttempts: 7 };
+    // A client's id is never given a reused row: this one is inserted, the twin of the next.
+    const inserted = await store.enqueueTasks(queue, [{ ...task, id: monotonicFactory()(LATER) }], LATER);
+    reset();
+    const reused = await store.enqueueTasks(queue, [task], LATER);
+    const id = reused.tasks[0]!.id;
+    expect(reused.tasks[0]).toMatchObject({ state: "pending", deduplicated: false });
+    // The row and the live-index entry it enters again, as an insert writes.
+    expect(written()).toBe(2);
+    expect(await store.findTaskState(old!)).toBeNull();
+    expect(await columnsOf(id)).toEqual(await columnsOf(inserted.tasks[0]!.id));
+    // Nothing is left for the prune.
+    expect((await store.pruneByRetention(LATER)).pruned).toBe(0);
+    // And it is a task like any: leased, completed.
+    const leased = await store.leaseTasks({ queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, LATER + 1);
+    expect(leased.map((t) => t.id).sort()).toEqual([id, inserted.tasks[0]!.id].sort());
+    expect(payloadOf(leased.find((t) => t.id === id)!.payload)).toEqual({ new: "x" });
+  });
+
+  it("without a row past its retention it inserts, as before: a task within retention, a live one, an unfolded one", async () => {
+    const { store, written, reset } = measured();
+    const queue = uniqueQueue("reuse-none");
+    const [kept] = await finishedAtT0(store, queue, 1);
+    const live = (await store.enqueueTasks(queue, [{ payload: 1, runAt: LATER + RETENTION_MS }], T0)).tasks[0]!.id;
+    // Finished a day ago: within the 7 days kept.
+    reset();
+    const fresh = await store.enqueueTasks(queue, [{ payload: 2 }], T0 + DAY_MS);
+    expect(written()).toBe(2);
+    expect(await store.findTaskState(kept!)).toBe("completed");
+    expect(await store.findTaskState(live)).toBe("pending");
+    expect(await store.findTaskState(fresh.tasks[0]!.id)).toBe("pending");
+  });
+
+  it("leaves a task another still names: a dependency with its dependents' edges, a dependent, a dead task of a queue keeping none", async () => {
+    const { store } = measured();
+    const queue = uniqueQueue("reuse-keep");
+    const [dependency] = await finishedAtT0(store, queue, 1);
+    // A dependent of a finished task (its edge names the dependency), finished too.
+    const dependent = (await store.enqueueTasks(queue, [{ payload: "d", dependsOn: [dependency!] }], T0 + 3)).tasks[0]!
+      .id;
+    const [held] = await store.leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, T0 + 4);
+    expect(held!.id).toBe(dependent);
+    await store.completeTasks([{ id: dependent, leaseToken: held!.leaseToken! }], T0 + 5);
+    for (let i = 0; i < 20; i++) if (!(await store.foldCountersInRows(T0 + 120_000)).more) break;
+    // A queue keeping no completed task keeps its dead ones for the default retention.
+    const r0 = uniqueQueue("reuse-r0");
+    await store.putQueueConfig(r0, { retention_s: 0, max_attempts: 1 }, T0, PROCESSORS);
+    const dead = (await store.enqueueTasks(r0, [{ payload: "x" }], T0 + 6)).tasks[0]!.id;
+    const [lease] = await store.leaseTasks({ queue: r0, max: 1, visibilityTimeoutS: 30, holder: "w" }, T0 + 7);
+    await store.failTasks([{ id: dead, leaseToken: lease!.leaseToken!, message: "no" }], T0 + 8);
+    for (let i = 0; i < 20; i++) if (!(await store.foldCountersInRows(T0 + 180_000)).more) break;
+    expect(await store.findTaskState(dead)).toBe("dead");
+
+    // Past the retention of both: neither is taken (the prune deletes them, and their edge with them).
+    const { store: metered, written, reset } = measured();
+    reset();
+    await metered.enqueueTasks(queue, [{ payload: "new" }], LATER);
+    expect(written()).toBe(2);
+    expect(await store.findTaskState(dependency!)).toBe("completed");
+    expect(await store.findTaskState(dependent)).toBe("completed");
+    // Two days on, the queue's completed tasks are past its retention, its dead one is not.
+    await store.enqueueTasks(r0, [{ payload: "new" }], T0 + 2 * DAY_MS);
+    expect(await store.findTaskState(dead)).toBe("dead");
+    // Past the default retention, it is.
+    await store.enqueueTasks(r0, [{ payload: "newer" }], LATER);
+    expect(await store.findTaskState(dead)).toBeNull();
+  });
+
+  it("a new task whose dedupe key a live task holds reuses nothing: answered with the holder, the old row kept", async () => {
+    const { store } = measured();
+    const queue = uniqueQueue("reuse-dedupe");
+    const [old] = await finishedAtT0(store, queue, 1);
+    const holder = (await store.enqueueTasks(queue, [{ payload: 1, dedupeKey: "k" }], LATER)).tasks[0]!;
+    expect(await store.findTaskState(old!)).toBeNull(); // the holder took it
+    const [again] = await finishedAtT0(store, uniqueQueue("reuse-dedupe-2"), 1);
+    const repeat = await store.enqueueTasks(queue, [{ payload: 2, dedupeKey: "k" }], LATER + 1);
+    expect(repeat.tasks[0]).toMatchObject({ id: holder.id, deduplicated: true });
+    expect(await store.findTaskState(again!)).toBe("completed");
+  });
+
+  it("concurrent enqueues take each reusable row once: 3 × REUSE_WALK tasks over REUSE_WALK rows, none lost or doubled", async () => {
+    const { store } = measured();
+    const queue = uniqueQueue("reuse-race");
+    const old = await finishedAtT0(store, queue, REUSE_WALK);
+    const n = 3 * REUSE_WALK;
+    const made = await Promise.all(
+      Array.from({ length: n }, (_, i) => store.enqueueTasks(queue, [{ payload: { i } }], LATER)),
+    );
+    const ids = made.map((m) => m.tasks[0]!.id);
+    expect(new Set(ids).size).toBe(n);
+    for (const id of old) expect(await store.findTaskState(id)).toBeNull();
+    const leased = await store.leaseTasks({ queue, max: 100, visibilityTimeoutS: 30, holder: "w" }, LATER + 1);
+    expect(leased.map((t) => t.id).sort()).toEqual([...ids].sort());
+    expect(leased.map((t) => (payloadOf(t.payload) as { i: number }).i).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: n }, (_, i) => i),
+    );
+  });
+});
+
+describe("idLowerBoundSql", () => {
+  it("makes in SQL the id purge.ts's idLowerBound makes in JavaScript, at every bit of the 48", async () => {
+    const times = [0, 1, 31, 32, 1_000, Date.parse("2026-11-28T06:00:00Z"), 2 ** 40 + 12_345, 2 ** 48 - 1];
+    for (let bit = 0; bit < 48; bit += 5) times.push(2 ** bit, 2 ** bit - 1);
+    for (const ms of times) {
+      const row = await db().get<{ id: string }>(sql`SELECT ${idLowerBoundSql(sql`${ms}`)} AS id`);
+      expect(row!.id, `at ${ms}`).toBe(idLowerBound(ms));
+    }
+    // A time before the epoch is the epoch's, as idLowerBound's.
+    const before = await db().get<{ id: string }>(sql`SELECT ${idLowerBoundSql(sql`${-5}`)} AS id`);
+    expect(before!.id).toBe(idLowerBound(-5));
+  });
+});
