@@ -12,6 +12,8 @@ import { pruneByRetention } from "../src/engine/purge";
 import { COUNTER_FOLD_GRACE_MS, foldCountersInRows } from "../src/engine/counters-in-row";
 import { DEFAULT_QUEUE_CONFIG } from "../src/engine/queue-config";
 import { EdgeqClient } from "../src/client/edgeq-client";
+import { d1TaskStore } from "../src/engine/d1-store";
+import { MAX_BATCH } from "../src/contracts/limits";
 import { meteredD1 } from "../test/support/metered-d1";
 import { objectUsage, resetObjectUsage, type ObjectUsage } from "./bill-meter";
 import type { GatheringObject } from "./gathering-object";
@@ -33,6 +35,14 @@ export interface BillRequest {
   /** Each ack carries the next lease (`"lease": {max: batch}`), as the SDK's and the CLI's workers ack: one
    * request a round for the worker, after its first lease. */
   carry?: boolean;
+  /**
+   * The queue has run longer than its retention: `tasks` tasks finished past it before the workload (the
+   * generation before), and each single-task enqueue of the workload reuses one of their rows instead of
+   * inserting (src/engine/reuse-rows.ts). The workload's own rows are then the next generation's to reuse,
+   * so no prune deletes them: the prune priced is the tick after the workload (which folds their counts and
+   * finds nothing past retention), and the bytes kept are the generation's (a queue's rows over its retention).
+   */
+  reuse?: boolean;
   /**
    * Producers that enqueue one task each: each round's `batch` tasks are `batch` concurrent single-task
    * enqueues through one edgeq/client with this linger (0: each its own request), instead of one call of
@@ -161,6 +171,7 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
   for (const k of Object.keys(objectCalls)) delete objectCalls[k];
   meter.reset();
   resetObjectUsage();
+  const generation = req.reuse ? await finishedGeneration(env, req.queue, req.tasks, retentionS) : null;
   const sizeBefore = await sizeOf(env.DB);
   // The cron tick runs the counter fold every minute in production, so its cursor sits a minute or so behind:
   // placed here (a no-op once placed), as it would be, so the workload's tasks keep their counts in their rows.
@@ -234,7 +245,13 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     statements: meter.usage.statements,
   };
   const objects = objectUsage();
-  const bytesKept = (await sizeOf(env.DB)) - sizeBefore;
+  const bytesKept = generation?.bytes ?? (await sizeOf(env.DB)) - sizeBefore;
+  if (generation) {
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM tasks WHERE id IN (SELECT value FROM json_each(?))")
+      .bind(JSON.stringify(generation.ids))
+      .first<{ n: number }>();
+    if (left?.n !== 0) throw new Error(`bill: ${left?.n} of the generation before were not reused`);
+  }
 
   // The cron tick's retention prune, once the retention passed, and its counter fold of these tasks: their
   // rows are these tasks' too.
@@ -244,13 +261,17 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
   for (let round = 0; round < 100; round++) {
     if (!(await foldCountersInRows(openDb(pruneMeter.db), Date.now() + COUNTER_FOLD_GRACE_MS + 1)).more) break;
   }
-  const later = Date.now() + retentionS * 1000 + 120_000;
+  // Past the retention of these tasks — or, where the next generation reuses their rows, the next tick.
+  const later = Date.now() + (generation ? 0 : retentionS * 1000) + 120_000;
   let pruned = 0;
   for (let round = 0; round < 100; round++) {
     const step = await pruneByRetention(openDb(pruneMeter.db), later);
     pruned += step.pruned;
     if (step.pruned === 0) break;
   }
+  // The rows the next generation would reuse, gone unmetered: left here, the next workload's prune would
+  // delete them on its bill.
+  if (generation) await env.DB.prepare("DELETE FROM tasks WHERE queue = ?").bind(req.queue).run();
   return {
     tasks: req.tasks,
     workerRequests,
@@ -262,4 +283,46 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     retentionS,
     ...(client ? { enqueueMs } : {}),
   };
+}
+
+/**
+ * The generation before a workload on a queue that has run longer than its retention: `n` tasks enqueued one
+ * a call, leased and completed, as rows (the row store's calls), an hour past the retention ago — what a queue's
+ * reused rows are in production. Returns their ids and the bytes they take.
+ */
+async function finishedGeneration(
+  env: Env,
+  queue: string,
+  n: number,
+  retentionS: number,
+): Promise<{ ids: string[]; bytes: number }> {
+  const store = d1TaskStore(openDb(env.DB));
+  const then = Date.now() - retentionS * 1000 - 3_600_000;
+  const before = await sizeOf(env.DB);
+  const ids: string[] = [];
+  for (let at = 0; at < n; at += MAX_BATCH) {
+    const tasks = Array.from({ length: Math.min(MAX_BATCH, n - at) }, (_, i) => ({ payload: { i: at + i } }));
+    // One call each, as the workload's producer enqueues: rows laid out as its are.
+    const made = {
+      tasks: (await Promise.all(tasks.map((t) => store.enqueueTasks(queue, [t], then)))).flatMap((m) => m.tasks),
+    };
+    const leased = await store.leaseTasks({ queue, max: tasks.length, visibilityTimeoutS: 30, holder: "before" }, then);
+    const done = await store.completeTasks(
+      leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+      then + 1,
+    );
+    if (done.length !== tasks.length || !done.every((o) => o.ok)) throw new Error("bill: the generation before");
+    ids.push(...made.tasks.map((t) => t.id));
+  }
+  // Below the counter fold's cursor, so counted on their paths: a row kept in production still holds the
+  // counter events the fold added up (it moves its cursor, it does not rewrite rows). Given them here, the
+  // generation's rows are the size the workload's rows are kept at.
+  const minute = Math.floor(then / 60_000);
+  await env.DB.prepare(
+    `UPDATE tasks SET uncounted = json_array(json_array('enqueued', ?1, NULL), json_array('leased', ?1, 0),
+      json_array('completed', ?1, 1)) WHERE id IN (SELECT value FROM json_each(?2))`,
+  )
+    .bind(minute, JSON.stringify(ids))
+    .run();
+  return { ids, bytes: (await sizeOf(env.DB)) - before };
 }

@@ -27,7 +27,11 @@ export function billReportSection(outcome: Outcome<BillSection> | undefined, com
     "`ctx.storage` (each key put or deleted, each `setAlarm`), their own D1 statements metered like the Worker's;",
     "D1 rows are D1's own `meta.rows_written` / `rows_read`, including the cron tick's retention prune of the",
     "same tasks once their queue's retention passed; storage is the growth of D1's `meta.size_after` while the",
-    "tasks are kept, for the queue's retention. Priced per million successful tasks with the published prices",
+    "tasks are kept, for the queue's retention. The rows of a queue past its retention are the steady state of a",
+    "queue that has run longer than its retention: as many tasks as the workload's finished past it beforehand,",
+    "and each enqueue of one reuses one of their rows (src/engine/reuse-rows.ts; the run checks that every one",
+    "was); the workload's own rows are then the next generation's to reuse, so the prune priced there is the",
+    "next tick's, and the bytes kept are those of the generation before. Priced per million successful tasks with the published prices",
     `(read ${PRICES_CHECKED}; pages in docs/operations.md): Workers $${PRICES.workerRequestPerM}/M requests, Durable Objects`,
     `$${PRICES.objectRequestPerM}/M requests and $${PRICES.objectRowWrittenPerM}/M rows written, D1 $${PRICES.d1RowWrittenPerM}/M rows written, $${PRICES.d1RowReadPerM}/M rows read and`,
     `$${PRICES.d1GbMonth}/GB-month. Included amounts, CPU time and Durable Object duration are left out; the cron tick`,
@@ -60,20 +64,20 @@ export function billReportSection(outcome: Outcome<BillSection> | undefined, com
     "keep: a 2-minute task is one delivery held open, within its plan's HTTP timeout). Their own Worker or Lambda",
     "invocations are left out, as edgeq's users' own are.",
     "",
-    `| per million successful tasks | batch | edgeq (measured) | edgeq, each ack carrying the next lease | edgeq, ${HEARTBEAT_TASK.beats} beats per task as one call per batch | Cloudflare Queues | SQS standard | QStash |`,
-    "| --- | --: | --: | --: | --: | --: | --: | --: |",
+    `| per million successful tasks | batch | edgeq (measured) | edgeq, each ack carrying the next lease | edgeq, the same on a queue past its retention | edgeq, ${HEARTBEAT_TASK.beats} beats per task as one call per batch | Cloudflare Queues | SQS standard | QStash |`,
+    "| --- | --: | --: | --: | --: | --: | --: | --: | --: |",
   );
   for (const o of section.others) {
-    const mine = section.rows.find(
-      (r) => r.batch === o.batch && r.heartbeats === o.heartbeats && r.beat === "each" && !r.carry,
-    );
-    const carried = section.rows.find((r) => r.batch === o.batch && r.heartbeats === o.heartbeats && r.carry);
+    const same = (r: BillSection["rows"][number]) => r.batch === o.batch && r.heartbeats === o.heartbeats;
+    const mine = section.rows.find((r) => same(r) && r.beat === "each" && !r.carry && !r.reuse);
+    const carried = section.rows.find((r) => same(r) && r.carry && !r.reuse);
+    const reused = section.rows.find((r) => same(r) && r.carry && r.reuse);
     const batched = section.rows.find(
       (r) => r.batch === o.batch && r.heartbeats === o.heartbeats && r.beat === "batch",
     );
     const label = o.heartbeats === 0 ? "successful" : `2-minute task, ${o.heartbeats} heartbeats`;
     out.push(
-      `| ${label} | ${o.batch} | ${mine ? money(mine.dollars.total) : "—"} | ${carried ? money(carried.dollars.total) : "—"} | ${batched ? money(batched.dollars.total) : "—"} | ${money(o.queues)} | ${money(o.sqs)} | ${o.qstash === null ? "n/a (push)" : money(o.qstash)} |`,
+      `| ${label} | ${o.batch} | ${mine ? money(mine.dollars.total) : "—"} | ${carried ? money(carried.dollars.total) : "—"} | ${reused ? money(reused.dollars.total) : "—"} | ${batched ? money(batched.dollars.total) : "—"} | ${money(o.queues)} | ${money(o.sqs)} | ${o.qstash === null ? "n/a (push)" : money(o.qstash)} |`,
     );
   }
   out.push(

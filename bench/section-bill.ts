@@ -21,6 +21,8 @@ export interface BillRow {
   beat: BillRequest["beat"];
   /** Each ack carried the next lease (BillRequest.carry). */
   carry?: boolean;
+  /** The queue had run past its retention: each enqueue of one reused a row (BillRequest.reuse). */
+  reuse?: boolean;
   retentionS: number;
   /** Per task. */
   workerRequests: number;
@@ -131,6 +133,16 @@ export async function runBillSection(
         beat: "each" as const,
         carry: true,
       })),
+      // A queue past its retention: each enqueue of one task reuses a finished row (src/engine/reuse-rows.ts).
+      // Batch 1 only: a call of more is a pack (docs/design/packs.md), which reuses nothing.
+      ...[false, true].map((carry) => ({
+        workload: `successful, queue past its retention: each enqueue of one reuses a row${carry ? ", each ack carrying the next lease" : ""}`,
+        batch: 1,
+        heartbeats: 0,
+        beat: "each" as const,
+        reuse: true,
+        ...(carry ? { carry: true } : {}),
+      })),
       ...[1, 10, 100].map((batch) => ({
         workload: "successful, queue keeps no completed task (retention_s 0)",
         batch,
@@ -175,6 +187,7 @@ export async function runBillSection(
         beat: w.beat,
         ...(w.config ? { config: w.config } : {}),
         ...(w.carry ? { carry: true } : {}),
+        ...(w.reuse ? { reuse: true } : {}),
         ...(w.producers ? { producers: w.producers } : {}),
       });
       if (counts.objects.constructed === 0) throw new Error("bill: no Durable Object reported in (meter not shared)");
@@ -186,6 +199,7 @@ export async function runBillSection(
         heartbeats: w.heartbeats,
         beat: w.beat,
         ...(w.carry ? { carry: true } : {}),
+        ...(w.reuse ? { reuse: true } : {}),
         retentionS: counts.retentionS,
         ...perTask,
         objectCalls: Object.fromEntries(Object.entries(counts.objectCalls).map(([k, v]) => [k, v / tasks])),
