@@ -56,8 +56,19 @@ export default defineConfig(async () => {
                 // and a pair standing in for the two shards for each file that stops a tick at every D1 call
                 // (test/support/own-shards.ts), and STATS_DB for the tests of query plans once a database has
                 // statistics (test/engine/stats-plans/): ANALYZE writes them into the database for every later
-                // statement, so on the shared shards they changed the plans of every file run after.
-                d1Databases: ["USER_DB", "OWN_DB", "TICK_DB", "TICK_DB_1", "SETTLE_DB", "SETTLE_DB_1", "STATS_DB"],
+                // statement, so on the shared shards they changed the plans of every file run after. REUSE_DB
+                // for the reuse of rows past retention (test/engine/d1/reuse-rows.test.ts): its walk reads the
+                // rows past the prune's cursor whatever their queue, which another file's rows would fill.
+                d1Databases: [
+                  "USER_DB",
+                  "OWN_DB",
+                  "TICK_DB",
+                  "TICK_DB_1",
+                  "SETTLE_DB",
+                  "SETTLE_DB_1",
+                  "STATS_DB",
+                  "REUSE_DB",
+                ],
               },
             }),
           ],

@@ -16,6 +16,9 @@ declare global {
       USER_DB: D1Database;
       /** An empty database (vitest.config.ts), not a shard: one test file migrates and uses it alone. */
       OWN_DB: D1Database;
+      /** An empty database (vitest.config.ts), not a shard: the reuse of rows' tests (test/engine/d1/reuse-rows.test.ts),
+       * whose walk reads the rows past the prune's cursor whatever their queue. */
+      REUSE_DB: D1Database;
       /** Two empty databases each (vitest.config.ts) that stand in for the two shards: test/support/own-shards.ts. */
       /** An empty database (vitest.config.ts), not a shard: the one the tests of plans under statistics (ANALYZE)
        * fill and analyse (test/engine/stats-plans/), so no other file's plans see its statistics. */

@@ -1,36 +1,43 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { monotonicFactory } from "ulid";
-import { beforeEach, describe, expect, it } from "vitest";
+import { applyD1Migrations } from "cloudflare:test";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { openDb } from "../../../src/db/client";
 import { d1TaskStore } from "../../../src/engine/d1-store";
 import type { TaskStore } from "../../../src/engine/store";
 import { idLowerBoundSql, REUSE_WALK } from "../../../src/engine/reuse-rows";
-import { idLowerBound } from "../../../src/engine/purge";
+import { idLowerBound, PRUNE_CURSOR } from "../../../src/engine/purge";
 import { DEFAULT_QUEUE_CONFIG } from "../../../src/engine/queue-config";
 import { meteredD1 } from "../../support/metered-d1";
 import { PROCESSORS, uniqueQueue } from "../../helpers";
-import { afterFoldCursor } from "../../support/fold-clock";
 
 // An enqueue of one plain task takes a row past its retention instead of inserting one
 // (src/engine/reuse-rows.ts): the same task as an insert makes, 2 rows written, and the prune's delete of the
-// old row never comes. These hold it to that, and to leaving every row something still needs.
+// old row never comes. These hold it to that, and to leaving every row something still needs. A database of
+// its own (REUSE_DB): the reuse walks the 16 rows past the retention prune's cursor whatever their queue, so
+// another file's rows there (or its prune moving the cursor) would take the places this file's rows need.
+// Each test starts a day past the last one's times, with the prune's cursor just below its own rows (as a
+// prune leaves it in a database where nothing else is past retention).
 
 const RETENTION_MS = DEFAULT_QUEUE_CONFIG.retention_s * 1000;
 const DAY_MS = 86_400_000;
-/** Each test's start: past the counter fold's cursor (the database is shared by every file), so that its
- * tasks keep their counter events in their rows as they do in production, and its own fold passes them. */
-let T0 = 0;
-/** Past the default retention of a task finished at about T0. */
+const db = () => openDb(env.REUSE_DB);
+/** Each test's start, and a time past the default retention of a task finished at about then. */
+let T0 = Date.parse("2026-01-01T00:00:00.000Z");
 let LATER = 0;
-beforeEach(async () => {
-  T0 = await afterFoldCursor();
-  LATER = T0 + RETENTION_MS + 3_600_000;
+beforeAll(async () => {
+  await applyD1Migrations(env.REUSE_DB, env.TEST_MIGRATIONS);
 });
-const db = () => openDb(env.DB);
+beforeEach(async () => {
+  T0 = (LATER || T0) + DAY_MS;
+  LATER = T0 + RETENTION_MS + 3_600_000;
+  await db().run(sql`INSERT INTO sweep_cursors (name, position) VALUES (${PRUNE_CURSOR}, ${idLowerBound(T0 - 1)})
+    ON CONFLICT (name) DO UPDATE SET position = excluded.position`);
+});
 
 function measured(): { store: TaskStore; written: () => number; reset: () => void } {
-  const meter = meteredD1(env.DB);
+  const meter = meteredD1(env.REUSE_DB);
   return { store: d1TaskStore(openDb(meter.db)), written: () => meter.usage.rowsWritten, reset: () => meter.reset() };
 }
 
