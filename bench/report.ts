@@ -537,10 +537,14 @@ function summary(r: BenchResults): string[] {
   }
   const bill = r.bill?.value;
   const whole = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.workload === "successful" && x.batch === batch));
-  const carried = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.carry && x.batch === batch));
+  const carried = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.carry && !x.reuse && x.batch === batch));
+  const reused = bill?.rows.find((x) => x.carry && x.reuse && x.batch === 1);
   if (whole.every((w) => w !== undefined)) {
     const carrying = carried.every((w) => w !== undefined)
-      ? `; with each ack carrying the next lease (as the SDK's and CLI's workers ack) ${carried.map((w) => money(w.dollars.total)).join(" / ")}`
+      ? `; with each ack carrying the next lease (as the SDK's and CLI's workers ack) ${carried.map((w) => money(w.dollars.total)).join(" / ")}` +
+        (reused
+          ? `, and ${money(reused.dollars.total)} at batch 1 on a queue past its retention (each enqueue of one reuses a row)`
+          : "")
       : "";
     lines.push(
       `- **The whole bill of the store as served** (section 1b: Worker and Durable Object requests, D1 rows written` +
