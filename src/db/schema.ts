@@ -12,7 +12,9 @@ import { bucketColumn, HISTOGRAM_BOUNDS_S, HISTOGRAMS } from "./histogram-bucket
  *   primary key *is* the table and costs no separate index entry.
  * - One partial index over live tasks (`finished_at IS NULL`), keyed on columns a lease does not touch,
  *   so a lease rewrites only the table row. Index deletions are not billed; insertions are.
- * - A successful life is 4 rows written: enqueue 2 (row + live index entry), lease 1, complete 1.
+ * - A successful life is 4 rows written: enqueue 2 (row + live index entry), lease 1, complete 1; the
+ *   retention prune's delete is a fifth, except where an enqueue of one reuses the row instead
+ *   (src/engine/reuse-rows.ts: a new column needs its default there, a test compares every column).
  *
  * All times are integer milliseconds since the Unix epoch (UTC); the API renders them as ISO-8601.
  */

@@ -16,10 +16,10 @@ import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
  * insert runs as before, in the same batch (its `ON CONFLICT DO NOTHING` skips the id the reuse took).
  *
  * Which row: the first of the next REUSE_WALK rows past the retention prune's cursor (`sweep_cursors`) that
- * is the same queue's and that the prune would delete now — finished past its queue's retention, its counter events folded
- * (src/engine/purge.ts `pastRetentionSql`) — and that nothing else still names: no dependencies of its own
- * and no edge to a dependent, here or on another database (the prune deletes those edges with their tasks;
- * a reused row would leave them for no one). Those rows are the ones the prune goes through next, so the
+ * is the same queue's and that the prune would delete now — finished past its queue's retention, its counter
+ * events folded (src/engine/purge.ts `pastRetentionSql`) — and that nothing else still names: no dependencies
+ * of its own and no edge to a dependent, here or on another database (the prune deletes those edges with
+ * their tasks; a reused row would leave them for no one). Those rows are the ones the prune goes through next, so the
  * two share the work: what one takes the other never sees. A task past its retention is gone for a client
  * whichever of the two took it (`404` by its id, out of lists and counts). Only the queue's own rows: a
  * queue's traffic never touches another's (a tenant's, one being moved), at the price of fewer rows found
@@ -31,7 +31,7 @@ import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
  * before.
  *
  * A new column of `tasks` needs its default here (RESET) or among the insert's columns (taskColumnsSql):
- * test/engine/reuse-rows.test.ts compares every column of a reused row with an inserted one.
+ * test/engine/d1/reuse-rows.test.ts compares every column of a reused row with an inserted one.
  */
 
 /** Rows one reuse reads past the prune's cursor at most: 16. A reuse that finds none costs those reads
