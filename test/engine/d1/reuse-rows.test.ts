@@ -5,6 +5,7 @@ import { applyD1Migrations } from "cloudflare:test";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { openDb } from "../../../src/db/client";
 import { d1TaskStore } from "../../../src/engine/d1-store";
+import { hybridTaskStore } from "../../../src/engine/hybrid/hybrid-store";
 import type { TaskStore } from "../../../src/engine/store";
 import { idLowerBoundSql, REUSE_WALK } from "../../../src/engine/reuse-rows";
 import { idLowerBound, PRUNE_CURSOR } from "../../../src/engine/purge";
@@ -153,6 +154,24 @@ describe("an enqueue of one task reuses a row past its retention", () => {
     const repeat = await store.enqueueTasks(queue, [{ payload: 2, dedupeKey: "k" }], LATER + 1);
     expect(repeat.tasks[0]).toMatchObject({ id: holder.id, deduplicated: true });
     expect(await store.findTaskState(again!)).toBe("completed");
+  });
+
+  it("the store as served (rows and packs) reuses for a call of one, and a call of two goes into a pack as before", async () => {
+    const { store } = measured();
+    const queue = uniqueQueue("reuse-served");
+    const old = await finishedAtT0(store, queue, 2);
+    const meter = meteredD1(env.REUSE_DB);
+    const served = hybridTaskStore(openDb(meter.db));
+    const one = await served.enqueueTasks(queue, [{ payload: "one" }], LATER);
+    expect(meter.usage.rowsWritten).toBe(2);
+    expect(await store.findTaskState(old[0]!)).toBeNull();
+    expect(await store.findTaskState(old[1]!)).toBe("completed");
+    const two = await served.enqueueTasks(queue, [{ payload: "a" }, { payload: "b" }], LATER);
+    // A pack's tasks are no rows of `tasks`: the second old row is still there for the prune.
+    expect(await store.findTaskState(old[1]!)).toBe("completed");
+    const ids = [one, two].flatMap((r) => r.tasks.map((t) => t.id));
+    const leased = await served.leaseTasks({ queue, max: 10, visibilityTimeoutS: 30, holder: "w" }, LATER + 1);
+    expect(leased.map((t) => t.id).sort()).toEqual([...ids].sort());
   });
 
   it("concurrent enqueues take each reusable row once: 3 × REUSE_WALK tasks over REUSE_WALK rows, none lost or doubled", async () => {
