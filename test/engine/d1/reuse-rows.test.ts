@@ -193,6 +193,48 @@ describe("an enqueue of one task reuses a row past its retention", () => {
   });
 });
 
+describe("reuse beside the prune, leases and acks", () => {
+  it("enqueues racing the prune and a worker: each old row goes once (pruned or reused), each new task is leased once and completes", async () => {
+    const { store } = measured();
+    const queue = uniqueQueue("reuse-mix");
+    // Fewer old rows than a walk reads: the walks after them reach the new tasks, which no reuse may take.
+    const old = await finishedAtT0(store, queue, REUSE_WALK / 2);
+    const n = 2 * REUSE_WALK;
+    // A worker leasing and completing while the enqueues and a prune run.
+    const done = new Set<string>();
+    let leases = 0;
+    const worker = (async () => {
+      while (done.size < n && leases < 2_000) {
+        leases++;
+        const held = await store.leaseTasks({ queue, max: 4, visibilityTimeoutS: 30, holder: "w" }, LATER + 1);
+        const acked = await store.completeTasks(
+          held.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+          LATER + 2,
+        );
+        expect(acked.every((a) => a.ok && a.state === "completed")).toBe(true);
+        for (const t of held) {
+          expect(done.has(t.id)).toBe(false);
+          done.add(t.id);
+        }
+        await Promise.resolve();
+      }
+    })();
+    const [made, pruned] = await Promise.all([
+      Promise.all(Array.from({ length: n }, (_, i) => store.enqueueTasks(queue, [{ payload: { i } }], LATER))),
+      store.pruneByRetention(LATER),
+    ]);
+    await worker;
+    const ids = made.map((m) => m.tasks[0]!.id);
+    expect([...done].sort()).toEqual([...ids].sort());
+    for (const id of old) expect(await store.findTaskState(id)).toBeNull();
+    // Every old row went one way: the prune deleted some, the enqueues took the rest (a new id each).
+    const rows = await db().get<{ n: number }>(sql`SELECT count(*) AS n FROM tasks WHERE queue = ${queue}`);
+    expect(rows!.n).toBe(n);
+    expect(pruned.pruned).toBeLessThanOrEqual(old.length);
+    for (const id of ids) expect(await store.findTaskState(id)).toBe("completed");
+  });
+});
+
 describe("idLowerBoundSql", () => {
   it("makes in SQL the id purge.ts's idLowerBound makes in JavaScript, at every bit of the 48", async () => {
     const times = [0, 1, 31, 32, 1_000, Date.parse("2026-11-28T06:00:00Z"), 2 ** 40 + 12_345, 2 ** 48 - 1];
