@@ -303,16 +303,14 @@ async function finishedGeneration(
   for (let at = 0; at < n; at += MAX_BATCH) {
     const tasks = Array.from({ length: Math.min(MAX_BATCH, n - at) }, (_, i) => ({ payload: { i: at + i } }));
     // One call each, as the workload's producer enqueues: rows laid out as its are.
-    const made = {
-      tasks: (await Promise.all(tasks.map((t) => store.enqueueTasks(queue, [t], then)))).flatMap((m) => m.tasks),
-    };
+    const made = (await Promise.all(tasks.map((t) => store.enqueueTasks(queue, [t], then)))).flatMap((m) => m.tasks);
     const leased = await store.leaseTasks({ queue, max: tasks.length, visibilityTimeoutS: 30, holder: "before" }, then);
     const done = await store.completeTasks(
       leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
       then + 1,
     );
     if (done.length !== tasks.length || !done.every((o) => o.ok)) throw new Error("bill: the generation before");
-    ids.push(...made.tasks.map((t) => t.id));
+    ids.push(...made.map((t) => t.id));
   }
   // Below the counter fold's cursor, so counted on their paths: a row kept in production still holds the
   // counter events the fold added up (it moves its cursor, it does not rewrite rows). Given them here, the
