@@ -15,7 +15,8 @@ import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
  * never comes: a queue that keeps enqueueing writes 4 rows a task, not 5. Where there is no such row the
  * insert runs as before, in the same batch (its `ON CONFLICT DO NOTHING` skips the id the reuse took).
  *
- * Which row: the first of the next REUSE_WALK rows past the retention prune's cursor (`sweep_cursors`) that
+ * Which row: the first of the next REUSE_WALK rows past the retention prune's cursor (`sweep_cursors`, or a day
+ * below the queue's retention where the cursor rests further down: REUSE_HORIZON_MS) that
  * is the same queue's and that the prune would delete now — finished past its queue's retention, its counter
  * events folded (src/engine/purge.ts `pastRetentionSql`) — and that nothing else still names: no dependencies
  * of its own and no edge to a dependent, here or on another database (the prune deletes those edges with
@@ -85,15 +86,26 @@ export function reuseRowSql(queue: string, row: InsertRow, now: number, guard: S
     RETURNING id, state, uncounted IS NOT NULL AS in_row`;
 }
 
+/** How far below the ids of its retention's start a walk begins: a day. The prune deletes every row past its
+ * retention at each tick (a tick goes on while its windows are mostly deleted), so the rows a day further down
+ * are the ones it keeps — long-delayed live tasks, longer-kept queues' rows, a `retention_s: 0` queue's dead
+ * ones — and a walk that began among them, at the bottom of the table where the prune's cursor rests after a
+ * whole walk, would read its 16 rows there and find none, for every enqueue. */
+export const REUSE_HORIZON_MS = 86_400_000;
+
 /** The id of the first row of the walk a reuse by `queue` may take, or null. The walk ends below the ids
  * of tasks created since the queue's retention began (none of them can be past it: a task finishes after it
- * is created), so a queue younger than its retention reads nothing here. */
+ * is created), so a queue younger than its retention reads nothing here; it begins at the prune's cursor, or
+ * REUSE_HORIZON_MS below that start where the cursor is further down (a queue of `retention_s: 0` keeps its
+ * dead tasks for the default retention: the horizon is below that). */
 function reusableSql(queue: string, now: number): SQL {
   const cursor = sql`coalesce((SELECT position FROM sweep_cursors WHERE name = ${PRUNE_CURSOR}), '')`;
   const retention = sql`coalesce((SELECT retention_s FROM queues WHERE name = ${queue}), ${DEFAULT_QUEUE_CONFIG.retention_s})`;
   const below = idLowerBoundSql(sql`${now} - 1000 * ${retention}`);
+  const kept = sql`(CASE WHEN ${retention} = 0 THEN ${DEFAULT_QUEUE_CONFIG.retention_s} ELSE ${retention} END)`;
+  const from = sql`max(${cursor}, ${idLowerBoundSql(sql`${now} - 1000 * ${kept} - ${REUSE_HORIZON_MS}`)})`;
   return sql`SELECT d.id FROM (SELECT id, queue, state, finished_at, uncounted, depends_on FROM tasks
-      WHERE id > ${cursor} AND id < ${below} ORDER BY id LIMIT ${REUSE_WALK}) AS d
+      WHERE id > ${from} AND id < ${below} ORDER BY id LIMIT ${REUSE_WALK}) AS d
     WHERE d.queue = ${queue} AND ${pastRetentionSql(sql`d`, now)} AND d.depends_on IS NULL
       AND NOT EXISTS (SELECT 1 FROM task_edges e WHERE e.dependency = d.id)
       AND NOT EXISTS (SELECT 1 FROM remote_edges r WHERE r.dependency = d.id)

@@ -144,6 +144,24 @@ describe("an enqueue of one task reuses a row past its retention", () => {
     expect(await store.findTaskState(dead)).toBeNull();
   });
 
+  it("rows the prune keeps at the bottom of the table (live tasks delayed a month) do not stop it: its walk begins a day below the retention's start", async () => {
+    const { store, written, reset } = measured();
+    const queue = uniqueQueue("reuse-bottom");
+    // More than a walk's worth of live tasks, created long before, due long after.
+    await store.enqueueTasks(
+      queue,
+      Array.from({ length: REUSE_WALK + 4 }, (_, i) => ({ payload: { delayed: i }, runAt: LATER + 30 * DAY_MS })),
+      T0 - 30 * DAY_MS,
+    );
+    const [old] = await finishedAtT0(store, queue, 1);
+    // The prune's cursor at the bottom, as a whole walk of the rows below its cutoff leaves it.
+    await db().run(sql`UPDATE sweep_cursors SET position = '' WHERE name = ${PRUNE_CURSOR}`);
+    reset();
+    await store.enqueueTasks(queue, [{ payload: "new" }], LATER);
+    expect(written()).toBe(2);
+    expect(await store.findTaskState(old!)).toBeNull();
+  });
+
   it("a new task whose dedupe key a live task holds reuses nothing: answered with the holder, the old row kept", async () => {
     const { store } = measured();
     const queue = uniqueQueue("reuse-dedupe");
