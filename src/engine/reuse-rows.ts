@@ -15,16 +15,16 @@ import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
  * never comes: a queue that keeps enqueueing writes 4 rows a task, not 5. Where there is no such row the
  * insert runs as before, in the same batch (its `ON CONFLICT DO NOTHING` skips the id the reuse took).
  *
- * Which row: the first of the next REUSE_WALK rows past the retention prune's cursor (`sweep_cursors`, or a day
- * below the queue's retention where the cursor rests further down: REUSE_HORIZON_MS) that
- * is the same queue's and that the prune would delete now — finished past its queue's retention, its counter
- * events folded (src/engine/purge.ts `pastRetentionSql`) — and that nothing else still names: no dependencies
- * of its own and no edge to a dependent, here or on another database (the prune deletes those edges with
- * their tasks; a reused row would leave them for no one). Those rows are the ones the prune goes through next, so the
- * two share the work: what one takes the other never sees. A task past its retention is gone for a client
- * whichever of the two took it (`404` by its id, out of lists and counts). Only the queue's own rows: a
- * queue's traffic never touches another's (a tenant's, one being moved), at the price of fewer rows found
- * where many queues share a database.
+ * Which row: the first, of the next REUSE_WALK rows in id order, that is the same queue's and that the
+ * prune would delete now — finished past its queue's retention, its counter events folded (src/engine/purge.ts
+ * `pastRetentionSql`) — and that nothing else still names: no dependencies of its own and no edge to a
+ * dependent, here or on another database (the prune deletes those edges with their tasks; a reused row would
+ * leave them for no one). The walk begins at the retention prune's cursor (`sweep_cursors`), or a day below
+ * the queue's retention start where the cursor rests further down (REUSE_HORIZON_MS): the rows the prune goes
+ * through next, so the two share the work, and what one takes the other never sees. A task past its
+ * retention is gone for a client whichever of the two took it (`404` by its id, out of lists and counts).
+ * Only the queue's own rows: a queue's traffic never touches another's (a tenant's, one being moved), at the
+ * price of fewer rows found where many queues share a database.
  *
  * Only a task the call made its own id for (a client's id may be another task's), without a unique key or
  * dependencies, in a call of one: the insert path of everything else is unchanged. `UPDATE OR IGNORE`: a
