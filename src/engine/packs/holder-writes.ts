@@ -9,6 +9,7 @@ import { countersStatementSql, outcomeEvents } from "../counters";
 import type { ExtendItem } from "../extend";
 import { truncateMessage, type FailItem } from "../fail";
 import type { HeartbeatRequest } from "../heartbeat";
+import type { HolderAcks } from "../store-writes";
 import {
   applyPackWrites,
   cancelRequested,
@@ -162,13 +163,6 @@ export function releasePackTasks(
   return applyPackWrites(db, items, RELEASE, now, scope, how, preread);
 }
 
-/** A holder's acks of several kinds on one queue. */
-export interface PackAcks {
-  complete: CompleteItem[];
-  fail: FailItem[];
-  release: FencedItem[];
-}
-
 /**
  * Completions, failures and releases in ONE guarded batch (an ack that carries the next lease: the lease rides
  * it, hybrid-store.ts), each item as its kind's own write answers it; outcomes in the order complete, fail,
@@ -177,7 +171,7 @@ export interface PackAcks {
  */
 export function ackPackTasks(
   db: Db,
-  acks: PackAcks,
+  acks: Required<HolderAcks>,
   now: number,
   scope?: AckScope,
   preread?: PackReads,
