@@ -11,7 +11,7 @@ import {
   type QueueConfig,
 } from "../queue-config";
 import { leasableSql } from "../redelivery";
-import { packsFirstHint, rememberPacksFirst, type PacksFirstHint } from "./packs-first-hint";
+import { packsFirstHint, rememberPacksFirst } from "./packs-first-hint";
 import { leaseUnderQueueRate } from "./queue-rate";
 
 /** Where a queue's lease order starts in each layout, as the first statement of a lease's batch reads it. */
@@ -195,16 +195,7 @@ export function hintedLease<T extends CountedLease>(
   sides: LeaseSides<T>,
 ): RidingLease<T> | null {
   const hint = packsFirstHint(request.queue);
-  return hint ? hintedLeasePlan(db, request, now, sides, hint) : null;
-}
-
-function hintedLeasePlan<T extends CountedLease>(
-  db: Db,
-  request: LeaseRequest,
-  now: number,
-  sides: LeaseSides<T>,
-  hint: PacksFirstHint,
-): RidingLease<T> {
+  if (!hint) return null;
   const fingerprint = configFingerprintSql(request.queue);
   const guard = sql`${packsFirstSql(request.queue, now)} = 1 AND ${fingerprint} = ${hint.fp}`;
   const plan = sides.packsPlan(request, hint.config, guard);
