@@ -100,9 +100,11 @@ export const REUSE_HORIZON_MS = 86_400_000;
  * dead tasks for the default retention: the horizon is below that). */
 function reusableSql(queue: string, now: number): SQL {
   const cursor = sql`coalesce((SELECT position FROM sweep_cursors WHERE name = ${PRUNE_CURSOR}), '')`;
-  const retention = sql`coalesce((SELECT retention_s FROM queues WHERE name = ${queue}), ${DEFAULT_QUEUE_CONFIG.retention_s})`;
+  const stored = sql`(SELECT retention_s FROM queues WHERE name = ${queue})`;
+  const retention = sql`coalesce(${stored}, ${DEFAULT_QUEUE_CONFIG.retention_s})`;
   const below = idLowerBoundSql(sql`${now} - 1000 * ${retention}`);
-  const kept = sql`(CASE WHEN ${retention} = 0 THEN ${DEFAULT_QUEUE_CONFIG.retention_s} ELSE ${retention} END)`;
+  // What the queue keeps a task for at most: its retention, or the default for a queue of 0 (its dead ones).
+  const kept = sql`coalesce(nullif(${stored}, 0), ${DEFAULT_QUEUE_CONFIG.retention_s})`;
   const from = sql`max(${cursor}, ${idLowerBoundSql(sql`${now} - 1000 * ${kept} - ${REUSE_HORIZON_MS}`)})`;
   return sql`SELECT d.id FROM (SELECT id, queue, state, finished_at, uncounted, depends_on FROM tasks
       WHERE id > ${from} AND id < ${below} ORDER BY id LIMIT ${REUSE_WALK}) AS d
