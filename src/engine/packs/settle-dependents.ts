@@ -80,9 +80,6 @@ export function settleDependentsSql(finished: FinishedTask[], now: number, pack:
   const fin = sql`fin(id, state) AS (SELECT j.value->>0, j.value->>1 FROM json_each(${json}) AS j)`;
   const edges = sql`fin f JOIN task_edges e ON e.dependency = f.id AND e.outcome IS NULL`;
   const ends = sql`tasks.on_dependency_failure IN ('fail', 'cancel')`;
-  const ids = sql`(SELECT j.value->>0 FROM json_each(${json}) AS j)`;
-  const outcome = (table: string) =>
-    sql`(SELECT j.value->>1 FROM json_each(${json}) AS j WHERE j.value->>0 = ${sql.raw(table)}.dependency)`;
   // Steps 2 and 3 end dependents of a failed task only: a write that finished none but completed (a worker's
   // acks) sends neither — two statements fewer in its batch, each a D1 statement's overhead.
   const failed = finished.some((f) => f.state !== "completed");
@@ -116,8 +113,10 @@ export function settleDependentsSql(finished: FinishedTask[], now: number, pack:
   return [
     counted,
     ...(failed ? ended : []),
-    sql`UPDATE task_edges SET outcome = ${outcome("task_edges")} WHERE outcome IS NULL AND dependency IN ${ids}`,
-    sql`UPDATE remote_edges SET outcome = ${outcome("remote_edges")}, finished_at = ${now}
-      WHERE outcome IS NULL AND dependency IN ${ids}`,
+    // Joined to the list (`fin`), sent once per statement: an ack of 100 sends it twice fewer.
+    sql`WITH ${fin} UPDATE task_edges SET outcome = f.state FROM fin f
+      WHERE task_edges.dependency = f.id AND task_edges.outcome IS NULL`,
+    sql`WITH ${fin} UPDATE remote_edges SET outcome = f.state, finished_at = ${now} FROM fin f
+      WHERE remote_edges.dependency = f.id AND remote_edges.outcome IS NULL`,
   ];
 }
