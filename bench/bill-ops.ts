@@ -43,6 +43,10 @@ export interface BillRequest {
    * finds nothing past retention), and the bytes kept are the generation's (a queue's rows over its retention).
    */
   reuse?: boolean;
+  /** With `reuse`: the generation before is that many other queues' (one task a call, in turn), and the
+   * workload's queue is new — a queue begun in a database whose other queues ran past their retention, each
+   * enqueue of one reusing another queue's row. */
+  reuseOthers?: number;
   /**
    * Producers that enqueue one task each: each round's `batch` tasks are `batch` concurrent single-task
    * enqueues through one edgeq/client with this linger (0: each its own request), instead of one call of
@@ -171,7 +175,10 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
   for (const k of Object.keys(objectCalls)) delete objectCalls[k];
   meter.reset();
   resetObjectUsage();
-  const generation = req.reuse ? await finishedGeneration(env, req.queue, req.tasks, retentionS) : null;
+  const generationQueues = req.reuseOthers
+    ? Array.from({ length: req.reuseOthers }, (_, k) => `${req.queue}-before-${k}`)
+    : [req.queue];
+  const generation = req.reuse ? await finishedGeneration(env, generationQueues, req.tasks, retentionS) : null;
   const sizeBefore = await sizeOf(env.DB);
   // The cron tick runs the counter fold every minute in production, so its cursor sits a minute or so behind:
   // placed here (a no-op once placed), as it would be, so the workload's tasks keep their counts in their rows.
@@ -288,11 +295,12 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
 /**
  * The generation before a workload on a queue that has run longer than its retention: `n` tasks enqueued one
  * a call, leased and completed, as rows (the row store's calls), an hour past the retention ago — what a queue's
- * reused rows are in production. Returns their ids and the bytes they take.
+ * reused rows are in production. Several `queues`: the tasks go to each in turn, their rows interleaved as
+ * queues sharing a database lay theirs. Returns their ids and the bytes they take.
  */
 async function finishedGeneration(
   env: Env,
-  queue: string,
+  queues: string[],
   n: number,
   retentionS: number,
 ): Promise<{ ids: string[]; bytes: number }> {
@@ -303,13 +311,20 @@ async function finishedGeneration(
   for (let at = 0; at < n; at += MAX_BATCH) {
     const tasks = Array.from({ length: Math.min(MAX_BATCH, n - at) }, (_, i) => ({ payload: { i: at + i } }));
     // One call each, as the workload's producer enqueues: rows laid out as its are.
-    const made = (await Promise.all(tasks.map((t) => store.enqueueTasks(queue, [t], then)))).flatMap((m) => m.tasks);
-    const leased = await store.leaseTasks({ queue, max: tasks.length, visibilityTimeoutS: 30, holder: "before" }, then);
-    const done = await store.completeTasks(
-      leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
-      then + 1,
+    const queueOf = (i: number) => queues[(at + i) % queues.length]!;
+    const made = (await Promise.all(tasks.map((t, i) => store.enqueueTasks(queueOf(i), [t], then)))).flatMap(
+      (m) => m.tasks,
     );
-    if (done.length !== tasks.length || !done.every((o) => o.ok)) throw new Error("bill: the generation before");
+    for (const queue of queues) {
+      const mine = tasks.filter((_, i) => queueOf(i) === queue).length;
+      if (mine === 0) continue;
+      const leased = await store.leaseTasks({ queue, max: mine, visibilityTimeoutS: 30, holder: "before" }, then);
+      const done = await store.completeTasks(
+        leased.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+        then + 1,
+      );
+      if (done.length !== mine || !done.every((o) => o.ok)) throw new Error("bill: the generation before");
+    }
     ids.push(...made.map((t) => t.id));
   }
   // Below the counter fold's cursor, so counted on their paths: a row kept in production still holds the

@@ -71,7 +71,7 @@ export function billReportSection(outcome: Outcome<BillSection> | undefined, com
     const same = (r: BillSection["rows"][number]) => r.batch === o.batch && r.heartbeats === o.heartbeats;
     const mine = section.rows.find((r) => same(r) && r.beat === "each" && !r.carry && !r.reuse);
     const carried = section.rows.find((r) => same(r) && r.carry && !r.reuse);
-    const reused = section.rows.find((r) => same(r) && r.carry && r.reuse);
+    const reused = section.rows.find((r) => same(r) && r.carry && r.reuse && !r.reuseOthers);
     const batched = section.rows.find(
       (r) => r.batch === o.batch && r.heartbeats === o.heartbeats && r.beat === "batch",
     );

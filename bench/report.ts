@@ -538,12 +538,16 @@ function summary(r: BenchResults): string[] {
   const bill = r.bill?.value;
   const whole = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.workload === "successful" && x.batch === batch));
   const carried = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.carry && !x.reuse && x.batch === batch));
-  const reused = bill?.rows.find((x) => x.carry && x.reuse && x.batch === 1);
+  const reused = bill?.rows.find((x) => x.carry && x.reuse && !x.reuseOthers && x.batch === 1);
+  const besideOthers = bill?.rows.find((x) => x.reuseOthers);
   if (whole.every((w) => w !== undefined)) {
     const carrying = carried.every((w) => w !== undefined)
       ? `; with each ack carrying the next lease (as the SDK's and CLI's workers ack) ${carried.map((w) => money(w.dollars.total)).join(" / ")}` +
         (reused
-          ? `, and ${money(reused.dollars.total)} at batch 1 on a queue past its retention (each enqueue of one reuses a row)`
+          ? `, and ${money(reused.dollars.total)} at batch 1 on a queue past its retention (each enqueue of one reuses a row)` +
+            (besideOthers
+              ? ` or on a new queue beside ${besideOthers.reuseOthers} queues past theirs (${money(besideOthers.dollars.total)}: it reuses their rows)`
+              : "")
           : "")
       : "";
     lines.push(

@@ -12,6 +12,9 @@ import { percentile } from "./stats";
 import { startWorkerdBench } from "./workerd-host";
 
 /** A 2-minute task beating every 20 s: 6 heartbeats while held. */
+/** Queues whose rows the new queue's workload reuses: 8, interleaved as queues sharing a database lay theirs. */
+const REUSE_OTHERS = 8;
+
 export const HEARTBEAT_TASK = { runS: 120, everyS: 20, beats: 6 };
 
 export interface BillRow {
@@ -23,6 +26,8 @@ export interface BillRow {
   carry?: boolean;
   /** The queue had run past its retention: each enqueue of one reused a row (BillRequest.reuse). */
   reuse?: boolean;
+  /** The rows reused were that many other queues' (BillRequest.reuseOthers). */
+  reuseOthers?: number;
   retentionS: number;
   /** Per task. */
   workerRequests: number;
@@ -143,6 +148,16 @@ export async function runBillSection(
         reuse: true,
         ...(carry ? { carry: true } : {}),
       })),
+      // A new queue in a database whose other queues ran past their retention: it reuses their rows.
+      {
+        workload: `successful, a new queue beside ${REUSE_OTHERS} queues past their retention: each enqueue of one reuses another queue's row, each ack carrying the next lease`,
+        batch: 1,
+        heartbeats: 0,
+        beat: "each" as const,
+        reuse: true,
+        reuseOthers: REUSE_OTHERS,
+        carry: true,
+      },
       ...[1, 10, 100].map((batch) => ({
         workload: "successful, queue keeps no completed task (retention_s 0)",
         batch,
@@ -188,6 +203,7 @@ export async function runBillSection(
         ...(w.config ? { config: w.config } : {}),
         ...(w.carry ? { carry: true } : {}),
         ...(w.reuse ? { reuse: true } : {}),
+        ...(w.reuseOthers ? { reuseOthers: w.reuseOthers } : {}),
         ...(w.producers ? { producers: w.producers } : {}),
       });
       if (counts.objects.constructed === 0) throw new Error("bill: no Durable Object reported in (meter not shared)");
@@ -200,6 +216,7 @@ export async function runBillSection(
         beat: w.beat,
         ...(w.carry ? { carry: true } : {}),
         ...(w.reuse ? { reuse: true } : {}),
+        ...(w.reuseOthers ? { reuseOthers: w.reuseOthers } : {}),
         retentionS: counts.retentionS,
         ...perTask,
         objectCalls: Object.fromEntries(Object.entries(counts.objectCalls).map(([k, v]) => [k, v / tasks])),

@@ -15,16 +15,18 @@ import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
  * never comes: a queue that keeps enqueueing writes 4 rows a task, not 5. Where there is no such row the
  * insert runs as before, in the same batch (its `ON CONFLICT DO NOTHING` skips the id the reuse took).
  *
- * Which row: the first, of the next REUSE_WALK rows in id order, that is the same queue's and that the
- * prune would delete now — finished past its queue's retention, its counter events folded (src/engine/purge.ts
- * `pastRetentionSql`) — and that nothing else still names: no dependencies of its own and no edge to a
+ * Which row: the first, of the next REUSE_WALK rows in id order, that the prune would delete now — finished
+ * past its own queue's retention, its counter events folded (src/engine/purge.ts `pastRetentionSql`) — and
+ * that nothing else still names: no dependencies of its own and no edge to a
  * dependent, here or on another database (the prune deletes those edges with their tasks; a reused row would
  * leave them for no one). The walk begins at the retention prune's cursor (`sweep_cursors`), or a day below
  * the queue's retention start where the cursor rests further down (REUSE_HORIZON_MS): the rows the prune goes
  * through next, so the two share the work, and what one takes the other never sees. A task past its
  * retention is gone for a client whichever of the two took it (`404` by its id, out of lists and counts).
- * Only the queue's own rows: a queue's traffic never touches another's (a tenant's, one being moved), at the
- * price of fewer rows found where many queues share a database.
+ * Any queue's row: where many queues share a database, a queue's own rows are a few of the 16 (a new queue
+ * has none), and all of them are the prune's alike. Nothing of the old task is left in it (every column is
+ * set, a test compares them with an insert's), and it leaves under its old id, as the prune's delete would:
+ * a move copying or deleting that id (src/engine/transit.ts) finds what it finds after a prune.
  *
  * Only a task the call made its own id for (a client's id may be another task's), without a unique key or
  * dependencies, in a call of one: the insert path of everything else is unchanged. `UPDATE OR IGNORE`: a
@@ -93,11 +95,13 @@ export function reuseRowSql(queue: string, row: InsertRow, now: number, guard: S
  * whole walk, would read its 16 rows there and find none, for every enqueue. */
 export const REUSE_HORIZON_MS = 86_400_000;
 
-/** The id of the first row of the walk a reuse by `queue` may take, or null. The walk ends below the ids
- * of tasks created since the queue's retention began (none of them can be past it: a task finishes after it
- * is created), so a queue younger than its retention reads nothing here; it begins at the prune's cursor, or
- * REUSE_HORIZON_MS below that start where the cursor is further down (a queue of `retention_s: 0` keeps its
- * dead tasks for the default retention: the horizon is below that). */
+/** The id of the first row of the walk a reuse by `queue` may take, or null. The enqueuing queue's retention
+ * places the walk: it ends below the ids of tasks created since that retention began (a task of a queue
+ * keeping its tasks as long cannot be past it above: a task finishes after it is created), and begins at the
+ * prune's cursor, or REUSE_HORIZON_MS below that start where the cursor is further down (a queue of
+ * `retention_s: 0` keeps its dead tasks for the default retention: the horizon is below that). Each row is
+ * judged by its own queue's retention (`pastRetentionSql`): a longer-keeping queue's rows are passed over; a
+ * shorter-keeping one's past retention lie further up, where that queue's own enqueues walk. */
 function reusableSql(queue: string, now: number): SQL {
   const cursor = sql`coalesce((SELECT position FROM sweep_cursors WHERE name = ${PRUNE_CURSOR}), '')`;
   const stored = sql`(SELECT retention_s FROM queues WHERE name = ${queue})`;
@@ -108,7 +112,7 @@ function reusableSql(queue: string, now: number): SQL {
   const from = sql`max(${cursor}, ${idLowerBoundSql(sql`${now} - 1000 * ${kept} - ${REUSE_HORIZON_MS}`)})`;
   return sql`SELECT d.id FROM (SELECT id, queue, state, finished_at, uncounted, depends_on FROM tasks
       WHERE id > ${from} AND id < ${below} ORDER BY id LIMIT ${REUSE_WALK}) AS d
-    WHERE d.queue = ${queue} AND ${pastRetentionSql(sql`d`, now)} AND d.depends_on IS NULL
+    WHERE ${pastRetentionSql(sql`d`, now)} AND d.depends_on IS NULL
       AND NOT EXISTS (SELECT 1 FROM task_edges e WHERE e.dependency = d.id)
       AND NOT EXISTS (SELECT 1 FROM remote_edges r WHERE r.dependency = d.id)
     LIMIT 1`;

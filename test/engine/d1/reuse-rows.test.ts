@@ -129,19 +129,40 @@ describe("an enqueue of one task reuses a row past its retention", () => {
     for (let i = 0; i < 20; i++) if (!(await store.foldCountersInRows(T0 + 180_000)).more) break;
     expect(await store.findTaskState(dead)).toBe("dead");
 
-    // Past the retention of both: neither is taken (the prune deletes them, and their edge with them).
+    // Two days on, the queue keeping no completed task still keeps its dead one.
+    await store.enqueueTasks(r0, [{ payload: "new" }], T0 + 2 * DAY_MS);
+    expect(await store.findTaskState(dead)).toBe("dead");
+
+    // Past the retention of all three: the dependency and the dependent are not taken (the prune deletes them,
+    // and their edge with them); the dead task is, by the other queue's enqueue (a row of any queue).
     const { store: metered, written, reset } = measured();
     reset();
-    await metered.enqueueTasks(queue, [{ payload: "new" }], LATER);
+    const [made] = (await metered.enqueueTasks(queue, [{ payload: "new" }], LATER)).tasks;
     expect(written()).toBe(2);
     expect(await store.findTaskState(dependency!)).toBe("completed");
     expect(await store.findTaskState(dependent)).toBe("completed");
-    // Two days on, the queue's completed tasks are past its retention, its dead one is not.
-    await store.enqueueTasks(r0, [{ payload: "new" }], T0 + 2 * DAY_MS);
-    expect(await store.findTaskState(dead)).toBe("dead");
-    // Past the default retention, it is.
-    await store.enqueueTasks(r0, [{ payload: "newer" }], LATER);
     expect(await store.findTaskState(dead)).toBeNull();
+    expect(await columnsOf(made!.id)).toMatchObject({ queue, state: "pending", payload: '"new"' });
+  });
+
+  it("takes another queue's row past that queue's retention (a new queue beside old ones), never one its own queue still keeps", async () => {
+    const { store, written, reset } = measured();
+    // A queue keeping its tasks 30 days, and one keeping them the default 7, both finished at T0.
+    const long = uniqueQueue("reuse-long");
+    await store.putQueueConfig(long, { retention_s: 30 * 86_400 }, T0, PROCESSORS);
+    const [keptLong] = await finishedAtT0(store, long, 1);
+    const [old] = await finishedAtT0(store, uniqueQueue("reuse-old"), 1);
+    // A new queue's first enqueue, past the default retention of those: it takes the row of the second, now a
+    // task of its own in every column; the first is 30 days' and stays.
+    const fresh = uniqueQueue("reuse-fresh");
+    reset();
+    const [made] = (await store.enqueueTasks(fresh, [{ payload: { n: 1 }, type: "kind" }], LATER)).tasks;
+    expect(written()).toBe(2);
+    expect(await store.findTaskState(old!)).toBeNull();
+    expect(await store.findTaskState(keptLong!)).toBe("completed");
+    const id = monotonicFactory()(LATER);
+    const twin = (await store.enqueueTasks(fresh, [{ payload: { n: 1 }, type: "kind", id }], LATER)).tasks[0]!;
+    expect(await columnsOf(made!.id)).toEqual(await columnsOf(twin.id));
   });
 
   it("rows the prune keeps at the bottom of the table (live tasks delayed a month) do not stop it: its walk begins a day below the retention's start", async () => {
