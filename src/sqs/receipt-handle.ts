@@ -38,7 +38,8 @@ export function decodeReceiptHandle(handle: unknown): { id: string; leaseToken: 
   } catch {
     throw invalid;
   }
-  const match = /^v1:([0-9A-Za-z]{26}):([0-9a-f]{32})$/.exec(text);
+  // A token: 128 random bits in hex, and for a task in a pack its slot's two characters (packs/slot-rules.ts).
+  const match = /^v1:([0-9A-Za-z]{26}):([0-9a-f]{32}(?:[0-9A-Z]{2})?)$/.exec(text);
   if (!match) throw invalid;
   return { id: match[1]!, leaseToken: match[2]! };
 }

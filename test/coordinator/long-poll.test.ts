@@ -42,7 +42,7 @@ describe("long-poll lease through the coordinator", () => {
 
     expect(leased.map((t) => t.id)).toEqual([id]);
     expect(leased[0]).toMatchObject({ state: "processing", attempts: 1, leaseHolder: "w1" });
-    expect(leased[0]!.leaseToken).toMatch(/^[0-9a-f]{32}$/);
+    expect(leased[0]!.leaseToken).toMatch(/^[0-9a-f]{32}(?:[0-9A-Z]{2})?$/);
     const stored = await row(id!);
     expect(stored).toMatchObject({ state: "processing", attempts: 1, leaseToken: leased[0]!.leaseToken });
     expect(stored.leaseExpiresAt).toBeGreaterThan(Date.now());

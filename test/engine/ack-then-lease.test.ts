@@ -34,7 +34,7 @@ describeStore(
       expect(leased.map((t) => t.id)).toEqual(ids.slice(2));
       for (const t of leased) {
         expect(JSON.parse(t.view)).toMatchObject({ id: t.id, state: "processing", lease_holder: "w2", attempts: 1 });
-        expect(t.leaseToken).toMatch(/^[0-9a-f]{32}$/);
+        expect(t.leaseToken).toMatch(/^[0-9a-f]{32}(?:[0-9A-Z]{2})?$/);
       }
       expect(JSON.parse((await row(ids[0]!)).result!)).toEqual({ k: 0 });
       expect((await row(ids[2]!)).leaseExpiresAt).toBe(T0 + 1 + VT_MS);

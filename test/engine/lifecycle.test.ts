@@ -28,7 +28,7 @@ describeStore(
         leaseHolder: "w1",
         leaseExpiresAt: T0 + 1 + 30_000,
       });
-      expect(leased!.leaseToken).toMatch(/^[0-9a-f]{32}$/);
+      expect(leased!.leaseToken).toMatch(/^[0-9a-f]{32}(?:[0-9A-Z]{2})?$/);
 
       const [outcome] = await store().completeTasks(
         [{ id, leaseToken: leased!.leaseToken!, result: { ok: true } }],

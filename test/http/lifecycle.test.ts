@@ -65,7 +65,7 @@ describe("quick start over HTTP", () => {
       lease_holder: "worker-1",
       payload: { to: "a@example.com" },
     });
-    expect(leased!.lease_token).toMatch(/^[0-9a-f]{32}$/);
+    expect(leased!.lease_token).toMatch(/^[0-9a-f]{32}(?:[0-9A-Z]{2})?$/);
     for (const key of ["run_at", "created_at", "updated_at", "started_at"] as const) expect(leased![key]).toMatch(ISO);
     const timeoutMs = DEFAULT_QUEUE_CONFIG.visibility_timeout_s * 1000;
     expectTimeWithin(leased!.lease_expires_at, leasedAt + timeoutMs, leasedBy + timeoutMs);

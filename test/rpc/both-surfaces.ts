@@ -69,7 +69,7 @@ export async function overRpc(surface: Surface, params: Record<string, string>, 
 
 /** Lease tokens and ids this test did not name (new tasks, children) are numbered in order of appearance. */
 const ID = /\b[0-9A-HJKMNP-TV-Z]{26}\b/g;
-const TOKEN = /\b[0-9a-f]{32}\b/g;
+const TOKEN = /\b[0-9a-f]{32}(?:[0-9A-Z]{2})?\b/g;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** Two surfaces' times match within this: times they derive from their call's clock (delays, lease

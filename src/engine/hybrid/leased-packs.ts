@@ -86,7 +86,7 @@ export function leasedPacks(): LeasedPacks {
         if (pack === undefined) decoded.set(place.pack, (pack = decodePack(mine.row)));
         const slot = pack.slots[place.slot];
         if (!slot || !holdsTask(slot) || slotId(pack, place.slot) !== id) return null;
-        if (slot.body.cr === 1 || !fenceHolds(slot, leaseToken, now)) return null;
+        if (slot.body.cr === 1 || !fenceHolds(slot, place.slot, leaseToken, now)) return null;
         if (queue !== undefined && pack.queue !== queue) return null;
         const hint = packsFirstHint(pack.queue);
         if (!hint) return null;

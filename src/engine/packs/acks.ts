@@ -10,7 +10,7 @@ import { commitGuarded, withRetries, type ReadSet } from "./pack-commit";
 import { holderPackWrites, readSlot, splicesPack, type SlotRead } from "./slot-splice";
 import type { Pack } from "./pack-row";
 import { packHasEdgesSql } from "./settle-dependents";
-import { fenceHolds, isLive, slotRunAt, slotState } from "./slot-rules";
+import { fenceHolds, isLive, slotRunAt, slotState, slotToken } from "./slot-rules";
 
 /**
  * The holder's batch writes over packs (completeTasks, failTasks, releaseTasks, extendLeases), with the
@@ -74,14 +74,14 @@ export async function applyPackWrites(
         const what = scope.queue === undefined ? `task ${item.id}` : `task ${item.id} in queue ${scope.queue}`;
         return { id: item.id, ok: false, error: new NotFoundError(what) };
       }
-      if (fenceHolds(at.slot, item.leaseToken, now)) {
+      if (fenceHolds(at.slot, at.k, item.leaseToken, now)) {
         heldAt[k] = at;
         heldOf.set(at.pack, (heldOf.get(at.pack) ?? 0) + 1);
         return "changed";
       }
       const lease = at.slot.lease;
       const kind = writeOf(k).kind;
-      if (kind !== "extend" && lease?.w === kind && lease.k === item.leaseToken) {
+      if (kind !== "extend" && lease?.w === kind && slotToken(lease, at.k) === item.leaseToken) {
         return okOutcome(item.id, at, writeOf(k), true);
       }
       return { id: item.id, ok: false, error: new LeaseLostError(item.id) };

@@ -6,7 +6,7 @@ import type { ReturnedTask } from "../return-undelivered";
 import { locateTasks, type Located } from "./locate";
 import { commitGuarded, packWriteSql, withRetries } from "./pack-commit";
 import { slotId, type Pack } from "./pack-row";
-import { slotRunAt } from "./slot-rules";
+import { slotRunAt, slotToken } from "./slot-rules";
 
 /**
  * The port's HandOutWrites over packs (src/engine/store-writes.ts), with the D1 store's answers
@@ -26,7 +26,12 @@ function unclaimedUnder(at: Located, token: string, now: number): boolean {
   const { slot } = at;
   const lease = slot.lease;
   return (
-    slot.st === "r" && lease !== null && lease.k === token && slot.body.cr !== 1 && lease.c !== null && lease.c > now
+    slot.st === "r" &&
+    lease !== null &&
+    slotToken(lease, at.k) === token &&
+    slot.body.cr !== 1 &&
+    lease.c !== null &&
+    lease.c > now
   );
 }
 
@@ -109,7 +114,7 @@ export async function endPackClaimWindows(
         id: slotId(at.pack, at.k),
         queue: at.pack.queue,
         run_at: slotRunAt(at.pack, at.slot),
-        lease_token: lease.k,
+        lease_token: slotToken(lease, at.k),
       };
     }),
   );

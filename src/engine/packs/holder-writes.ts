@@ -282,6 +282,6 @@ async function fencedSlotForWrite(db: Db, id: string, token: string, now: number
 
 function fenced(at: Located | undefined, id: string, token: string, now: number): Located {
   if (!at) throw new NotFoundError(`task ${id}`);
-  if (!fenceHolds(at.slot, token, now)) throw new LeaseLostError(id);
+  if (!fenceHolds(at.slot, at.k, token, now)) throw new LeaseLostError(id);
   return at;
 }

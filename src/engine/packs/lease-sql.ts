@@ -17,8 +17,9 @@ import type { SlotConfig } from "./slot-rules";
  * there with the JavaScript rules (lease.ts), so the lease order is kept.
  *
  * What it writes is what the JavaScript lease writes for the same slots, as decoded (pack-row.ts; the test
- * test/engine/packs/lease-sql.test.ts holds the two equal): each slot `r`, its attempts + 1, a lease entry of
- * its own (fresh token, appended to `leases`) — its body's `st` if unset and `u` are that entry's time, not
+ * test/engine/packs/lease-sql.test.ts holds the two equal): each slot `r`, its attempts + 1, pointing at the
+ * lease entry appended to `leases` for the slots it took from the pack (one per pack: a fresh token, each slot's
+ * own being that and its slot characters) — its body's `st` if unset and `u` are that entry's time, not
  * written (pack-row.ts `leaseTimes`); and the pack's `ready`, `live`, `rare_at`, `next_at` as
  * `packFigures` derives them from the slots: `ready`, `live` counted from the new `st`; `rare_at` the
  * earlier of the pack's (its other slots are unchanged) and the slots' leasable time once leased
@@ -31,7 +32,7 @@ import type { SlotConfig } from "./slot-rules";
 export interface PlainLease {
   queue: string;
   max: number;
-  /** One fresh token per slot it may take, in the order it takes them. */
+  /** One fresh token per pack it may take from, in lease order (`max` of them: it takes from at most `max`). */
   tokens: string[];
   expires: number;
   claim: number | null;
@@ -140,14 +141,15 @@ function lapsesJson(o: PlainLease): string {
 }
 
 /** Hex characters of a lease token (128 random bits: lease.ts `newTokens`): every token one width, so every
- * lease entry of one lease is one width too, and a pack's entries are cut from them all by position. */
+ * lease entry of one lease is one width too, and a pack's entry is cut from them all by position. */
 export const TOKEN_HEX = 32;
 
 /**
  * The lease UPDATE, returning the packs as written. Per pack, `walk` takes its first `take` `p` slots in slot
- * order, splicing each one's attempts (`at`) and lease pointer (`lk`: its new entry's index); the pack's new lease
- * entries (`ents`) are one cut of all of this lease's entries as JSON text handed in (one width each: the fixed
- * part and a token), from the first of the slots it takes, as many as it took; `mna` is the
+ * order, splicing each one's attempts (`at`) and lease pointer (`lk`: the pack's new entry's index); the pack's new
+ * lease entry (`ents`: one for all the slots it took, `s`: each slot's token is the entry's and the slot's
+ * characters, slot-rules.ts `slotToken`) is cut from all of this lease's entries as JSON text handed in (one width
+ * each: the fixed part and a token), the one of the pack's rank in lease order; `mna` is the
  * fewest attempts a taken slot now has below max_attempts. The walk visits each position once, so the pack's
  * new `st` is its stored one with every `p` up to the last taken position `r` — all of them were taken.
  * The pack's `rare_at` becomes the earlier of its own and the taken slots' leasable time: the claim, or the lapse
@@ -158,10 +160,10 @@ export const TOKEN_HEX = 32;
 function updateSql(o: PlainLease): SQL {
   const now = o.now;
   if (o.tokens.some((t) => t.length !== TOKEN_HEX)) throw new Error(`lease tokens must be ${TOKEN_HEX} hex characters`);
-  // Every entry of this lease is its fixed part and a token, so all are one width: a pack's entries are one cut of
-  // them all (those of the slots taken before it skipped), not text grown a slot at a time (copied per step).
+  // Every entry of this lease is its fixed part and a token, so all are one width: a pack's entry is cut from them
+  // all at its rank, not text built per pack in SQL.
   const head = `${JSON.stringify({ e: o.expires, c: o.claim, h: o.holder, v: o.vtS, t: o.now }).slice(0, -1)},"k":"`;
-  const entries = o.tokens.map((token) => `,${head}${token}","x":0}`);
+  const entries = o.tokens.map((token) => `,${head}${token}","s":1,"x":0}`);
   const width = entries[0]?.length ?? 0;
   const splice = (col: SQL, text: SQL): SQL =>
     sql`substr(${col}, 1, ${NEXT_K} - 1) || ${text} || substr(${col}, ${NEXT_K} + 1)`;
@@ -174,16 +176,16 @@ function updateSql(o: PlainLease): SQL {
           json_extract(${lapses}, '$[#-1]')) END`;
   const ready = readyCountSql(sql`l.st`);
   return sql`WITH RECURSIVE ${quotaSql(o)},
-    walk(pid, j, k, take, g0, nl, ma, rare_at, run_at, st, at, lk, mna) AS (
-      SELECT pid, 0, 0, take, before, nl, max_attempts, rare_at, run_at, st, at, lk, NULL FROM quota
+    walk(pid, j, k, take, rk, nl, ma, rare_at, run_at, st, at, lk, mna) AS (
+      SELECT pid, 0, 0, take, rk, nl, max_attempts, rare_at, run_at, st, at, lk, NULL FROM quota
       UNION ALL
-      SELECT w.pid, w.j + 1, ${NEXT_K}, w.take, w.g0, w.nl, w.ma, w.rare_at, w.run_at, w.st,
-        ${splice(sql`w.at`, sql`char(48 + ${na})`)}, ${splice(sql`w.lk`, sql`char(48 + w.nl + w.j)`)},
+      SELECT w.pid, w.j + 1, ${NEXT_K}, w.take, w.rk, w.nl, w.ma, w.rare_at, w.run_at, w.st,
+        ${splice(sql`w.at`, sql`char(48 + ${na})`)}, ${splice(sql`w.lk`, sql`char(48 + w.nl)`)},
         CASE WHEN ${na} < w.ma THEN min(coalesce(w.mna, ${na}), ${na}) ELSE w.mna END
       FROM walk w WHERE ${MORE}
     ),
     last AS (SELECT pid, replace(substr(st, 1, k), 'p', 'r') || substr(st, k + 1) AS st, at, lk,
-        substr(${entries.join("")}, g0 * ${width} + 1, j * ${width}) AS ents, mna, rare_at, run_at, j
+        substr(${entries.join("")}, (rk - 1) * ${width} + 1, ${width}) AS ents, mna, rare_at, run_at, j
       FROM walk WHERE j = take OR instr(substr(st, k + 1), 'p') = 0),
     f AS MATERIALIZED (
       SELECT l.*, ${ready} AS ready, ${liveCountSql(sql`l.st`)} AS live,

@@ -118,12 +118,15 @@ async function leaseByRules(db: Db, request: LeaseRequest, config: QueueConfig, 
     const touched: Pack[] = [];
     for (const pack of packs) {
       if (leased.length >= request.max) break;
-      const entry: Omit<LeaseEntry, "k"> = {
+      // One token for the slots taken from this pack, each slot's its own with its slot characters (`s`).
+      const entry: Omit<LeaseEntry, "x"> = {
         e: expires,
         c: request.provisional ? Math.min(now + CLAIM_WINDOW_S * 1000, expires) : null,
         h: request.holder,
         v: vtS,
         t: now,
+        k: newToken(),
+        s: 1,
       };
       let took = false;
       pack.slots.forEach((slot, k) => {
@@ -141,11 +144,11 @@ async function leaseByRules(db: Db, request: LeaseRequest, config: QueueConfig, 
             kind: "lease_expired",
           });
           slot.a++;
-          slot.lease = { ...entry, k: newToken(), x: 1 };
+          slot.lease = { ...entry, x: 1 };
           events.push({ ...base, counter: "failed" });
         } else {
           if (slot.st !== "r") slot.a++; // an unclaimed provisional lease is taken over with its attempt refunded
-          slot.lease = { ...entry, k: newToken(), x: 0 };
+          slot.lease = { ...entry, x: 0 };
         }
         slot.st = "r";
         slot.body.st ??= now;
@@ -231,7 +234,7 @@ function newTokens(count: number): string[] {
   return tokens;
 }
 
-/** One lease token (the JavaScript lease's, one per slot it takes). */
+/** One lease token (the JavaScript lease's, one per pack it takes from). */
 function newToken(): string {
   return newTokens(1)[0]!;
 }

@@ -12,6 +12,10 @@ export interface LeaseEntry {
   t: number;
   /** 1: this lease took the slot over from an expired one. */
   x?: number;
+  /** 1: one entry for every slot a lease took from this pack (stored once: pack-row.ts), each slot's token `k`
+   * and its own two slot characters (slot-rules.ts `slotToken`); absent: the entry's token is `k` itself, one
+   * entry per slot, as packs leased before 2026-11-28 hold them. */
+  s?: 1;
   /** Ended at (ms), and by which ack (a repeat of that ack with this token is recognised). */
   f?: number;
   w?: AckKind;

@@ -2,6 +2,7 @@ import { BACKOFF_JITTER } from "../../contracts/limits";
 import type { TaskState } from "../../contracts/states";
 import type { QueueConfig } from "../queue-config";
 import { backoffBoundsMs } from "../retry-policy";
+import { slotChars } from "./pack-ids";
 import type { LeaseEntry, Pack, Slot, SlotChar } from "./pack-types";
 
 /**
@@ -92,7 +93,16 @@ export function leasableAt(pack: Pack, slot: Slot, config: SlotConfig): number |
   return null;
 }
 
-/** The holder's fence (`leaseFenceSql`): processing, under this very token, the lease not expired. */
-export function fenceHolds(slot: Slot, token: string, now: number): slot is Slot & { lease: LeaseEntry } {
-  return slot.st === "r" && slot.lease !== null && slot.lease.k === token && slot.lease.e > now;
+/**
+ * The token of slot `k` under `lease`, as its holder was given it: a shared entry's (`s`) token and the slot's two
+ * characters — one entry serves every slot a lease took from the pack, so a lease of 100 appends one entry to
+ * `leases`, not 100, and each task still has a token of its own — else the entry's token itself.
+ */
+export function slotToken(lease: LeaseEntry, k: number): string {
+  return lease.s === 1 ? lease.k + slotChars(k) : lease.k;
+}
+
+/** The holder's fence (`leaseFenceSql`): slot `k` processing, under this very token, the lease not expired. */
+export function fenceHolds(slot: Slot, k: number, token: string, now: number): slot is Slot & { lease: LeaseEntry } {
+  return slot.st === "r" && slot.lease !== null && slotToken(slot.lease, k) === token && slot.lease.e > now;
 }

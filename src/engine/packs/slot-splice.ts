@@ -99,8 +99,8 @@ function balanced(terms: SQL[], op: string): SQL {
 /**
  * The guard of the spliced packs, a condition of the batch's guard (pack-commit.ts `guardSql`): each pack
  * there, with room in `slots` under PACK_ROW_BUDGET for what the write adds, and each held slot of it as read
- * — processing, its attempts and lease pointer as read, the pointer its own (no other slot's), its entry and
- * its body without the payload equal to what was read. One primary-key probe per pack (its slots' checks a
+ * — processing, its attempts and lease pointer as read, the entry it points at (its own, or shared by the slots
+ * of one lease) and its body without the payload equal to what was read. One primary-key probe per pack (its slots' checks a
  * walk of its list of reads): rows read in proportion to the packs, not the slots. One text whatever it checks.
  */
 function guardConditionSql(spliced: Array<{ pack: Pack; reads: SlotRead[]; growth: number }>): SQL {
@@ -124,7 +124,6 @@ function guardConditionSql(spliced: Array<{ pack: Pack; reads: SlotRead[]; growt
         AND (SELECT count(*) FROM json_each(g.value -> 's') AS r
           WHERE substr(p.st, ${k} + 1, 1) = 'r' AND unicode(substr(p.at, ${k} + 1, 1)) = r.value ->> 'a'
             AND unicode(substr(p.lk, ${k} + 1, 1)) = ${l}
-            AND instr(substr(p.lk, 1, ${k}) || ' ' || substr(p.lk, ${k} + 2), char(${l})) = 0
             AND p.leases -> ('$[' || (${l} - 48) || ']') = r.value -> 'e'
             AND json_remove(p.slots -> ('$[' || ${k} || ']'), '$.b') = r.value -> 'o'
         ) = json_array_length(g.value -> 's')) = ${spliced.length}`;
@@ -174,12 +173,14 @@ function figuresSql(): SQL {
 }
 
 /** `col` with the characters at the list's positions `k` (ascending, `n` of them) replaced by its characters
- * `field` (a character code): one `substr` per piece, its bounds read from the list. */
-function spliceChars(col: SQL, n: number, field: string): SQL {
+ * `field` (a character code), or the code `code(m)` gives the m-th: one `substr` per piece, its bounds read from
+ * the list. */
+function spliceChars(col: SQL, n: number, field: string | ((m: number) => SQL)): SQL {
   const parts: SQL[] = [];
   for (let m = 0; m < n; m++) {
     const from = m === 0 ? sql`1` : sql`(${item(m - 1, "k")} + 2)`;
-    parts.push(sql`substr(${col}, ${from}, ${item(m, "k")} + 1 - ${from})`, sql`char(${item(m, field)})`);
+    const code = typeof field === "string" ? item(m, field) : field(m);
+    parts.push(sql`substr(${col}, ${from}, ${item(m, "k")} + 1 - ${from})`, sql`char(${code})`);
   }
   parts.push(sql`substr(${col}, ${item(n - 1, "k")} + 2)`);
   return balanced(parts, "||");
@@ -190,7 +191,7 @@ function spliceChars(col: SQL, n: number, field: string): SQL {
  * at write time, then the settlement of dependents of the slots it finished (settle-dependents.ts), as the
  * whole write. `finished_at` is set when no slot is left live (the CHECK live > 0 = finished_at IS NULL).
  * Each slot of the bound list: its position `k`, its new state and attempts characters' codes `s`, `a`, its
- * lease entry's index `l` and new entry `e`, its new body without the payload `n`.
+ * new lease entry `e` (appended, the slot's pointer moved to it), its new body without the payload `n`.
  */
 function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: number): SQL[] {
   const sorted = [...reads].sort((x, y) => x.k - y.k);
@@ -201,7 +202,6 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
         k: r.k,
         s: slot.st.charCodeAt(0),
         a: 48 + slot.a,
-        l: r.lk.charCodeAt(0) - 48,
         e: slot.lease,
         n: withoutPayload(slot.body),
       };
@@ -211,11 +211,15 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
   const n = sorted.length;
   const indexes = Array.from({ length: n }, (_, m) => m);
   const path = (m: number, f: string, rest = "") => sql.raw(`('$[' || (v.x ->> '$[${m}].${f}') || ']${rest}')`);
+  // Each held slot's new entry appended, its pointer moved to it: an entry may be shared by the slots one lease
+  // took from the pack (pack-types.ts `s`), so none is changed in place. What no slot points at any more goes at
+  // the pack's next whole write (pack-row.ts `encodeSlots` keeps the entries pointed at).
   const leases = chained(
-    "jsonb_replace",
+    "jsonb_insert",
     sql`p.leases`,
-    indexes.map((m): [SQL, SQL] => [path(m, "l"), sql.raw(`json(v.x -> '$[${m}].e')`)]),
+    indexes.map((m): [SQL, SQL] => [sql.raw(`'$[#]'`), sql.raw(`json(v.x -> '$[${m}].e')`)]),
   );
+  const lk = spliceChars(sql`p.lk`, n, (m) => sql.raw(`48 + json_array_length(p.leases) + ${m}`));
   const slots = chained(
     "jsonb_replace",
     sql`p.slots`,
@@ -237,12 +241,13 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
   const unapplied = ending > 0 ? sql` AND substr(p.st, ${ends[0]!.k + 1}, 1) = 'r'` : sql``;
   const update = (finishing: boolean) => sql`WITH RECURSIVE v(x, bo) AS (SELECT ${list}, ${backoffs}),
       nw AS MATERIALIZED (
-        SELECT p.id, p.run_at, p.max_attempts, p.lk, v.bo, ${st} AS st, ${at} AS at, ${leases} AS leases,
+        SELECT p.id, p.run_at, p.max_attempts, v.bo, ${st} AS st, ${at} AS at, ${lk} AS lk, ${leases} AS leases,
           ${slots} AS slots
         FROM packs p, v WHERE p.id = ${pack.id} AND p.live ${finishing ? sql`=` : sql`<>`} ${ending}${unapplied}
       ),
       ${figuresSql()}
-    UPDATE packs SET st = nw.st, at = nw.at, leases = nw.leases, slots = nw.slots, live = fig.live, ready = fig.ready,
+    UPDATE packs SET st = nw.st, at = nw.at, lk = nw.lk, leases = nw.leases, slots = nw.slots, live = fig.live,
+      ready = fig.ready,
       next_at = fig.next_at, rare_at = fig.rare_at, updated_at = ${now},
       ${finishing ? sql`finished_at = coalesce(packs.finished_at, ${now}), ` : sql``}ver = ver + 1
     FROM nw, fig

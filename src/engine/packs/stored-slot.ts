@@ -1,6 +1,6 @@
 import type { StoredTask } from "../../contracts/stored-task";
 import { slotId, type Pack } from "./pack-row";
-import { slotRunAt, slotState } from "./slot-rules";
+import { slotRunAt, slotState, slotToken } from "./slot-rules";
 
 /**
  * Slot k of a pack as the port's domain type: every field a `tasks` row has, from the pack's columns, the
@@ -23,13 +23,13 @@ export function storedSlot(pack: Pack, k: number): StoredTask {
     attempts: slot.a,
     maxAttempts: pack.maxAttempts,
     runAt: slotRunAt(pack, slot),
-    leaseToken: processing ? lease!.k : null,
+    leaseToken: processing ? slotToken(lease!, k) : null,
     leaseHolder: lease?.h ?? null,
     leaseExpiresAt: processing ? lease!.e : null,
     leaseVisibilityS: lease?.v ?? null,
     leaseTookOverExpired: lease ? (lease.x ?? 0) : null,
     claimBy: processing ? lease!.c : null,
-    ackedWith: lease?.w ? `${lease.w}:${lease.k}` : null,
+    ackedWith: lease?.w ? `${lease.w}:${slotToken(lease, k)}` : null,
     cancelRequested: body.cr ?? 0,
     dedupeKey: body.d ?? null,
     groupKey: body.g ?? null,

@@ -80,19 +80,62 @@ describe("pack store: the SQL lease writes what the slots say (lease-sql.ts agai
     expect(await store().leaseTasks({ queue, max: 3, visibilityTimeoutS: 30, holder: "x" }, T0 + 3)).toEqual([]);
   });
 
-  it("a second lease of a pack already leased appends its entries and keeps the first lease's", async () => {
+  it("a second lease of a pack already leased appends its entry and keeps the first lease's: one entry a lease, a token a task", async () => {
     const queue = uniqueQueue("lsql-entries");
     await store().enqueueTasks(queue, many(4), T0);
     const one = await store().leaseTasks({ queue, max: 2, visibilityTimeoutS: 30, holder: "a" }, T0 + 1);
     const two = await store().leaseTasks({ queue, max: 2, visibilityTimeoutS: 60, holder: "b" }, T0 + 2);
     for (const t of [...one, ...two]) expect(await store().getTask(t.id)).toEqual(t);
     const [row] = await packsOf(queue);
-    expect(JSON.parse(row!.leases)).toHaveLength(4);
+    // One entry per lease, shared by the slots it took (`s`); each task's token is the entry's and its slot's.
+    const entries = JSON.parse(row!.leases) as Array<{ k: string; s?: number; h: string }>;
+    expect(entries.map((e) => [e.h, e.s])).toEqual([
+      ["a", 1],
+      ["b", 1],
+    ]);
+    expect(row!.lk).toBe("0011");
     expect(row!.st).toBe("rrrr");
+    const tokens = [...one, ...two].map((t) => t.leaseToken!);
+    expect(new Set(tokens).size).toBe(4);
+    expect(tokens).toEqual([entries[0]!.k + "00", entries[0]!.k + "01", entries[1]!.k + "02", entries[1]!.k + "03"]);
+    // A token is its own task's only: the first lease's for slot 0 does not fence slot 1, nor the bare entry's.
+    for (const token of [tokens[0]!, entries[0]!.k]) {
+      const [refused] = await store().completeTasks([{ id: one[1]!.id, leaseToken: token }], T0 + 3);
+      expect(refused).toMatchObject({ ok: false });
+    }
     // The first holder's fence still holds: its completion is accepted.
     const done = await store().completeTasks([{ id: one[0]!.id, leaseToken: one[0]!.leaseToken! }], T0 + 3);
     expect(done[0]).toMatchObject({ ok: true, state: "completed" });
     await expectFiguresFromSlots(queue, T0 + 3);
+  });
+});
+
+describe("pack store: entries written before leases shared theirs (one entry a slot, its token the entry's own)", () => {
+  it("are still the holders' fences, by splice and by whole write, and render their tokens as before", async () => {
+    const queue = uniqueQueue("lsql-old-entries");
+    await store().enqueueTasks(queue, many(3), T0);
+    const leased = await store().leaseTasks({ queue, max: 3, visibilityTimeoutS: 30, holder: "old" }, T0 + 1);
+    // The pack as the lease wrote it before: an entry per slot, without `s`, its token 32 hex characters.
+    const [row] = await packsOf(queue);
+    const shared = (JSON.parse(row!.leases) as Array<Record<string, unknown>>)[0]!;
+    const old = ["a", "b", "c"].map((c) => ({ ...shared, k: c.repeat(32), s: undefined }));
+    await db().run(sql`UPDATE packs SET leases = jsonb(${JSON.stringify(old)}), lk = '012' WHERE id = ${row!.id}`);
+    const ids = leased.map((t) => t.id);
+    expect((await store().getTask(ids[1]!)).leaseToken).toBe("b".repeat(32));
+    // Another slot's token is refused; each slot's own is accepted: one alone (a splice), then two (whole).
+    const [refused] = await store().completeTasks([{ id: ids[0]!, leaseToken: "b".repeat(32) }], T0 + 2);
+    expect(refused).toMatchObject({ ok: false });
+    const [first] = await store().completeTasks([{ id: ids[0]!, leaseToken: "a".repeat(32) }], T0 + 3);
+    expect(first).toMatchObject({ ok: true, state: "completed" });
+    const rest = await store().completeTasks(
+      [
+        { id: ids[1]!, leaseToken: "b".repeat(32) },
+        { id: ids[2]!, leaseToken: "c".repeat(32) },
+      ],
+      T0 + 4,
+    );
+    expect(rest.map((o) => o.ok)).toEqual([true, true]);
+    expect((await packsOf(queue))[0]!.st).toBe("ccc");
   });
 });
 
