@@ -100,8 +100,9 @@ function balanced(terms: SQL[], op: string): SQL {
  * The guard of the spliced packs, a condition of the batch's guard (pack-commit.ts `guardSql`): each pack
  * there, with room in `slots` under PACK_ROW_BUDGET for what the write adds, and each held slot of it as read
  * — processing, its attempts and lease pointer as read, the entry it points at (its own, or shared by the slots
- * of one lease) and its body without the payload equal to what was read. One primary-key probe per pack (its slots' checks a
- * walk of its list of reads): rows read in proportion to the packs, not the slots. One text whatever it checks.
+ * of one lease) and its body without the payload equal to what was read. One primary-key probe per pack (its
+ * slots' checks a walk of its list of reads): rows read in proportion to the packs, not the slots. One text
+ * whatever it checks.
  */
 function guardConditionSql(spliced: Array<{ pack: Pack; reads: SlotRead[]; growth: number }>): SQL {
   const list = JSON.stringify(
@@ -247,8 +248,7 @@ function spliceSql(pack: Pack, reads: SlotRead[], config: SlotConfig, now: numbe
       ),
       ${figuresSql()}
     UPDATE packs SET st = nw.st, at = nw.at, lk = nw.lk, leases = nw.leases, slots = nw.slots, live = fig.live,
-      ready = fig.ready,
-      next_at = fig.next_at, rare_at = fig.rare_at, updated_at = ${now},
+      ready = fig.ready, next_at = fig.next_at, rare_at = fig.rare_at, updated_at = ${now},
       ${finishing ? sql`finished_at = coalesce(packs.finished_at, ${now}), ` : sql``}ver = ver + 1
     FROM nw, fig
     WHERE packs.id = nw.id`;
