@@ -110,6 +110,36 @@ describe("pack store: the SQL lease writes what the slots say (lease-sql.ts agai
   });
 });
 
+describe("pack store: a shared lease entry through a splice and a whole write", () => {
+  it("a splice appends the slot's own entry; the whole write after keeps only entries pointed at; repeats still known", async () => {
+    const queue = uniqueQueue("lsql-shared");
+    await store().enqueueTasks(queue, many(4), T0);
+    const held = await store().leaseTasks({ queue, max: 4, visibilityTimeoutS: 30, holder: "w" }, T0 + 1);
+    const ack = (i: number) => ({ id: held[i]!.id, leaseToken: held[i]!.leaseToken! });
+    // One slot of four completed: a splice, its own entry appended, the other three still on the shared one.
+    expect((await store().completeTasks([ack(0)], T0 + 2))[0]).toMatchObject({ ok: true, state: "completed" });
+    let [row] = await packsOf(queue);
+    expect(JSON.parse(row!.leases)).toHaveLength(2);
+    expect(row!.lk).toBe("1000");
+    // One failed for good (another splice), then the last two in one call: every live slot held, the whole write.
+    const rest = await store().failTasks([{ ...ack(1), message: "no", retryable: false }], T0 + 3);
+    expect(rest[0]).toMatchObject({ ok: true, state: "dead" });
+    const done = await store().completeTasks([ack(2), ack(3)], T0 + 4);
+    expect(done.map((o) => o.ok)).toEqual([true, true]);
+    [row] = await packsOf(queue);
+    const entries = JSON.parse(row!.leases) as Array<{ w?: string }>;
+    // Only entries a slot points at are kept, each slot's own or shared, and every one is pointed at.
+    const pointed = new Set([...row!.lk].map((c) => c.charCodeAt(0) - 48));
+    expect([...pointed].sort()).toEqual(entries.map((_, i) => i));
+    expect(row!.st).toBe("cdcc");
+    // Each ack's repeat is recognised by its own token, whichever write ended it.
+    for (const i of [0, 2, 3]) {
+      expect((await store().completeTasks([ack(i)], T0 + 5))[0]).toMatchObject({ ok: true, repeated: true });
+    }
+    await expectFiguresFromSlots(queue, T0 + 5);
+  });
+});
+
 describe("pack store: entries written before leases shared theirs (one entry a slot, its token the entry's own)", () => {
   it("are still the holders' fences, by splice and by whole write, and render their tokens as before", async () => {
     const queue = uniqueQueue("lsql-old-entries");
