@@ -130,7 +130,7 @@ describe("pack store: a shared lease entry through a splice and a whole write", 
     const entries = JSON.parse(row!.leases) as Array<{ w?: string }>;
     // Only entries a slot points at are kept, each slot's own or shared, and every one is pointed at.
     const pointed = new Set([...row!.lk].map((c) => c.charCodeAt(0) - 48));
-    expect([...pointed].sort()).toEqual(entries.map((_, i) => i));
+    expect([...pointed].sort((a, b) => a - b)).toEqual(entries.map((_, i) => i));
     expect(row!.st).toBe("cdcc");
     // Each ack's repeat is recognised by its own token, whichever write ended it.
     for (const i of [0, 2, 3]) {
