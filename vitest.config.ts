@@ -59,6 +59,8 @@ export default defineConfig(async () => {
                 // statement, so on the shared shards they changed the plans of every file run after. REUSE_DB
                 // for the reuse of rows past retention (test/engine/d1/reuse-rows.test.ts): its walk reads the
                 // rows past the prune's cursor whatever their queue, which another file's rows would fill.
+                // TOMBSTONE_DB for the tombstones of completions that keep nothing (test/engine/d1/tombstones.test.ts):
+                // their walk reads the rows below the counter fold's cursor, and their prune the whole database.
                 d1Databases: [
                   "USER_DB",
                   "OWN_DB",
@@ -68,6 +70,7 @@ export default defineConfig(async () => {
                   "SETTLE_DB_1",
                   "STATS_DB",
                   "REUSE_DB",
+                  "TOMBSTONE_DB",
                 ],
               },
             }),

@@ -19,6 +19,9 @@ declare global {
       /** An empty database (vitest.config.ts), not a shard: the reuse of rows' tests (test/engine/d1/reuse-rows.test.ts),
        * whose walk reads the rows past the prune's cursor whatever their queue. */
       REUSE_DB: D1Database;
+      /** An empty database (vitest.config.ts), not a shard: the tombstones' tests (test/engine/d1/tombstones.test.ts),
+       * whose walk reads the rows below the counter fold's cursor and whose prune walks the whole database. */
+      TOMBSTONE_DB: D1Database;
       /** Two empty databases each (vitest.config.ts) that stand in for the two shards: test/support/own-shards.ts. */
       /** An empty database (vitest.config.ts), not a shard: the one the tests of plans under statistics (ANALYZE)
        * fill and analyse (test/engine/stats-plans/), so no other file's plans see its statistics. */

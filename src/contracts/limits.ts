@@ -226,7 +226,7 @@ export const SQS_MAX_LIST_RESULTS = 1000;
 
 /** The shortest retention of finished tasks above 0 (queue config `retention_s`): a minute, the cron tick's
  * period — a shorter one would be pruned no sooner. 0 is allowed on its own: a completed task is not kept at
- * all (its completion deletes it: src/engine/complete-delete.ts). */
+ * all (its completion makes its row a tombstone, out of every client's reach: src/engine/complete-tombstone.ts). */
 export const MIN_RETENTION_S = 60;
 
 /** MessageRetentionPeriod bounds, as SQS: 60 s to 14 days. edgeq applies it to finished tasks (retention_s). */

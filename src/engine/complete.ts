@@ -10,7 +10,7 @@ import { minuteOf } from "./counters";
 import { appendUncountedSql, counterEventSql, countedInRowSql, eventsUpsertSql } from "./counters-in-row";
 import { settledDependentsSql } from "./dependencies";
 import { flowUnkeyedSql } from "./flow-lease";
-import { deleteCompletedSql, keepsNothingSql } from "./complete-delete";
+import { tombstoneCompletedSql } from "./complete-tombstone";
 
 export interface CompleteItem extends FencedItem {
   /** Any JSON value; stored as the task's result. */
@@ -67,21 +67,22 @@ function completionEventSql(now: number): { c: SQL; ms: SQL } {
 /**
  * The counters of a completion (src/engine/counters.ts), run first in its batch over the tasks its fence
  * admits, each found by primary key: its completion (completionEventSql) — except for a task whose row keeps
- * its counter events (src/engine/counters-in-row.ts) and is kept: the update appends it there. A task about
- * to be deleted (a queue that keeps nothing: complete-delete.ts) adds what its row kept too, before it goes.
+ * its counter events (src/engine/counters-in-row.ts): the update, or the tombstone a queue that keeps nothing
+ * makes of it (complete-tombstone.ts), appends it there.
  */
 function countCompletionSql(fencesJson: string, now: number, scope: AckScope): SQL {
   const { c, ms } = completionEventSql(now);
-  const deleted = keepsNothingSql(fencesJson, now, scope);
   return eventsUpsertSql(sql`SELECT tasks.queue AS queue, tasks.type AS type, ${c} AS c, ${minuteOf(now)} AS minute,
         ${ms} AS ms
       FROM json_each(${fencesJson}) AS j JOIN tasks
         ON ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
-      WHERE NOT ${countedInRowSql(sql`tasks`)} OR (${deleted})
-    UNION ALL
-    SELECT tasks.queue, tasks.type, e.value->>0, e.value->>1, e.value->>2
-      FROM tasks, json_each(tasks.uncounted) AS e
-      WHERE tasks.uncounted IS NOT NULL AND e.type = 'array' AND ${countedInRowSql(sql`tasks`)} AND ${deleted}`);
+      WHERE NOT ${countedInRowSql(sql`tasks`)}`);
+}
+
+/** A completion's `uncounted` for task `tasks`: its event appended while the row keeps them. */
+function completionUncountedSql(now: number): SQL {
+  const { c, ms } = completionEventSql(now);
+  return appendUncountedSql(sql`tasks`, [counterEventSql(c, now, ms)]);
 }
 
 /**
@@ -125,11 +126,11 @@ export async function completeTasks(
         claim_by = NULL,
         acked_with = ${ackedWithSql("complete", sql`j.value->>'lease_token'`)},
         updated_at = ${now},
-        uncounted = ${appendUncountedSql(sql`tasks`, [counterEventSql(completionEventSql(now).c, now, completionEventSql(now).ms)])}
+        uncounted = ${completionUncountedSql(now)}
       FROM json_each(${json}) AS j
       WHERE ${leaseFenceSql(sql`j.value->>'id'`, sql`j.value->>'lease_token'`, now, scope)}
       RETURNING tasks.id, tasks.queue, tasks.state, tasks.run_at, ${flowSlotReturningSql()}`,
-            alsoUpdate: deleteCompletedSql(fences, now, scope),
+            alsoUpdate: tombstoneCompletedSql(fences, now, scope, completionUncountedSql(now)),
             after: enqueueChildrenSql(ackNonce, fences, now),
             dependents: settledDependentsSql(fences, now),
             countBefore: countCompletionSql(fences, now, scope),

@@ -30,10 +30,10 @@ import { encodeTime } from "ulid";
  *
  * What is in the row: the enqueue, leases (with the first lease's wait, and an expired lease taken over as a
  * failed attempt) and the completion (with its run time, or cancelled). Every other transition (failures, the
- * reaper, cancels, expiry, bulk actions, `then` children) is counted on its path as before. A statement that
- * deletes a task whose events are still in its row adds them to the counters in its batch (a completion
- * that keeps nothing: src/engine/complete-delete.ts); the retention prune and purge leave such a task until
- * the fold passed it (at most the grace and a tick).
+ * reaper, cancels, expiry, bulk actions, `then` children) is counted on its path as before. A completion that
+ * keeps nothing makes the row a tombstone that keeps its events for the fold, under its task's queue
+ * (src/engine/complete-tombstone.ts); the retention prune, purge and a reuse leave a task until the fold
+ * passed it (at most the grace and a tick).
  */
 
 export { COUNTER_FOLD_CURSOR, countedInRowSql, rowEventsSql };

@@ -4,6 +4,7 @@ import { batchAll, type Db } from "../db/client";
 import { COUNTERS, type CounterName } from "../db/schema";
 import { bucketColumn, bucketIndex, HISTOGRAM_BOUNDS_S, HISTOGRAMS, type HistogramName } from "../db/histogram-buckets";
 import { COUNTER_MINUTES_KEPT_S, MAX_COUNTER_FOLD_MINUTES, MAX_UNFOLDED_TASKS } from "../contracts/limits";
+import { eventQueueSql, ofQueueOrItsTombstonesSql } from "./tombstone-mark";
 
 /** One task's transition, as the engine function that made it reports it to the counters. */
 export interface CounterEvent {
@@ -412,9 +413,10 @@ export const EVENT_COUNTS = countersSpec(
   ],
 );
 
-/** The events kept in the rows of `tasks` (as `t`) where `where` holds: rows of (queue, type, c, minute, ms). */
+/** The events kept in the rows of `tasks` (as `t`) where `where` holds: rows of (queue, type, c, minute, ms) —
+ * a tombstone's under its task's queue (src/engine/tombstone-mark.ts). */
 export function rowEventsSql(where: SQL): SQL {
-  return sql`SELECT t.queue AS queue, t.type AS type, e.value->>0 AS c, e.value->>1 AS minute, e.value->>2 AS ms
+  return sql`SELECT ${eventQueueSql(sql`t`)} AS queue, t.type AS type, e.value->>0 AS c, e.value->>1 AS minute, e.value->>2 AS ms
     FROM tasks t, json_each(t.uncounted) AS e WHERE t.uncounted IS NOT NULL AND e.type = 'array' AND ${where}`;
 }
 
@@ -431,7 +433,7 @@ type UnfoldedOptions = { since?: number; queue?: string; now?: number; tailLimit
  * `tailLimit` (MAX_UNFOLDED_TASKS) of them, the oldest first. Nothing on a database where no fold ran.
  */
 async function unfoldedSums(db: Db, opts: UnfoldedOptions): Promise<MinuteSums[]> {
-  const queue = opts.queue === undefined ? sql`` : sql` AND t.queue = ${opts.queue}`;
+  const queue = opts.queue === undefined ? sql`` : sql` AND ${ofQueueOrItsTombstonesSql(sql`t`, opts.queue)}`;
   // With a `now`, tasks created up to then only (ids are time-ordered): a reader's range stays the tasks since
   // the cursor even where the cursor lags far behind (a database whose tick has not run for a while).
   const upTo = opts.now === undefined ? sql`` : sql` AND id < ${encodeTime(opts.now + 1, 10) + "0".repeat(16)}`;

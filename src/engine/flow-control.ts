@@ -126,12 +126,12 @@ export async function readQueueFlow(db: Db, queue: string, limit: number, now: n
  * coordinator (its long polls and push dispatch) at once, instead of at the poll's end. Reads the queue's row
  * only for keyed tasks: an unkeyed task's ack reads and writes what it did.
  */
-export function flowSlotReturningSql(): SQL {
+export function flowSlotReturningSql(queue: SQL = sql`tasks.queue`): SQL {
   const limited = sql`coalesce(f ->> '$.default.concurrency', 0) > 0 OR coalesce(f ->> '$.default.ordered', 0) = 1
     OR EXISTS (SELECT 1 FROM json_each(f, '$.keys') k
       WHERE coalesce(k.value ->> '$.concurrency', 0) > 0 OR coalesce(k.value ->> '$.ordered', 0) = 1)`;
   return sql`CASE WHEN tasks.flow_key IS NULL THEN 0 ELSE coalesce((SELECT ${limited}
-    FROM (SELECT flow AS f FROM queues WHERE name = tasks.queue AND flow IS NOT NULL)), 0) END AS flow_slot`;
+    FROM (SELECT flow AS f FROM queues WHERE name = ${queue} AND flow IS NOT NULL)), 0) END AS flow_slot`;
 }
 
 /**

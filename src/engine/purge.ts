@@ -5,6 +5,7 @@ import { batchAll, type Db } from "../db/client";
 import { MAX_PURGE_PER_CALL } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { countedInRowSql } from "./counters-in-row";
+import { isTombstoneSql, TOMBSTONE_KEEP_MS } from "./tombstone-mark";
 
 /**
  * The smallest ULID of millisecond `ms`. Ids are ULIDs, time-ordered, and a task finishes after it is
@@ -130,8 +131,8 @@ export async function pruneWindow(
 
 /**
  * Whether task `t` (a table alias) is finished past its queue's retention, with an id in (after, last]. A
- * queue of `retention_s: 0` keeps no completed task (the completion deletes most: src/engine/complete-delete.ts;
- * the few it kept, for children or dependents, go now) but keeps its dead, cancelled and expired ones for the
+ * queue of `retention_s: 0` keeps no completed task (the completion makes most a tombstone:
+ * src/engine/complete-tombstone.ts; the few it kept, for children or dependents, go now) but keeps its dead, cancelled and expired ones for the
  * default retention: they are what a dead-letter view and a redrive need.
  */
 function prunable(t: SQL, now: number, after: string, last: string): SQL {
@@ -140,14 +141,17 @@ function prunable(t: SQL, now: number, after: string, last: string): SQL {
 
 /**
  * Whether task `t` (a table alias) is finished past its queue's retention and its counter events are folded:
- * a row the prune deletes, and an enqueue may reuse (src/engine/reuse-rows.ts). Reads `t`'s id, queue, state,
- * finished_at and uncounted.
+ * a row the prune deletes, and an enqueue may reuse (src/engine/reuse-rows.ts). A tombstone (a completed task
+ * of a queue that keeps none: src/engine/tombstone-mark.ts) is kept TOMBSTONE_KEEP_MS for an enqueue to reuse
+ * (from the fold on: reuse-rows.ts walks to it), then deleted. Reads `t`'s id, queue, state, finished_at and
+ * uncounted.
  */
 export function pastRetentionSql(t: SQL, now: number): SQL {
   const retention = sql`(SELECT q.retention_s FROM queues q WHERE q.name = ${t}.queue)`;
   // A task whose counter events its row still keeps waits for the fold (src/engine/counters-in-row.ts).
   return sql`NOT ${countedInRowSql(t)}
     AND ${t}.finished_at IS NOT NULL AND ${t}.finished_at < ${now} - 1000 * CASE
+      WHEN ${isTombstoneSql(t)} THEN ${TOMBSTONE_KEEP_MS / 1000}
       WHEN ${retention} = 0 AND ${t}.state <> 'completed' THEN ${DEFAULT_QUEUE_CONFIG.retention_s}
       ELSE coalesce(${retention}, ${DEFAULT_QUEUE_CONFIG.retention_s}) END`;
 }

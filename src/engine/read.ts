@@ -5,6 +5,7 @@ import { NotFoundError } from "../contracts/errors";
 import { TASK_STATES, type TaskState } from "../contracts/states";
 import type { StoredTask } from "../contracts/stored-task";
 import { storedTask } from "./task-row";
+import { isTombstoneSql } from "./tombstone-mark";
 
 /** One task by id. */
 export async function getTask(db: Db, id: string): Promise<StoredTask> {
@@ -138,7 +139,8 @@ export async function queueStats(db: Db, queue: string, scope: { group?: string 
  */
 export async function listQueues(db: Db): Promise<Array<{ queue: string; counts: StateCounts }>> {
   const [rows = [], configured = []] = await batchAll(db, [
-    sql`SELECT queue, state, count(*) AS n FROM tasks GROUP BY queue, state`,
+    // Tombstones (src/engine/tombstone-mark.ts) are no queue's tasks.
+    sql`SELECT queue, state, count(*) AS n FROM tasks WHERE NOT ${isTombstoneSql(sql`tasks`)} GROUP BY queue, state`,
     sql`SELECT name FROM queues`,
   ]);
   const byQueue = new Map<string, StateCounts>();

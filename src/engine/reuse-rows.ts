@@ -1,6 +1,9 @@
 import { sql, type SQL } from "drizzle-orm";
 import { PLAIN_SHAPE, taskColumnsSql, type InsertRow } from "./enqueue-rows";
-import { pastRetentionSql, PRUNE_CURSOR } from "./purge";
+import { idLowerBound, pastRetentionSql, PRUNE_CURSOR } from "./purge";
+import { countedInRowSql } from "./counters-in-row";
+import { FOLD_CURSOR_SQL } from "./counters";
+import { isTombstoneSql } from "./tombstone-mark";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 
 /**
@@ -32,6 +35,10 @@ import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
  * dependencies, in a call of one: the insert path of everything else is unchanged. `UPDATE OR IGNORE`: a
  * new task whose dedupe key a live task holds reuses nothing, and the insert after it finds the holder as
  * before.
+ *
+ * A tombstone (the row of a completed task of a queue that keeps none: src/engine/complete-tombstone.ts) is
+ * taken the same way, once the counter fold passed it (tombstoneSql), where no row past its retention is found:
+ * a queue of `retention_s: 0` writes 4 rows a task from its second minute on, the tombstone's included.
  *
  * A new column of `tasks` needs its default here (RESET) or among the insert's columns (taskColumnsSql):
  * test/engine/d1/reuse-rows.test.ts compares every column of a reused row with an inserted one.
@@ -84,7 +91,7 @@ export function reuseRowSql(queue: string, row: InsertRow, now: number, guard: S
     sql`, `,
   )}
     FROM json_each(${`[${row.json}]`}) AS j
-    WHERE tasks.id = (${reusableSql(queue, now)}) AND ${guard}
+    WHERE tasks.id = coalesce((${reusableSql(queue, now)}), (${tombstoneSql(now)})) AND ${guard}
     RETURNING id, state, uncounted IS NOT NULL AS in_row`;
 }
 
@@ -115,6 +122,22 @@ function reusableSql(queue: string, now: number): SQL {
     WHERE ${pastRetentionSql(sql`d`, now)} AND d.depends_on IS NULL
       AND NOT EXISTS (SELECT 1 FROM task_edges e WHERE e.dependency = d.id)
       AND NOT EXISTS (SELECT 1 FROM remote_edges r WHERE r.dependency = d.id)
+    LIMIT 1`;
+}
+
+/**
+ * The id of the first tombstone (a completed task of a queue that keeps none: src/engine/tombstone-mark.ts)
+ * among the REUSE_WALK rows below the counter fold's cursor, walking down, or null. A tombstone is reusable
+ * once the fold passed it (its counter events added up), which is the cursor: the walk meets the tombstones
+ * folded last first, and goes further down as enqueues take them (a taken row leaves for the top of the key).
+ * Where no fold ran, no row keeps its events: the walk begins at `now`. The rows it passes over are a queue's
+ * live tasks, its dead ones, other queues' rows: a reuse that finds none inserts, as before.
+ */
+function tombstoneSql(now: number): SQL {
+  const below = sql`coalesce(${FOLD_CURSOR_SQL}, ${idLowerBound(now)})`;
+  return sql`SELECT d.id FROM (SELECT id, queue, uncounted, depends_on FROM tasks
+      WHERE id < ${below} ORDER BY id DESC LIMIT ${REUSE_WALK}) AS d
+    WHERE ${isTombstoneSql(sql`d`)} AND NOT ${countedInRowSql(sql`d`)} AND d.depends_on IS NULL
     LIMIT 1`;
 }
 

@@ -105,7 +105,7 @@ describeStore(
       expect((await store().getTask(tasks[0]!.id)).uncounted).toBeNull();
     });
 
-    it("a completion that keeps nothing (retention_s 0) adds the row's events as it deletes it: all counted at once", async () => {
+    it("a completion that keeps nothing (retention_s 0) keeps the row's events in its tombstone: all counted at once, and once folded", async () => {
       const base = await afterFoldCursor();
       await fold(base);
       const queue = uniqueQueue("cir-r0");

@@ -10,7 +10,8 @@ const DAY_MS = 86_400_000;
 const EARLY = Date.parse("1970-03-01T00:00:00.000Z");
 
 /**
- * A queue of `retention_s: 0` keeps no completed task: the completion deletes it (src/engine/complete-delete.ts)
+ * A queue of `retention_s: 0` keeps no completed task: the completion makes it a tombstone, gone for every client
+ * (src/engine/complete-tombstone.ts; test/engine/d1/tombstones.test.ts)
  * — unless something still needs it (children, dependents, a requested cancel) — and keeps every other
  * finished task (dead, cancelled) for the default retention.
  */
