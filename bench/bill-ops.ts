@@ -11,6 +11,7 @@ import { openDb } from "../src/db/client";
 import { pruneByRetention } from "../src/engine/purge";
 import { COUNTER_FOLD_GRACE_MS, foldCountersInRows } from "../src/engine/counters-in-row";
 import { DEFAULT_QUEUE_CONFIG } from "../src/engine/queue-config";
+import { TOMBSTONE_KEEP_MS, TOMBSTONE_MARK, tombstoneIdOf } from "../src/engine/tombstone-mark";
 import { EdgeqClient } from "../src/client/edgeq-client";
 import { d1TaskStore } from "../src/engine/d1-store";
 import { MAX_BATCH } from "../src/contracts/limits";
@@ -74,6 +75,8 @@ export interface BillCounts {
   /** Bytes the database grew by while holding these tasks finished (D1's meta.size_after). */
   bytesKept: number;
   retentionS: number;
+  /** How long the bytes are kept: the retention, or a tombstone's keeping (TOMBSTONE_KEEP_MS) at retention 0. */
+  keptS?: number;
   /** With `producers`: each enqueue's wait as its caller saw it (ms, workerd's clock), in call order. */
   enqueueMs?: number[];
 }
@@ -268,8 +271,10 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
   for (let round = 0; round < 100; round++) {
     if (!(await foldCountersInRows(openDb(pruneMeter.db), Date.now() + COUNTER_FOLD_GRACE_MS + 1)).more) break;
   }
-  // Past the retention of these tasks — or, where the next generation reuses their rows, the next tick.
-  const later = Date.now() + (generation ? 0 : retentionS * 1000) + 120_000;
+  // Past the retention of these tasks (a tombstone's keeping, for a queue that keeps no completed task) — or,
+  // where the next generation reuses their rows, the next tick.
+  const keptMs = retentionS === 0 ? TOMBSTONE_KEEP_MS : retentionS * 1000;
+  const later = Date.now() + (generation ? 0 : keptMs) + 120_000;
   let pruned = 0;
   for (let round = 0; round < 100; round++) {
     const step = await pruneByRetention(openDb(pruneMeter.db), later);
@@ -278,7 +283,11 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
   }
   // The rows the next generation would reuse, gone unmetered: left here, the next workload's prune would
   // delete them on its bill.
-  if (generation) await env.DB.prepare("DELETE FROM tasks WHERE queue = ?").bind(req.queue).run();
+  if (generation) {
+    await env.DB.prepare("DELETE FROM tasks WHERE queue IN (?1, ?2)")
+      .bind(req.queue, TOMBSTONE_MARK + req.queue)
+      .run();
+  }
   return {
     tasks: req.tasks,
     workerRequests,
@@ -288,6 +297,7 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     prune: { rowsWritten: pruneMeter.usage.rowsWritten, rowsRead: pruneMeter.usage.rowsRead, pruned },
     bytesKept,
     retentionS,
+    keptS: keptMs / 1000,
     ...(client ? { enqueueMs } : {}),
   };
 }
@@ -296,7 +306,9 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
  * The generation before a workload on a queue that has run longer than its retention: `n` tasks enqueued one
  * a call, leased and completed, as rows (the row store's calls), an hour past the retention ago — what a queue's
  * reused rows are in production. Several `queues`: the tasks go to each in turn, their rows interleaved as
- * queues sharing a database lay theirs. Returns their ids and the bytes they take.
+ * queues sharing a database lay theirs. A queue that keeps no completed task (`retentionS` 0): its tombstones
+ * (src/engine/complete-tombstone.ts), made just now and folded by the tick after them, as a queue's last
+ * minute leaves them. Returns the ids of their rows and the bytes they take.
  */
 async function finishedGeneration(
   env: Env,
@@ -305,7 +317,8 @@ async function finishedGeneration(
   retentionS: number,
 ): Promise<{ ids: string[]; bytes: number }> {
   const store = d1TaskStore(openDb(env.DB));
-  const then = Date.now() - retentionS * 1000 - 3_600_000;
+  const tombstones = retentionS === 0;
+  const then = tombstones ? Date.now() : Date.now() - retentionS * 1000 - 3_600_000;
   const before = await sizeOf(env.DB);
   const ids: string[] = [];
   for (let at = 0; at < n; at += MAX_BATCH) {
@@ -326,6 +339,14 @@ async function finishedGeneration(
       if (done.length !== mine || !done.every((o) => o.ok)) throw new Error("bill: the generation before");
     }
     ids.push(...made.map((t) => t.id));
+  }
+  if (tombstones) {
+    // Their events are in them (made above the fold's cursor): the tick folds them, and the cursor rests just
+    // above them, where the next minute's tasks begin.
+    for (let round = 0; round < 100; round++) {
+      if (!(await foldCountersInRows(openDb(env.DB), Date.now() + COUNTER_FOLD_GRACE_MS + 1)).more) break;
+    }
+    return { ids: ids.map(tombstoneIdOf), bytes: (await sizeOf(env.DB)) - before };
   }
   // Below the counter fold's cursor, so counted on their paths: a row kept in production still holds the
   // counter events the fold added up (it moves its cursor, it does not rewrite rows). Given them here, the

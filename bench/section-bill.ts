@@ -86,7 +86,7 @@ export function priceBill(c: BillCounts): BillRow["dollars"] & {
     bytesKept: Math.max(0, per(c.bytesKept, t)),
   };
   // A million tasks kept for retention_s: bytes × 10^6 / 10^9 GB, for retention_s / 30 days of a month.
-  const storage = ((perTask.bytesKept * 1e6) / 1e9) * (c.retentionS / (30 * 86_400)) * PRICES.d1GbMonth;
+  const storage = ((perTask.bytesKept * 1e6) / 1e9) * ((c.keptS ?? c.retentionS) / (30 * 86_400)) * PRICES.d1GbMonth;
   const workers = perTask.workerRequests * PRICES.workerRequestPerM;
   const objects =
     perTask.objectRequests * PRICES.objectRequestPerM +
@@ -164,6 +164,17 @@ export async function runBillSection(
         heartbeats: 0,
         beat: "each" as const,
         config: { retention_s: 0 },
+      })),
+      // The same queue after its first minute: each completion leaves a tombstone (src/engine/complete-tombstone.ts)
+      // that an enqueue of one reuses once the tick's fold passed it.
+      ...[false, true].map((carry) => ({
+        workload: `successful, queue keeps no completed task (retention_s 0), after its first minute: each enqueue of one reuses a tombstone${carry ? ", each ack carrying the next lease" : ""}`,
+        batch: 1,
+        heartbeats: 0,
+        beat: "each" as const,
+        config: { retention_s: 0 },
+        reuse: true,
+        ...(carry ? { carry: true } : {}),
       })),
       ...[1, 10, 100].map((batch) => ({
         workload: `2-minute task, a heartbeat per ${HEARTBEAT_TASK.everyS} s (POST /v1/tasks/{id}/heartbeat)`,
