@@ -16,7 +16,8 @@ import { TOMBSTONE_MARK } from "./tombstone-mark";
  * the others in the row for the fold, under the task's queue (eventQueueSql), and once folded an enqueue of one
  * task reuses the row (src/engine/reuse-rows.ts) as an insert would, or the retention prune deletes it after
  * TOMBSTONE_KEEP_MS. For a client the task is gone at once, as deleted: its id answers `404`, and it is in no
- * list, count or stats of its queue (none of them can name the tombstone's id or queue). Its payload, result,
+ * list, count or stats of its queue (none of them can name the tombstone's id or queue); its id is free for a
+ * new task. Its payload, result,
  * errors, checkpoint, keys and lease are cleared by the same write: nothing the task carried is kept.
  *
  * Only a task nothing still needs after its completion goes: a task
@@ -33,13 +34,13 @@ import { TOMBSTONE_MARK } from "./tombstone-mark";
  */
 export function tombstoneCompletedSql(fencesJson: string, now: number, scope: AckScope, uncounted: SQL): SQL {
   const queue = sql`substr(tasks.queue, 2)`;
-  return sql`UPDATE tasks SET id = tasks.id || ${TOMBSTONE_MARK}, queue = ${TOMBSTONE_MARK} || tasks.queue,
+  return sql`UPDATE tasks SET id = ${TOMBSTONE_MARK} || tasks.id, queue = ${TOMBSTONE_MARK} || tasks.queue,
       state = 'completed', payload = 'null', result = NULL, errors = '[]', progress = 100, progress_message = NULL,
       checkpoint = NULL, dedupe_key = NULL, group_key = NULL, lease_token = NULL, lease_holder = NULL,
       lease_expires_at = NULL, claim_by = NULL, acked_with = NULL, finished_at = ${now}, updated_at = ${now},
       uncounted = ${uncounted}
     WHERE ${keepsNothingSql(fencesJson, now, scope)}
-    RETURNING substr(tasks.id, 1, length(tasks.id) - 1) AS id, ${queue} AS queue, 'completed' AS state, tasks.run_at,
+    RETURNING substr(tasks.id, 2) AS id, ${queue} AS queue, 'completed' AS state, tasks.run_at,
       ${flowSlotReturningSql(queue)}`;
 }
 

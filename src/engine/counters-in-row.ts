@@ -9,6 +9,7 @@ import {
   rowEventsSql,
 } from "./counters";
 import { encodeTime } from "ulid";
+import { tombstoneRangeSql } from "./tombstone-mark";
 
 /**
  * The per-minute counters off the per-call write path (issue 32). Counting a transition with its own upsert
@@ -17,7 +18,7 @@ import { encodeTime } from "ulid";
  * (`tasks.uncounted`, a JSON array of `[counter, minute, ms]`), written by the very statement that makes the
  * transition — the row it writes anyway, so no row more, and never lost by a crash between two statements.
  * The cron tick folds them (`foldCountersInRows`): one batch adds the events of every task with an id in
- * (cursor, next] to `task_counters` and moves the cursor to `next` — a crash leaves both or neither, and two
+ * (cursor, next] (and of their tombstones, src/engine/tombstone-mark.ts) to `task_counters` and moves the cursor to `next` — a crash leaves both or neither, and two
  * overlapping ticks fold a range once (the second finds the cursor moved and changes nothing).
  *
  * Which tasks keep their events (`countedInRowSql`): those whose enqueue found an id above the cursor. Once the
@@ -111,8 +112,14 @@ export async function foldCountersInRows(db: Db, now: number): Promise<{ tasks: 
     FROM (SELECT id FROM tasks WHERE id > ${from} AND id < ${horizon} ORDER BY id LIMIT ${MAX_FOLD_TASKS})`);
   const more = (seen?.n ?? 0) >= MAX_FOLD_TASKS;
   const next = more ? seen!.last! : horizon;
+  // The tombstones of the range's tasks (src/engine/tombstone-mark.ts) keep theirs too, above every task.
+  const tombstones = rowEventsSql(
+    sql`${tombstoneRangeSql(sql`t`, sql`${from}`, sql`${next}`)} AND ${CURSOR} = ${from}`,
+  );
   await batchAll(db, [
-    eventsUpsertSql(rowEventsSql(sql`t.id > ${from} AND t.id <= ${next} AND ${CURSOR} = ${from}`)),
+    eventsUpsertSql(
+      sql`${rowEventsSql(sql`t.id > ${from} AND t.id <= ${next} AND ${CURSOR} = ${from}`)} UNION ALL ${tombstones}`,
+    ),
     sql`UPDATE sweep_cursors SET position = ${next} WHERE name = ${COUNTER_FOLD_CURSOR} AND position = ${from}`,
   ]);
   return { tasks: seen?.n ?? 0, more };

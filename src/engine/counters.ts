@@ -4,7 +4,7 @@ import { batchAll, type Db } from "../db/client";
 import { COUNTERS, type CounterName } from "../db/schema";
 import { bucketColumn, bucketIndex, HISTOGRAM_BOUNDS_S, HISTOGRAMS, type HistogramName } from "../db/histogram-buckets";
 import { COUNTER_MINUTES_KEPT_S, MAX_COUNTER_FOLD_MINUTES, MAX_UNFOLDED_TASKS } from "../contracts/limits";
-import { eventQueueSql, ofQueueOrItsTombstonesSql } from "./tombstone-mark";
+import { eventQueueSql, ofQueueOrItsTombstonesSql, TOMBSTONE_MARK, tombstoneRangeSql } from "./tombstone-mark";
 
 /** One task's transition, as the engine function that made it reports it to the counters. */
 export interface CounterEvent {
@@ -430,20 +430,29 @@ type UnfoldedOptions = { since?: number; queue?: string; now?: number; tailLimit
  * The counts still kept in task rows (not folded yet), per queue, type and minute from `since`: what the
  * readers add to task_counters so that a count is seen at once, folded or not. A primary-key range from the
  * fold's cursor — the tasks of the last 30-90 s where the cron tick runs — never older tasks, and at most
- * `tailLimit` (MAX_UNFOLDED_TASKS) of them, the oldest first. Nothing on a database where no fold ran.
+ * `tailLimit` (MAX_UNFOLDED_TASKS) of them, the oldest first; and as many of their tombstones at most
+ * (src/engine/tombstone-mark.ts). Nothing on a database where no fold ran.
  */
 async function unfoldedSums(db: Db, opts: UnfoldedOptions): Promise<MinuteSums[]> {
   const queue = opts.queue === undefined ? sql`` : sql` AND ${ofQueueOrItsTombstonesSql(sql`t`, opts.queue)}`;
   // With a `now`, tasks created up to then only (ids are time-ordered): a reader's range stays the tasks since
   // the cursor even where the cursor lags far behind (a database whose tick has not run for a while).
-  const upTo = opts.now === undefined ? sql`` : sql` AND id < ${encodeTime(opts.now + 1, 10) + "0".repeat(16)}`;
+  const bound = opts.now === undefined ? null : encodeTime(opts.now + 1, 10) + "0".repeat(16);
+  // Tasks' ids only (below the tombstones, which are read apart: src/engine/tombstone-mark.ts).
+  const upTo = sql` AND id < ${bound ?? TOMBSTONE_MARK}`;
+  const tail = opts.tailLimit ?? MAX_UNFOLDED_TASKS;
   const since = opts.since === undefined ? sql`` : sql` WHERE s.minute >= ${minuteOf(opts.since)}`;
   // The range's end: the id `tailLimit` tasks past the cursor (a walk of the primary key), or none.
   const end = sql`(SELECT max(id) FROM (SELECT id FROM tasks WHERE id > ${FOLD_CURSOR_SQL}${upTo}
-    ORDER BY id LIMIT ${opts.tailLimit ?? MAX_UNFOLDED_TASKS}))`;
+    ORDER BY id LIMIT ${tail}))`;
+  // The tombstones of tasks past the cursor: every one's events are still in it (none was folded), the oldest
+  // `tail` of them.
+  const tombstoneUpTo = bound === null ? null : sql`${bound}`;
+  const tombstones = sql`t.id IN (SELECT id FROM tasks
+    WHERE ${tombstoneRangeSql(sql`tasks`, FOLD_CURSOR_SQL, tombstoneUpTo)} ORDER BY id LIMIT ${tail})`;
   return db.all<MinuteSums>(sql`WITH s AS MATERIALIZED (SELECT *, ${EVENT_COUNTS.buckets} FROM (${rowEventsSql(
     sql`t.id > ${FOLD_CURSOR_SQL} AND t.id <= ${end} AND ${countedInRowSql(sql`t`)}${queue}`,
-  )}))
+  )} UNION ALL ${rowEventsSql(sql`${tombstones}${queue}`)}))
     SELECT s.queue AS queue, s.type AS type, CAST(s.minute AS INTEGER) AS minute, ${EVENT_COUNTS.named}
     FROM s${since} GROUP BY s.queue, s.type, s.minute`);
 }

@@ -5,7 +5,8 @@ import { batchAll, type Db } from "../db/client";
 import { MAX_PURGE_PER_CALL } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 import { countedInRowSql } from "./counters-in-row";
-import { isTombstoneSql, TOMBSTONE_KEEP_MS } from "./tombstone-mark";
+import { FOLD_CURSOR_SQL } from "./counters";
+import { TOMBSTONE_KEEP_MS, tombstoneRangeSql } from "./tombstone-mark";
 
 /**
  * The smallest ULID of millisecond `ms`. Ids are ULIDs, time-ordered, and a task finishes after it is
@@ -141,17 +142,14 @@ function prunable(t: SQL, now: number, after: string, last: string): SQL {
 
 /**
  * Whether task `t` (a table alias) is finished past its queue's retention and its counter events are folded:
- * a row the prune deletes, and an enqueue may reuse (src/engine/reuse-rows.ts). A tombstone (a completed task
- * of a queue that keeps none: src/engine/tombstone-mark.ts) is kept TOMBSTONE_KEEP_MS for an enqueue to reuse
- * (from the fold on: reuse-rows.ts walks to it), then deleted. Reads `t`'s id, queue, state, finished_at and
- * uncounted.
+ * a row the prune deletes, and an enqueue may reuse (src/engine/reuse-rows.ts). Reads `t`'s id, queue, state,
+ * finished_at and uncounted.
  */
 export function pastRetentionSql(t: SQL, now: number): SQL {
   const retention = sql`(SELECT q.retention_s FROM queues q WHERE q.name = ${t}.queue)`;
   // A task whose counter events its row still keeps waits for the fold (src/engine/counters-in-row.ts).
   return sql`NOT ${countedInRowSql(t)}
     AND ${t}.finished_at IS NOT NULL AND ${t}.finished_at < ${now} - 1000 * CASE
-      WHEN ${isTombstoneSql(t)} THEN ${TOMBSTONE_KEEP_MS / 1000}
       WHEN ${retention} = 0 AND ${t}.state <> 'completed' THEN ${DEFAULT_QUEUE_CONFIG.retention_s}
       ELSE coalesce(${retention}, ${DEFAULT_QUEUE_CONFIG.retention_s}) END`;
 }
@@ -213,6 +211,31 @@ export async function pruneByRetention(db: Db, now: number): Promise<{ pruned: n
   if (at !== (stored?.position ?? "")) {
     await db.run(sql`INSERT INTO sweep_cursors (name, position) VALUES (${PRUNE_CURSOR}, ${at})
       ON CONFLICT (name) DO UPDATE SET position = excluded.position`);
+  }
+  const tombstones = await pruneTombstones(db, now);
+  return { pruned: pruned + tombstones.pruned, windows: windows + tombstones.windows };
+}
+
+/**
+ * Deletes the tombstones (src/engine/tombstone-mark.ts) no enqueue reused within TOMBSTONE_KEEP_MS of their
+ * task's completion, the oldest first, PRUNE_WINDOW at a time while a window is full (at most PRUNE_ROUNDS).
+ * Only tombstones the counter fold passed (their events added up): those of tasks below its cursor — all of
+ * them where no fold ran, none kept events then — and of tasks created before TOMBSTONE_KEEP_MS ago (a task
+ * finishes after it is created), so a window reads the older part of the tombstones and nothing else: they
+ * lie together above every task (their ids begin with the mark).
+ */
+async function pruneTombstones(db: Db, now: number): Promise<{ pruned: number; windows: number }> {
+  const cutoff = idLowerBound(now - TOMBSTONE_KEEP_MS);
+  const folded = tombstoneRangeSql(sql`tasks`, sql`''`, sql`min(coalesce(${FOLD_CURSOR_SQL}, ${cutoff}), ${cutoff})`);
+  let pruned = 0;
+  let windows = 0;
+  for (let round = 0; round < PRUNE_ROUNDS; round++) {
+    const gone = await db.all<{ id: string }>(sql`DELETE FROM tasks WHERE id IN (SELECT id FROM tasks
+        WHERE ${folded} AND finished_at < ${now - TOMBSTONE_KEEP_MS} ORDER BY id LIMIT ${PRUNE_WINDOW})
+      RETURNING id`);
+    windows++;
+    pruned += gone.length;
+    if (gone.length < PRUNE_WINDOW) break;
   }
   return { pruned, windows };
 }

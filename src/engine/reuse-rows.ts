@@ -1,9 +1,8 @@
 import { sql, type SQL } from "drizzle-orm";
 import { PLAIN_SHAPE, taskColumnsSql, type InsertRow } from "./enqueue-rows";
-import { idLowerBound, pastRetentionSql, PRUNE_CURSOR } from "./purge";
-import { countedInRowSql } from "./counters-in-row";
+import { pastRetentionSql, PRUNE_CURSOR } from "./purge";
 import { FOLD_CURSOR_SQL } from "./counters";
-import { isTombstoneSql } from "./tombstone-mark";
+import { TOMBSTONE_MARK, tombstoneRangeSql } from "./tombstone-mark";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 
 /**
@@ -91,7 +90,7 @@ export function reuseRowSql(queue: string, row: InsertRow, now: number, guard: S
     sql`, `,
   )}
     FROM json_each(${`[${row.json}]`}) AS j
-    WHERE tasks.id = coalesce((${reusableSql(queue, now)}), (${tombstoneSql(now)})) AND ${guard}
+    WHERE tasks.id = coalesce((${reusableSql(queue, now)}), (${tombstoneSql()})) AND ${guard}
     RETURNING id, state, uncounted IS NOT NULL AS in_row`;
 }
 
@@ -126,19 +125,16 @@ function reusableSql(queue: string, now: number): SQL {
 }
 
 /**
- * The id of the first tombstone (a completed task of a queue that keeps none: src/engine/tombstone-mark.ts)
- * among the REUSE_WALK rows below the counter fold's cursor, walking down, or null. A tombstone is reusable
- * once the fold passed it (its counter events added up), which is the cursor: the walk meets the tombstones
- * folded last first, and goes further down as enqueues take them (a taken row leaves for the top of the key).
- * Where no fold ran, no row keeps its events: the walk begins at `now`. The rows it passes over are a queue's
- * live tasks, its dead ones, other queues' rows: a reuse that finds none inserts, as before.
+ * The id of the oldest tombstone (a completed task of a queue that keeps none: src/engine/tombstone-mark.ts)
+ * the counter fold passed (its events added up: a task's below the fold's cursor; every one where no fold
+ * ran), or null. Tombstones lie together above every task in the key, so this reads the first of them and
+ * nothing else — whatever other queues' rows the database holds — past the few (at most REUSE_WALK) of
+ * dependents it passes over.
  */
-function tombstoneSql(now: number): SQL {
-  const below = sql`coalesce(${FOLD_CURSOR_SQL}, ${idLowerBound(now)})`;
-  return sql`SELECT d.id FROM (SELECT id, queue, uncounted, depends_on FROM tasks
-      WHERE id < ${below} ORDER BY id DESC LIMIT ${REUSE_WALK}) AS d
-    WHERE ${isTombstoneSql(sql`d`)} AND NOT ${countedInRowSql(sql`d`)} AND d.depends_on IS NULL
-    LIMIT 1`;
+function tombstoneSql(): SQL {
+  const folded = tombstoneRangeSql(sql`tasks`, sql`''`, sql`coalesce(${FOLD_CURSOR_SQL}, ${TOMBSTONE_MARK})`);
+  return sql`SELECT d.id FROM (SELECT id, depends_on FROM tasks WHERE ${folded} ORDER BY id LIMIT ${REUSE_WALK}) AS d
+    WHERE d.depends_on IS NULL LIMIT 1`;
 }
 
 /** ULIDs' alphabet (Crockford's base 32), as the ulid package encodes time. */

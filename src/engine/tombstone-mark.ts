@@ -3,11 +3,12 @@ import { sql, type SQL } from "drizzle-orm";
 /**
  * A tombstone (src/engine/complete-tombstone.ts) is the row of a completed task that its queue keeps no
  * completed task of (`retention_s: 0`), moved out of every client's reach until an enqueue reuses it: its id
- * is the task's id and this mark, its queue the mark and the queue's name. Why '~': it is in neither a ULID
+ * is this mark and the task's id, its queue the mark and the queue's name. Why '~': it is in neither a ULID
  * (Crockford base 32, the only ids a client may give or be given) nor a queue name (QUEUE_NAME_PATTERN), so
- * no read by id or by queue ever finds one; and it sorts after every character of an id, so `X~` lies
- * right after `X` in the primary key: the counter fold, the retention prune and the reuse walk meet it in
- * its time order, as they met the task.
+ * no read by id or by queue ever finds one; and it sorts after every character of an id, so the tombstones
+ * lie together above every task in the primary key, in their tasks' time order: an enqueue finds the oldest
+ * in one step whatever other queues' rows the database holds (src/engine/reuse-rows.ts), and no walk of the
+ * tasks' ids (the retention prune's, the lease's, a move's) meets one.
  */
 export const TOMBSTONE_MARK = "~";
 
@@ -33,7 +34,14 @@ export function ofQueueOrItsTombstonesSql(t: SQL, queue: string): SQL {
   return sql`${t}.queue IN (${queue}, ${TOMBSTONE_MARK} || ${queue})`;
 }
 
+/** The tombstones' ids that stand for task ids in (from, to] (SQL text bounds; `to` null: no upper bound), as
+ * a condition on `t`'s id: the same range of the key, moved above the tasks. */
+export function tombstoneRangeSql(t: SQL, from: SQL, to: SQL | null): SQL {
+  const upper = to === null ? sql`` : sql` AND ${t}.id <= ${TOMBSTONE_MARK} || ${to}`;
+  return sql`${t}.id > ${TOMBSTONE_MARK} || ${from}${upper}`;
+}
+
 /** The id of the tombstone of task `id`. */
 export function tombstoneIdOf(id: string): string {
-  return id + TOMBSTONE_MARK;
+  return TOMBSTONE_MARK + id;
 }

@@ -201,6 +201,43 @@ describe("a tombstone is reused or pruned", () => {
     expect(kind).toMatchObject({ enqueued: 2 });
   });
 
+  it("is found among many other queues' rows: tombstones lie above every task, the oldest taken first", async () => {
+    const zero = await keepingNothing("tomb-mixed");
+    const busy = uniqueQueue("tomb-busy");
+    const at = T + MINUTE_MS;
+    const made: string[] = [];
+    // Each tombstone's task between 40 tasks of a queue that keeps its own (finished and live).
+    for (let k = 0; k < 3; k++) {
+      const { tasks } = await store.enqueueTasks(
+        busy,
+        Array.from({ length: 40 }, () => ({})),
+        at + k * 10,
+      );
+      const kept = await store.leaseTasks({ queue: busy, max: 20, visibilityTimeoutS: 30, holder: "w" }, at + k * 10);
+      await store.completeTasks(
+        kept.map((t) => ({ id: t.id, leaseToken: t.leaseToken! })),
+        at + k * 10 + 1,
+      );
+      expect(tasks).toHaveLength(40);
+      const [held] = await leased(store, zero, 1, at + k * 10 + 2);
+      await store.completeTasks([held!], at + k * 10 + 3);
+      made.push(tombstoneIdOf(held!.id));
+    }
+    await fold(at + 5 * MINUTE_MS);
+    const { store: metered, written, reset } = measured();
+    for (const [k, tombstone] of made.entries()) {
+      reset();
+      await metered.enqueueTasks(busy, [{ payload: k }], at + 5 * MINUTE_MS);
+      expect(written()).toBe(2);
+      expect(await rowOf(tombstone)).toBeUndefined();
+      for (const later of made.slice(k + 1)) expect(await rowOf(later)).toBeDefined();
+    }
+    // None left: the next one inserts.
+    const rows = await rowCount();
+    await store.enqueueTasks(busy, [{ payload: "last" }], at + 5 * MINUTE_MS);
+    expect(await rowCount()).toBe(rows + 1);
+  });
+
   it("the prune leaves it TOMBSTONE_KEEP_MS for a reuse, then deletes it", async () => {
     const queue = await keepingNothing("tomb-prune");
     const at = T + MINUTE_MS;
