@@ -9,7 +9,7 @@ import {
   rowEventsSql,
 } from "./counters";
 import { encodeTime } from "ulid";
-import { tombstoneRangeSql } from "./tombstone-mark";
+import { TOMBSTONE_MARK, tombstoneRangeSql } from "./tombstone-mark";
 
 /**
  * The per-minute counters off the per-call write path (issue 32). Counting a transition with its own upsert
@@ -18,8 +18,9 @@ import { tombstoneRangeSql } from "./tombstone-mark";
  * (`tasks.uncounted`, a JSON array of `[counter, minute, ms]`), written by the very statement that makes the
  * transition — the row it writes anyway, so no row more, and never lost by a crash between two statements.
  * The cron tick folds them (`foldCountersInRows`): one batch adds the events of every task with an id in
- * (cursor, next] (and of their tombstones, src/engine/tombstone-mark.ts) to `task_counters` and moves the cursor to `next` — a crash leaves both or neither, and two
- * overlapping ticks fold a range once (the second finds the cursor moved and changes nothing).
+ * (cursor, next] (and of their tombstones, src/engine/tombstone-mark.ts) to `task_counters` and moves the
+ * cursor to `next` — a crash leaves both or neither, and two overlapping ticks fold a range once (the second
+ * finds the cursor moved and changes nothing).
  *
  * Which tasks keep their events (`countedInRowSql`): those whose enqueue found an id above the cursor. Once the
  * cursor passes a task, every later transition of it is counted on its path as before (its statement sets
@@ -87,12 +88,13 @@ export function eventsUpsertSql(events: SQL): SQL {
 }
 
 /**
- * Folds the counter events kept in task rows into task_counters, up to MAX_FOLD_TASKS tasks from the cursor,
- * never past `now - COUNTER_FOLD_GRACE_MS`: the events of every task with an id in (cursor, next] are added
- * and the cursor moved to `next`, in one batch (one transaction). A database without a cursor gets one at
+ * Folds the counter events kept in task rows into task_counters, up to MAX_FOLD_TASKS tasks and as many
+ * tombstones from the cursor, never past `now - COUNTER_FOLD_GRACE_MS`: the events of every task with an id
+ * in (cursor, next], and of those tasks' tombstones, are added and the cursor moved to `next`, in one batch
+ * (one transaction). A database without a cursor gets one at
  * that horizon, and nothing to fold (every task before it was counted on its path). Idempotent; safe when
- * two ticks overlap (the batch applies only from the cursor it read). Returns how many tasks it folded past
- * and whether it stopped short of the horizon (call again).
+ * two ticks overlap (the batch applies only from the cursor it read). Returns how many rows (tasks and
+ * tombstones) it folded past and whether it stopped short of the horizon (call again).
  *
  * @example
  * while ((await foldCountersInRows(db, now)).more);
@@ -108,11 +110,19 @@ export async function foldCountersInRows(db: Db, now: number): Promise<{ tasks: 
     return { tasks: 0, more: false };
   }
   if (from >= horizon) return { tasks: 0, more: false };
-  const seen = await db.get<{ n: number; last: string | null }>(sql`SELECT count(*) AS n, max(id) AS last
-    FROM (SELECT id FROM tasks WHERE id > ${from} AND id < ${horizon} ORDER BY id LIMIT ${MAX_FOLD_TASKS})`);
-  const more = (seen?.n ?? 0) >= MAX_FOLD_TASKS;
-  const next = more ? seen!.last! : horizon;
-  // The tombstones of the range's tasks (src/engine/tombstone-mark.ts) keep theirs too, above every task.
+  // The range's tasks, and the tombstones of its tasks (src/engine/tombstone-mark.ts: they keep their events
+  // too, above every task in the key), each MAX_FOLD_TASKS at most: the range ends where either is full.
+  const window = (range: SQL) => sql`(SELECT count(*) AS n, max(id) AS last
+    FROM (SELECT id FROM tasks WHERE ${range} ORDER BY id LIMIT ${MAX_FOLD_TASKS}))`;
+  const seen = await db.get<{ n: number; last: string | null; tn: number; tlast: string | null }>(sql`SELECT
+      w.n AS n, w.last AS last, t.n AS tn, t.last AS tlast
+    FROM ${window(sql`id > ${from} AND id < ${horizon}`)} AS w,
+      ${window(tombstoneRangeSql(sql`tasks`, sql`${from}`, sql`${horizon}`))} AS t`);
+  const ends = [horizon];
+  if ((seen?.n ?? 0) >= MAX_FOLD_TASKS) ends.push(seen!.last!);
+  if ((seen?.tn ?? 0) >= MAX_FOLD_TASKS) ends.push(seen!.tlast!.slice(TOMBSTONE_MARK.length));
+  const next = ends.reduce((a, b) => (b < a ? b : a));
+  const more = next !== horizon;
   const tombstones = rowEventsSql(
     sql`${tombstoneRangeSql(sql`t`, sql`${from}`, sql`${next}`)} AND ${CURSOR} = ${from}`,
   );
@@ -122,5 +132,5 @@ export async function foldCountersInRows(db: Db, now: number): Promise<{ tasks: 
     ),
     sql`UPDATE sweep_cursors SET position = ${next} WHERE name = ${COUNTER_FOLD_CURSOR} AND position = ${from}`,
   ]);
-  return { tasks: seen?.n ?? 0, more };
+  return { tasks: (seen?.n ?? 0) + (seen?.tn ?? 0), more };
 }

@@ -133,8 +133,8 @@ export async function pruneWindow(
 /**
  * Whether task `t` (a table alias) is finished past its queue's retention, with an id in (after, last]. A
  * queue of `retention_s: 0` keeps no completed task (the completion makes most a tombstone:
- * src/engine/complete-tombstone.ts; the few it kept, for children or dependents, go now) but keeps its dead, cancelled and expired ones for the
- * default retention: they are what a dead-letter view and a redrive need.
+ * src/engine/complete-tombstone.ts; the few it kept, for children or dependents, go now) but keeps its dead,
+ * cancelled and expired ones for the default retention: they are what a dead-letter view and a redrive need.
  */
 function prunable(t: SQL, now: number, after: string, last: string): SQL {
   return sql`${t}.id > ${after} AND ${t}.id <= ${last} AND ${pastRetentionSql(t, now)}`;

@@ -1,13 +1,14 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
-import { monotonicFactory } from "ulid";
+import { encodeTime, monotonicFactory } from "ulid";
 import { applyD1Migrations } from "cloudflare:test";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { openDb } from "../../../src/db/client";
 import { d1TaskStore } from "../../../src/engine/d1-store";
 import type { TaskStore } from "../../../src/engine/store";
 import { PRUNE_CURSOR } from "../../../src/engine/purge";
-import { TOMBSTONE_KEEP_MS, tombstoneIdOf } from "../../../src/engine/tombstone-mark";
+import { TOMBSTONE_KEEP_MS, TOMBSTONE_MARK, tombstoneIdOf } from "../../../src/engine/tombstone-mark";
+import { COUNTER_FOLD_CURSOR, MAX_FOLD_TASKS } from "../../../src/engine/counters-in-row";
 import { meteredD1 } from "../../support/metered-d1";
 import { PROCESSORS, uniqueQueue } from "../../helpers";
 
@@ -259,5 +260,34 @@ describe("a tombstone is reused or pruned", () => {
     await store.completeTasks([{ id: parent!.id, leaseToken: parent!.leaseToken! }], at + 2);
     expect(await store.findTaskState(parent!.id)).toBe("completed");
     expect(await rowOf(tombstoneIdOf(parent!.id))).toBeUndefined();
+  });
+});
+
+describe("the counter fold of tombstones", () => {
+  it("folds MAX_FOLD_TASKS tombstones a round at most, each once, the cursor at the last one's task", async () => {
+    const queue = uniqueQueue("tomb-fold");
+    const at = T + MINUTE_MS;
+    const minute = Math.floor(at / MINUTE_MS) * MINUTE_MS;
+    const n = MAX_FOLD_TASKS + 50;
+    const prefix = encodeTime(at, 10);
+    // Tombstones of n tasks of one millisecond (their ids in order of k), each keeping its completion's event.
+    await db().run(sql`WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < ${n - 1})
+      INSERT INTO tasks (id, queue, state, max_attempts, run_at, created_at, updated_at, finished_at, uncounted)
+      SELECT ${TOMBSTONE_MARK} || ${prefix} || printf('%016d', i), ${TOMBSTONE_MARK} || ${queue}, 'completed', 3,
+        ${at}, ${at}, ${at}, ${at}, json_array(json_array('completed', ${minute}, 5))
+      FROM k`);
+    const first = await store.foldCountersInRows(at + 5 * MINUTE_MS);
+    expect(first).toEqual({ tasks: MAX_FOLD_TASKS, more: true });
+    const cursor = await db().get<{ position: string }>(
+      sql`SELECT position FROM sweep_cursors WHERE name = ${COUNTER_FOLD_CURSOR}`,
+    );
+    expect(cursor!.position).toBe(`${prefix}${String(MAX_FOLD_TASKS - 1).padStart(16, "0")}`);
+    expect(await countsOf(queue)).toMatchObject({ completed: n });
+    await fold(at + 5 * MINUTE_MS);
+    const folded = await db().get<{ completed: number }>(
+      sql`SELECT sum(completed) AS completed FROM task_counters WHERE queue = ${queue}`,
+    );
+    expect(folded!.completed).toBe(n);
+    expect(await countsOf(queue)).toMatchObject({ completed: n });
   });
 });
