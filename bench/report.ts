@@ -538,8 +538,9 @@ function summary(r: BenchResults): string[] {
   const bill = r.bill?.value;
   const whole = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.workload === "successful" && x.batch === batch));
   const carried = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.carry && !x.reuse && x.batch === batch));
-  const reused = bill?.rows.find((x) => x.carry && x.reuse && !x.reuseOthers && x.batch === 1);
+  const reused = bill?.rows.find((x) => x.carry && x.reuse && !x.reuseOthers && x.retentionS > 0 && x.batch === 1);
   const besideOthers = bill?.rows.find((x) => x.reuseOthers);
+  const tombstoned = bill?.rows.find((x) => x.carry && x.reuse && x.retentionS === 0 && x.batch === 1);
   if (whole.every((w) => w !== undefined)) {
     const carrying = carried.every((w) => w !== undefined)
       ? `; with each ack carrying the next lease (as the SDK's and CLI's workers ack) ${carried.map((w) => money(w.dollars.total)).join(" / ")}` +
@@ -548,6 +549,9 @@ function summary(r: BenchResults): string[] {
             (besideOthers
               ? ` or on a new queue beside ${besideOthers.reuseOthers} queues past theirs (${money(besideOthers.dollars.total)}: it reuses their rows)`
               : "")
+          : "") +
+        (tombstoned
+          ? `, ${money(tombstoned.dollars.total)} on a queue that keeps no completed task, from its second minute (each enqueue of one reuses a tombstone)`
           : "")
       : "";
     lines.push(
