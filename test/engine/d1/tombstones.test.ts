@@ -291,3 +291,43 @@ describe("the counter fold of tombstones", () => {
     expect(await countsOf(queue)).toMatchObject({ completed: n });
   });
 });
+
+describe("tombstones under concurrent producers and workers", () => {
+  it("five minutes of single-task enqueues and completions: each task leased and completed once, counted once, the table not growing", async () => {
+    const queue = await keepingNothing("tomb-busy-life");
+    const perMinute = 24;
+    const seen = new Map<string, number>();
+    for (let minute = 0; minute < 5; minute++) {
+      const at = T + (minute + 1) * MINUTE_MS;
+      // 24 producers of one task each, at once; then 4 workers leasing one at a time until none is left.
+      const made = await Promise.all(
+        Array.from({ length: perMinute }, (_, i) => store.enqueueTasks(queue, [{ payload: { minute, i } }], at)),
+      );
+      expect(made.map((m) => m.tasks[0]!.deduplicated)).toEqual(made.map(() => false));
+      const worker = async (w: number) => {
+        for (;;) {
+          const [task] = await store.leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: `w${w}` }, at + 1);
+          if (task === undefined) return;
+          seen.set(task.id, (seen.get(task.id) ?? 0) + 1);
+          const [done] = await store.completeTasks([{ id: task.id, leaseToken: task.leaseToken! }], at + 2);
+          expect(done).toMatchObject({ ok: true, state: "completed" });
+        }
+      };
+      await Promise.all([0, 1, 2, 3].map(worker));
+      // The tick of that minute: the fold passes this minute's tasks, so the next minute reuses their rows.
+      await fold(at + MINUTE_MS);
+      // Every row is a tombstone now, and there are as many as one minute's tasks: none was inserted past them.
+      const rows = await db().get<{ n: number; tombstones: number }>(
+        sql`SELECT count(*) AS n, sum(substr(id, 1, 1) = ${TOMBSTONE_MARK}) AS tombstones FROM tasks`,
+      );
+      expect(rows).toEqual({ n: perMinute, tombstones: perMinute });
+    }
+    expect(seen.size).toBe(5 * perMinute);
+    expect([...seen.values()].every((n) => n === 1)).toBe(true);
+    expect(await countsOf(queue)).toMatchObject({
+      enqueued: 5 * perMinute,
+      leased: 5 * perMinute,
+      completed: 5 * perMinute,
+    });
+  });
+});
