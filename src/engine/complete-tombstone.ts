@@ -17,8 +17,8 @@ import { TOMBSTONE_MARK } from "./tombstone-mark";
  * task reuses the row (src/engine/reuse-rows.ts) as an insert would, or the retention prune deletes it after
  * TOMBSTONE_KEEP_MS. For a client the task is gone at once, as deleted: its id answers `404`, and it is in no
  * list, count or stats of its queue (none of them can name the tombstone's id or queue); its id is free for a
- * new task. Its payload, result,
- * errors, checkpoint, keys and lease are cleared by the same write: nothing the task carried is kept.
+ * new task. Its payload, result, errors, checkpoint, keys and lease are cleared by the same write: nothing the
+ * task carried is kept.
  *
  * Only a task nothing still needs after its completion goes: a task
  * - whose cancel was not requested (it ends `cancelled`, kept as every cancelled task is),

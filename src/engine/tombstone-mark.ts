@@ -16,7 +16,8 @@ export const TOMBSTONE_MARK = "~";
  * reusable once the counter fold passed it (30-90 s after its task was created) and costs a row written to
  * delete, so the longer it waits the likelier a later enqueue takes it instead; but a queue that slows down
  * leaves that long's tombstones unreused, which is storage — at the ~3,800 tasks/s a database can run
- * (docs/scale.md), 10 minutes is ~2.3 million rows of ~200 bytes, a twentieth of D1's 10 GB. */
+ * (docs/scale.md), 10 minutes is ~2.3 million tombstones of ~290 bytes (the bill's bytes kept a task at
+ * `retention_s: 0`, docs/benchmarks.md section 1b): about 0.7 GB of D1's 10 GB. */
 export const TOMBSTONE_KEEP_MS = 600_000;
 
 /** Whether task `t` (a table alias) is a tombstone, in SQL. */
