@@ -229,10 +229,16 @@ async function pruneTombstones(db: Db, now: number): Promise<{ pruned: number; w
   const folded = tombstoneRangeSql(sql`tasks`, sql`''`, sql`min(coalesce(${FOLD_CURSOR_SQL}, ${cutoff}), ${cutoff})`);
   let pruned = 0;
   let windows = 0;
+  const window = sql`SELECT id, depends_on FROM tasks
+    WHERE ${folded} AND finished_at < ${now - TOMBSTONE_KEEP_MS} ORDER BY id LIMIT ${PRUNE_WINDOW}`;
   for (let round = 0; round < PRUNE_ROUNDS; round++) {
-    const gone = await db.all<{ id: string }>(sql`DELETE FROM tasks WHERE id IN (SELECT id FROM tasks
-        WHERE ${folded} AND finished_at < ${now - TOMBSTONE_KEEP_MS} ORDER BY id LIMIT ${PRUNE_WINDOW})
-      RETURNING id`);
+    const [, gone = []] = await batchAll<{ id: string }>(db, [
+      // A dependent's waits on other databases go with it, as the retention prune's (its task's id: the
+      // waits were written under it). The same window of the key in both statements of the batch.
+      sql`DELETE FROM remote_waits WHERE dependent IN (SELECT substr(w.id, 2) FROM (${window}) AS w
+        WHERE w.depends_on IS NOT NULL)`,
+      sql`DELETE FROM tasks WHERE id IN (SELECT id FROM (${window})) RETURNING id`,
+    ]);
     windows++;
     pruned += gone.length;
     if (gone.length < PRUNE_WINDOW) break;

@@ -252,6 +252,41 @@ describe("a tombstone is reused or pruned", () => {
     expect(await rowOf(tombstone)).toBeUndefined();
   });
 
+  it("of a dependent is never reused, and goes with its waits on other databases after TOMBSTONE_KEEP_MS", async () => {
+    const queue = await keepingNothing("tomb-dependent");
+    const at = T + MINUTE_MS;
+    const { tasks } = await store.enqueueTasks(queue, [{ type: "first" }], at);
+    const first = tasks[0]!.id;
+    const { tasks: joined } = await store.enqueueTasks(queue, [{ type: "then", dependsOn: [first] }], at);
+    const dependent = joined[0]!.id;
+    const [a] = await store.leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, at + 1);
+    expect(a!.id).toBe(first);
+    await store.completeTasks([{ id: first, leaseToken: a!.leaseToken! }], at + 2);
+    const [b] = await store.leaseTasks({ queue, max: 1, visibilityTimeoutS: 30, holder: "w" }, at + 3);
+    expect(b!.id).toBe(dependent);
+    await store.completeTasks([{ id: dependent, leaseToken: b!.leaseToken! }], at + 4);
+    const tombstone = tombstoneIdOf(dependent);
+    expect(await rowOf(tombstone)).toMatchObject({ depends_on: JSON.stringify([first]) });
+    // A wait it had on a task of another database, settled, as src/engine/remote-dependencies.ts keeps it.
+    const elsewhere = monotonicFactory()(at);
+    await db().run(sql`INSERT INTO remote_waits (dependent, dependency, outcome)
+      VALUES (${dependent}, ${elsewhere}, 'completed')`);
+    const waits = async () =>
+      (await db().get<{ n: number }>(sql`SELECT count(*) AS n FROM remote_waits WHERE dependent = ${dependent}`))!.n;
+
+    await fold(at + 5 * MINUTE_MS);
+    const rows = await rowCount();
+    await store.enqueueTasks(uniqueQueue("tomb-taker"), [{}], at + 5 * MINUTE_MS);
+    expect(await rowCount()).toBe(rows + 1);
+    expect(await rowOf(tombstone)).toBeDefined();
+    await prune(at + 4 + TOMBSTONE_KEEP_MS - 1_000);
+    expect(await rowOf(tombstone)).toBeDefined();
+    expect(await waits()).toBe(1);
+    await prune(at + 4 + TOMBSTONE_KEEP_MS + 1_000);
+    expect(await rowOf(tombstone)).toBeUndefined();
+    expect(await waits()).toBe(0);
+  });
+
   it("is not made of a task something still needs: a `then` parent keeps its id until the prune", async () => {
     const queue = await keepingNothing("tomb-then");
     const at = T + MINUTE_MS;
