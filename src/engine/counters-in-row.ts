@@ -57,6 +57,17 @@ export function counterEventSql(counter: SQL, now: number, ms: SQL = sql`NULL`):
   return sql`json_array(${counter}, ${minuteOf(now)}, ${ms})`;
 }
 
+/**
+ * The tombstones (src/engine/tombstone-mark.ts) whose events the fold has added up, as a condition on `t`'s
+ * id: those of tasks below its cursor — every one where no fold ran (none kept events then) — and, with
+ * `below`, only of tasks below that id too. What a reuse may take and the prune may delete, as
+ * `countedInRowSql` is for a task.
+ */
+export function foldedTombstonesSql(t: SQL, below?: string): SQL {
+  const passed = sql`coalesce(${CURSOR}, ${TOMBSTONE_MARK})`;
+  return tombstoneRangeSql(t, sql`''`, below === undefined ? passed : sql`min(${passed}, ${below})`);
+}
+
 /** An enqueue's `uncounted`: its event, when the id is above the cursor; else null (counted on its path). */
 export function enqueueUncountedSql(id: SQL, now: number): SQL {
   return sql`CASE WHEN ${id} > ${CURSOR} THEN json_array(${counterEventSql(sql`'enqueued'`, now)}) END`;

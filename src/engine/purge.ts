@@ -4,9 +4,8 @@ import { encodeTime } from "ulid";
 import { batchAll, type Db } from "../db/client";
 import { MAX_PURGE_PER_CALL } from "../contracts/limits";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
-import { countedInRowSql } from "./counters-in-row";
-import { FOLD_CURSOR_SQL } from "./counters";
-import { TOMBSTONE_KEEP_MS, tombstoneRangeSql } from "./tombstone-mark";
+import { countedInRowSql, foldedTombstonesSql } from "./counters-in-row";
+import { TOMBSTONE_KEEP_MS } from "./tombstone-mark";
 
 /**
  * The smallest ULID of millisecond `ms`. Ids are ULIDs, time-ordered, and a task finishes after it is
@@ -225,8 +224,7 @@ export async function pruneByRetention(db: Db, now: number): Promise<{ pruned: n
  * lie together above every task (their ids begin with the mark).
  */
 async function pruneTombstones(db: Db, now: number): Promise<{ pruned: number; windows: number }> {
-  const cutoff = idLowerBound(now - TOMBSTONE_KEEP_MS);
-  const folded = tombstoneRangeSql(sql`tasks`, sql`''`, sql`min(coalesce(${FOLD_CURSOR_SQL}, ${cutoff}), ${cutoff})`);
+  const folded = foldedTombstonesSql(sql`tasks`, idLowerBound(now - TOMBSTONE_KEEP_MS));
   let pruned = 0;
   let windows = 0;
   const window = sql`SELECT id, depends_on FROM tasks

@@ -1,8 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { PLAIN_SHAPE, taskColumnsSql, type InsertRow } from "./enqueue-rows";
 import { pastRetentionSql, PRUNE_CURSOR } from "./purge";
-import { FOLD_CURSOR_SQL } from "./counters";
-import { TOMBSTONE_MARK, tombstoneRangeSql } from "./tombstone-mark";
+import { foldedTombstonesSql } from "./counters-in-row";
 import { DEFAULT_QUEUE_CONFIG } from "./queue-config";
 
 /**
@@ -132,7 +131,7 @@ function reusableSql(queue: string, now: number): SQL {
  * dependents it passes over.
  */
 function tombstoneSql(): SQL {
-  const folded = tombstoneRangeSql(sql`tasks`, sql`''`, sql`coalesce(${FOLD_CURSOR_SQL}, ${TOMBSTONE_MARK})`);
+  const folded = foldedTombstonesSql(sql`tasks`);
   return sql`SELECT d.id FROM (SELECT id, depends_on FROM tasks WHERE ${folded} ORDER BY id LIMIT ${REUSE_WALK}) AS d
     WHERE d.depends_on IS NULL LIMIT 1`;
 }
