@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { SESSION_LEASE_S, SessionId } from "./session";
 import { component } from "./component";
 import {
   MAX_ATTEMPTS_LIMIT,
@@ -254,6 +255,9 @@ const LeaseFields = {
   visibility_timeout_s: z.number().int().min(MIN_VISIBILITY_TIMEOUT_S).max(MAX_VISIBILITY_TIMEOUT_S).optional(),
   wait_s: z.number().min(0).max(MAX_WAIT_S).default(0),
   holder: ShortText(MAX_HOLDER_CHARS).optional(),
+  session: SessionId.optional().meta({
+    description: `the worker session (GET /v1/queues/{queue}/session) that keeps these leases: written ${SESSION_LEASE_S} s long (unless visibility_timeout_s says otherwise), lapsed when the session ends`,
+  }),
   waiter_id: ShortText(MAX_WAITER_ID_CHARS).optional().meta({
     description:
       "names this long poll so the client can withdraw it (POST /v1/queues/{queue}/lease/withdraw) when it stops; unique per poll, e.g. a UUID",

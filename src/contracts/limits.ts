@@ -88,6 +88,12 @@ export const MAX_PARTITIONS = 32;
  * 30 s of CPU and D1 30 s per query); what remains is taken by the next tick a minute later. */
 export const MAX_ROWS_PER_TICK_STATEMENT = 5_000;
 
+/** How far into each lease-order run of a queue a session's leases are looked for when the session ends
+ * (src/engine/session-leases.ts): tasks in flight lie at the front of the run, where the lease took them; the
+ * tick's bound per statement, so the look holds the database a few milliseconds. A session lease behind more
+ * than that lapses by its own expiry (SESSION_LEASE_S) instead. */
+export const SESSION_LEASE_WINDOW = MAX_ROWS_PER_TICK_STATEMENT;
+
 /** Due pending tasks of one (queue, priority) the cron tick walks past before it stops looking for lapsed
  * leases behind them (src/engine/live-front.ts). Why 1,000: tasks in flight sit ahead of the due pending ones
  * in lease order, and only tasks enqueued with a past run_at or handed back get ahead of them — a thousand of

@@ -38,6 +38,9 @@ import { SiblingPolls } from "./sibling-polls";
 import { releaseClaimed, endClaimWindows, returnUndelivered, type EndedClaimWindows } from "./hand-out-writes";
 import { TaskWaiters } from "./task-waiters";
 import { WaitLine, type Waiter } from "./wait-line";
+import { WorkerSessions } from "./sessions";
+import { SESSION_PING, SESSION_PONG } from "../contracts/session";
+import { lapseSessionLeases } from "./session-lapse";
 
 /** What createEdgeq builds a coordinator with (src/app/create-edgeq.ts): its processors, for push dispatch. */
 export interface CoordinatorDeps {
@@ -98,6 +101,13 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   /** Where every change made here is reported (the effects owner, src/effects/), kept alive past the call
    * that made it (`waitUntil`); its clock is this object's (tests move it). */
   private readonly effects: Effects;
+  /** The queue's worker sessions (sessions.ts; held by partition 0's object, as task waits are). */
+  private readonly sessions = new WorkerSessions({
+    ctx: this.ctx,
+    now: () => this.now(),
+    lapse: (session) => this.lapseSession(session),
+    alarmNoLaterThan: (at) => this.alarmNoLaterThan(at),
+  });
 
   constructor(
     ctx: DurableObjectState,
@@ -110,6 +120,46 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
       (work) => ctx.waitUntil(work),
       () => this.now(),
     );
+  }
+
+  /** A worker session's WebSocket upgrade (src/http/routes/sessions.ts forwards it, authorised). */
+  override async fetch(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const queue = url.searchParams.get("queue");
+    if (request.headers.get("Upgrade") !== "websocket" || url.pathname !== "/session" || !queue) {
+      return new Response(null, { status: 426 });
+    }
+    await this.remember(queue, 0);
+    return this.sessions.open(url);
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    if (this.sessions.owns(ws)) await this.sessions.closed(ws);
+    try {
+      ws.close(code, reason);
+    } catch {
+      // already closed (the runtime may have answered the close itself)
+    }
+  }
+
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    if (this.sessions.owns(ws)) await this.sessions.closed(ws);
+  }
+
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
+    // The runtime answers a session's "ping" itself (sessions.ts); one that reaches here (the object awake
+    // and the auto-response not matched) is answered the same. Nothing else is said on a session.
+    if (message === SESSION_PING) ws.send(SESSION_PONG);
+  }
+
+  /** Ends a worker session: lapses its leases on every shard of the queue, and reports it (the queue's
+   * coordinators woken: the lapsed tasks are leasable after the expiry backoff; a cancelled one published). */
+  private async lapseSession(session: string): Promise<void> {
+    const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
+    if (queue === undefined) return;
+    const { lapsed, change } = await lapseSessionLeases(this.env, queue, session, this.now());
+    if (change) this.after(change);
+    if (lapsed > 0) this.after({ kind: "swept", queue, runAt: this.now(), events: [] });
   }
 
   /**
@@ -287,6 +337,9 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
    * asked for (rate limit, budget, retry) and the next hand-out to take back for a waiting poll.
    */
   override async alarm(): Promise<void> {
+    // Sessions first: leases a session's end lapsed are served below.
+    const sessionsNext = await this.sessions.sweep();
+    if (sessionsNext !== null) await this.alarmNoLaterThan(sessionsNext);
     await this.serve();
     const queue = await this.ctx.storage.get<string>(QUEUE_KEY);
     if (queue === undefined) return;

@@ -51,6 +51,7 @@ import {
 } from "./queue-config";
 import { findTaskState, getTask, listQueues, listTasks, queueStats, readTaskEventFields } from "./read";
 import { reapExpiredLeases, reapLapsedLeases } from "./reap";
+import { readSessionLeases } from "./session-leases";
 import { redriveQueue, retryTask } from "./redrive";
 import { releaseTasks } from "./release";
 import { returnUndelivered } from "./return-undelivered";
@@ -115,6 +116,7 @@ function openStore(db: Db): TaskStore {
     queueStats: (queue, scope, now) => queueStats(db, queue, scope, now),
     listQueues: () => listQueues(db),
     nextRunAt: (queue, now, opts) => nextRunAt(db, queue, now, opts),
+    sessionLeases: (queue, session, now) => readSessionLeases(db, queue, session, now),
     collectCompletedResults: (scope, limit, pick) => collectCompletedResults(db, scope, limit, pick),
     countLiveTasks: (queue, now) => countLiveTasks(db, queue, now),
     liveFigures: (now, queue) => liveFigures(db, now, queue),

@@ -8,6 +8,7 @@ import type { FlowControl } from "./store-flow";
 import type { Deadlines } from "./store-deadlines";
 import type { CallerBatches } from "./store-caller-batches";
 import type { SqsSettings } from "./store-sqs";
+import type { Sessions } from "./store-sessions";
 import type { HandOutWrites, HolderWrites, OperatorWrites, TaskWrites } from "./store-writes";
 
 /**
@@ -47,7 +48,8 @@ export interface TaskStore
     RemoteDependencies,
     Deadlines,
     CallerBatches,
-    SqsSettings {}
+    SqsSettings,
+    Sessions {}
 
 export type {
   TaskWrites,
@@ -70,6 +72,7 @@ export type { BulkChanged, BulkWrites, TaskFilter } from "./store-bulk";
 export type { Deadlines } from "./store-deadlines";
 export type { CallerBatches, PreparedStatements } from "./store-caller-batches";
 export type { SqsSettings } from "./store-sqs";
+export type { Sessions } from "./store-sessions";
 export type { StoredQueue, StoredTask } from "../contracts/stored-task";
 
 // The domain types the operations above take and answer, for callers outside src/engine: the port is the one

@@ -15,6 +15,7 @@ import { localTickRoutes } from "./routes/local-tick";
 import { metricsRoutes } from "./routes/metrics";
 import { scheduleRoutes } from "./routes/schedules";
 import { queueRoutes } from "./routes/queues";
+import { sessionRoutes } from "./routes/sessions";
 import { queueConfigRoutes } from "./routes/queue-config";
 import { artifactRoutes } from "./routes/artifacts";
 import { processorRoutes } from "./routes/processors";
@@ -98,6 +99,7 @@ export function buildApp(deps: AppDeps) {
 
   const api = app
     .route("/", queueRoutes)
+    .route("/", sessionRoutes)
     .route("/", queueConfigRoutes(deps.processors))
     .route("/", taskRoutes)
     .route("/", ticketRoutes)

@@ -310,6 +310,13 @@ function openStore(db: Db): TaskStore {
       const [a, b] = await Promise.all([rows.nextRunAt(queue, now, opts), packs.nextRunAt(queue, now, opts)]);
       return minOf(a, b);
     },
+    sessionLeases: async (queue, session, now) => {
+      const [a, b] = await Promise.all([
+        rows.sessionLeases(queue, session, now),
+        packs.sessionLeases(queue, session, now),
+      ]);
+      return [...a, ...b];
+    },
     countLiveTasks: async (queue, now) => {
       const [a, b] = await Promise.all([rows.countLiveTasks(queue, now), packs.countLiveTasks(queue, now)]);
       return { due: a.due + b.due, notDue: a.notDue + b.notDue, processing: a.processing + b.processing };

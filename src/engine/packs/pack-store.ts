@@ -55,6 +55,7 @@ import {
   refusePackFanOut,
   settlePackRemoteWait,
 } from "./dependency-targets";
+import { readPackSessionLeases } from "./session-leases";
 
 /** The groups of the task-store port (src/engine/store.ts), by name: what a store implements, and what a
  * conformance file needs (test/engine/conformance/store-kinds.ts). */
@@ -130,6 +131,8 @@ export const STORE_GROUPS = {
     "settleRemoteWait",
     "listRemoteWaits",
   ],
+  /** The leases a worker session holds (store-sessions.ts): slots whose lease entry names it (session-leases.ts). */
+  sessions: ["sessionLeases"],
 } as const satisfies Record<string, ReadonlyArray<keyof TaskStore>>;
 
 export type StoreGroup = keyof typeof STORE_GROUPS;
@@ -215,6 +218,7 @@ export function packTaskStore(db: Db): PackCore {
     dropSettlements: (edges, now) => dropSettlements(db, edges, now),
     settleRemoteWait: (settlement) => settlePackRemoteWait(settlement),
     listRemoteWaits: () => listPackRemoteWaits(),
+    sessionLeases: (queue, session, now) => readPackSessionLeases(db, queue, session, now),
   };
   return store;
 }

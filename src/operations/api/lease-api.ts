@@ -17,6 +17,7 @@ import { ackTasks, ackThenLeaseTexts, extendTaskLeases } from "../ack";
 import type { OperationContext } from "../context";
 import { leaseTexts, withdrawPoll, type LeaseAsk } from "../lease";
 import { defineOperation, jsonInput, JsonText } from "./define";
+import { SESSION_LEASE_S, sessionHolder } from "../../contracts/session";
 
 /** The API's lease operations on a queue: lease, withdraw a long poll, ack a batch, extend leases. */
 
@@ -29,12 +30,14 @@ async function leasedText(op: OperationContext, queue: string, body: z.output<ty
   return `[${(await leaseTexts(op, queue, leaseAsk(body))).join(",")}]`;
 }
 
-/** A lease body as the lease operations take it. */
+/** A lease body as the lease operations take it. A session's lease is held under the session's mark and
+ * written SESSION_LEASE_S long: the session keeps it (src/contracts/session.ts). */
 function leaseAsk(body: z.output<typeof LeaseBody>): LeaseAsk {
+  const session = body.session;
   return {
     max: body.max,
-    visibilityTimeoutS: body.visibility_timeout_s ?? null,
-    holder: body.holder ?? null,
+    visibilityTimeoutS: body.visibility_timeout_s ?? (session === undefined ? null : SESSION_LEASE_S),
+    holder: session === undefined ? (body.holder ?? null) : sessionHolder(body.holder ?? null, session),
     waitMs: Math.round(body.wait_s * 1000),
     waiterId: body.waiter_id,
   };

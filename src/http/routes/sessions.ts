@@ -1,0 +1,38 @@
+import { ApiRoutes } from "../api-routes";
+import { EdgeqError } from "../../contracts/errors";
+import { QueueParams } from "../../contracts/api";
+import { MAX_SESSION_TIMEOUT_S, MIN_SESSION_TIMEOUT_S, SESSION_LEASE_S, SessionQuery } from "../../contracts/session";
+import { coordinatorOf } from "../../effects/wake";
+import type { AppEnv } from "../app-env";
+import { authRoute, errorResponses } from "../route-helpers";
+import { validationHook } from "../validation";
+
+const SESSION_DESCRIPTION = `A WebSocket upgrade (send \`Upgrade: websocket\`; anything else is 400) that keeps a worker's leases instead of heartbeats. The first message is \`{"type":"session","id","timeout_s","lease_s"}\`. Send \`lease\` (or an ack's \`lease\`) with \`session: <id>\`: those leases are written ${SESSION_LEASE_S} s long once, and kept by the socket — send the text \`ping\` every third of \`timeout_s\` (answered \`pong\` by the runtime: no D1 write, no Worker request). When the socket has had no ping for \`timeout_s\`, or has been closed that long without a reconnect with \`?id=<id>\`, every lease of the session lapses at once (redelivered as an expired lease is; your later acks are \`lease_lost\`). A task running longer than half of \`lease_s\` is extended by its worker (POST /v1/queues/{queue}/extend). \`timeout_s\`: ${MIN_SESSION_TIMEOUT_S} to ${MAX_SESSION_TIMEOUT_S}.`;
+
+const sessionRoute = authRoute({
+  method: "get",
+  path: "/v1/queues/{queue}/session",
+  tags: ["leases"],
+  summary: "A worker session: a WebSocket that keeps the worker's leases alive and lapses them when it ends",
+  description: SESSION_DESCRIPTION,
+  request: { params: QueueParams, query: SessionQuery },
+  responses: {
+    101: { description: "Switching Protocols: the session's WebSocket" },
+    ...errorResponses,
+  },
+});
+
+/** Worker sessions: the upgrade, authorised by the bearer token like the rest of /v1, handed to the queue's
+ * partition-0 coordinator, which accepts the socket (src/coordinator/sessions.ts). */
+export const sessionRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook }).openapi(sessionRoute, (c) => {
+  const { queue } = c.req.valid("param");
+  const { id, timeout_s } = c.req.valid("query");
+  if (c.req.header("Upgrade")?.toLowerCase() !== "websocket") {
+    throw new EdgeqError("invalid_request", "this endpoint is a WebSocket: send Upgrade: websocket");
+  }
+  const url = new URL("https://coordinator/session");
+  url.searchParams.set("queue", queue);
+  url.searchParams.set("timeout_s", String(timeout_s));
+  if (id !== undefined) url.searchParams.set("id", id);
+  return coordinatorOf(c.env, queue).fetch(new Request(url, { headers: { Upgrade: "websocket" } }));
+});
