@@ -7,7 +7,14 @@ import { buildApp } from "../../src/http/app";
 import { artifactKey } from "../../src/storage/artifacts";
 import { db, snapshot, TEST_APP_DEPS, uniqueQueue } from "../helpers";
 import { call, expectError, read, request, type CallOptions } from "./api";
-import { callRoute, everyRoute, PUBLIC_OPERATIONS, UPGRADE_OPERATIONS, UPLOADED_ARTIFACT } from "./fixtures";
+import {
+  callRoute,
+  everyRoute,
+  PUBLIC_OPERATIONS,
+  SESSION_OPERATIONS,
+  UPGRADE_OPERATIONS,
+  UPLOADED_ARTIFACT,
+} from "./fixtures";
 
 /** Everything a request could change: the queue's tasks, its stored config and the artifacts in R2. */
 async function state(queue: string, artifactTask: string): Promise<unknown[]> {
@@ -24,7 +31,7 @@ describe("bearer auth on /v1", () => {
       Object.keys(item).map((method) => `${method} ${path}`),
     );
     expect([...routes.map((r) => r.operation), ...PUBLIC_OPERATIONS].sort()).toEqual(documented.sort());
-    expect(documented).toHaveLength(50);
+    expect(documented).toHaveLength(51);
   });
 
   const rejected: Array<[string, CallOptions]> = [
@@ -53,7 +60,7 @@ describe("bearer auth on /v1", () => {
     const before = await state(queue, artifactTask);
     for (const route of routes) {
       const res = await callRoute(route);
-      if (UPGRADE_OPERATIONS.includes(route.operation)) {
+      if ([...UPGRADE_OPERATIONS, ...SESSION_OPERATIONS].includes(route.operation)) {
         expect(res.status, `${route.operation}: ${res.text}`).toBe(101);
         continue;
       }

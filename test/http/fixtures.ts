@@ -39,8 +39,10 @@ export async function callRoute(route: RouteCall, auth: CallOptions = {}): Promi
 /** Operations in the OpenAPI document that take no token (everyRoute lists the others). */
 export const PUBLIC_OPERATIONS = ["get /health"];
 
-/** Operations that answer a WebSocket upgrade (101) rather than a 2xx. */
+/** Operations that answer a WebSocket upgrade (101) rather than a 2xx: the event streams (a bearer token or a
+ * ticket), and the worker session (a bearer token: workers are no browsers). */
 export const UPGRADE_OPERATIONS = ["get /v1/queues/{queue}/events", "get /v1/tasks/{id}/events"];
+export const SESSION_OPERATIONS = ["get /v1/queues/{queue}/session"];
 const UPGRADE: CallOptions = { headers: { Upgrade: "websocket" } };
 
 /** The artifact everyRoute stores before its requests, and the one its PUT route uploads. */
@@ -164,6 +166,7 @@ export async function everyRoute(): Promise<{ queue: string; artifactTask: strin
     // The streams with the bearer token (the ticket's own refusals are in test/events/auth.test.ts).
     { operation: "get /v1/queues/{queue}/events", method: "GET", path: `${q}/events`, options: UPGRADE },
     { operation: "get /v1/tasks/{id}/events", method: "GET", path: `/v1/tasks/${l4!.id}/events`, options: UPGRADE },
+    { operation: "get /v1/queues/{queue}/session", method: "GET", path: `${q}/session`, options: UPGRADE },
     { operation: "get /metrics", method: "GET", path: "/metrics" },
     { operation: "get /v1/queues/{queue}/health", method: "GET", path: `${q}/health` },
     { operation: "get /v1/health/queues", method: "GET", path: "/v1/health/queues" },

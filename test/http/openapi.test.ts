@@ -3,7 +3,7 @@ import { MAX_ENQUEUE_TASKS } from "../../src/contracts/limits";
 import { call, complete, enqueueOne, leaseOne, MISSING_ID } from "./api";
 import { openStream } from "../events/socket";
 import { uniqueQueue } from "../helpers";
-import { callRoute, everyRoute, PUBLIC_OPERATIONS, UPGRADE_OPERATIONS } from "./fixtures";
+import { callRoute, everyRoute, PUBLIC_OPERATIONS, SESSION_OPERATIONS, UPGRADE_OPERATIONS } from "./fixtures";
 
 /** The JSON Schema subset the generated document uses. */
 interface Schema {
@@ -69,6 +69,7 @@ const OPERATIONS: Record<string, number> = {
   "get /v1/queues/{queue}/throughput": 200,
   "get /v1/queues/{queue}/events": 101,
   "get /v1/tasks/{id}/events": 101,
+  "get /v1/queues/{queue}/session": 101,
   "get /metrics": 200,
   "get /v1/queues/{queue}/health": 200,
   "get /v1/health/queues": 200,
@@ -91,6 +92,8 @@ const OPERATIONS: Record<string, number> = {
 const PUBLIC = new Set(PUBLIC_OPERATIONS);
 /** The events WebSockets: a bearer token or a ticket; a 101 without a body (the messages are a component). */
 const UPGRADE = new Set(UPGRADE_OPERATIONS);
+/** The worker session's WebSocket: the bearer token; its first message a component (SessionMessage). */
+const SESSION = new Set(SESSION_OPERATIONS);
 
 /** Operations whose success response or request body is raw bytes rather than JSON. */
 const BINARY_RESPONSE = new Set(["get /v1/tasks/{id}/artifacts/{name}"]);
@@ -171,6 +174,13 @@ describe("the OpenAPI document", () => {
         expect(success?.description, name).toMatch(/StreamMessage/);
         expect(op.parameters, name).toContainEqual(expect.objectContaining({ name: "ticket", in: "query" }));
         expect(op.parameters, name).toContainEqual(expect.objectContaining({ name: "after", in: "query" }));
+        continue;
+      }
+      if (SESSION.has(name)) {
+        expect(success?.content, name).toBeUndefined();
+        expect(success?.description, name).toMatch(/SessionMessage/);
+        expect(op.parameters, name).toContainEqual(expect.objectContaining({ name: "timeout_s", in: "query" }));
+        expect(op.parameters, name).toContainEqual(expect.objectContaining({ name: "id", in: "query" }));
         continue;
       }
       const successType = BINARY_RESPONSE.has(name)
@@ -259,7 +269,8 @@ describe("the OpenAPI document", () => {
       const res = await callRoute(route);
       expect(res.status, route.operation).toBe(OPERATIONS[route.operation]);
       const op = doc.paths[route.operation.split(" ")[1]!]![route.operation.split(" ")[0]!]!;
-      if (UPGRADE.has(route.operation)) continue; // its messages: "documents the events streams' messages"
+      // Their messages: "documents the events streams' messages", test/http/sessions.test.ts.
+      if (UPGRADE.has(route.operation) || SESSION.has(route.operation)) continue;
       if (BINARY_RESPONSE.has(route.operation)) {
         // Raw bytes, not JSON: the documented content type, and a body that is no JSON document.
         expect(res.headers.get("Content-Type"), route.operation).toBe(BINARY_CONTENT);
@@ -325,7 +336,8 @@ describe("the OpenAPI document", () => {
       const [method, path] = name.split(" ");
       const id = `op-${method}-${path!.replace(/[^A-Za-z0-9]+/g, "-").replace(/^-|-$/g, "")}`;
       expect(page.text, name).toContain(`<section class="op" id="${id}">`);
-      if (UPGRADE.has(name)) expect(page.text, name).toMatch(new RegExp(`id="${id}">[^]*?WebSocket messages`));
+      if (UPGRADE.has(name) || SESSION.has(name))
+        expect(page.text, name).toMatch(new RegExp(`id="${id}">[^]*?WebSocket messages`));
       else expect(page.text, name).toContain(`data-method="${method!.toUpperCase()}" data-path="${path}"`);
     }
     // The lease operation: its request body's fields with their bounds, and the example the form starts from.

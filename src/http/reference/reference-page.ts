@@ -31,8 +31,9 @@ export interface ReferenceDocument {
 
 const METHODS = ["get", "put", "post", "delete", "patch"];
 const ERROR_REF = "#/components/schemas/Error";
-/** The component that names an events WebSocket's messages (src/http/routes/events.ts). */
-const MESSAGES = "StreamMessage";
+/** The component a WebSocket's 101 names for its messages (`#/components/schemas/<name>` in its description:
+ * StreamMessage for the events, src/http/routes/events.ts; SessionMessage for a worker session). */
+const MESSAGES_REF = /#\/components\/schemas\/([A-Za-z]+)/;
 
 /** An operation's anchor: `op-post-v1-queues-queue-lease`. */
 export function operationId(method: string, path: string): string {
@@ -80,7 +81,8 @@ function responsesHtml(components: Components, op: Operation): string {
     // Every error body is the one Error shape, shown once at the top (#errors) rather than under each status.
     const isError = media.length === 1 && media[0]![1].schema?.$ref === ERROR_REF;
     // A 101 has no body: what a WebSocket sends is its messages' schema, a named component.
-    const messages = status === "101" && components[MESSAGES] ? { $ref: `#/components/schemas/${MESSAGES}` } : null;
+    const named = status === "101" ? MESSAGES_REF.exec(response.description ?? "")?.[1] : undefined;
+    const messages = named && components[named] ? { $ref: `#/components/schemas/${named}` } : null;
     const body = isError
       ? `<p class="notes">body: <a href="#errors">Error</a></p>`
       : messages
@@ -104,7 +106,10 @@ function responsesHtml(components: Components, op: Operation): string {
 function tryItHtml(components: Components, method: string, path: string, op: Operation): string {
   const id = operationId(method, path);
   if (op.responses?.["101"]) {
-    return `<p class="notes websocket">A WebSocket, not a request this form can send: open it with a ticket from POST /v1/events/tickets (see above), or follow it with <code>edgeq watch</code>.</p>`;
+    const how = path.endsWith("/session")
+      ? "a worker holds it (the Node SDK's <code>Worker</code> does, docs/sdk.md)"
+      : "open it with a ticket from POST /v1/events/tickets (see above), or follow it with <code>edgeq watch</code>";
+    return `<p class="notes websocket">A WebSocket, not a request this form can send: ${how}.</p>`;
   }
   const inputs = (op.parameters ?? [])
     .filter((p) => p.in === "path" || p.in === "query")

@@ -1,7 +1,14 @@
 import { ApiRoutes } from "../api-routes";
 import { EdgeqError } from "../../contracts/errors";
 import { QueueParams } from "../../contracts/api";
-import { MAX_SESSION_TIMEOUT_S, MIN_SESSION_TIMEOUT_S, SESSION_LEASE_S, SessionQuery } from "../../contracts/session";
+import { component } from "../../contracts/component";
+import {
+  MAX_SESSION_TIMEOUT_S,
+  MIN_SESSION_TIMEOUT_S,
+  SESSION_LEASE_S,
+  SessionHello,
+  SessionQuery,
+} from "../../contracts/session";
 import { coordinatorOf } from "../../effects/wake";
 import type { AppEnv } from "../app-env";
 import { authRoute, errorResponses } from "../route-helpers";
@@ -17,10 +24,15 @@ const sessionRoute = authRoute({
   description: SESSION_DESCRIPTION,
   request: { params: QueueParams, query: SessionQuery },
   responses: {
-    101: { description: "Switching Protocols: the session's WebSocket" },
+    101: {
+      description:
+        "Switching Protocols: the session's WebSocket. Its first text message is a SessionMessage (#/components/schemas/SessionMessage); each `ping` sent is answered with the text `pong`",
+    },
     ...errorResponses,
   },
 });
+
+const SessionMessage = SessionHello.meta(component("SessionMessage"));
 
 /** Worker sessions: the upgrade, authorised by the bearer token like the rest of /v1, handed to the queue's
  * partition-0 coordinator, which accepts the socket (src/coordinator/sessions.ts). */
@@ -36,3 +48,6 @@ export const sessionRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook
   if (id !== undefined) url.searchParams.set("id", id);
   return coordinatorOf(c.env, queue).fetch(new Request(url, { headers: { Upgrade: "websocket" } }));
 });
+
+// The first message's shape, in the document's components (a 101 has no body to hang it on).
+sessionRoutes.openAPIRegistry.register("SessionMessage", SessionMessage);
