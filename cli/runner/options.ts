@@ -8,6 +8,7 @@ import {
   MIN_VISIBILITY_TIMEOUT_S,
 } from "../../src/contracts/limits";
 import { durationIn, intFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
+import { platformSession } from "../../src/node/worker-session";
 import type { Command, CommandContext, FlagSpecs } from "../command";
 import { defaultPidFile } from "./pid-file";
 import type { RunnerOptions } from "../../src/node/runner";
@@ -98,6 +99,11 @@ export const WORKER_FLAGS = {
     default: "$TMPDIR/edgeq-worker-<queue>.pid",
   },
   once: { type: "boolean", description: "run what is due now (and what that makes due), then exit" },
+  "no-session": {
+    type: "boolean",
+    description:
+      "extend leases with a call every S/3 instead of keeping them with a worker session (a WebSocket, on Node 22+)",
+  },
   "outlive-parent": {
     type: "boolean",
     description: "keep running when the process that started the worker exits (nohup; default: stop)",
@@ -158,6 +164,7 @@ export function parseWorkerSettings(
       holder,
       graceS,
       once: flags.once === true,
+      session: flags["no-session"] === true ? null : platformSession(),
       timeout: timeoutS === undefined ? null : { seconds: timeoutS, source: "--timeout" },
     },
     handler,

@@ -124,6 +124,21 @@ export class EdgeqClient {
     return this.linger.enqueue(queue, body, opts?.signal);
   }
 
+  /**
+   * Where a worker session's WebSocket connects (GET /v1/queues/{queue}/session, docs/api.md) and the
+   * headers it sends: for a WebSocket of the caller's own (the Node SDK's Worker opens one).
+   */
+  sessionAddress(
+    queue: string,
+    query: { id?: string; timeout_s?: number },
+  ): { url: string; headers: Record<string, string> } {
+    const url = new URL(`${this.url}/v1/queues/${q(queue)}/session`);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    if (query.id !== undefined) url.searchParams.set("id", query.id);
+    if (query.timeout_s !== undefined) url.searchParams.set("timeout_s", String(query.timeout_s));
+    return { url: url.toString(), headers: { Authorization: `Bearer ${this.token}` } };
+  }
+
   /** Leases up to `max` due tasks, waiting up to `wait_s` seconds (a long poll) when none is due. */
   async lease(queue: string, body: LeaseInput, opts?: CallOptions): Promise<LeasedTask[]> {
     const timeoutMs = (body.wait_s ?? 0) * 1000 + LEASE_GRACE_MS;

@@ -1,4 +1,6 @@
 import { EventEmitter } from "node:events";
+import { platformSocketFactory, type SessionSocketFactory } from "./worker-session";
+import { DEFAULT_SESSION_TIMEOUT_S } from "../contracts/session";
 import { hostname } from "node:os";
 import type { ZodType } from "zod";
 import { EdgeqClient } from "../client/edgeq-client";
@@ -49,6 +51,15 @@ export interface WorkerOptions<P = unknown> {
   once?: boolean;
   /** Stop gracefully on SIGINT and SIGTERM (a second signal hands back at once). Default true. */
   handleSignals?: boolean;
+  /**
+   * Keep leases with a worker session — one WebSocket to the queue's coordinator, pinged, instead of an extend
+   * call every third of `visibilityS` (docs/sdk.md, "Worker sessions"). Default: on where Node has a WebSocket
+   * that sends headers (Node 22+); give a factory on Node 20 (e.g. the `ws` package's:
+   * `(url, headers) => new WebSocket(url, { headers })`); `false`: extend calls.
+   */
+  session?: boolean | SessionSocketFactory;
+  /** How long the session may go without a ping, or stay closed, before its leases lapse (default 30 s). */
+  sessionTimeoutS?: number;
 }
 
 /** The worker's events and their arguments. */
@@ -145,6 +156,7 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
         graceS: o.graceS ?? DEFAULT_GRACE_S,
         once: o.once ?? false,
         timeout,
+        session: this.sessionChoice(),
       },
       { log: (line) => this.emit("log", line), report: (report) => this.tell(report) },
     );
@@ -165,6 +177,14 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
       }
       this.emit("stopped");
     }
+  }
+
+  /** The worker session asked for: the option's factory, else the platform's; none when off or unavailable. */
+  private sessionChoice(): { socket: SessionSocketFactory; timeoutS: number } | null {
+    const { session, sessionTimeoutS } = this.options;
+    if (session === false) return null;
+    const socket = typeof session === "function" ? session : platformSocketFactory();
+    return socket === null ? null : { socket, timeoutS: sessionTimeoutS ?? DEFAULT_SESSION_TIMEOUT_S };
   }
 
   /** The per-task limit: the option, else the queue's max_run_s (one read, which also checks URL and token). */

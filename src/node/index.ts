@@ -13,6 +13,7 @@
  */
 export { Worker, type WorkerEvents, type WorkerOptions, type Task } from "./consumer";
 export type { Handler } from "./handler-outcome";
+export type { SessionSocket, SessionSocketFactory } from "./worker-session";
 export { TaskStopped, type HeartbeatUpdate, type StopReason, type TaskContext } from "./types";
 export { PermanentError, RetryAfterError } from "../processors/errors";
 export { EdgeqClient, EdgeqError, type EdgeqClientOptions, type EdgeqErrorCode } from "../client/index";

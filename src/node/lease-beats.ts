@@ -7,9 +7,17 @@ import type { LeasedTask } from "./types";
  * or failed request does not lose the task. */
 export const BEATS_PER_LEASE = 3;
 
-/** One kept lease: its task, and what to tell its keeper about each beat. */
+/** When a kept lease is extended: every beat (a plain lease), or once it is `minAgeMs` old since its lease or
+ * its last extension (a session's lease, kept by the session meanwhile: src/node/worker-session.ts). */
+export interface BeatPlan {
+  intervalMs: number;
+  minAgeMs: number;
+}
+
+/** One kept lease: its task, when it was last leased or extended, and what to tell its keeper about each beat. */
 interface Kept {
   task: LeasedTask;
+  since: number;
   /** The beat's answer for this task: null when its lease was extended, else why not. */
   answered(error: EdgeqError | null): void;
 }
@@ -31,16 +39,21 @@ export class LeaseBeats {
   private timer: ReturnType<typeof setInterval> | undefined;
   private beating = false;
 
+  private readonly plan: BeatPlan;
+
   constructor(
     private readonly api: WorkerApi,
     private readonly visibilityS: number,
-  ) {}
+    plan?: BeatPlan,
+  ) {
+    this.plan = plan ?? { intervalMs: (visibilityS * 1000) / BEATS_PER_LEASE, minAgeMs: 0 };
+  }
 
   /** Keeps `task`'s lease from the next beat on, until the returned function is called. */
   keep(task: LeasedTask, answered: Kept["answered"]): () => void {
-    const kept: Kept = { task, answered };
+    const kept: Kept = { task, since: Date.now(), answered };
     this.kept.set(task.id, kept);
-    this.timer ??= setInterval(() => void this.beat(), (this.visibilityS * 1000) / BEATS_PER_LEASE);
+    this.timer ??= setInterval(() => void this.beat(), this.plan.intervalMs);
     return () => {
       if (this.kept.get(task.id) === kept) this.kept.delete(task.id);
       if (this.kept.size === 0) {
@@ -50,13 +63,19 @@ export class LeaseBeats {
     };
   }
 
-  /** One beat for every kept lease (one call per MAX_BATCH of them). One beat at a time: a slow server
-   * should not pile requests up. */
+  /** Tells the keeper of every kept lease that it is gone (a session's end lapsed them all). */
+  loseAll(error: EdgeqError): void {
+    for (const kept of [...this.kept.values()]) kept.answered(error);
+  }
+
+  /** One beat for every kept lease due one (one call per MAX_BATCH of them). One beat at a time: a slow
+   * server should not pile requests up. */
   private async beat(): Promise<void> {
     if (this.beating || this.kept.size === 0) return;
     this.beating = true;
     try {
-      const all = [...this.kept.values()];
+      const now = Date.now();
+      const all = [...this.kept.values()].filter((k) => now - k.since >= this.plan.minAgeMs);
       for (let first = 0; first < all.length; first += MAX_BATCH) {
         const chunk = all.slice(first, first + MAX_BATCH);
         let answers: Map<string, EdgeqError | null>;
@@ -67,7 +86,12 @@ export class LeaseBeats {
           answers = new Map(chunk.map((k) => [k.task.id, failure]));
         }
         // A task released meanwhile (it finished) is told nothing: its keeper stopped listening.
-        for (const k of chunk) if (this.kept.get(k.task.id) === k) k.answered(answers.get(k.task.id) ?? null);
+        for (const k of chunk) {
+          if (this.kept.get(k.task.id) !== k) continue;
+          const error = answers.get(k.task.id) ?? null;
+          if (error === null) k.since = now;
+          k.answered(error);
+        }
       }
     } finally {
       this.beating = false;

@@ -1,5 +1,7 @@
+import { EdgeqError } from "../contracts/errors";
 import { AckBatcher } from "./ack-batcher";
 import { LeaseBeats } from "./lease-beats";
+import { WorkerSession, type SessionSocketFactory } from "./worker-session";
 import { isTransient, type LeaseRequest, type WorkerApi } from "./worker-api";
 import { releaseUnrun, RunningTask } from "./running-task";
 import type { LeasedTask, Reporter, RunTask, RunTimeout } from "./types";
@@ -22,7 +24,13 @@ export interface RunnerOptions {
   once: boolean;
   /** Per-task run-time limit (null: none), and where it came from, for the failure message. */
   timeout: RunTimeout | null;
+  /** Keep leases with a worker session (its WebSocket, its timeout), or null: an extend call per beat. */
+  session: { socket: SessionSocketFactory; timeoutS: number } | null;
 }
+
+/** How often a session's leases are looked at for one past half its length (extended then, by its worker: the
+ * session keeps it alive, not its expiry, so a 2-minute task is never extended): a tenth of the lease. */
+const SESSION_CHECK_SHARE = 0.1;
 
 /** Waits after a failed lease: doubling from 1 s up to 30 s, so a restarting server is not hammered and a
  * recovered one is found again within half a minute. */
@@ -74,6 +82,8 @@ export class WorkerRunner {
   private readonly inflight = new Map<string, RunningTask>();
   private readonly acks: AckBatcher;
   private readonly beats: LeaseBeats;
+  /** The worker session and the beats of the leases it keeps, once it opened (null: none). */
+  private session: { session: WorkerSession; beats: LeaseBeats } | null = null;
   /** Aborted on the first stop: ends retry sleeps. */
   private readonly stopped = new AbortController();
   /** The long poll in flight, if any: its name on the server, and aborting it abandons the request. */
@@ -139,15 +149,18 @@ export class WorkerRunner {
     let fatal: unknown;
     let leasedOnce = false;
     let failures = 0;
+    await this.openSession();
     while (!this.stopping) {
       while (this.busy >= this.options.concurrency && !this.stopping) await this.nextChange();
       if (this.stopping) break;
       const max = Math.min(this.options.batch, this.options.concurrency - this.busy);
+      const session = this.session?.session.current ?? null;
       const request: LeaseRequest = {
         max,
         waitS: this.options.once ? 0 : this.options.waitS,
-        visibilityS: this.options.visibilityS,
+        visibilityS: session !== null ? this.session!.session.leaseS : this.options.visibilityS,
         holder: this.options.holder,
+        session,
       };
       let tasks: LeasedTask[];
       // Acks waiting to go carry this lease (no wait); only when that brings nothing does the worker poll.
@@ -182,13 +195,13 @@ export class WorkerRunner {
       leasedOnce = true;
       failures = 0;
       // Claimed before anything runs; a stop that began meanwhile (or before) still wins.
-      const ready = this.stopping ? tasks : await this.claimProvisional(tasks);
+      const ready = this.stopping ? tasks : await this.claimProvisional(tasks, request.visibilityS);
       if (this.stopping) {
         // Leased after the stop began (perhaps tasks this worker just handed back): release them unrun.
         for (const task of ready) this.releases.push(releaseUnrun(task, this.acks, this.reporter));
         break;
       }
-      for (const task of ready) this.start(task);
+      for (const task of ready) this.start(task, request);
       if (this.options.once && tasks.length < max) {
         // Nothing more is due now. Wait for a task to finish (it may make more due, e.g. chained children);
         // with nothing running, the queue is drained.
@@ -202,7 +215,28 @@ export class WorkerRunner {
     clearTimeout(this.graceTimer);
     clearTimeout(this.settleTimer);
     await Promise.all([this.acks.flush(), ...this.releases, ...this.withdrawals]);
+    this.session?.session.close();
     if (fatal !== undefined) throw fatal;
+  }
+
+  /**
+   * Opens the worker session, if asked: from then on leases are taken under it while its socket is open, and
+   * kept by it (their beats only extend one past half its length). When it ends (the server lapsed its
+   * leases), every task running under it is stopped, lease lost.
+   */
+  private async openSession(): Promise<void> {
+    const asked = this.options.session;
+    if (asked === null) return;
+    const session = new WorkerSession(this.api.client, this.options.queue, asked.socket, asked.timeoutS, this.log, () =>
+      this.session?.beats.loseAll(new EdgeqError("lease_lost", "the worker session ended: its leases lapsed")),
+    );
+    if (!(await session.start())) return;
+    const leaseMs = session.leaseS * 1000;
+    const beats = new LeaseBeats(this.api, session.leaseS, {
+      intervalMs: leaseMs * SESSION_CHECK_SHARE,
+      minAgeMs: leaseMs / 2,
+    });
+    this.session = { session, beats };
   }
 
   /**
@@ -210,12 +244,12 @@ export class WorkerRunner {
    * running anything, so a task is never worked on under a lease the server may take back. A task whose
    * claim fails (the window passed) is not run; it is already back in the queue, attempt refunded.
    */
-  private async claimProvisional(tasks: LeasedTask[]): Promise<LeasedTask[]> {
+  private async claimProvisional(tasks: LeasedTask[], visibilityS: number): Promise<LeasedTask[]> {
     const provisional = tasks.filter((t) => t.claim_by !== null);
     if (provisional.length === 0) return tasks;
     let claimed: Set<string>;
     try {
-      claimed = await this.api.claim(provisional, this.options.visibilityS);
+      claimed = await this.api.claim(provisional, visibilityS);
     } catch (error) {
       this.log(`claiming ${provisional.length} task(s) failed, leaving them to the queue: ${(error as Error).message}`);
       claimed = new Set();
@@ -225,13 +259,15 @@ export class WorkerRunner {
     return tasks.filter((t) => t.claim_by === null || claimed.has(t.id));
   }
 
-  private start(task: LeasedTask): RunningTask {
+  /** Runs a task leased by `request`: kept by the session's beats when it was leased under the session. */
+  private start(task: LeasedTask, request: LeaseRequest): RunningTask {
+    const kept = request.session && this.session ? this.session.beats : this.beats;
     const running = new RunningTask(task, {
       api: this.api,
       acks: this.acks,
-      beats: this.beats,
+      beats: kept,
       run: this.runTask,
-      visibilityS: this.options.visibilityS,
+      visibilityS: request.visibilityS,
       timeout: this.options.timeout,
       reporter: this.reporter,
       onFree: () => this.notify(),

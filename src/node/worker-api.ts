@@ -19,6 +19,8 @@ export interface LeaseRequest {
   waitS: number;
   visibilityS: number;
   holder: string;
+  /** The worker session that keeps these leases (src/node/worker-session.ts), if any. */
+  session?: string | null;
 }
 
 /**
@@ -44,6 +46,7 @@ export class WorkerApi {
       wait_s: req.waitS,
       visibility_timeout_s: req.visibilityS,
       holder: req.holder,
+      ...(req.session ? { session: req.session } : {}),
       ...(waiterId !== undefined && req.waitS > 0 ? { waiter_id: waiterId } : {}),
     };
     return this.client.lease(this.queue, body, { signal });
@@ -95,6 +98,7 @@ export class WorkerApi {
               wait_s: lease.waitS,
               visibility_timeout_s: lease.visibilityS,
               holder: lease.holder,
+              ...(lease.session ? { session: lease.session } : {}),
             },
           }
         : {}),

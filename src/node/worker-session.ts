@@ -1,0 +1,173 @@
+import type { EdgeqClient } from "../client/edgeq-client";
+import { DEFAULT_SESSION_TIMEOUT_S, SESSION_LEASE_S, SESSION_PING, SessionHello } from "../contracts/session";
+
+/** What the session needs of a WebSocket: the standard API (Node 22's global WebSocket, or the `ws` package's). */
+export interface SessionSocket {
+  send(data: string): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: "open" | "message" | "close" | "error", listener: (event: never) => void): void;
+}
+
+/** Opens a WebSocket to `url` sending `headers` (the bearer token). */
+export type SessionSocketFactory = (url: string, headers: Record<string, string>) => SessionSocket;
+
+/** The platform's WebSocket, if it has one that sends headers (Node 22 and later: undici's), else null. */
+export function platformSocketFactory(): SessionSocketFactory | null {
+  const Socket = (globalThis as { WebSocket?: new (url: string, init: unknown) => SessionSocket }).WebSocket;
+  if (Socket === undefined || typeof process === "undefined") return null;
+  return (url, headers) => new Socket(url, { headers });
+}
+
+/** The worker session a runner keeps its leases with by default: the platform's WebSocket (Node 22+) with the
+ * default timeout, or null where there is none (leases are then extended by calls). */
+export function platformSession(): { socket: SessionSocketFactory; timeoutS: number } | null {
+  const socket = platformSocketFactory();
+  return socket === null ? null : { socket, timeoutS: DEFAULT_SESSION_TIMEOUT_S };
+}
+
+/** Waits between reconnects: from 250 ms doubling, never more than a third of the timeout, so a dropped
+ * session is resumed (its leases kept) while the server still waits for it. */
+const RECONNECT_MIN_MS = 250;
+
+/**
+ * A worker's session (GET /v1/queues/{queue}/session, src/coordinator/sessions.ts): one WebSocket to its queue's
+ * coordinator that keeps every lease the worker takes under it, instead of an extend call per beat. It pings
+ * every third of its timeout (answered by the server's runtime: no D1 row, no Worker request); a dropped socket
+ * is reopened with the same id, which resumes the session with its leases if it comes back within the timeout.
+ * When the server ended the session (no ping for the timeout: close code 4000), or the socket stayed down for
+ * the timeout, its leases have lapsed: `onLost` is told, and the session carries on under the same id for new
+ * leases.
+ *
+ * @example
+ * const session = new WorkerSession(client, "emails", factory, 30, console.log, () => beats.loseAll());
+ * if (await session.start()) lease({ ..., session: session.current });
+ */
+export class WorkerSession {
+  private socket: SessionSocket | null = null;
+  private id: string | undefined;
+  private open = false;
+  /** When the socket last dropped, while it is down. */
+  private downSince: number | null = null;
+  private pinger: ReturnType<typeof setInterval> | undefined;
+  private retry: ReturnType<typeof setTimeout> | undefined;
+  private lostTimer: ReturnType<typeof setTimeout> | undefined;
+  private failures = 0;
+  private stopped = false;
+  /** The lease length the server writes for the session's leases. */
+  leaseS = SESSION_LEASE_S;
+
+  constructor(
+    private readonly client: EdgeqClient,
+    private readonly queue: string,
+    private readonly factory: SessionSocketFactory,
+    private readonly timeoutS: number,
+    private readonly log: (line: string) => void,
+    private readonly onLost: () => void,
+  ) {}
+
+  /** The session to lease under now: its id while its socket is open, else null (a plain lease). */
+  get current(): string | null {
+    return this.open && this.id !== undefined ? this.id : null;
+  }
+
+  /** Opens the session; resolves whether it opened (if not, the worker heart-beats its leases instead). */
+  start(): Promise<boolean> {
+    return new Promise((resolve) => this.connect(resolve));
+  }
+
+  /** Closes the session for good: the worker is done (its leases were acked or handed back). */
+  close(): void {
+    this.stopped = true;
+    clearInterval(this.pinger);
+    clearTimeout(this.retry);
+    clearTimeout(this.lostTimer);
+    this.open = false;
+    try {
+      this.socket?.close(1000, "worker stopped");
+    } catch {
+      // already closed
+    }
+  }
+
+  private connect(opened?: (ok: boolean) => void): void {
+    const { url, headers } = this.client.sessionAddress(this.queue, { id: this.id, timeout_s: this.timeoutS });
+    let socket: SessionSocket;
+    try {
+      socket = this.factory(url, headers);
+    } catch (error) {
+      this.log(`worker session unavailable (${(error as Error).message}): heart-beating leases instead`);
+      opened?.(false);
+      return;
+    }
+    this.socket = socket;
+    let hello = false;
+    socket.addEventListener("message", (event: { data: unknown }) => {
+      if (hello) return;
+      const parsed = SessionHello.safeParse(safeJson(String(event.data)));
+      if (!parsed.success) return;
+      hello = true;
+      this.helloed(parsed.data);
+      opened?.(true);
+    });
+    socket.addEventListener("close", (event: { code: number; reason: string }) => {
+      if (socket !== this.socket) return;
+      if (!hello && opened) {
+        // The first connect failed (no WebSocket through a proxy, an old server): no session for this worker.
+        this.log(`worker session unavailable (${event.code} ${event.reason}): heart-beating leases instead`);
+        this.stopped = true;
+        opened(false);
+        return;
+      }
+      this.closed(event.code, event.reason, hello);
+    });
+    // An error is followed by a close; the close decides.
+    socket.addEventListener("error", () => undefined);
+  }
+
+  private helloed(hello: SessionHello): void {
+    this.id = hello.id;
+    this.leaseS = hello.lease_s;
+    this.open = true;
+    this.failures = 0;
+    this.downSince = null;
+    clearTimeout(this.lostTimer);
+    this.pinger = setInterval(() => this.ping(), (this.timeoutS * 1000) / 3);
+  }
+
+  private ping(): void {
+    try {
+      this.socket?.send(SESSION_PING);
+    } catch {
+      // closing: the close event reconnects
+    }
+  }
+
+  private closed(code: number, reason: string, wasOpen: boolean): void {
+    this.open = false;
+    clearInterval(this.pinger);
+    if (this.stopped) return;
+    // 4000: the server ended the session (no ping for its timeout) and lapsed its leases.
+    if (code === 4000) this.lost(reason);
+    else if (wasOpen && this.downSince === null) {
+      this.downSince = Date.now();
+      // Not back within the timeout: the server lapses the leases; the worker hears it now, not at the reconnect.
+      this.lostTimer = setTimeout(() => this.lost("the session stayed closed for its timeout"), this.timeoutS * 1000);
+    }
+    const delay = Math.min(RECONNECT_MIN_MS * 2 ** this.failures++, (this.timeoutS * 1000) / 3);
+    this.retry = setTimeout(() => this.connect(), delay);
+  }
+
+  private lost(why: string): void {
+    clearTimeout(this.lostTimer);
+    this.log(`worker session ${this.id ?? ""} ended (${why}): its leases lapsed`);
+    this.onLost();
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
