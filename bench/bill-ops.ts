@@ -29,8 +29,10 @@ export interface BillRequest {
   tasks: number;
   heartbeats: number;
   /** "each": one heartbeat call per task (POST /v1/tasks/{id}/heartbeat); "batch": one extend call per
-   * worker per beat (POST /v1/queues/{q}/extend), as the Node SDK sends them. */
-  beat: "each" | "batch";
+   * worker per beat (POST /v1/queues/{q}/extend), as the Node SDK sends them without a session; "session": the
+   * worker's leases taken under a worker session (GET /v1/queues/{q}/session, opened first) and each beat a
+   * `ping` on its WebSocket, as the SDK sends them on Node 22 (src/node/worker-session.ts). */
+  beat: "each" | "batch" | "session";
   /** The queue's config, set first (PUT /v1/queues/{q}/config), e.g. { retention_s: 0 }. */
   config?: Record<string, unknown>;
   /** Each ack carries the next lease (`"lease": {max: batch}`), as the SDK's and the CLI's workers ack: one
@@ -79,6 +81,8 @@ export interface BillCounts {
   keptS?: number;
   /** With `producers`: each enqueue's wait as its caller saw it (ms, workerd's clock), in call order. */
   enqueueMs?: number[];
+  /** WebSocket messages the workload sent to a Durable Object (a session's pings; billed 20 to a request). */
+  socketMessages?: number;
 }
 
 /** `namespace` with every request to its objects counted in `calls`. */
@@ -208,21 +212,25 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     }
     enqueueMs.push(Date.now() - t0);
   };
+  const session = req.beat === "session" ? await openSession() : null;
+  const leaseAsk = { max: req.batch, ...(session ? { session: session.id } : {}) };
   type Held = Array<{ id: string; lease_token: string }>;
   const leaseRound = async (): Promise<Held> =>
-    (await call<{ tasks: Held }>("POST", `/v1/queues/${q}/lease`, { max: req.batch })).tasks;
+    (await call<{ tasks: Held }>("POST", `/v1/queues/${q}/lease`, leaseAsk)).tasks;
   /** Completes `held`; with `next`, the ack carries the next lease, whose tasks it answers. */
   const ackRound = async (held: Held, next: boolean): Promise<Held> => {
     const acked = await call<{ results: Array<{ ok: boolean }>; tasks?: Held }>("POST", `/v1/queues/${q}/ack`, {
       complete: held.map((t) => ({ id: t.id, lease_token: t.lease_token })),
-      ...(next ? { lease: { max: req.batch } } : {}),
+      ...(next ? { lease: leaseAsk } : {}),
     });
     if (!acked.results.every((r) => r.ok)) throw new Error(`bill: an ack was refused`);
     return acked.tasks ?? [];
   };
   const beatRound = async (held: Held) => {
     for (let beat = 0; beat < req.heartbeats; beat++) {
-      if (req.beat === "batch") {
+      if (session) {
+        await session.ping();
+      } else if (req.beat === "batch") {
         await call("POST", `/v1/queues/${q}/extend`, {
           leases: held.map((t) => ({ id: t.id, lease_token: t.lease_token })),
         });
@@ -249,6 +257,8 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     }
   }
   if (held !== null) await ackRound(held, false);
+  // The worker stops: its session closes (the coordinator notes it, to lapse what it still held).
+  if (session) await session.close();
   const d1 = {
     rowsWritten: meter.usage.rowsWritten,
     rowsRead: meter.usage.rowsRead,
@@ -299,7 +309,44 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     retentionS,
     keptS: keptMs / 1000,
     ...(client ? { enqueueMs } : {}),
+    ...(session ? { socketMessages: session.pings() } : {}),
   };
+
+  /** Opens a worker session through the Worker, as the SDK does: its id, a ping answered, its close. */
+  async function openSession() {
+    const res = await send(`https://edgeq.bench/v1/queues/${q}/session`, {
+      headers: { Authorization: `Bearer ${TOKEN}`, Upgrade: "websocket" },
+    });
+    const ws = res.webSocket;
+    if (res.status !== 101 || !ws) throw new Error(`bill: the session was refused: ${res.status}`);
+    const inbox: string[] = [];
+    let arrived: (() => void) | null = null;
+    ws.addEventListener("message", (e) => {
+      inbox.push(String(e.data));
+      arrived?.();
+    });
+    ws.accept();
+    const next = async (): Promise<string> => {
+      while (inbox.length === 0) await new Promise<void>((resolve) => (arrived = resolve));
+      return inbox.shift()!;
+    };
+    const hello = JSON.parse(await next()) as { id: string };
+    let sent = 0;
+    return {
+      id: hello.id,
+      /** One beat: a ping, and its pong (answered by the runtime). */
+      ping: async () => {
+        ws.send("ping");
+        sent += 1;
+        if ((await next()) !== "pong") throw new Error("bill: a session ping was not answered pong");
+      },
+      pings: () => sent,
+      close: async () => {
+        ws.close(1000, "worker stopped");
+        await settle();
+      },
+    };
+  }
 }
 
 /**

@@ -9,6 +9,8 @@ export const PRICES = {
   workerRequestPerM: 0.3,
   /** developers.cloudflare.com/durable-objects/platform/pricing/ — requests (RPC calls and alarms count). */
   objectRequestPerM: 0.15,
+  /** The same page: incoming WebSocket messages are billed at a 20:1 ratio (20 messages, one request). */
+  socketMessagesPerRequest: 20,
   /** The same page: SQLite-backed storage, billed since 2026-01-07 (each key put/deleted, each setAlarm). */
   objectRowWrittenPerM: 1.0,
   objectRowReadPerM: 0.001,

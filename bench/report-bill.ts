@@ -70,20 +70,21 @@ export function billReportSection(outcome: Outcome<BillSection> | undefined, com
     "keep: a 2-minute task is one delivery held open, within its plan's HTTP timeout). Their own Worker or Lambda",
     "invocations are left out, as edgeq's users' own are.",
     "",
-    `| per million successful tasks | batch | edgeq (measured) | edgeq, each ack carrying the next lease | edgeq, the same on a queue past its retention | edgeq, ${HEARTBEAT_TASK.beats} beats per task as one call per batch | Cloudflare Queues | SQS standard | QStash |`,
-    "| --- | --: | --: | --: | --: | --: | --: | --: | --: |",
+    `| per million successful tasks | batch | edgeq (measured) | edgeq, each ack carrying the next lease | edgeq, the same on a queue past its retention | edgeq, ${HEARTBEAT_TASK.beats} beats per task as one call per batch | edgeq, kept by a worker session (${HEARTBEAT_TASK.beats} pings), carrying | Cloudflare Queues | SQS standard | QStash |`,
+    "| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: |",
   );
   for (const o of section.others) {
     const same = (r: BillSection["rows"][number]) => r.batch === o.batch && r.heartbeats === o.heartbeats;
     const mine = section.rows.find((r) => same(r) && r.beat === "each" && !r.carry && !r.reuse);
-    const carried = section.rows.find((r) => same(r) && r.carry && !r.reuse);
+    const carried = section.rows.find((r) => same(r) && r.carry && !r.reuse && r.beat !== "session");
+    const kept = section.rows.find((r) => same(r) && r.beat === "session");
     const reused = section.rows.find((r) => same(r) && r.carry && r.reuse && !r.reuseOthers);
     const batched = section.rows.find(
       (r) => r.batch === o.batch && r.heartbeats === o.heartbeats && r.beat === "batch",
     );
     const label = o.heartbeats === 0 ? "successful" : `2-minute task, ${o.heartbeats} heartbeats`;
     out.push(
-      `| ${label} | ${o.batch} | ${mine ? money(mine.dollars.total) : "—"} | ${carried ? money(carried.dollars.total) : "—"} | ${reused ? money(reused.dollars.total) : "—"} | ${batched ? money(batched.dollars.total) : "—"} | ${money(o.queues)} | ${money(o.sqs)} | ${o.qstash === null ? "n/a (push)" : money(o.qstash)} |`,
+      `| ${label} | ${o.batch} | ${mine ? money(mine.dollars.total) : "—"} | ${carried ? money(carried.dollars.total) : "—"} | ${reused ? money(reused.dollars.total) : "—"} | ${batched ? money(batched.dollars.total) : "—"} | ${kept ? money(kept.dollars.total) : "—"} | ${money(o.queues)} | ${money(o.sqs)} | ${o.qstash === null ? "n/a (push)" : money(o.qstash)} |`,
     );
   }
   out.push(

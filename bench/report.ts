@@ -537,7 +537,10 @@ function summary(r: BenchResults): string[] {
   }
   const bill = r.bill?.value;
   const whole = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.workload === "successful" && x.batch === batch));
-  const carried = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.carry && !x.reuse && x.batch === batch));
+  const carried = [1, 10, 100].map((batch) =>
+    bill?.rows.find((x) => x.carry && !x.reuse && x.beat !== "session" && x.batch === batch),
+  );
+  const kept = [1, 10, 100].map((batch) => bill?.rows.find((x) => x.beat === "session" && x.batch === batch));
   const reused = bill?.rows.find((x) => x.carry && x.reuse && !x.reuseOthers && x.retentionS > 0 && x.batch === 1);
   const besideOthers = bill?.rows.find((x) => x.reuseOthers);
   const tombstoned = bill?.rows.find((x) => x.carry && x.reuse && x.retentionS === 0 && x.batch === 1);
@@ -558,6 +561,16 @@ function summary(r: BenchResults): string[] {
       `- **The whole bill of the store as served** (section 1b: Worker and Durable Object requests, D1 rows written` +
         ` and read, storage, at Cloudflare's prices): ${whole.map((w) => money(w.dollars.total)).join(" / ")} per` +
         ` million successful tasks at batch 1 / 10 / 100${carrying}. Cloudflare Queues: ${money(3 * QUEUES_PRICE_PER_M_OPS)}.`,
+    );
+  }
+  if (kept.every((k) => k !== undefined) && carried.every((c) => c !== undefined)) {
+    const heartbeats = bill?.rows.find((x) => x.beat === "batch" && x.batch === 1);
+    lines.push(
+      `- **A 2-minute task's heartbeats** (section 1b, a beat per 20 s): kept by a worker session (a ping on one WebSocket` +
+        ` per worker, GET /v1/queues/{queue}/session) ${kept.map((k) => money(k.dollars.total)).join(" / ")} at batch` +
+        ` 1 / 10 / 100 with carrying acks — ${kept.map((k, i) => money(k.dollars.total - carried[i]!.dollars.total)).join(" / ")} on top of the task` +
+        (heartbeats ? `; an extend call per beat: ${money(heartbeats.dollars.total)} at batch 1` : "") +
+        ".",
     );
   }
   const burn = r.burn?.value;

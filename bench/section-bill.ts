@@ -75,7 +75,12 @@ export function priceBill(c: BillCounts): BillRow["dollars"] & {
   >;
 } {
   const t = c.tasks;
-  const objectRequests = Object.values(c.objectCalls).reduce((a, b) => a + b, 0) + c.objects.alarms;
+  // Incoming WebSocket messages bill 20 to a request (the Durable Objects pricing page); a session's pings are
+  // answered by the runtime without waking the object, and are counted as messages all the same.
+  const objectRequests =
+    Object.values(c.objectCalls).reduce((a, b) => a + b, 0) +
+    c.objects.alarms +
+    (c.socketMessages ?? 0) / PRICES.socketMessagesPerRequest;
   const perTask = {
     workerRequests: per(c.workerRequests, t),
     objectRequests: per(objectRequests, t),
@@ -187,6 +192,15 @@ export async function runBillSection(
         batch,
         heartbeats: HEARTBEAT_TASK.beats,
         beat: "batch" as const,
+      })),
+      // The SDK's worker on Node 22: its leases kept by its session, a ping per beat, each ack carrying the next
+      // lease — priced against "successful, each ack carrying the next lease" at the same batch.
+      ...[1, 10, 100].map((batch) => ({
+        workload: `2-minute task, kept by a worker session: a ping per ${HEARTBEAT_TASK.everyS} s on its WebSocket (GET /v1/queues/{q}/session), each ack carrying the next lease`,
+        batch,
+        heartbeats: HEARTBEAT_TASK.beats,
+        beat: "session" as const,
+        carry: true,
       })),
       // Producers that enqueue one task per call (a request handler each), 50 at once or one at a time, each
       // enqueue its own request or coalesced by edgeq/client's linger (src/contracts/enqueue-linger.ts); the

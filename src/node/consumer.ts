@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { platformSocketFactory, type SessionSocketFactory } from "./worker-session";
-import { DEFAULT_SESSION_TIMEOUT_S } from "../contracts/session";
+import { DEFAULT_SESSION_TIMEOUT_S, MAX_SESSION_TIMEOUT_S, MIN_SESSION_TIMEOUT_S } from "../contracts/session";
 import { hostname } from "node:os";
 import type { ZodType } from "zod";
 import { EdgeqClient } from "../client/edgeq-client";
@@ -116,6 +116,12 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
     else if (options.url !== undefined && options.token !== undefined) {
       this.client = new EdgeqClient({ url: options.url, token: options.token });
     } else throw new TypeError("edgeq Worker: give url and token, or a client");
+    const t = options.sessionTimeoutS;
+    if (t !== undefined && !(Number.isInteger(t) && t >= MIN_SESSION_TIMEOUT_S && t <= MAX_SESSION_TIMEOUT_S)) {
+      throw new TypeError(
+        `edgeq Worker: sessionTimeoutS must be a whole number of seconds from ${MIN_SESSION_TIMEOUT_S} to ${MAX_SESSION_TIMEOUT_S}`,
+      );
+    }
     this.run_ = outcomeRunner(handler, options.schema);
   }
 
