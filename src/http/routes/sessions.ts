@@ -9,7 +9,6 @@ import {
   SessionHello,
   SessionQuery,
 } from "../../contracts/session";
-import { coordinatorOf } from "../../effects/wake";
 import type { AppEnv } from "../app-env";
 import { authRoute, errorResponses } from "../route-helpers";
 import { validationHook } from "../validation";
@@ -46,7 +45,9 @@ export const sessionRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook
   url.searchParams.set("queue", queue);
   url.searchParams.set("timeout_s", String(timeout_s));
   if (id !== undefined) url.searchParams.set("id", id);
-  return coordinatorOf(c.env, queue).fetch(new Request(url, { headers: { Upgrade: "websocket" } }));
+  // Partition 0's coordinator: the one named by the queue itself (`coordinatorName`, src/effects/wake.ts).
+  const coordinator = c.env.COORDINATOR.get(c.env.COORDINATOR.idFromName(queue));
+  return coordinator.fetch(new Request(url, { headers: { Upgrade: "websocket" } }));
 });
 
 // The first message's shape, in the document's components (a 101 has no body to hang it on).
