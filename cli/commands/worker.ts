@@ -14,7 +14,7 @@ import type { TaskHandler } from "../runner/types";
 
 const USAGE =
   'edgeq worker <queue> (--exec "<command>" | --engine tts) [--concurrency N] [--batch N] [--visibility S] ' +
-  "[--wait S] [--timeout S] [--holder NAME] [--grace S] [--pid-file PATH] [--once] [--outlive-parent]";
+  "[--wait S] [--timeout S] [--holder NAME] [--grace S] [--pid-file PATH] [--once] [--no-session] [--outlive-parent]";
 
 /** The queue's max_run_s as the per-task limit (null when it sets none); also checks URL, token and queue. */
 async function queueTimeout(ctx: CommandContext, queue: string): Promise<RunTimeout | null> {

@@ -65,7 +65,7 @@ export const WORKER_FLAGS = {
   visibility: {
     type: "string",
     value: "S",
-    description: "lease length; a heartbeat every S/3 extends a running task's lease by S",
+    description: "lease length without a worker session; a beat every S/3 extends a running task's lease by S",
     default: `${DEFAULT_VISIBILITY_S}s`,
   },
   wait: {
