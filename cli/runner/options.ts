@@ -164,7 +164,7 @@ export function parseWorkerSettings(
       holder,
       graceS,
       once: flags.once === true,
-      session: flags["no-session"] === true ? null : platformSession(),
+      session: flags["no-session"] === true ? null : platformSession(visibilityS),
       timeout: timeoutS === undefined ? null : { seconds: timeoutS, source: "--timeout" },
     },
     handler,

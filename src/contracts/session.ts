@@ -56,6 +56,19 @@ export const SessionHello = z.object({
 });
 export type SessionHello = z.infer<typeof SessionHello>;
 
+/** The coordinator's word that a cancel was requested of a task some session holds: extend your leases now
+ * (the cancelled one answers `task_cancelled`). */
+export const SessionCheck = z.object({ type: z.literal("check") });
+export type SessionCheck = z.infer<typeof SessionCheck>;
+
+/** What the coordinator sends on a session's socket (besides `pong`). */
+export const SessionMessage = z.union([SessionHello, SessionCheck]);
+
+/** Whether `holder` is a lease holder under some worker session (its mark: sessionHolderSuffix). */
+export function isSessionHolder(holder: string | null): boolean {
+  return holder !== null && / @[A-Za-z0-9]{16,40}$/.test(holder);
+}
+
 /** The ending of the holder name a session's leases are stored under. */
 export function sessionHolderSuffix(session: string): string {
   return ` @${session}`;

@@ -18,6 +18,7 @@ import {
   coordinatorNotifySchema,
   coordinatorTasksFinishedSchema,
   coordinatorWakeWaitersSchema,
+  coordinatorCheckSessionsSchema,
   coordinatorWatchSchema,
   type CoordinatorAwaitTask,
   type CoordinatorWithdraw,
@@ -26,6 +27,7 @@ import {
   type CoordinatorNotify,
   type CoordinatorTasksFinished,
   type CoordinatorWakeWaiters,
+  type CoordinatorCheckSessions,
   type CoordinatorWatch,
   type QueueCoordinatorRpc,
   type TaskWaitersAnswer,
@@ -150,6 +152,13 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     // The runtime answers a session's "ping" itself (sessions.ts); one that reaches here (the object awake
     // and the auto-response not matched) is answered the same. Nothing else is said on a session.
     if (message === SESSION_PING) ws.send(SESSION_PONG);
+  }
+
+  /** A cancel was requested of a task a worker session holds: every session's worker is told to extend its
+   * leases now, and hears `task_cancelled` for that one (sessions.ts `check`). */
+  async checkSessions(input: CoordinatorCheckSessions): Promise<void> {
+    coordinatorCheckSessionsSchema.parse(input);
+    this.sessions.check();
   }
 
   /** Ends a worker session: lapses its leases on every shard of the queue, and reports it (the queue's

@@ -20,12 +20,7 @@ export interface SessionLapse {
  * @example
  * const { lapsed, change } = await lapseSessionLeases(env, "emails", "k3JzQ9vX2mPq8RtW", Date.now());
  */
-export async function lapseSessionLeases(
-  env: Env,
-  queue: string,
-  session: string,
-  now: number,
-): Promise<SessionLapse> {
+export async function lapseSessionLeases(env: Env, queue: string, session: string, now: number): Promise<SessionLapse> {
   const route = await queueRoute(env, queue, now);
   let lapsed = 0;
   const cancelled: string[] = [];

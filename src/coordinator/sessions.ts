@@ -3,6 +3,7 @@ import {
   SESSION_PING,
   SESSION_PONG,
   SessionQuery,
+  type SessionCheck,
   type SessionHello,
 } from "../contracts/session";
 
@@ -69,6 +70,20 @@ export class WorkerSessions {
     server.send(JSON.stringify(hello));
     await this.host.alarmNoLaterThan(now + timeoutMs);
     return new Response(null, { status: 101, webSocket: client });
+  }
+
+  /** Tells every open session to extend its leases now (`{"type":"check"}`): a cancel was requested of a task
+   * one of them holds, and its worker learns it from the extension's answer (`task_cancelled`). */
+  check(): void {
+    const message = JSON.stringify({ type: "check" } satisfies SessionCheck);
+    for (const ws of this.host.ctx.getWebSockets(SESSION_TAG)) {
+      if (attachmentOf(ws)?.ended) continue;
+      try {
+        ws.send(message);
+      } catch {
+        // closing: its close is handled
+      }
+    }
   }
 
   /** Whether `ws` is a session's socket. */

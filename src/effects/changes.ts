@@ -42,6 +42,9 @@ export type Change =
        * a lookup per task). */
       freesFlowKey?: boolean;
     }
+  /** A cancel was requested of running tasks held under a worker session: no beat asks the server soon, so
+   * the queue's sessions are told to look now (src/coordinator/sessions.ts `check`). */
+  | { kind: "cancel-requested"; queue: string }
   /** Tasks that a cancel or the reaper finished settled their dependents (src/engine/dependencies.ts): the
    * released ones (pending) are due, the ended ones (dead, cancelled) are published. An ack reports its
    * dependents in its own outcomes. */

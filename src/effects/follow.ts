@@ -8,7 +8,7 @@ import { deliverOwedSettlements } from "../shards/remote-settlements";
 import { homeShard } from "../shards/shard-set";
 import type { Change } from "./changes";
 import { tellTaskWaiters } from "./task-waiters";
-import { partOfTask, publishRows, wakeCoordinator, wakeWaitersAt } from "./wake";
+import { partOfTask, publishRows, tellSessionsToCheck, wakeCoordinator, wakeWaitersAt } from "./wake";
 import { SCHEDULER_OBJECT } from "../protocols/durable-objects";
 import { existingPlacements } from "../shards/directory";
 
@@ -59,6 +59,8 @@ async function followChange(env: Env, change: Change, clock: () => number): Prom
         return wakeCoordinator(env, change.queue, clock(), events, parts);
       }
       return publish(env, change.queue, change.ids, "cancelled");
+    case "cancel-requested":
+      return tellSessionsToCheck(env, change.queue);
     case "dependents-settled":
       return followSettled(env, change.dependents, clock);
     case "redriven":

@@ -112,3 +112,9 @@ export async function partOfTask(env: Env, queue: string, id: string): Promise<n
   const placement = slot === null ? null : await placementBySlot(env, slot);
   return placement?.queue === queue ? placement.part : 0;
 }
+
+/** Tells the worker sessions of `queue` (held by partition 0's coordinator) to look at their leases now: a
+ * cancel was requested of a task one of them holds, and its worker hears of it from its next extension. */
+export async function tellSessionsToCheck(env: Env, queue: string): Promise<void> {
+  await coordinatorOf(env, queue).checkSessions({ queue });
+}

@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
-import { platformSocketFactory, type SessionSocketFactory } from "./worker-session";
-import { DEFAULT_SESSION_TIMEOUT_S, MAX_SESSION_TIMEOUT_S, MIN_SESSION_TIMEOUT_S } from "../contracts/session";
+import { platformSocketFactory, sessionTimeoutFor, type SessionSocketFactory } from "./worker-session";
+import { MAX_SESSION_TIMEOUT_S, MIN_SESSION_TIMEOUT_S } from "../contracts/session";
 import { hostname } from "node:os";
 import type { ZodType } from "zod";
 import { EdgeqClient } from "../client/edgeq-client";
@@ -58,7 +58,8 @@ export interface WorkerOptions<P = unknown> {
    * `(url, headers) => new WebSocket(url, { headers })`); `false`: extend calls.
    */
   session?: boolean | SessionSocketFactory;
-  /** How long the session may go without a ping, or stay closed, before its leases lapse (default 30 s). */
+  /** How long the session may go without a ping, or stay closed, before its leases lapse (5-120 s; default:
+   * `visibilityS` within those bounds, so a dead worker's tasks come back as soon as without a session). */
   sessionTimeoutS?: number;
 }
 
@@ -190,7 +191,8 @@ export class Worker<P = unknown, R = unknown> extends EventEmitter<WorkerEvents>
     const { session, sessionTimeoutS } = this.options;
     if (session === false) return null;
     const socket = typeof session === "function" ? session : platformSocketFactory();
-    return socket === null ? null : { socket, timeoutS: sessionTimeoutS ?? DEFAULT_SESSION_TIMEOUT_S };
+    const timeoutS = sessionTimeoutS ?? sessionTimeoutFor(this.options.visibilityS ?? DEFAULT_VISIBILITY_S);
+    return socket === null ? null : { socket, timeoutS };
   }
 
   /** The per-task limit: the option, else the queue's max_run_s (one read, which also checks URL and token). */

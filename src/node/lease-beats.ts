@@ -38,6 +38,8 @@ export class LeaseBeats {
   private readonly kept = new Map<string, Kept>();
   private timer: ReturnType<typeof setInterval> | undefined;
   private beating = false;
+  /** A beat of every lease was asked for while one was in flight. */
+  private again = false;
 
   private readonly plan: BeatPlan;
 
@@ -63,6 +65,16 @@ export class LeaseBeats {
     };
   }
 
+  /** One beat for every kept lease now, whatever its age (a session's `check`: a cancel was requested of one);
+   * one in flight is followed by another. */
+  beatNow(): void {
+    if (this.beating) {
+      this.again = true;
+      return;
+    }
+    void this.beat(true);
+  }
+
   /** Tells the keeper of every kept lease that it is gone (a session's end lapsed them all). */
   loseAll(error: EdgeqError): void {
     for (const kept of [...this.kept.values()]) kept.answered(error);
@@ -70,12 +82,12 @@ export class LeaseBeats {
 
   /** One beat for every kept lease due one (one call per MAX_BATCH of them). One beat at a time: a slow
    * server should not pile requests up. */
-  private async beat(): Promise<void> {
+  private async beat(everyLease = false): Promise<void> {
     if (this.beating || this.kept.size === 0) return;
     this.beating = true;
     try {
       const now = Date.now();
-      const all = [...this.kept.values()].filter((k) => now - k.since >= this.plan.minAgeMs);
+      const all = [...this.kept.values()].filter((k) => everyLease || now - k.since >= this.plan.minAgeMs);
       for (let first = 0; first < all.length; first += MAX_BATCH) {
         const chunk = all.slice(first, first + MAX_BATCH);
         let answers: Map<string, EdgeqError | null>;
@@ -95,6 +107,10 @@ export class LeaseBeats {
       }
     } finally {
       this.beating = false;
+      if (this.again) {
+        this.again = false;
+        void this.beat(true);
+      }
     }
   }
 

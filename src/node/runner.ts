@@ -227,8 +227,14 @@ export class WorkerRunner {
   private async openSession(): Promise<void> {
     const asked = this.options.session;
     if (asked === null) return;
-    const session = new WorkerSession(this.api.client, this.options.queue, asked.socket, asked.timeoutS, this.log, () =>
-      this.session?.beats.loseAll(new EdgeqError("lease_lost", "the worker session ended: its leases lapsed")),
+    const session = new WorkerSession(
+      this.api.client,
+      this.options.queue,
+      asked.socket,
+      asked.timeoutS,
+      this.log,
+      () => this.session?.beats.loseAll(new EdgeqError("lease_lost", "the worker session ended: its leases lapsed")),
+      () => this.session?.beats.beatNow(),
     );
     if (!(await session.start())) return;
     const leaseMs = session.leaseS * 1000;

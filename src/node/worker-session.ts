@@ -1,5 +1,12 @@
 import type { EdgeqClient } from "../client/edgeq-client";
-import { DEFAULT_SESSION_TIMEOUT_S, SESSION_LEASE_S, SESSION_PING, SessionHello } from "../contracts/session";
+import {
+  MAX_SESSION_TIMEOUT_S,
+  MIN_SESSION_TIMEOUT_S,
+  SESSION_LEASE_S,
+  SESSION_PING,
+  SessionCheck,
+  SessionHello,
+} from "../contracts/session";
 
 /** What the session needs of a WebSocket: the standard API (Node 22's global WebSocket, or the `ws` package's). */
 export interface SessionSocket {
@@ -18,11 +25,18 @@ export function platformSocketFactory(): SessionSocketFactory | null {
   return (url, headers) => new Socket(url, { headers });
 }
 
-/** The worker session a runner keeps its leases with by default: the platform's WebSocket (Node 22+) with the
- * default timeout, or null where there is none (leases are then extended by calls). */
-export function platformSession(): { socket: SessionSocketFactory; timeoutS: number } | null {
+/** A session's timeout by default: the worker's visibility timeout, within the session's bounds — so a dead
+ * worker's tasks come back about as soon as they did when its beats kept them (a lease lapsed one visibility
+ * timeout after the last beat). */
+export function sessionTimeoutFor(visibilityS: number): number {
+  return Math.min(MAX_SESSION_TIMEOUT_S, Math.max(MIN_SESSION_TIMEOUT_S, Math.round(visibilityS)));
+}
+
+/** The worker session a runner keeps its leases with by default: the platform's WebSocket (Node 22+) with
+ * `sessionTimeoutFor(visibilityS)`, or null where there is none (leases are then extended by calls). */
+export function platformSession(visibilityS: number): { socket: SessionSocketFactory; timeoutS: number } | null {
   const socket = platformSocketFactory();
-  return socket === null ? null : { socket, timeoutS: DEFAULT_SESSION_TIMEOUT_S };
+  return socket === null ? null : { socket, timeoutS: sessionTimeoutFor(visibilityS) };
 }
 
 /** Waits between reconnects: from 250 ms doubling, never more than a third of the timeout, so a dropped
@@ -34,12 +48,14 @@ const RECONNECT_MIN_MS = 250;
  * coordinator that keeps every lease the worker takes under it, instead of an extend call per beat. It pings
  * every third of its timeout (answered by the server's runtime: no D1 row, no Worker request); a dropped socket
  * is reopened with the same id, which resumes the session with its leases if it comes back within the timeout.
+ * A `check` from the coordinator (a cancel was requested of a task the session holds) calls `onCheck`: the
+ * worker extends its leases at once and hears `task_cancelled` for that task.
  * When the server ended the session (no ping for the timeout: close code 4000), or the socket stayed down for
  * the timeout, its leases have lapsed: `onLost` is told, and the session carries on under the same id for new
  * leases.
  *
  * @example
- * const session = new WorkerSession(client, "emails", factory, 30, console.log, () => beats.loseAll());
+ * const session = new WorkerSession(client, "emails", factory, 30, console.log, () => beats.loseAll(lost), () => beats.beatNow());
  * if (await session.start()) lease({ ..., session: session.current });
  */
 export class WorkerSession {
@@ -63,6 +79,8 @@ export class WorkerSession {
     private readonly timeoutS: number,
     private readonly log: (line: string) => void,
     private readonly onLost: () => void,
+    /** The coordinator asked the worker to extend its leases now (a cancel was requested of one). */
+    private readonly onCheck: () => void,
   ) {}
 
   /** The session to lease under now: its id while its socket is open, else null (a plain lease). */
@@ -102,7 +120,10 @@ export class WorkerSession {
     this.socket = socket;
     let hello = false;
     socket.addEventListener("message", (event: { data: unknown }) => {
-      if (hello) return;
+      if (hello) {
+        if (SessionCheck.safeParse(safeJson(String(event.data))).success) this.onCheck();
+        return;
+      }
       const parsed = SessionHello.safeParse(safeJson(String(event.data)));
       if (!parsed.success) return;
       hello = true;

@@ -35,7 +35,11 @@ export async function bulkAction(
   const changed = await Promise.all(shards.map((s) => s.store.applyBulk(queue, action, filter, limit, op.now)));
   const ids = changed.flatMap((c) => c.ids);
   const freesFlowKey = changed.some((c) => c.freesFlowKey);
-  if (action === "cancel") op.effects.after({ kind: "cancelled", queue, ids, freesFlowKey });
-  else op.effects.after({ kind: "redriven", queue, ids, runAt: op.now });
-  return { count: changed.reduce((n, c) => n + c.count, 0), more: changed.some((c) => c.more) };
+  const count = changed.reduce((n, c) => n + c.count, 0);
+  if (action === "cancel") {
+    op.effects.after({ kind: "cancelled", queue, ids, freesFlowKey });
+    // More changed than ended: running tasks asked to stop, which worker sessions hear when told.
+    if (count > ids.length) op.effects.after({ kind: "cancel-requested", queue });
+  } else op.effects.after({ kind: "redriven", queue, ids, runAt: op.now });
+  return { count, more: changed.some((c) => c.more) };
 }

@@ -23,6 +23,8 @@ export async function cancelQueue(op: OperationContext, queue: string, scope: { 
   );
   // A keyed task it cancelled may have held its key's slot: the queue's waiting polls and push dispatch go on.
   op.effects.after({ kind: "cancelled", queue, ids, freesFlowKey });
+  // Running tasks asked to stop: those under worker sessions hear it when their sessions are told.
+  if (result.cancel_requested > 0) op.effects.after({ kind: "cancel-requested", queue });
   if (dependents.length > 0) op.effects.after({ kind: "dependents-settled", dependents });
   return result;
 }

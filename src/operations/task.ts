@@ -1,4 +1,5 @@
 import { EdgeqError } from "../contracts/errors";
+import { isSessionHolder } from "../contracts/session";
 import type { StoredTask } from "../contracts/stored-task";
 import type { HeartbeatRequest } from "../engine/store";
 import { dependencyPageAnywhere, dependentPageAnywhere, type PageRequest } from "../shards/dependency-pages";
@@ -58,6 +59,10 @@ export async function cancel(op: OperationContext, id: string): Promise<StoredTa
     // A keyed task that had started (a retry waiting its turn) may have held an ordered key.
     const freesFlowKey = row.flowKey !== null && row.startedAt !== null;
     op.effects.after({ kind: "cancelled", queue: row.queue, ids: [row.id], freesFlowKey });
+  }
+  // Running under a worker session: no beat of its worker asks the server soon, so its session is told now.
+  if (row.state === "processing" && isSessionHolder(row.leaseHolder)) {
+    op.effects.after({ kind: "cancel-requested", queue: row.queue });
   }
   if (dependents.length > 0) op.effects.after({ kind: "dependents-settled", dependents });
   return row;

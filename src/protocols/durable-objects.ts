@@ -53,6 +53,10 @@ export const coordinatorWatchSchema = z.object({
 export type CoordinatorWatch = z.infer<typeof coordinatorWatchSchema>;
 
 /** Tasks became leasable on a sibling partition: serve the polls waiting here (they lease from all). */
+/** `checkSessions`: a cancel was requested of a task a worker session of `queue` holds. */
+export const coordinatorCheckSessionsSchema = z.object({ queue: z.string() });
+export type CoordinatorCheckSessions = z.infer<typeof coordinatorCheckSessionsSchema>;
+
 export const coordinatorWakeWaitersSchema = z.object({
   queue: z.string().min(1),
   part: z.number().int().min(0).max(MAX_PARTITIONS),
@@ -133,6 +137,7 @@ export interface QueueCoordinatorRpc extends Rpc.DurableObjectBranded {
   tasksFinished(input: CoordinatorTasksFinished): Promise<TaskWaitersAnswer>;
   withdrawTaskWait(input: CoordinatorWithdraw): Promise<boolean>;
   waitingForTasks(): Promise<number>;
+  checkSessions(input: CoordinatorCheckSessions): Promise<void>;
 }
 
 /** EVENT_HUB — one per queue: its event stream (WebSockets, seq, resume buffer, counts). */

@@ -132,6 +132,37 @@ describe("Worker sessions", () => {
     expect(await getTask(id!)).toMatchObject({ attempts: 2, result: "rescued" });
   }, 30_000);
 
+  it("hears a cancel at once: the coordinator tells the session, the worker extends, the task stops cancelled", async () => {
+    const queue = uniqueQueue("sdk-session-cancel");
+    const [id] = await enqueue(queue, [{ payload: "long" }]);
+    const { factory } = sockets();
+    const leased = deferred();
+    let reason: unknown;
+    // A 60 s visibility: without the session's word, the beat that learns of the cancel would come in 20 s.
+    const worker = track(
+      sdkWorker(
+        queue,
+        async (_task, ctx) => {
+          leased.resolve();
+          await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+          reason = ctx.signal.reason;
+          throw ctx.signal.reason;
+        },
+        { session: factory, visibilityS: 60 },
+      ),
+    );
+    const cancelled = nextEvent<[{ id: string }]>(worker, "cancelled");
+    void worker.run();
+    await leased.promise;
+    const asked = Date.now();
+    await api("POST", `/v1/tasks/${id}/cancel`);
+    const [task] = await cancelled;
+    expect(task.id).toBe(id);
+    expect(Date.now() - asked).toBeLessThan(10_000);
+    expect(reason).toMatchObject({ reason: "cancelled" });
+    expect(await getTask(id!)).toMatchObject({ state: "cancelled" });
+  });
+
   it("falls back to extend calls when the server refuses the session, and still runs", async () => {
     const queue = uniqueQueue("sdk-session-refused");
     const [id] = await enqueue(queue, [{ payload: 1 }]);

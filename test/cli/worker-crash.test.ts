@@ -48,6 +48,8 @@ echo '{"attempt":'"$EDGEQ_ATTEMPT"'}'
     `sh ${cmd}`,
     "--visibility",
     "2",
+    // The lease kept by heartbeats (a worker session keeps it otherwise: test/cli/sdk-session.test.ts).
+    "--no-session",
     "--concurrency",
     "1",
     "--pid-file",

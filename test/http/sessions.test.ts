@@ -190,6 +190,23 @@ describe("worker sessions (GET /v1/queues/{queue}/session)", () => {
     expect(res.body.results.map((r) => (r.ok ? "ok" : r.error?.code))).toEqual(held.map(() => "lease_lost"));
   });
 
+  it("a cancel of a task a session holds tells the session to check: its extension answers task_cancelled", async () => {
+    const queue = uniqueQueue("sess");
+    const session = await openSession(queue);
+    const [id] = (await enqueue(queue, { payload: 1 })).map((t) => t.id);
+    const [task] = await lease(queue, { session: session.hello.id });
+    expect((await call("POST", `/v1/tasks/${id}/cancel`)).status).toBe(200);
+    await until("the session told to check", () => session.messages.some((m) => m === '{"type":"check"}'));
+    const res = await call<{ results: Array<{ ok: boolean; error?: { code: string } }> }>(
+      "POST",
+      `/v1/queues/${queue}/extend`,
+      { body: { leases: [{ id, lease_token: task!.lease_token }] } },
+    );
+    expect(res.body.results[0]).toMatchObject({ ok: false, error: { code: "task_cancelled" } });
+    expect(await row(id!)).toMatchObject({ state: "cancelled" });
+    session.ws.close(1000, "done");
+  });
+
   it("refuses bad input with the one error shape, before any upgrade", async () => {
     const queue = uniqueQueue("sess");
     expectError(await call("GET", `/v1/queues/${queue}/session`), 400, "invalid_request", /Upgrade: websocket/);
