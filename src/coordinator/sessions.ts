@@ -116,7 +116,8 @@ export class WorkerSessions {
     const open = new Set<string>();
     for (const ws of ctx.getWebSockets(SESSION_TAG)) {
       const session = attachmentOf(ws);
-      if (!session || session.ended) continue;
+      // A socket closing is not open: its close handler notes it (and a closed one is no longer listed).
+      if (!session || session.ended || ws.readyState !== WebSocket.OPEN) continue;
       // The runtime's clock (it answered the ping); the opening on this object's.
       const seen = Math.max(session.openedAt, ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0);
       if (now - seen >= session.timeoutMs) {
@@ -143,7 +144,7 @@ export class WorkerSessions {
   private socketsOf(id: string): WebSocket[] {
     return this.host.ctx.getWebSockets(SESSION_TAG).filter((ws) => {
       const session = attachmentOf(ws);
-      return session !== null && !session.ended && session.id === id;
+      return session !== null && !session.ended && session.id === id && ws.readyState === WebSocket.OPEN;
     });
   }
 

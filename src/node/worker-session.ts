@@ -39,6 +39,10 @@ export function platformSession(visibilityS: number): { socket: SessionSocketFac
   return socket === null ? null : { socket, timeoutS: sessionTimeoutFor(visibilityS) };
 }
 
+/** How long the first connect may take before the worker goes on without a session: an upgrade answers in a
+ * round trip or two; ten seconds is a server or proxy that will not. */
+const START_TIMEOUT_MS = 10_000;
+
 /** Waits between reconnects: from 250 ms doubling, never more than a third of the timeout, so a dropped
  * session is resumed (its leases kept) while the server still waits for it. */
 const RECONNECT_MIN_MS = 250;
@@ -88,9 +92,27 @@ export class WorkerSession {
     return this.open && this.id !== undefined ? this.id : null;
   }
 
-  /** Opens the session; resolves whether it opened (if not, the worker heart-beats its leases instead). */
+  /** Opens the session; resolves whether it opened (if not, the worker heart-beats its leases instead). A
+   * server that has not said hello within START_TIMEOUT_MS is given up on, so a worker never waits on it. */
   start(): Promise<boolean> {
-    return new Promise((resolve) => this.connect(resolve));
+    return new Promise((resolve) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        if (settled) return;
+        settled = true;
+        this.log(
+          `worker session unavailable (no answer in ${START_TIMEOUT_MS / 1000} s): heart-beating leases instead`,
+        );
+        this.close();
+        resolve(false);
+      }, START_TIMEOUT_MS);
+      this.connect((ok) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(ok);
+      });
+    });
   }
 
   /** Closes the session for good: the worker is done (its leases were acked or handed back). */
