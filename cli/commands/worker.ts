@@ -67,6 +67,9 @@ export const worker: Command = {
       timeoutSource: options.timeout?.source,
       // Signals are this command's: it logs them and also stops when its parent process is gone.
       handleSignals: false,
+      // The worker session where Node has a WebSocket (unless --no-session), its timeout the visibility's.
+      session: options.session?.socket ?? false,
+      sessionTimeoutS: options.session?.timeoutS,
     });
     sdkWorker.on("log", log);
     let stopping = false;

@@ -3,8 +3,8 @@ import {
   SESSION_PING,
   SESSION_PONG,
   SessionQuery,
-  type SessionCheck,
-  type SessionHello,
+  type SessionCheckMessage,
+  type SessionHelloMessage,
 } from "../contracts/session";
 
 /** The tag of a session's socket among the coordinator's hibernatable sockets. */
@@ -66,7 +66,12 @@ export class WorkerSessions {
     const [client, server] = [pair[0], pair[1]];
     ctx.acceptWebSocket(server, [SESSION_TAG]);
     server.serializeAttachment({ id, timeoutMs, openedAt: now } satisfies SessionAttachment);
-    const hello: SessionHello = { type: "session", id, timeout_s: parsed.data.timeout_s, lease_s: SESSION_LEASE_S };
+    const hello: SessionHelloMessage = {
+      type: "session",
+      id,
+      timeout_s: parsed.data.timeout_s,
+      lease_s: SESSION_LEASE_S,
+    };
     server.send(JSON.stringify(hello));
     await this.host.alarmNoLaterThan(now + timeoutMs);
     return new Response(null, { status: 101, webSocket: client });
@@ -75,7 +80,7 @@ export class WorkerSessions {
   /** Tells every open session to extend its leases now (`{"type":"check"}`): a cancel was requested of a task
    * one of them holds, and its worker learns it from the extension's answer (`task_cancelled`). */
   check(): void {
-    const message = JSON.stringify({ type: "check" } satisfies SessionCheck);
+    const message = JSON.stringify({ type: "check" } satisfies SessionCheckMessage);
     for (const ws of this.host.ctx.getWebSockets(SESSION_TAG)) {
       if (attachmentOf(ws)?.ended) continue;
       try {

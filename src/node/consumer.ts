@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { platformSocketFactory, sessionTimeoutFor, type SessionSocketFactory } from "./worker-session";
-import { MAX_SESSION_TIMEOUT_S, MIN_SESSION_TIMEOUT_S } from "../contracts/session";
+import { MAX_SESSION_TIMEOUT_S, MIN_SESSION_TIMEOUT_S } from "../contracts/session-wire";
 import { hostname } from "node:os";
 import type { ZodType } from "zod";
 import { EdgeqClient } from "../client/edgeq-client";

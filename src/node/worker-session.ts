@@ -2,11 +2,11 @@ import type { EdgeqClient } from "../client/edgeq-client";
 import {
   MAX_SESSION_TIMEOUT_S,
   MIN_SESSION_TIMEOUT_S,
+  readSessionMessage,
   SESSION_LEASE_S,
   SESSION_PING,
-  SessionCheck,
-  SessionHello,
-} from "../contracts/session";
+  type SessionHelloMessage,
+} from "../contracts/session-wire";
 
 /** What the session needs of a WebSocket: the standard API (Node 22's global WebSocket, or the `ws` package's). */
 export interface SessionSocket {
@@ -142,14 +142,14 @@ export class WorkerSession {
     this.socket = socket;
     let hello = false;
     socket.addEventListener("message", (event: { data: unknown }) => {
+      const message = readSessionMessage(String(event.data));
       if (hello) {
-        if (SessionCheck.safeParse(safeJson(String(event.data))).success) this.onCheck();
+        if (message?.type === "check") this.onCheck();
         return;
       }
-      const parsed = SessionHello.safeParse(safeJson(String(event.data)));
-      if (!parsed.success) return;
+      if (message?.type !== "session") return;
       hello = true;
-      this.helloed(parsed.data);
+      this.helloed(message);
       opened?.(true);
     });
     socket.addEventListener("close", (event: { code: number; reason: string }) => {
@@ -167,7 +167,7 @@ export class WorkerSession {
     socket.addEventListener("error", () => undefined);
   }
 
-  private helloed(hello: SessionHello): void {
+  private helloed(hello: SessionHelloMessage): void {
     this.id = hello.id;
     this.leaseS = hello.lease_s;
     this.open = true;
@@ -204,13 +204,5 @@ export class WorkerSession {
     clearTimeout(this.lostTimer);
     this.log(`worker session ${this.id ?? ""} ended (${why}): its leases lapsed`);
     this.onLost();
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
   }
 }

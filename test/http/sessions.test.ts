@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { z } from "zod";
 import { SessionHello } from "../../src/contracts/session";
 import { row, uniqueQueue } from "../helpers";
 import { coordinator, inObject } from "../support/coordinator";
@@ -9,7 +10,7 @@ import { call, enqueue, expectError, lease, ORIGIN, TOKEN, type AckResults } fro
 
 /** An open session socket, as a worker holds it. */
 interface OpenSession {
-  hello: SessionHello;
+  hello: z.infer<typeof SessionHello>;
   messages: string[];
   closes: Array<{ code: number; reason: string }>;
   ws: WebSocket;
