@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { WebSocket as WsSocket } from "ws";
 import { EdgeqClient, type SessionSocket, type SessionSocketFactory } from "../../src/node/index";
-import { deferred, nextEvent, sdkWorker } from "./sdk-support";
+import { deferred, heldUntilStopped, nextEvent, sdkWorker } from "./sdk-support";
 import { api, configureQueue, enqueue, getTask, uniqueQueue, waitFor } from "./worker-support";
 
 /** The Node SDK's worker sessions against a real `wrangler dev` (test/cli/server.ts): leases kept by one
@@ -89,29 +89,17 @@ describe("Worker sessions", () => {
     await configureQueue(queue, { backoff_base_s: 1, backoff_cap_s: 1 });
     const [id] = await enqueue(queue, [{ payload: "long" }]);
     const first = sockets();
-    const leased = deferred();
-    let stopReason: unknown;
-    const crashed = track(
-      sdkWorker(
-        queue,
-        async (_task, ctx) => {
-          leased.resolve();
-          await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
-          stopReason = ctx.signal.reason;
-          throw ctx.signal.reason;
-        },
-        { session: first.factory, sessionTimeoutS: 5 },
-      ),
-    );
+    const held = heldUntilStopped();
+    const crashed = track(sdkWorker(queue, held.handler, { session: first.factory, sessionTimeoutS: 5 }));
     const lost = nextEvent<[{ id: string }]>(crashed, "lease_lost");
     void crashed.run();
-    await leased.promise;
+    await held.leased;
     // The network goes: the socket dies and no reconnect gets through.
     first.refuse();
     first.opened[0]!.terminate();
     const [task] = await lost;
     expect(task.id).toBe(id);
-    expect(stopReason).toMatchObject({ reason: "lease_lost" });
+    expect(held.reason()).toMatchObject({ reason: "lease_lost" });
 
     // The server lapsed the lease (its coordinator's alarm, 5 s after the close): another worker gets it.
     const second = sockets();
@@ -136,30 +124,18 @@ describe("Worker sessions", () => {
     const queue = uniqueQueue("sdk-session-cancel");
     const [id] = await enqueue(queue, [{ payload: "long" }]);
     const { factory } = sockets();
-    const leased = deferred();
-    let reason: unknown;
+    const held = heldUntilStopped();
     // A 60 s visibility: without the session's word, the beat that learns of the cancel would come in 20 s.
-    const worker = track(
-      sdkWorker(
-        queue,
-        async (_task, ctx) => {
-          leased.resolve();
-          await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
-          reason = ctx.signal.reason;
-          throw ctx.signal.reason;
-        },
-        { session: factory, visibilityS: 60 },
-      ),
-    );
+    const worker = track(sdkWorker(queue, held.handler, { session: factory, visibilityS: 60 }));
     const cancelled = nextEvent<[{ id: string }]>(worker, "cancelled");
     void worker.run();
-    await leased.promise;
+    await held.leased;
     const asked = Date.now();
     await api("POST", `/v1/tasks/${id}/cancel`);
     const [task] = await cancelled;
     expect(task.id).toBe(id);
     expect(Date.now() - asked).toBeLessThan(10_000);
-    expect(reason).toMatchObject({ reason: "cancelled" });
+    expect(held.reason()).toMatchObject({ reason: "cancelled" });
     expect(await getTask(id!)).toMatchObject({ state: "cancelled" });
   });
 

@@ -39,3 +39,17 @@ export function nextEvent<A extends unknown[]>(
     worker.on(event, listener);
   });
 }
+
+/** A handler that holds its task until the worker stops it, then throws the stop's reason: `leased` resolves
+ * once it runs, `reason()` is what stopped it (a TaskStopped). */
+export function heldUntilStopped(): { handler: Handler; leased: Promise<void>; reason: () => unknown } {
+  const leased = deferred();
+  let reason: unknown;
+  const handler: Handler = async (_task, ctx) => {
+    leased.resolve();
+    await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
+    reason = ctx.signal.reason;
+    throw ctx.signal.reason;
+  };
+  return { handler, leased: leased.promise, reason: () => reason };
+}

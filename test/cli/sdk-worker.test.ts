@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { inject } from "vitest";
 import { EdgeqClient, EdgeqError, PermanentError, RetryAfterError, TaskStopped } from "../../src/node/index";
-import { deferred, nextEvent, sdkWorker } from "./sdk-support";
+import { deferred, heldUntilStopped, nextEvent, sdkWorker } from "./sdk-support";
 import { api, enqueue, getTask, uniqueQueue, waitFor } from "./worker-support";
 
 /** The Node SDK's worker against a real `wrangler dev` (test/cli/server.ts): progress, the abort signal,
@@ -99,29 +99,18 @@ describe("Worker", () => {
   it("aborts ctx.signal when the task is cancelled, and acks nothing", async () => {
     const queue = uniqueQueue("sdk-cancel");
     const [id] = await enqueue(queue, [{ type: "t" }]);
-    const leased = deferred();
-    let reason: unknown;
-    // A 3 s lease: the heartbeat that learns of the cancel comes within a second.
-    const worker = track(
-      sdkWorker(
-        queue,
-        async (_task, ctx) => {
-          leased.resolve();
-          await new Promise((resolve) => ctx.signal.addEventListener("abort", resolve, { once: true }));
-          reason = ctx.signal.reason;
-          throw ctx.signal.reason;
-        },
-        { visibilityS: 3 },
-      ),
-    );
+    const held = heldUntilStopped();
+    // A 3 s lease: the heartbeat that learns of the cancel comes within a second (a worker session's `check`
+    // at once, on Node 22).
+    const worker = track(sdkWorker(queue, held.handler, { visibilityS: 3 }));
     const cancelled = nextEvent<[{ id: string }]>(worker, "cancelled");
     void worker.run();
-    await leased.promise;
+    await held.leased;
     await api("POST", `/v1/tasks/${id}/cancel`);
     const [task] = await cancelled;
     expect(task.id).toBe(id);
-    expect(reason).toBeInstanceOf(TaskStopped);
-    expect((reason as TaskStopped).reason).toBe("cancelled");
+    expect(held.reason()).toBeInstanceOf(TaskStopped);
+    expect((held.reason() as TaskStopped).reason).toBe("cancelled");
     expect(await getTask(id!)).toMatchObject({ state: "cancelled" });
   });
 
