@@ -135,8 +135,13 @@ export class WorkerSession {
     try {
       socket = this.factory(url, headers);
     } catch (error) {
-      this.log(`worker session unavailable (${(error as Error).message}): heart-beating leases instead`);
-      opened?.(false);
+      if (opened) {
+        this.log(`worker session unavailable (${(error as Error).message}): heart-beating leases instead`);
+        opened(false);
+      } else {
+        // A reconnect that could not even start (the network gone): tried again, as a refused one is.
+        this.closed(1006, (error as Error).message, false);
+      }
       return;
     }
     this.socket = socket;
