@@ -1,22 +1,15 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { WebSocket as WsSocket } from "ws";
 import { EdgeqClient, type SessionSocket, type SessionSocketFactory } from "../../src/node/index";
-import { deferred, heldUntilStopped, nextEvent, sdkWorker } from "./sdk-support";
+import { closedAfterEach, deferred, heldUntilStopped, nextEvent, sdkWorker } from "./sdk-support";
 import { api, configureQueue, enqueue, getTask, uniqueQueue, waitFor } from "./worker-support";
 
 /** The Node SDK's worker sessions against a real `wrangler dev` (test/cli/server.ts): leases kept by one
  * WebSocket instead of extend calls, and lapsed when the worker's session ends. Node 20 has no WebSocket
  * that sends headers: the `ws` package's, as a user on Node 20 would give it. */
 
-const started: Array<{ close(): Promise<void> }> = [];
-function track<W extends { close(): Promise<void> }>(worker: W): W {
-  started.push(worker);
-  return worker;
-}
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((w) => (void w.close(), w.close())));
-});
+const track = closedAfterEach();
 
 /** `ws` sockets, each kept so a test can cut one as a crash would; `refuse` makes later connects fail. */
 function sockets(): { factory: SessionSocketFactory; opened: WsSocket[]; refuse: () => void } {

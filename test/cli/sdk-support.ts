@@ -1,4 +1,4 @@
-import { inject } from "vitest";
+import { afterEach, inject } from "vitest";
 import { Worker, type Handler, type WorkerOptions } from "../../src/node/index";
 
 /** Helpers for the Node SDK's tests: a worker on the test server, deferred promises, event waits. */
@@ -52,4 +52,23 @@ export function heldUntilStopped(): { handler: Handler; leased: Promise<void>; r
     throw ctx.signal.reason;
   };
   return { handler, leased: leased.promise, reason: () => reason };
+}
+
+/**
+ * Closes after each test the workers `track` was given (call once, at the top of a file): a second close hands
+ * back at once, so nothing a test left running holds a task past the test.
+ *
+ * @example
+ * const track = closedAfterEach();
+ * const worker = track(sdkWorker(queue, handler));
+ */
+export function closedAfterEach(): <W extends { close(): Promise<void> }>(worker: W) => W {
+  const started: Array<{ close(): Promise<void> }> = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((w) => (void w.close(), w.close())));
+  });
+  return (worker) => {
+    started.push(worker);
+    return worker;
+  };
 }

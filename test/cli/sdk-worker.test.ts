@@ -1,22 +1,14 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { inject } from "vitest";
 import { EdgeqClient, EdgeqError, PermanentError, RetryAfterError, TaskStopped } from "../../src/node/index";
-import { deferred, heldUntilStopped, nextEvent, sdkWorker } from "./sdk-support";
+import { closedAfterEach, deferred, heldUntilStopped, nextEvent, sdkWorker } from "./sdk-support";
 import { api, enqueue, getTask, uniqueQueue, waitFor } from "./worker-support";
 
 /** The Node SDK's worker against a real `wrangler dev` (test/cli/server.ts): progress, the abort signal,
  * failure classes, typed payloads and a graceful stop. */
 
-const started: Array<{ close(): Promise<void> }> = [];
-function track<W extends { close(): Promise<void> }>(worker: W): W {
-  started.push(worker);
-  return worker;
-}
-afterEach(async () => {
-  // A second close hands back at once: nothing a test left running holds a task past the test.
-  await Promise.all(started.splice(0).map((w) => (void w.close(), w.close())));
-});
+const track = closedAfterEach();
 
 describe("Worker", () => {
   it("keeps every running task's lease with one extend call per beat, not one heartbeat per task", async () => {
