@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { inject } from "vitest";
 import { WebSocket as WsSocket } from "ws";
-import { EdgeqClient, type SessionSocket, type SessionSocketFactory } from "../../src/node/index";
-import { closedAfterEach, deferred, heldUntilStopped, nextEvent, sdkWorker } from "./sdk-support";
+import type { SessionSocket, SessionSocketFactory } from "../../src/node/index";
+import { beatCountingClient, closedAfterEach, deferred, heldUntilStopped, nextEvent, sdkWorker } from "./sdk-support";
 import { api, configureQueue, enqueue, getTask, uniqueQueue, waitFor } from "./worker-support";
 
 /** The Node SDK's worker sessions against a real `wrangler dev` (test/cli/server.ts): leases kept by one
@@ -27,19 +26,6 @@ function sockets(): { factory: SessionSocketFactory; opened: WsSocket[]; refuse:
   };
 }
 
-/** A client that records the paths of its extend and heartbeat calls. */
-function countingClient(calls: string[]): EdgeqClient {
-  return new EdgeqClient({
-    url: inject("edgeqUrl"),
-    token: inject("edgeqToken"),
-    fetch: (input, init) => {
-      const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
-      if (path.endsWith("/heartbeat") || path.endsWith("/extend")) calls.push(path);
-      return fetch(input, init);
-    },
-  });
-}
-
 describe("Worker sessions", () => {
   it("keeps running tasks' leases with one socket's pings: no extend or heartbeat call", async () => {
     const queue = uniqueQueue("sdk-session");
@@ -58,7 +44,7 @@ describe("Worker sessions", () => {
           await finish.promise;
           return "done";
         },
-        { client: countingClient(calls), concurrency: 2, visibilityS: 3, session: factory, sessionTimeoutS: 5 },
+        { client: beatCountingClient(calls), concurrency: 2, visibilityS: 3, session: factory, sessionTimeoutS: 5 },
       ),
     );
     const run = worker.run();

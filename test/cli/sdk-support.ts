@@ -1,5 +1,5 @@
 import { afterEach, inject } from "vitest";
-import { Worker, type Handler, type WorkerOptions } from "../../src/node/index";
+import { EdgeqClient, Worker, type Handler, type WorkerOptions } from "../../src/node/index";
 
 /** Helpers for the Node SDK's tests: a worker on the test server, deferred promises, event waits. */
 
@@ -71,4 +71,17 @@ export function closedAfterEach(): <W extends { close(): Promise<void> }>(worker
     started.push(worker);
     return worker;
   };
+}
+
+/** A client of the test server that records the path of each extend and heartbeat call it makes in `calls`. */
+export function beatCountingClient(calls: string[]): EdgeqClient {
+  return new EdgeqClient({
+    url: inject("edgeqUrl"),
+    token: inject("edgeqToken"),
+    fetch: (input, init) => {
+      const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
+      if (path.endsWith("/heartbeat") || path.endsWith("/extend")) calls.push(path);
+      return fetch(input, init);
+    },
+  });
 }

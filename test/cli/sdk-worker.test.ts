@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { inject } from "vitest";
 import { EdgeqClient, EdgeqError, PermanentError, RetryAfterError, TaskStopped } from "../../src/node/index";
-import { closedAfterEach, deferred, heldUntilStopped, nextEvent, sdkWorker } from "./sdk-support";
+import { beatCountingClient, closedAfterEach, deferred, heldUntilStopped, nextEvent, sdkWorker } from "./sdk-support";
 import { api, enqueue, getTask, uniqueQueue, waitFor } from "./worker-support";
 
 /** The Node SDK's worker against a real `wrangler dev` (test/cli/server.ts): progress, the abort signal,
@@ -18,15 +18,7 @@ describe("Worker", () => {
       Array.from({ length: 4 }, (_, i) => ({ payload: { i } })),
     );
     const calls: string[] = [];
-    const client = new EdgeqClient({
-      url: inject("edgeqUrl"),
-      token: inject("edgeqToken"),
-      fetch: (input, init) => {
-        const path = new URL(input instanceof Request ? input.url : String(input)).pathname;
-        if (path.endsWith("/heartbeat") || path.endsWith("/extend")) calls.push(path);
-        return fetch(input, init);
-      },
-    });
+    const client = beatCountingClient(calls);
     const running = deferred();
     let started = 0;
     const finish = deferred();
