@@ -40,7 +40,7 @@ export const worker: Command = {
   usage: USAGE,
   options: WORKER_FLAGS,
   async run(ctx) {
-    const { options, handler: choice, pidFile, outliveParent } = parseWorkerSettings(ctx, worker);
+    const { options, handler: choice, pidFile, outliveParent, session } = parseWorkerSettings(ctx, worker);
     let handler: TaskHandler;
     if (choice.kind === "exec") {
       handler = execHandler(choice.command, ctx.env);
@@ -67,9 +67,8 @@ export const worker: Command = {
       timeoutSource: options.timeout?.source,
       // Signals are this command's: it logs them and also stops when its parent process is gone.
       handleSignals: false,
-      // The worker session where Node has a WebSocket (unless --no-session), its timeout the visibility's.
-      session: options.session?.socket ?? false,
-      sessionTimeoutS: options.session?.timeoutS,
+      // The SDK's worker session where Node has a WebSocket (its timeout the visibility's), unless --no-session.
+      ...(session ? {} : { session: false }),
     });
     sdkWorker.on("log", log);
     let stopping = false;

@@ -8,7 +8,6 @@ import {
   MIN_VISIBILITY_TIMEOUT_S,
 } from "../../src/contracts/limits";
 import { durationIn, intFlag, positionals, queueArg, stringFlag, usageError } from "../flags";
-import { platformSession } from "../../src/node/worker-session";
 import type { Command, CommandContext, FlagSpecs } from "../command";
 import { defaultPidFile } from "./pid-file";
 import type { RunnerOptions } from "../../src/node/runner";
@@ -35,7 +34,10 @@ export type HandlerChoice = { kind: "exec"; command: string } | { kind: "engine"
 /** Everything `edgeq worker` was asked to do. `options.timeout` is null here when --timeout was not given:
  * the queue's max_run_s then applies (see the worker command). */
 export interface WorkerSettings {
-  options: RunnerOptions;
+  /** The runner's options but the session, which the SDK's Worker chooses (`session` below). */
+  options: Omit<RunnerOptions, "session">;
+  /** Keep leases with a worker session where Node has a WebSocket (the SDK's default), or not (--no-session). */
+  session: boolean;
   handler: HandlerChoice;
   pidFile: string;
   /** Keep running when the process that started the worker is gone (--outlive-parent). */
@@ -164,11 +166,11 @@ export function parseWorkerSettings(
       holder,
       graceS,
       once: flags.once === true,
-      session: flags["no-session"] === true ? null : platformSession(visibilityS),
       timeout: timeoutS === undefined ? null : { seconds: timeoutS, source: "--timeout" },
     },
     handler,
     pidFile,
+    session: flags["no-session"] !== true,
     outliveParent: flags["outlive-parent"] === true,
   };
 }

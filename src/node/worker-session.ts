@@ -32,13 +32,6 @@ export function sessionTimeoutFor(visibilityS: number): number {
   return Math.min(MAX_SESSION_TIMEOUT_S, Math.max(MIN_SESSION_TIMEOUT_S, Math.round(visibilityS)));
 }
 
-/** The worker session a runner keeps its leases with by default: the platform's WebSocket (Node 22+) with
- * `sessionTimeoutFor(visibilityS)`, or null where there is none (leases are then extended by calls). */
-export function platformSession(visibilityS: number): { socket: SessionSocketFactory; timeoutS: number } | null {
-  const socket = platformSocketFactory();
-  return socket === null ? null : { socket, timeoutS: sessionTimeoutFor(visibilityS) };
-}
-
 /** How long the first connect may take before the worker goes on without a session: an upgrade answers in a
  * round trip or two; ten seconds is a server or proxy that will not. */
 const START_TIMEOUT_MS = 10_000;
