@@ -4,8 +4,11 @@
  * server's schemas of the same are in session.ts.
  */
 
-/** A session id's letters: 16 to 40 letters and digits (session.ts `SessionId`). */
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9]{16,40}$/;
+/** A session id: 16 to 40 letters and digits (session.ts `SessionId`). */
+const SESSION_ID = "[A-Za-z0-9]{16,40}";
+export const SESSION_ID_PATTERN = new RegExp(`^${SESSION_ID}$`);
+/** A holder name under some session: it ends with the session's mark (sessionHolderSuffix). */
+const SESSION_HOLDER_PATTERN = new RegExp(` @${SESSION_ID}$`);
 
 /** How long a session's lease is written for: its backstop. The coordinator lapses a session's leases
  * within its timeout of the worker going; this bound holds only where the coordinator itself loses the
@@ -63,7 +66,7 @@ export function readSessionMessage(text: string): SessionHelloMessage | SessionC
 
 /** Whether `holder` is a lease holder under some worker session (its mark: sessionHolderSuffix). */
 export function isSessionHolder(holder: string | null): boolean {
-  return holder !== null && / @[A-Za-z0-9]{16,40}$/.test(holder);
+  return holder !== null && SESSION_HOLDER_PATTERN.test(holder);
 }
 
 /** The ending of the holder name a session's leases are stored under. */
