@@ -79,23 +79,26 @@ export interface FrontOptions {
 }
 
 /**
- * Every (queue, priority) segment of the live index on `db`, in index order: one index probe per segment
- * (a skip-scan written as a recursive CTE), never a read of each live task. `from`: the table whose live
- * index is walked (`tasks_live` of `tasks` by default; the pack store's `packs_live`).
+ * Every (queue, priority) segment of the live index on `db` (of `queue` only, when given), in index order: one
+ * index probe per segment (a skip-scan written as a recursive CTE), never a read of each live task. `from`: the
+ * table whose live index is walked (`tasks_live` of `tasks` by default; the pack store's `packs_live`).
  *
  * @example
  * const segments = await listLiveSegments(db);
  */
-export async function listLiveSegments(db: Db, from: SQL = sql`tasks`): Promise<LiveSegment[]> {
+export async function listLiveSegments(db: Db, from: SQL = sql`tasks`, queue?: string): Promise<LiveSegment[]> {
   const next = (where: SQL) =>
     sql`(SELECT json_array(queue, priority) FROM ${from} WHERE finished_at IS NULL${where}
       ORDER BY queue, priority DESC LIMIT 1)`;
+  // One queue's runs only: start at it and never step to the next queue.
+  const first = queue === undefined ? sql`` : sql` AND queue = ${queue}`;
+  const nextQueue = queue === undefined ? next(sql` AND queue > seg.k->>0`) : sql`NULL`;
   return db.all<LiveSegment>(sql`WITH RECURSIVE seg(k) AS (
-      SELECT ${next(sql``)}
+      SELECT ${next(first)}
       UNION ALL
       SELECT coalesce(
         ${next(sql` AND queue = seg.k->>0 AND priority < seg.k->>1`)},
-        ${next(sql` AND queue > seg.k->>0`)})
+        ${nextQueue})
       FROM seg WHERE seg.k IS NOT NULL
     )
     SELECT k->>0 AS queue, k->>1 AS priority FROM seg WHERE k IS NOT NULL`);

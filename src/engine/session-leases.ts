@@ -16,7 +16,7 @@ import { listLiveSegments } from "./live-front";
  */
 export async function readSessionLeases(db: Db, queue: string, session: string, now: number): Promise<FencedItem[]> {
   const suffix = sessionHolderSuffix(session);
-  const segments = (await listLiveSegments(db)).filter((s) => s.queue === queue);
+  const segments = await listLiveSegments(db, sql`tasks`, queue);
   const held: FencedItem[] = [];
   for (const segment of segments) {
     const rows = await db.all<{ id: string; lease_token: string }>(sql`SELECT id, lease_token FROM (

@@ -25,7 +25,7 @@ export async function readPackSessionLeases(
   now: number,
 ): Promise<FencedItem[]> {
   const suffix = sessionHolderSuffix(session);
-  const segments = (await listLiveSegments(db, sql`packs`)).filter((s) => s.queue === queue);
+  const segments = await listLiveSegments(db, sql`packs`, queue);
   const held: FencedItem[] = [];
   for (const segment of segments) {
     const ids = await db.all<{ id: string }>(sql`SELECT id FROM (SELECT id, st FROM packs INDEXED BY packs_live
