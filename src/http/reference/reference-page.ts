@@ -106,9 +106,10 @@ function responsesHtml(components: Components, op: Operation): string {
 function tryItHtml(components: Components, method: string, path: string, op: Operation): string {
   const id = operationId(method, path);
   if (op.responses?.["101"]) {
-    const how = path.endsWith("/session")
-      ? "a worker holds it (the Node SDK's <code>Worker</code> does, docs/sdk.md)"
-      : "open it with a ticket from POST /v1/events/tickets (see above), or follow it with <code>edgeq watch</code>";
+    // A socket a browser may open takes a ticket (the events); one with the bearer token only is a worker's.
+    const how = op.security?.some((scheme) => "Ticket" in scheme)
+      ? "open it with a ticket from POST /v1/events/tickets (see above), or follow it with <code>edgeq watch</code>"
+      : "a worker holds it (the Node SDK's <code>Worker</code> does, docs/sdk.md)";
     return `<p class="notes websocket">A WebSocket, not a request this form can send: ${how}.</p>`;
   }
   const inputs = (op.parameters ?? [])
