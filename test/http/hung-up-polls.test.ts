@@ -8,15 +8,14 @@ import { until } from "../support/until";
 import { call, enqueueOne, getTask, request, type Leased } from "./api";
 
 // Issue 21, item 2: two long polls whose clients hung up are parked; a task is enqueued; a live client
-// leasing with wait_s 2 in a loop must hold it within 2 s (the issue saw none after 12 s). Real time, real
-// alarms: nothing here drives the coordinator's clock.
+// leasing with wait_s 2 in a loop must hold it from its first lease (the issue saw none after 12 s: six
+// empty leases). Real alarms: nothing here drives the coordinator's clock. What is asserted is how many
+// leases the live client made, not how long they took (timings belong to the benchmark).
 
-/** The goal: from the enqueue to the live client holding the task. */
-const GOAL_MS = 2_000;
-
-/** A live worker's loop: lease with wait_s 2 until a task comes, claim it as a worker does on receipt. */
-async function liveClientGets(queue: string): Promise<string> {
-  for (;;) {
+/** A live worker's loop: lease with wait_s 2 until a task comes, claim it as a worker does on receipt. Its
+ * answer: the task's id and how many leases it took. */
+async function liveClientGets(queue: string): Promise<{ id: string; leases: number }> {
+  for (let leases = 1; ; leases++) {
     const { body } = await call<Leased>("POST", `/v1/queues/${queue}/lease`, { body: { max: 1, wait_s: 2 } });
     const task = body.tasks[0];
     if (task === undefined) continue;
@@ -26,7 +25,7 @@ async function liveClientGets(queue: string): Promise<string> {
       });
       expect(claim.status).toBe(200);
     }
-    return task.id;
+    return { id: task.id, leases };
   }
 }
 
@@ -46,14 +45,13 @@ describe("long polls whose clients hung up do not keep a new task from a live cl
     await untilWaiting(queue, 0);
 
     const live = liveClientGets(queue);
-    const enqueuedAt = Date.now();
     const id = await enqueueOne(queue);
-    expect(await live).toBe(id);
-    expect(Date.now() - enqueuedAt).toBeLessThan(GOAL_MS);
+    // Its first lease, parked beside nobody, is handed the task.
+    expect(await live).toEqual({ id, leases: 1 });
     expect(await getTask(id)).toMatchObject({ state: "processing", attempts: 1 });
   });
 
-  it("where it never does (wrangler dev), the live client's next lease still gets it within 2 s", async () => {
+  it("where it never does (wrangler dev), the live client's next lease still gets it", async () => {
     const queue = uniqueQueue("hung-up-unseen");
     // Two polls parked as a Worker that never hears the hang-up leaves them (nobody withdraws them).
     const stub = coordinator(queue);
@@ -66,14 +64,13 @@ describe("long polls whose clients hung up do not keep a new task from a live cl
 
     // The worst moment: the task arrives while the live client is between two leases, so a gone poll,
     // the only ones parked, is handed it (provisionally).
-    const enqueuedAt = Date.now();
     const id = await enqueueOne(queue);
     await until("a gone poll to be handed the task", async () => (await getTask(id)).state === "processing");
     expect((await getTask(id)).lease_holder).toMatch(/^gone-/);
 
     // The live client's next lease: it waits, and the hand-out nobody claimed is taken back for it.
-    expect(await liveClientGets(queue)).toBe(id);
-    expect(Date.now() - enqueuedAt).toBeLessThan(GOAL_MS);
+    // Its first lease waits and gets it: the hand-out nobody claimed is taken back for it.
+    expect(await liveClientGets(queue)).toEqual({ id, leases: 1 });
     expect(await getTask(id)).toMatchObject({ state: "processing", lease_holder: null, attempts: 1 });
 
     // Leave nothing parked: the poll still waiting is withdrawn; the other was answered with the task.
