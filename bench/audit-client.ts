@@ -2,6 +2,7 @@
  * Section 12's client of the Worker's HTTP API (bench/audit-worker.ts answers on AUDIT_HOST): a worker's
  * fenced calls, each recorded in the audit's ledger (bench/audit-ledger.ts) with its answer.
  */
+import { SESSION_LEASE_S } from "../src/contracts/session-wire";
 import { AUDIT_HOST, AUDIT_TOKEN } from "./audit-worker";
 import type { AuditLedger, FencedKind, LeaseEntry } from "./audit-ledger";
 import type { WorkerdBench } from "./workerd-host";
@@ -56,6 +57,16 @@ export class AuditWorker {
       holder: this.name,
     });
     return this.leased(tasks, vtS);
+  }
+
+  /** A lease under worker session `session` (its leases are SESSION_LEASE_S long, lapsed when it ends). */
+  async sessionLease(max: number, session: string): Promise<LeasedTask[]> {
+    const { tasks } = await this.api.call<{ tasks: LeasedTask[] }>("POST", `/v1/queues/${q(this.queue)}/lease`, {
+      max,
+      session,
+      holder: this.name,
+    });
+    return this.leased(tasks, SESSION_LEASE_S);
   }
 
   /** Records a lease's tasks in the ledger, and answers them. */

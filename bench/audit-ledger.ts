@@ -69,6 +69,15 @@ export class AuditLedger {
     if (entry.ok && lease && newExpiry !== undefined) lease.expiresAt = Math.max(lease.expiresAt, newExpiry);
   }
 
+  /** The leases of `tokens` may end from `at` on, though granted longer: their worker session ended then
+   * (its socket closed, or its last ping, plus its timeout), and the server lapses a session's leases so. */
+  endFrom(tokens: string[], at: number): void {
+    for (const token of tokens) {
+      const lease = this.byToken.get(token);
+      if (lease) lease.expiresAt = Math.min(lease.expiresAt, at);
+    }
+  }
+
   private refusedLive(calls: FencedCall[]): Record<string, number> {
     const out: Record<string, number> = {};
     for (const c of calls) {

@@ -17,14 +17,14 @@ export interface AuditRun {
   byLayout: Record<Layout, AuditCounts>;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Longest the crash soak's drain may take: a lapsed lease is back within a tick, a backoff and a lease
  * (about 3 s); a minute is room for a machine ten times as loaded. */
 const DRAIN_CAP_S = 60;
 
 /** A small deterministic generator (mulberry32): the same run crashes the same way. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let a = seed;
   return () => {
     a = (a + 0x6d2b79f5) | 0;
@@ -34,7 +34,7 @@ function random(seed: number): () => number {
   };
 }
 
-async function finish(
+export async function finish(
   api: AuditApi,
   queue: string,
   tasks: Map<string, Layout>,

@@ -14,7 +14,7 @@ export function auditReportSection(outcome: Outcome<AuditSection> | undefined, c
     out.push(`Skipped: ${outcome?.skipped ?? "not run"}.`, "");
     return;
   }
-  const { leasers, soak, stale } = section.plan;
+  const { leasers, soak, stale, sessions } = section.plan;
   const violations = section.runs.reduce(
     (n, r) => n + [r.byLayout.packs, r.byLayout.rows].reduce((m, c) => m + c.lost + c.doubled + c.staleAccepted, 0),
     0,
@@ -49,7 +49,15 @@ export function auditReportSection(outcome: Outcome<AuditSection> | undefined, c
     "and let lapse; the old holder then completes, fails, releases, heart-beats (`POST /v1/tasks/{id}/…`), acks",
     "and extends in batches with its old tokens: first with every lease lapsed but the task still `processing`",
     "(no tick yet), then after the tick reaped them and another worker leased up to 100 again — on the",
-    "re-leased ones and on the reaped ones left pending; then the real holders finish every task.",
+    "re-leased ones and on the reaped ones left pending; then the real holders finish every task;",
+    `**worker sessions** — ${fmt(sessions.packs + sessions.rows)} tasks, ${sessions.workers} workers each leasing ${sessions.batch} under its own worker session`,
+    `(\`GET /v1/queues/{q}/session\`, ${sessions.timeoutS} s timeout, a ping every fifth of it; its leases are 300 s long and lapse when it ends) with the`,
+    `cron tick every ${sessions.tickMs / 1000} s; of a batch leased, 10 % its socket cut and the batch abandoned, 7 % its worker silent with the socket`,
+    "open until the coordinator closes it (4000), then acks that must be refused, 7 % its socket dropped and resumed",
+    `with the session's id, then completed (the leases kept), 6 % its socket cut and the worker acking ${sessions.timeoutS} s and one`,
+    `more later; until every task ended or ${sessions.capS} s passed, then a drain by session workers that no longer crash. A session`,
+    "ended by a cut or by silence may lapse its leases from its timeout after the cut or the last ping, not before:",
+    "that is each such lease's expiry in the ledger.",
     "",
     violations === 0
       ? "**Every run read 0 lost, 0 doubled, 0 stale accepted, in both layouts.**"

@@ -5,7 +5,7 @@
  * operations.
  */
 import { build } from "esbuild";
-import { Miniflare } from "miniflare";
+import { Miniflare, type WebSocket } from "miniflare";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -38,6 +38,9 @@ export interface WorkerdBench {
     status: number;
     text: string;
   }>;
+  /** A WebSocket opened straight into the bench worker (section 12's worker sessions), accepted; null with
+   * the status when the upgrade was refused. */
+  socket(url: string, headers: Record<string, string>): Promise<{ status: number; socket: WebSocket | null }>;
   dispose(): Promise<void>;
 }
 
@@ -104,6 +107,16 @@ export async function startWorkerdBench(root: string, databases = 1): Promise<Wo
     async fetch(url, init) {
       const res = await mf.dispatchFetch(url, init);
       return { status: res.status, text: await res.text() };
+    },
+    async socket(url, headers) {
+      const res = await mf.dispatchFetch(url, { headers: { ...headers, Upgrade: "websocket" } });
+      const socket = res.webSocket;
+      if (res.status !== 101 || socket === null) {
+        await res.text();
+        return { status: res.status, socket: null };
+      }
+      socket.accept();
+      return { status: res.status, socket };
     },
     async dispose() {
       await mf.dispose();

@@ -126,8 +126,10 @@ export class WorkerSessions {
       // The runtime's clock (it answered the ping); the opening on this object's.
       const seen = Math.max(session.openedAt, ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0);
       if (now - seen >= session.timeoutMs) {
-        this.end(ws, 4000, `no ping for ${session.timeoutMs / 1000} s: the session ended and its leases lapsed`);
+        // Lapsed before the close: a worker told 4000 holds nothing any more, and a lapse that fails leaves the
+        // socket open and quiet, so the alarm's retry finds it again (closed first, it would be skipped).
         await this.host.lapse(session.id);
+        this.end(ws, 4000, `no ping for ${session.timeoutMs / 1000} s: the session ended and its leases lapsed`);
         continue;
       }
       open.add(session.id);
