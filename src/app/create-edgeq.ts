@@ -5,6 +5,7 @@ import { EventHub } from "../events/event-hub";
 import { buildApp } from "../http/app";
 import type { HttpPart } from "../http/http-part";
 import { prepareEnqueue, type EnqueueInput, type PreparedEnqueue } from "../operations/batch-enqueue";
+import { enqueueGatheredWith } from "../operations/gathered-enqueue";
 import { ProcessorRegistry } from "../processors/registry";
 import type { AnyProcessor } from "../processors/types";
 import { EdgeqEntrypoint } from "../rpc/edgeq-entrypoint";
@@ -79,7 +80,7 @@ export function createEdgeq(options: EdgeqOptions = {}): Edgeq {
   /** The queue-partition coordinator, with this Worker's processors. */
   class Coordinator extends QueueCoordinator {
     constructor(ctx: DurableObjectState, env: Env) {
-      super(ctx, env, { processors });
+      super(ctx, env, { processors, enqueueGathered: enqueueGatheredWith(processors) });
     }
   }
 

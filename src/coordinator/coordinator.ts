@@ -16,6 +16,7 @@ import {
   coordinatorWithdrawSchema,
   coordinatorLeaseSchema,
   coordinatorNotifySchema,
+  coordinatorGatherSchema,
   coordinatorTasksFinishedSchema,
   coordinatorWakeWaitersSchema,
   coordinatorCheckSessionsSchema,
@@ -25,6 +26,10 @@ import {
   type CoordinatorLease,
   type CoordinatorLeaseInput,
   type CoordinatorNotify,
+  type CoordinatorGather,
+  type GatheredAnswer,
+  type GatheredTask,
+  type GatherHint,
   type CoordinatorTasksFinished,
   type CoordinatorWakeWaiters,
   type CoordinatorCheckSessions,
@@ -43,10 +48,19 @@ import { WaitLine, type Waiter } from "./wait-line";
 import { WorkerSessions } from "./sessions";
 import { SESSION_PING, SESSION_PONG } from "../contracts/session";
 import { lapseSessionLeases } from "./session-lapse";
+import { ArrivalRate, EnqueueGathering } from "./gather";
 
-/** What createEdgeq builds a coordinator with (src/app/create-edgeq.ts): its processors, for push dispatch. */
+/** What createEdgeq builds a coordinator with (src/app/create-edgeq.ts): its processors, for push dispatch, and
+ * the API's enqueue, for the tasks it gathers (gather.ts; the operations are a layer above the objects). */
 export interface CoordinatorDeps {
   processors: ProcessorRegistry;
+  /** Enqueues one call of gathered tasks as the API's enqueue does, run in this object (`waitUntil` its own). */
+  enqueueGathered(
+    env: Env,
+    waitUntil: (work: Promise<unknown>) => void,
+    queue: string,
+    tasks: Array<CoordinatorGather["task"]>,
+  ): Promise<{ tasks: GatheredTask[] }>;
 }
 
 /** Storage keys of the queue name and partition (a Durable Object id does not carry them back). */
@@ -111,12 +125,19 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     alarmNoLaterThan: (at) => this.alarmNoLaterThan(at),
   });
 
+  /** Single-task enqueues arriving here, and those gathered into one call while they come fast (gather.ts). */
+  private readonly arrivals = new ArrivalRate();
+  private readonly gathering: EnqueueGathering;
+
   constructor(
     ctx: DurableObjectState,
     env: Env,
     private readonly deps: CoordinatorDeps,
   ) {
     super(ctx, env);
+    this.gathering = new EnqueueGathering((queue, tasks) =>
+      deps.enqueueGathered(env, (work) => ctx.waitUntil(work), queue, tasks),
+    );
     this.effects = new Effects(
       env,
       (work) => ctx.waitUntil(work),
@@ -227,9 +248,16 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
    * Tasks of this queue become due at `runAt`: serve waiters now if due, otherwise make sure the alarm
    * fires by then.
    */
-  async notify(input: CoordinatorNotify): Promise<void> {
-    const { queue, runAt, part } = coordinatorNotifySchema.parse(input);
+  async notify(input: CoordinatorNotify): Promise<GatherHint> {
+    const { queue, runAt, part, arrival } = coordinatorNotifySchema.parse(input);
+    if (arrival) this.arrivals.note(this.now());
     await this.remember(queue, part);
+    await this.tasksArrived(queue, runAt);
+    return { gather: this.arrivals.pays(this.now()) };
+  }
+
+  /** Tasks of `queue` became due at `runAt`: serve the polls waiting here, or arm the alarm for then. */
+  private async tasksArrived(queue: string, runAt: number): Promise<void> {
     const now = this.now();
     if (runAt <= now) {
       const emptied = await this.serve();
@@ -244,6 +272,18 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
       return;
     }
     await this.alarmNoLaterThan(runAt);
+  }
+
+  /**
+   * One single-task enqueue sent here while this coordinator gathers (gather.ts): enqueued with the others
+   * that came within the linger, as one call of the API's enqueue run in this object (it wakes and publishes as
+   * any enqueue). Answers the task's own outcome or refusal, and whether gathering still pays.
+   */
+  async gatherEnqueue(input: CoordinatorGather): Promise<GatheredAnswer> {
+    const gather = coordinatorGatherSchema.parse(input);
+    this.arrivals.note(this.now());
+    const answer = await this.gathering.enqueue(gather);
+    return { ...answer, gather: this.arrivals.pays(this.now()) };
   }
 
   /**

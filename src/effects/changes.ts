@@ -20,6 +20,9 @@ export type Change =
       /** Some depend on tasks of other databases: a settlement owed before they were inserted is delivered
        * now, not at the next tick (src/shards/remote-settlements.ts). */
       remoteDependencies?: boolean;
+      /** Written by the queue's coordinator for the enqueues it gathered (src/coordinator/gather.ts), which
+       * it counted as they came: its wake-up is no arrival of its own. */
+      gathered?: boolean;
     }
   /** Tasks were leased (directly, for a waiter, or by push dispatch); `rows`, when the leaser has them,
    * spare the event hub its D1 read. */

@@ -44,6 +44,8 @@ async function followChange(env: Env, change: Change, clock: () => number): Prom
         change.earliestRunAt,
         change.ids.map((id) => ({ kind: "enqueued", id })),
         change.parts,
+        // A call of one task: what a coordinator gathers when they come fast (src/coordinator/gather.ts).
+        change.ids.length === 1 && change.gathered !== true,
       );
     case "leased":
       if (change.rows === undefined) return publish(env, change.queue, change.ids, "leased");

@@ -5,6 +5,7 @@ import { groupEvents, type PublishedEvent, type TaskEventKind } from "../contrac
 import type { EventRow } from "../protocols/durable-objects";
 import { PublishBatcher } from "./publish-batcher";
 import { QuietHubs } from "./quiet-hubs";
+import { gatherHints } from "./gather-hints";
 
 /** The Durable Object name of a queue partition's coordinator: the queue's own name for partition 0 (the
  * only one of an unpartitioned queue, and the one carrying the queue's event stream). `#` cannot occur in
@@ -40,6 +41,8 @@ export async function wakeCoordinator(
   runAt: number | undefined,
   events: PublishedEvent[] = [],
   parts?: number[],
+  /** The wake-up of an enqueue call of one task: its coordinator counts it, and answers whether it gathers. */
+  arrival = false,
 ): Promise<void> {
   const { batcher, quiet } = hubLinkOf(env);
   // Events alone wait a few ms in this isolate for company (publish-batcher.ts), unless nobody listens.
@@ -47,9 +50,10 @@ export async function wakeCoordinator(
   events = [...batcher.take(queue), ...events];
   const targets = parts ?? (await existingPlacements(env, queue)).map((p) => p.part);
   const notified = targets.length > 0 ? targets : [0];
-  const calls: Array<Promise<unknown>> = notified.map((part) =>
-    coordinatorOf(env, queue, part).notify({ queue, runAt, part }),
-  );
+  const calls: Array<Promise<unknown>> = notified.map(async (part) => {
+    const hint = await coordinatorOf(env, queue, part).notify({ queue, runAt, part, arrival });
+    if (arrival) gatherHints.answered(queue, part, hint);
+  });
   if (events.length > 0) calls.push(publishNow(env, queue, events));
   await Promise.all(calls);
 }

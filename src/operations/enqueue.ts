@@ -20,12 +20,14 @@ export async function enqueue(
   queue: string,
   tasks: NewTask[],
   checks?: { field: TaskField },
+  /** The tasks a queue's coordinator gathered (src/operations/gathered-enqueue.ts): counted there already. */
+  gathered = false,
 ): Promise<EnqueueResult> {
   const route = await queueRoute(op.env, queue, op.now);
   const result = checks
     ? await enqueueChecked(op, route, tasks, checks.field)
     : await enqueueToQueue(op.env, route, tasks, op.now);
-  op.effects.after(enqueuedChange(queue, result));
+  op.effects.after({ ...enqueuedChange(queue, result), ...(gathered ? { gathered: true } : {}) });
   return { tasks: result.tasks, earliestRunAt: result.earliestRunAt };
 }
 

@@ -8,7 +8,8 @@ import {
   MAX_WAITER_ID_CHARS,
   MIN_VISIBILITY_TIMEOUT_S,
 } from "../contracts/limits";
-import { TASK_STATES } from "../contracts/states";
+import type { EdgeqErrorCode } from "../contracts/errors";
+import { TASK_STATES, type TaskState } from "../contracts/states";
 import type { StoredTask } from "../contracts/stored-task";
 import { TASK_EVENT_KINDS, type EventsPublish } from "../contracts/events";
 
@@ -68,8 +69,49 @@ export const coordinatorNotifySchema = z.object({
   queue: z.string().min(1),
   runAt: z.number().int(),
   part: z.number().int().min(0).max(MAX_PARTITIONS).default(0),
+  /** The wake-up of an enqueue call of one task: counted toward whether gathering pays (gather.ts). */
+  arrival: z.boolean().optional(),
 });
 export type CoordinatorNotify = z.input<typeof coordinatorNotifySchema>;
+
+/** What a coordinator answers a `notify` or a `gatherEnqueue`: whether single-task enqueues of its queue arrive
+ * fast enough that it gathers them (src/coordinator/gather.ts) — the sender then sends its next ones there. */
+export interface GatherHint {
+  gather: boolean;
+}
+
+/**
+ * `gatherEnqueue`: one plain task of a call of one (no id, key, group, `then`, dependencies, deadline or
+ * uniqueness: what the store packs), its run time already resolved on the caller's clock, to be enqueued with
+ * the others gathered within the linger. Validated again at this boundary.
+ */
+export const coordinatorGatherSchema = z.object({
+  queue: z.string().min(1),
+  task: z
+    .object({
+      type: z.string().optional(),
+      payload: z.unknown().optional(),
+      priority: z.number().int().optional(),
+      runAt: z.number().int(),
+      maxAttempts: z.number().int().optional(),
+    })
+    .strict(),
+});
+export type CoordinatorGather = z.infer<typeof coordinatorGatherSchema>;
+
+/** One task's outcome in an enqueue's answer, as the API answers it. */
+export interface GatheredTask {
+  id: string;
+  state: TaskState;
+  deduplicated: boolean;
+}
+
+/** A gathered task's own outcome, or its own refusal (the API's code, message and status). */
+export type GatheredOutcome =
+  { task: GatheredTask } | { error: { code: EdgeqErrorCode; message: string; status: number } };
+
+/** What `gatherEnqueue` answers: the task's outcome, and whether gathering still pays. */
+export type GatheredAnswer = GatherHint & GatheredOutcome;
 
 /** Waits up to `timeoutMs` for task `id` (of this coordinator's queue) to finish (GET /v1/tasks/{id}/wait);
  * `waiterId` names the wait so its caller can withdraw it when its client goes away. */
@@ -128,7 +170,8 @@ export type EventsPublishRows = z.infer<typeof eventsPublishRowsSchema>;
 /** COORDINATOR — one per queue partition: long-poll waiters, the alarm at the next leasable time, push dispatch. */
 export interface QueueCoordinatorRpc extends Rpc.DurableObjectBranded {
   lease(input: CoordinatorLeaseInput): Promise<StoredTask[]>;
-  notify(input: CoordinatorNotify): Promise<void>;
+  notify(input: CoordinatorNotify): Promise<GatherHint>;
+  gatherEnqueue(input: CoordinatorGather): Promise<GatheredAnswer>;
   withdrawPoll(input: CoordinatorWithdraw): Promise<boolean>;
   watch(input: CoordinatorWatch): Promise<void>;
   wakeWaiters(input: CoordinatorWakeWaiters): Promise<void>;

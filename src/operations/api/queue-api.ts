@@ -23,6 +23,7 @@ import { listAllQueues } from "../../shards/cross-shard";
 import { listTasksOf, purgeQueueOf, queueStatsOf } from "../../shards/queue-ops";
 import { queueRoute, readRoute } from "../../shards/queue-route";
 import { enqueue, enqueueFanOut } from "../enqueue";
+import { enqueueWhereGathered } from "../gathered-enqueue";
 import type { OperationContext } from "../context";
 import { EdgeqError } from "../../contracts/errors";
 import { BulkBody, BulkResponse } from "../../contracts/bulk";
@@ -153,7 +154,11 @@ export const queueApi = {
     answer: EnqueueResponse,
     run: async (op, { queue }, body) => {
       if ("tasks" in body && body.join !== undefined) return fanOutAnswer(op, queue, body);
-      const result = await enqueue(op, queue, newTasksOf(body, op.now), {
+      const tasks = newTasksOf(body, op.now);
+      // A call of one, while the queue's coordinator gathers them: written there with others (gather.ts).
+      const gathered = "tasks" in body ? null : await enqueueWhereGathered(op, queue, tasks[0]!);
+      if (gathered !== null) return gathered;
+      const result = await enqueue(op, queue, tasks, {
         // A refusal names the field as the body does: `tasks[i].payload`, or `payload` for one task.
         field: fieldsOf(body),
       });
