@@ -12,9 +12,14 @@ import { call, expectError, getTask, type Enqueued } from "../http/api";
 // real Worker, real coordinator, real D1. The rate is driven as enqueues drive it — each enqueue's wake-up of a
 // call of one (`notify` with `arrival`) — and the isolate learns it from the answer to its own enqueue's wake-up.
 
-/** Makes the coordinator of `queue` see twice GATHER_FROM_PER_S calls of one at once, as their wake-ups. */
+/** Makes the coordinator of `queue` see twice GATHER_FROM_PER_S calls of one at once, as their wake-ups — its
+ * clock held still, so that a loaded machine's slowness does not age them out of its last second. */
 async function busy(queue: string): Promise<void> {
   const stub = coordinator(queue);
+  await inObject<QueueCoordinator, void>(stub, (o) => {
+    const held = Date.now();
+    o.now = () => held;
+  });
   await Promise.all(
     Array.from({ length: 2 * GATHER_FROM_PER_S }, () =>
       stub.notify({ queue, runAt: Date.now(), part: 0, arrival: true }),
@@ -31,7 +36,9 @@ async function enqueueOne(queue: string, body: Record<string, unknown>) {
 async function gathering(queue: string): Promise<void> {
   await busy(queue);
   expect((await enqueueOne(queue, { payload: "primer" })).status).toBe(201);
-  await until("the isolate to hear that the coordinator gathers", () => gatherHints.partFor(queue) === 0);
+  await until("the isolate to hear that the coordinator gathers", () => gatherHints.partFor(queue) === 0, {
+    timeoutMs: 15_000,
+  });
 }
 
 /** Of `ids` (tasks of `queue`), those kept in packs on the queue's database. */
@@ -81,7 +88,9 @@ describe("single enqueues gathered by the queue's coordinator", () => {
     ).toBe(200);
     await busy(queue);
     expect((await enqueueOne(queue, { payload: { text: "primer" } })).status).toBe(201);
-    await until("the isolate to hear that the coordinator gathers", () => gatherHints.partFor(queue) === 0);
+    await until("the isolate to hear that the coordinator gathers", () => gatherHints.partFor(queue) === 0, {
+      timeoutMs: 15_000,
+    });
     const bodies = Array.from({ length: 8 }, (_, i) => ({ payload: i === 3 ? { text: 7 } : { text: `t${i}` } }));
     const answers = await Promise.all(bodies.map((b) => enqueueOne(queue, b)));
     expectError(answers[3]!, 400, "invalid_request", /^payload\.text: /);
