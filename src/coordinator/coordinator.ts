@@ -48,7 +48,7 @@ import { WaitLine, type Waiter } from "./wait-line";
 import { WorkerSessions } from "./sessions";
 import { SESSION_PING, SESSION_PONG } from "../contracts/session";
 import { lapseSessionLeases } from "./session-lapse";
-import { ArrivalRate, EnqueueGathering } from "./gather";
+import { EnqueueGathering, GatherGauge } from "./gather";
 
 /** What createEdgeq builds a coordinator with (src/app/create-edgeq.ts): its processors, for push dispatch, and
  * the API's enqueue, for the tasks it gathers (gather.ts; the operations are a layer above the objects). */
@@ -126,7 +126,7 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
   });
 
   /** Single-task enqueues arriving here, and those gathered into one call while they come fast (gather.ts). */
-  private readonly arrivals = new ArrivalRate();
+  private readonly gauge = new GatherGauge();
   private readonly gathering: EnqueueGathering;
 
   constructor(
@@ -135,8 +135,9 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
     private readonly deps: CoordinatorDeps,
   ) {
     super(ctx, env);
-    this.gathering = new EnqueueGathering((queue, tasks) =>
-      deps.enqueueGathered(env, (work) => ctx.waitUntil(work), queue, tasks),
+    this.gathering = new EnqueueGathering(
+      (queue, tasks) => deps.enqueueGathered(env, (work) => ctx.waitUntil(work), queue, tasks),
+      (size) => this.gauge.sent(size, this.now()),
     );
     this.effects = new Effects(
       env,
@@ -250,10 +251,10 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
    */
   async notify(input: CoordinatorNotify): Promise<GatherHint> {
     const { queue, runAt, part, arrival } = coordinatorNotifySchema.parse(input);
-    if (arrival) this.arrivals.note(this.now());
+    if (arrival) this.gauge.note(this.now());
     await this.remember(queue, part);
     await this.tasksArrived(queue, runAt);
-    return { gather: this.arrivals.pays(this.now()) };
+    return { gather: this.gauge.pays(this.now()) };
   }
 
   /** Tasks of `queue` became due at `runAt`: serve the polls waiting here, or arm the alarm for then. */
@@ -281,9 +282,9 @@ export class QueueCoordinator extends DurableObject<Env> implements QueueCoordin
    */
   async gatherEnqueue(input: CoordinatorGather): Promise<GatheredAnswer> {
     const gather = coordinatorGatherSchema.parse(input);
-    this.arrivals.note(this.now());
+    this.gauge.note(this.now());
     const answer = await this.gathering.enqueue(gather);
-    return { ...answer, gather: this.arrivals.pays(this.now()) };
+    return { ...answer, gather: this.gauge.pays(this.now()) };
   }
 
   /**

@@ -14,24 +14,48 @@ import type { CoordinatorGather, GatheredOutcome, GatheredTask } from "../protoc
  */
 export const GATHER_FROM_PER_S = 100;
 
+/** How many gathered calls in a row tell whether gathering finds company, and the mean size under which it
+ * does not: then it stops for GATHER_BACKOFF_MS. Why: a fast producer that waits for each answer before its
+ * next enqueue (one request handler in a loop) makes the rate alone, yet each of its tasks comes alone — a call
+ * of one, which pays the linger, the hop and a second object request for nothing. 20 calls: enough that a few
+ * lone calls of a busy queue do not stop it; 1.5: at least every other call carries two tasks. */
+export const GATHER_SAMPLE_CALLS = 20;
+export const GATHER_MIN_MEAN = 1.5;
+/** How long a coordinator whose gathered calls came alone writes no more by gathering (then it tries again):
+ * 10 s, so a lone fast producer pays the probe (20 calls) at most twice a second's worth in ten. */
+export const GATHER_BACKOFF_MS = 10_000;
+
 /**
- * Single-task enqueues seen by this coordinator (wake-ups of calls of one, and gathered tasks) over the last
- * second of its clock, as a sliding-window counter: this second's count plus the last second's, weighted by
- * how much of it the window still covers — so a burst straddling a second's turn is counted whole.
+ * Whether gathering pays: single-task enqueues seen by this coordinator (wake-ups of calls of one, and gathered
+ * tasks) over the last second of its clock — a sliding-window counter: this second's count plus the last
+ * second's, weighted by how much of it the window still covers, so a burst straddling a second's turn is counted
+ * whole — and the sizes of the calls it gathered lately.
  */
-export class ArrivalRate {
+export class GatherGauge {
   private second = -1;
   private current = 0;
   private previous = 0;
+  private sizes: number[] = [];
+  private pausedUntil = 0;
 
   note(now: number): void {
     this.roll(now);
     this.current++;
   }
 
-  /** Whether the last second saw GATHER_FROM_PER_S arrivals. */
+  /** A gathered call of `size` tasks went out. */
+  sent(size: number, now: number): void {
+    this.sizes.push(size);
+    if (this.sizes.length < GATHER_SAMPLE_CALLS) return;
+    const mean = this.sizes.reduce((a, b) => a + b, 0) / this.sizes.length;
+    this.sizes = [];
+    if (mean < GATHER_MIN_MEAN) this.pausedUntil = now + GATHER_BACKOFF_MS;
+  }
+
+  /** Whether the last second saw GATHER_FROM_PER_S arrivals, and gathering lately found them company. */
   pays(now: number): boolean {
     this.roll(now);
+    if (now < this.pausedUntil) return false;
     const covered = 1 - (now % 1000) / 1000;
     return this.current + this.previous * covered >= GATHER_FROM_PER_S;
   }
@@ -61,8 +85,14 @@ export type GatheredSend = (
 export class EnqueueGathering {
   private readonly linger: EnqueueLinger<CoordinatorGather["task"], GatheredTask>;
 
-  constructor(send: GatheredSend) {
-    this.linger = new EnqueueLinger((queue, tasks) => send(queue, tasks), { lingerMs: DEFAULT_LINGER_MS });
+  constructor(send: GatheredSend, sent: (size: number) => void) {
+    this.linger = new EnqueueLinger(
+      (queue, tasks) => {
+        sent(tasks.length);
+        return send(queue, tasks);
+      },
+      { lingerMs: DEFAULT_LINGER_MS },
+    );
   }
 
   async enqueue(input: CoordinatorGather): Promise<GatheredOutcome> {

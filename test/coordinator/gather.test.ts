@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { GATHER_FROM_PER_S } from "../../src/coordinator/gather";
+import { GATHER_FROM_PER_S, GATHER_SAMPLE_CALLS } from "../../src/coordinator/gather";
 import type { QueueCoordinator } from "../../src/coordinator/coordinator";
 import { gatherHints } from "../../src/effects/gather-hints";
 import { packTaskIds } from "../../src/engine/hybrid/layout-of-ids";
@@ -54,7 +54,7 @@ describe("single enqueues gathered by the queue's coordinator", () => {
     // Their wake-ups counted 5 arrivals: far from the rate, so the coordinator answered "no".
     await until("the wake-ups answered", async () => {
       const rate = await inObject<QueueCoordinator, boolean>(coordinator(queue), (o) =>
-        (o as unknown as { arrivals: { pays(now: number): boolean } }).arrivals.pays(Date.now()),
+        (o as unknown as { gauge: { pays(now: number): boolean } }).gauge.pays(Date.now()),
       );
       return rate === false;
     });
@@ -109,6 +109,27 @@ describe("single enqueues gathered by the queue's coordinator", () => {
     expect(keyed.status).toBe(201);
     expect(again.body.tasks[0]).toMatchObject({ id: keyed.body.tasks[0]!.id, deduplicated: true });
     expect((await packed(queue, [keyed.body.tasks[0]!.id])).size).toBe(0);
+  });
+
+  it("a fast producer whose tasks come one at a time: once its gathered calls came alone, it writes them itself", async () => {
+    const queue = uniqueQueue("gather-alone");
+    await gathering(queue);
+    // Each waits for its answer before the next: every gathered call carries one task.
+    for (let i = 0; i < GATHER_SAMPLE_CALLS - 1; i++) {
+      expect((await enqueueOne(queue, { payload: i })).status).toBe(201);
+      expect(gatherHints.partFor(queue)).toBe(0);
+    }
+    expect((await enqueueOne(queue, { payload: "the last of the sample" })).status).toBe(201);
+    expect(gatherHints.partFor(queue)).toBeNull();
+    // Its wake-ups keep counting it, but the coordinator answers no while it waits to try again.
+    await enqueueOne(queue, { payload: "written by its Worker" });
+    await until("the wake-up's answer", async () => {
+      const pays = await inObject<QueueCoordinator, boolean>(coordinator(queue), (o) =>
+        (o as unknown as { gauge: { pays(now: number): boolean } }).gauge.pays(o.now()),
+      );
+      return !pays;
+    });
+    expect(gatherHints.partFor(queue)).toBeNull();
   });
 
   it("a coordinator no longer busy says so, and the isolate writes its next enqueues itself", async () => {
