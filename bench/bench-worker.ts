@@ -40,7 +40,6 @@ import {
 import { metered } from "./bill-meter";
 import { runBill, type BillRequest } from "./bill-ops";
 import { runDepsOps, type DepsOpsRequest } from "./deps-ops";
-import { GatheringObject as GatheringObjectBase } from "./gathering-object";
 import { AUDIT_HOST, auditFetch, auditLayouts, auditTick } from "./audit-worker";
 
 // The Worker's own Durable Object classes, under the names wrangler.toml binds, with what they do metered for
@@ -48,8 +47,6 @@ import { AUDIT_HOST, auditFetch, auditLayouts, auditTick } from "./audit-worker"
 export const Coordinator = metered(WorkerCoordinator);
 export const EventHub = metered(WorkerEventHub);
 export const Scheduler = metered(WorkerScheduler);
-// The bill's prototype of enqueues coalesced in a Durable Object (bench/gathering-object.ts), metered alike.
-export const GatheringObject = metered(GatheringObjectBase);
 
 interface BenchEnv {
   DB: D1Database;

@@ -17,7 +17,6 @@ import { d1TaskStore } from "../src/engine/d1-store";
 import { MAX_BATCH } from "../src/contracts/limits";
 import { meteredD1 } from "../test/support/metered-d1";
 import { objectUsage, resetObjectUsage, type ObjectUsage } from "./bill-meter";
-import type { GatheringObject } from "./gathering-object";
 
 /** The bearer token the bill's calls present (the Worker refuses to serve without one). */
 const TOKEN = "bench-bill-token";
@@ -58,9 +57,6 @@ export interface BillRequest {
   producers?: {
     lingerMs: number;
     sequential?: boolean;
-    /** "object": each producer's enqueue is its own request to the Worker, which hands the task to one
-     * Durable Object per queue that coalesces with this linger (bench/gathering-object.ts), not the client. */
-    via?: "object";
   };
 }
 
@@ -138,11 +134,6 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
     EVENT_HUB: counting("EVENT_HUB", env.EVENT_HUB, objectCalls),
     SCHEDULER: counting("SCHEDULER", env.SCHEDULER, objectCalls),
   };
-  const gathering = counting(
-    "GATHER",
-    (env as unknown as { GATHER: DurableObjectNamespace<GatheringObject> }).GATHER,
-    objectCalls,
-  );
   let workerRequests = 0;
   // Requests' waitUntil work (wake-ups, events): part of their bill, waited for before the next step.
   const pending: Array<Promise<unknown>> = [];
@@ -203,13 +194,7 @@ export async function runBill(env: Env, req: BillRequest): Promise<BillCounts> {
   /** One producer's enqueue of one task, timed as its caller waits for it. */
   const produce = async (client: EdgeqClient, payload: unknown) => {
     const t0 = Date.now();
-    if (req.producers?.via === "object") {
-      // The producer's request to the Worker, which passes the task on to the queue's gathering object.
-      workerRequests += 1;
-      await gathering.getByName(req.queue).enqueue(req.queue, { payload });
-    } else {
-      await client.enqueue(req.queue, { payload });
-    }
+    await client.enqueue(req.queue, { payload });
     enqueueMs.push(Date.now() - t0);
   };
   const session = req.beat === "session" ? await openSession() : null;

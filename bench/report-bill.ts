@@ -1,6 +1,7 @@
 /** Renders section 1b of docs/benchmarks.md: the whole bill of a task, beside the managed queues. */
 import { PRICE_PAGES, PRICES, PRICES_CHECKED } from "./prices";
-import { HEARTBEAT_TASK, type BillSection } from "./section-bill";
+import { GATHER_FROM_PER_S } from "../src/coordinator/gather";
+import { HEARTBEAT_TASK, PRODUCER_TASKS, type BillSection } from "./section-bill";
 import { fmt } from "./stats";
 
 interface Outcome<T> {
@@ -100,10 +101,13 @@ function producersTable(section: BillSection, out: string[]): void {
   if (rows.length === 0) return;
   out.push(
     "",
-    "Producers that enqueue one task per call (a request handler each) through edgeq/client, each enqueue its own",
-    "request or coalesced by the client's linger (src/contracts/enqueue-linger.ts, docs/sdk.md); the consumer",
-    "leases and acknowledges 50 a call. The wait is each enqueue's, as its caller saw it (workerd's clock, which",
-    "moves on I/O; local D1, so the figures are this machine's, not a deployment's):",
+    `Producers that enqueue one task per call (a request handler each) through edgeq/client, ${fmt(PRODUCER_TASKS)} tasks a row in rounds`,
+    "of 50, each enqueue its own request or coalesced by the client's linger (src/contracts/enqueue-linger.ts,",
+    "docs/sdk.md); the consumer leases and acknowledges 50 a call. Requests of one task each are gathered by the",
+    `queue's coordinator once it sees ${GATHER_FROM_PER_S} a second (src/coordinator/gather.ts: the rows' first rounds are written by their`,
+    "Workers, and a producer whose tasks come one at a time is written by them again after 20 calls of one). The",
+    "wait is each enqueue's, as its caller saw it (workerd's clock, which moves on I/O; local D1, so the figures",
+    "are this machine's, not a deployment's):",
     "",
     "| producers | Worker req. per task | D1 rows written per task | DO req. per task | enqueue wait p50 / p99 (ms) | **all in $/M** |",
     "| --- | --: | --: | --: | --: | --: |",

@@ -76,8 +76,6 @@ export async function startWorkerdBench(root: string, databases = 1): Promise<Wo
       COORDINATOR: { className: "Coordinator", useSQLite: true },
       EVENT_HUB: { className: "EventHub", useSQLite: true },
       SCHEDULER: { className: "Scheduler", useSQLite: true },
-      // The bill's prototype of enqueues coalesced in a Durable Object (bench/gathering-object.ts).
-      GATHER: { className: "GatheringObject", useSQLite: true },
     },
     durableObjectsPersist: persist,
     r2Buckets: ["ARTIFACTS"],
