@@ -6,11 +6,12 @@ import type { CoordinatorGather, GatheredOutcome, GatheredTask } from "../protoc
 /**
  * From how many single-task enqueues a second a coordinator gathers them. Why 100: gathering pays only where
  * a task finds company within the linger (5 ms) — a call of one is a row either way, and waits the linger and
- * the hop to this object for nothing. At 100 a second a linger holds on average half a task more: about 60 %
- * of the tasks then go in calls of two or more, which the store packs (docs/design/packs.md: a pack of two
- * already writes fewer rows a task than a row), and the rate at which that saves more than it delays is what
- * the bill measures (docs/benchmarks.md, section 1b, "coalesced by the queue's coordinator"). Below it each
- * enqueue is written by its own Worker, as before.
+ * the hop to this object for nothing. At 100 a second a linger holds on average half a task more: were the
+ * arrivals random (Poisson), e^-0.5 = 61 % of calls would carry one task and the other 59 % of tasks would go in
+ * calls of two or more, which the store packs (docs/design/packs.md: a pack of two already writes fewer rows a
+ * task than a row). What a busy queue's producers save is measured in the bill's 1-task producer rows
+ * (docs/operations.md, "Producers that enqueue one task per call"). Below it each enqueue is written by its own
+ * Worker, as before.
  */
 export const GATHER_FROM_PER_S = 100;
 
@@ -21,8 +22,8 @@ export const GATHER_FROM_PER_S = 100;
  * lone calls of a busy queue do not stop it; 1.5: at least every other call carries two tasks. */
 export const GATHER_SAMPLE_CALLS = 20;
 export const GATHER_MIN_MEAN = 1.5;
-/** How long a coordinator whose gathered calls came alone writes no more by gathering (then it tries again):
- * 10 s, so a lone fast producer pays the probe (20 calls) at most twice a second's worth in ten. */
+/** How long a coordinator whose gathered calls came alone gathers no more (then it tries again). Why 10 s: a
+ * lone fast producer then pays the probe — 20 calls of one, each waiting the linger and the hop — once in 10 s. */
 export const GATHER_BACKOFF_MS = 10_000;
 
 /**
