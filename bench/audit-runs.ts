@@ -23,6 +23,48 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
  * (about 3 s); a minute is room for a machine ten times as loaded. */
 const DRAIN_CAP_S = 60;
 
+/** What a soak is run with: its tasks in both layouts, its workers and their batch, how long its chaos may
+ * last, and how often the cron tick runs. */
+export interface SoakShape {
+  packs: number;
+  rows: number;
+  workers: number;
+  batch: number;
+  capS: number;
+  tickMs: number;
+}
+
+/** Runs the cron tick (`scheduled`) every `ms` until the answer is called; it resolves once the last tick did. */
+export function tickEvery(bench: WorkerdBench, ms: number): () => Promise<void> {
+  let running = true;
+  const ticker = (async () => {
+    while (running) {
+      await bench.call({ op: "audit-tick" });
+      await sleep(ms);
+    }
+  })();
+  return () => {
+    running = false;
+    return ticker;
+  };
+}
+
+/** A soak begun: its queue fed, its ledger, the tasks ended so far (`track` adds an accepted ack's), when it
+ * started (performance.now) and when its chaos ends (Date.now), and the cron tick running. */
+export async function startSoak(bench: WorkerdBench, api: AuditApi, opts: SoakShape & { queue: string }) {
+  const tasks = await feedQueue(bench, api, opts.queue, opts);
+  const ended = new Set<string>();
+  return {
+    tasks,
+    ledger: new AuditLedger(),
+    ended,
+    started: performance.now(),
+    deadline: Date.now() + opts.capS * 1000,
+    stopTicking: tickEvery(bench, opts.tickMs),
+    track: (t: LeasedTask, ok: boolean) => void (ok && ended.add(t.id)),
+  };
+}
+
 /** A small deterministic generator (mulberry32): the same run crashes the same way. */
 export function random(seed: number): () => number {
   let a = seed;
@@ -113,31 +155,10 @@ export async function concurrentLeasers(
 export async function crashSoak(
   bench: WorkerdBench,
   api: AuditApi,
-  opts: {
-    queue: string;
-    packs: number;
-    rows: number;
-    workers: number;
-    batch: number;
-    vtS: number;
-    capS: number;
-    tickMs: number;
-  },
+  opts: SoakShape & { queue: string; vtS: number },
 ): Promise<AuditRun> {
-  const tasks = await feedQueue(bench, api, opts.queue, opts);
-  const ledger = new AuditLedger();
-  const ended = new Set<string>();
-  const started = performance.now();
-  const deadline = Date.now() + opts.capS * 1000;
+  const { tasks, ledger, ended, started, deadline, stopTicking, track } = await startSoak(bench, api, opts);
   let crashes = 0;
-  let running = true;
-  const ticker = (async () => {
-    while (running) {
-      await bench.call({ op: "audit-tick" });
-      await sleep(opts.tickMs);
-    }
-  })();
-  const track = (t: LeasedTask, ok: boolean) => void (ok && ended.add(t.id));
   await Promise.all(
     Array.from({ length: opts.workers }, async (_, w) => {
       const rand = random(1_000 + w);
@@ -192,8 +213,7 @@ export async function crashSoak(
       }
     }),
   );
-  running = false;
-  await ticker;
+  await stopTicking();
   return finish(api, opts.queue, tasks, ledger, started, "crash soak", crashes);
 }
 

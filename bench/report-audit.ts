@@ -53,7 +53,7 @@ export function auditReportSection(outcome: Outcome<AuditSection> | undefined, c
     `**worker sessions** — ${fmt(sessions.packs + sessions.rows)} tasks, ${sessions.workers} workers each leasing ${sessions.batch} under its own worker session`,
     `(\`GET /v1/queues/{q}/session\`, ${sessions.timeoutS} s timeout, a ping every fifth of it; its leases are 300 s long and lapse when it ends) with the`,
     `cron tick every ${sessions.tickMs / 1000} s; of a batch leased, 10 % its socket cut and the batch abandoned, 7 % its worker silent with the socket`,
-    "open until the coordinator closes it (4000), then acks that must be refused, 7 % its socket dropped and resumed",
+    "open until the coordinator closes it (no ping for its timeout), then acks that must be refused, 7 % its socket dropped and resumed",
     `with the session's id, then completed (the leases kept), 6 % its socket cut and the worker acking ${sessions.timeoutS} s and one`,
     `more later; until every task ended or ${sessions.capS} s passed, then a drain by session workers that no longer crash. A session`,
     "ended by a cut or by silence may lapse its leases from its timeout after the cut or the last ping, not before:",

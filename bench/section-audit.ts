@@ -6,7 +6,7 @@
  * (bench/audit-*.ts).
  */
 import { auditApi } from "./audit-client";
-import { concurrentLeasers, crashSoak, staleAcks, type AuditRun } from "./audit-runs";
+import { concurrentLeasers, crashSoak, staleAcks, type AuditRun, type SoakShape } from "./audit-runs";
 import { sessionSoak } from "./audit-sessions";
 import { startWorkerdBench } from "./workerd-host";
 
@@ -15,17 +15,9 @@ export interface AuditSection {
   /** The parameters of the runs, as the report states them. */
   plan: {
     leasers: { packs: number; rows: number; workers: number; batch: number };
-    soak: { packs: number; rows: number; workers: number; batch: number; vtS: number; capS: number; tickMs: number };
+    soak: SoakShape & { vtS: number };
     stale: { perLayout: number };
-    sessions: {
-      packs: number;
-      rows: number;
-      workers: number;
-      batch: number;
-      timeoutS: number;
-      capS: number;
-      tickMs: number;
-    };
+    sessions: SoakShape & { timeoutS: number };
   };
 }
 
