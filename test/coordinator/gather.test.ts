@@ -51,12 +51,13 @@ describe("single enqueues gathered by the queue's coordinator", () => {
     const queue = uniqueQueue("gather-quiet");
     const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => enqueueOne(queue, { payload: i })));
     const ids = answers.map((a) => a.body.tasks[0]!.id);
-    // Their wake-ups counted 5 arrivals: far from the rate, so the coordinator answered "no".
-    await until("the wake-ups answered", async () => {
-      const rate = await inObject<QueueCoordinator, boolean>(coordinator(queue), (o) =>
-        (o as unknown as { gauge: { pays(now: number): boolean } }).gauge.pays(Date.now()),
-      );
-      return rate === false;
+    // Their wake-ups reached the coordinator as 5 arrivals: far from the rate, so it answered "no" to each.
+    await until("the 5 wake-ups counted", async () => {
+      const seen = await inObject<QueueCoordinator, number>(coordinator(queue), (o) => {
+        const gauge = (o as unknown as { gauge: { current: number; previous: number } }).gauge;
+        return gauge.current + gauge.previous;
+      });
+      return seen === 5;
     });
     expect(gatherHints.partFor(queue)).toBeNull();
     expect((await packed(queue, ids)).size).toBe(0);
