@@ -21,7 +21,7 @@ export const queueRoutes = new ApiRoutes<AppEnv>({ defaultHook: validationHook }
         summary:
           "Enqueue one task, or up to 10,000 as { tasks: [...] } (atomic up to 1,000; larger in order, 1,000 at a time)",
         description:
-          "While the queue takes 100 or more single-task enqueues a second, a call of one plain task (no id, dedupe_key, group, key, then, depends_on, deadline or uniqueness key) may be held up to 5 ms by the queue's coordinator and written with the others that came meanwhile; its answer is its own, as alone (docs/operations.md, \"Producers that enqueue one task per call\").",
+          'While the queue takes 100 or more single-task enqueues a second, a call of one plain task (no id, dedupe_key, group, key, then, depends_on, deadline or uniqueness key) may be held up to 5 ms by the queue\'s coordinator and written with the others that came meanwhile; its answer is its own, as alone (docs/operations.md, "Producers that enqueue one task per call").',
       },
       { status: 201, description: "Created (or deduplicated)" },
     ),
