@@ -1,6 +1,5 @@
 import { EnqueueLinger, DEFAULT_LINGER_MS } from "../contracts/enqueue-linger";
-import { EdgeqError } from "../contracts/errors";
-import { rateLimitedIfOverloaded } from "../contracts/overloaded";
+import { refusalOf } from "../contracts/refusal";
 import type { CoordinatorGather, GatheredOutcome, GatheredTask } from "../protocols/durable-objects";
 
 /**
@@ -101,9 +100,9 @@ export class EnqueueGathering {
       const { tasks } = await this.linger.enqueue(input.queue, input.task, undefined);
       return { task: tasks[0]! };
     } catch (error) {
-      const refusal = error instanceof EdgeqError ? error : rateLimitedIfOverloaded(error);
+      const refusal = refusalOf(error);
       if (refusal === null) throw error;
-      return { error: { code: refusal.code, message: refusal.message, status: refusal.status } };
+      return { error: refusal };
     }
   }
 }

@@ -1,5 +1,5 @@
-import { EdgeqError } from "../contracts/errors";
 import { rateLimitedIfOverloaded } from "../contracts/overloaded";
+import { refusedError } from "../contracts/refusal";
 import { oneTaskField, tasksField } from "../contracts/task-field";
 import type { EnqueueResult, NewTask } from "../engine/store";
 import { gatherHints } from "../effects/gather-hints";
@@ -77,7 +77,7 @@ export async function enqueueWhereGathered(
     throw error;
   }
   gatherHints.answered(queue, part, answer);
-  if ("error" in answer) throw new EdgeqError(answer.error.code, answer.error.message, { status: answer.error.status });
+  if ("error" in answer) throw refusedError(answer.error);
   return { tasks: [answer.task] };
 }
 

@@ -8,7 +8,7 @@ import {
   MAX_WAITER_ID_CHARS,
   MIN_VISIBILITY_TIMEOUT_S,
 } from "../contracts/limits";
-import type { EdgeqErrorCode } from "../contracts/errors";
+import type { Refusal } from "../contracts/refusal";
 import { TASK_STATES, type TaskState } from "../contracts/states";
 import type { StoredTask } from "../contracts/stored-task";
 import { TASK_EVENT_KINDS, type EventsPublish } from "../contracts/events";
@@ -107,8 +107,7 @@ export interface GatheredTask {
 }
 
 /** A gathered task's own outcome, or its own refusal (the API's code, message and status). */
-export type GatheredOutcome =
-  { task: GatheredTask } | { error: { code: EdgeqErrorCode; message: string; status: number } };
+export type GatheredOutcome = { task: GatheredTask } | { error: Refusal };
 
 /** What `gatherEnqueue` answers: the task's outcome, and whether gathering still pays. */
 export type GatheredAnswer = GatherHint & GatheredOutcome;

@@ -1,4 +1,4 @@
-import { EdgeqError } from "../contracts/errors";
+import { refusedError } from "../contracts/refusal";
 import { EnqueueLinger, type EnqueuedTask, type LingerOptions } from "../contracts/enqueue-linger";
 import type { EdgeqEntrypoint, EdgeqService } from "./edgeq-entrypoint";
 import type { RpcOutcome } from "./rpc-outcome";
@@ -73,5 +73,5 @@ function isBatch(body: unknown): boolean {
 /** An outcome's value, or its refusal thrown as the EdgeqError it was. */
 export function valueOf<T>(outcome: RpcOutcome<T>): T {
   if (outcome.ok) return outcome.value;
-  throw new EdgeqError(outcome.error.code, outcome.error.message, { status: outcome.error.status });
+  throw refusedError(outcome.error);
 }

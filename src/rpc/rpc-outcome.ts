@@ -1,12 +1,8 @@
-import { EdgeqError, type EdgeqErrorCode } from "../contracts/errors";
-import { rateLimitedIfOverloaded } from "../contracts/overloaded";
+import { EdgeqError } from "../contracts/errors";
+import { refusalOf, type Refusal } from "../contracts/refusal";
 
 /** A refusal as it crosses the binding: the HTTP API's `{ code, message }` and its status. */
-export interface RpcRefusal {
-  code: EdgeqErrorCode;
-  message: string;
-  status: number;
-}
+export type RpcRefusal = Refusal;
 
 /**
  * What every method of the edgeq binding resolves to: the HTTP API's answer, or its refusal as data.
@@ -21,10 +17,6 @@ export interface RpcRefusal {
  */
 export type RpcOutcome<T> = { ok: true; value: T } | { ok: false; error: RpcRefusal };
 
-function refusal(error: EdgeqError): { ok: false; error: RpcRefusal } {
-  return { ok: false, error: { code: error.code, message: error.message, status: error.status } };
-}
-
 /**
  * Runs one binding call: its answer, or an EdgeqError as a refusal. Anything else is a fault of edgeq's
  * own: logged here, once, and answered as the refusal `internal` without its details (as the HTTP API's 500
@@ -34,10 +26,9 @@ export async function rpcCall<T>(name: string, run: () => Promise<T>): Promise<R
   try {
     return { ok: true, value: await run() };
   } catch (error) {
-    if (error instanceof EdgeqError) return refusal(error);
-    const limited = rateLimitedIfOverloaded(error);
-    if (limited !== null) return refusal(limited);
+    const refusal = refusalOf(error);
+    if (refusal !== null) return { ok: false, error: refusal };
     console.error(`rpc ${name}: unexpected error`, error);
-    return refusal(new EdgeqError("internal", "internal error"));
+    return { ok: false, error: refusalOf(new EdgeqError("internal", "internal error"))! };
   }
 }
