@@ -20,32 +20,18 @@ interface GatherableTask {
 
 type GatheredTask = EnqueueResult["tasks"][number];
 
-/**
- * A task as a coordinator gathers it, or null when it is not one the store packs: a client's id, a dedupe
- * key, a group, a flow key, `then`, dependencies, a start deadline or a uniqueness key each keep it in its own
- * call (the store keeps such tasks in rows, and one of them in a gathered call would keep the whole call there:
- * src/engine/hybrid/route-enqueue.ts).
- */
+/** The fields of a task a coordinator gathers: a plain task's, what the store packs (src/engine/hybrid/
+ * route-enqueue.ts). A task with any other field set — an id, a dedupe key, a group, a flow key, `then`,
+ * dependencies, a deadline, a uniqueness key — keeps its own call: the store keeps it in rows, and one such task in
+ * a gathered call would keep the whole call there. Listed by what is kept, not by what is refused, so that a
+ * field added to NewTask is never dropped on the way to the coordinator: such a task is written here. */
+const GATHERED_FIELDS: ReadonlySet<string> = new Set(["type", "payload", "priority", "runAt", "maxAttempts"]);
+
+/** The task as a coordinator gathers it, or null when it has a field a gathered task does not take. */
 export function gatherable(task: NewTask): GatherableTask | null {
-  const plain =
-    task.id === undefined &&
-    task.dedupeKey === undefined &&
-    task.group === undefined &&
-    task.key === undefined &&
-    (task.then ?? []).length === 0 &&
-    (task.dependsOn ?? []).length === 0 &&
-    task.onDependencyFailure === undefined &&
-    task.startBy === undefined &&
-    task.unique === undefined &&
-    task.runAt !== undefined;
-  if (!plain) return null;
-  return {
-    runAt: task.runAt!,
-    ...(task.type === undefined ? {} : { type: task.type }),
-    ...(task.payload === undefined ? {} : { payload: task.payload }),
-    ...(task.priority === undefined ? {} : { priority: task.priority }),
-    ...(task.maxAttempts === undefined ? {} : { maxAttempts: task.maxAttempts }),
-  };
+  const set = Object.entries(task).filter(([, value]) => value !== undefined);
+  if (task.runAt === undefined || set.some(([field]) => !GATHERED_FIELDS.has(field))) return null;
+  return Object.fromEntries(set) as unknown as GatherableTask;
 }
 
 /**
