@@ -35,7 +35,9 @@ export class GatherGauge {
   private second = -1;
   private current = 0;
   private previous = 0;
-  private sizes: number[] = [];
+  /** The gathered calls since the last sample, and the tasks they carried. */
+  private calls = 0;
+  private tasks = 0;
   private pausedUntil = 0;
 
   note(now: number): void {
@@ -45,11 +47,12 @@ export class GatherGauge {
 
   /** A gathered call of `size` tasks went out. */
   sent(size: number, now: number): void {
-    this.sizes.push(size);
-    if (this.sizes.length < GATHER_SAMPLE_CALLS) return;
-    const mean = this.sizes.reduce((a, b) => a + b, 0) / this.sizes.length;
-    this.sizes = [];
-    if (mean < GATHER_MIN_MEAN) this.pausedUntil = now + GATHER_BACKOFF_MS;
+    this.calls++;
+    this.tasks += size;
+    if (this.calls < GATHER_SAMPLE_CALLS) return;
+    if (this.tasks / this.calls < GATHER_MIN_MEAN) this.pausedUntil = now + GATHER_BACKOFF_MS;
+    this.calls = 0;
+    this.tasks = 0;
   }
 
   /** Whether the last second saw GATHER_FROM_PER_S arrivals, and gathering lately found them company. */
